@@ -1,0 +1,270 @@
+//! Attach the member's current bearer token to every request; on 401 refresh it and retry once.
+//!
+//! ```no_run
+//! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
+//! use member_client::{BearerLayer, CredentialHealth, FileSource, TokenCache, TokenCacheConfig};
+//! use tower::buffer::BufferLayer;
+//!
+//! let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token");
+//! let secret = source.secret_ref();
+//! let tokens = TokenCache::new(source, TokenCacheConfig::default());
+//! let config = kube::Config::new("https://127.0.0.1:6443".parse()?);
+//! let client = kube::client::ClientBuilder::try_from(config)?
+//!     // The retry needs a second call on the inner service, so it must be `Clone`.
+//!     .with_layer(&BufferLayer::new(1024))
+//!     .with_layer(&BearerLayer::new("self", secret, tokens, CredentialHealth::new()))
+//!     .build();
+//! # Ok(()) }
+//! ```
+//! [`ClientFactory`](crate::ClientFactory) builds exactly this stack.
+
+use std::{
+    fmt,
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use http::{Request, Response, StatusCode, header::AUTHORIZATION};
+use kube::client::Body;
+use tower::{BoxError, Layer, Service, ServiceExt as _};
+
+use crate::{Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache};
+
+/// Wraps a service in [`Bearer`]. Holds only handles, so it is cheap to clone.
+#[derive(Clone, Debug)]
+pub struct BearerLayer {
+    ctx: Arc<Ctx>,
+}
+
+#[derive(Debug)]
+struct Ctx {
+    member: String,
+    secret: SecretRef,
+    tokens: TokenCache,
+    health: CredentialHealth,
+}
+
+impl BearerLayer {
+    /// Requests for `member` carry the token cached under `secret`; what the member says of it
+    /// is reported to `health`.
+    pub fn new(
+        member: impl Into<String>,
+        secret: SecretRef,
+        tokens: TokenCache,
+        health: CredentialHealth,
+    ) -> Self {
+        Self {
+            ctx: Arc::new(Ctx {
+                member: member.into(),
+                secret,
+                tokens,
+                health,
+            }),
+        }
+    }
+}
+
+impl<S> Layer<S> for BearerLayer {
+    type Service = Bearer<S>;
+
+    fn layer(&self, inner: S) -> Bearer<S> {
+        Bearer {
+            inner,
+            ctx: self.ctx.clone(),
+        }
+    }
+}
+
+/// Sets `Authorization: Bearer …` (marked sensitive) from the [`TokenCache`] on each request.
+///
+/// # Recovery
+/// On a 401 the cached token is invalidated if it is still the one that was rejected, and read
+/// again (one fetch, however many requests were rejected at once). If the token changed, the
+/// request is sent once more with it; request bodies built by kube can always be replayed (a
+/// streaming body cannot, and its 401 is passed through: the next request carries the fresh
+/// token). If the token did not change, or the retry is rejected too, the request fails with
+/// [`Error::Unauthorized`] and the member's state becomes [`CredentialState::Rejected`]. There is
+/// never a second retry.
+///
+/// A 2xx makes the state [`CredentialState::Valid`]. Other statuses (403, 404, 5xx) and
+/// transport errors pass through untouched and change nothing.
+#[derive(Clone, Debug)]
+pub struct Bearer<S> {
+    inner: S,
+    ctx: Arc<Ctx>,
+}
+
+impl<S> Bearer<S> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B> Service<Request<Body>> for Bearer<S>
+where
+    S: Service<Request<Body>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Send + 'static,
+{
+    type Response = Response<B>;
+    type Error = BoxError;
+    type Future = ResponseFuture<B>;
+
+    /// Always ready: the inner service is readied inside the response future, once the token is
+    /// known. NB: readying it here would make a request that waits for a token fetch hold a slot
+    /// of the inner buffer, and a slow Secret read would then block unrelated requests.
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        ResponseFuture {
+            inner: Box::pin(send(self.ctx.clone(), self.inner.clone(), request)),
+        }
+    }
+}
+
+/// Response future of [`Bearer`].
+pub struct ResponseFuture<B> {
+    inner: Pin<Box<dyn Future<Output = Result<Response<B>, BoxError>> + Send>>,
+}
+
+impl<B> Future for ResponseFuture<B> {
+    type Output = Result<Response<B>, BoxError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+impl<B> fmt::Debug for ResponseFuture<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+async fn send<S, B>(
+    ctx: Arc<Ctx>,
+    mut inner: S,
+    request: Request<Body>,
+) -> Result<Response<B>, BoxError>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    let credential = ctx.credential().await?;
+    let replay = try_clone(&request);
+    let response = inner
+        .ready()
+        .await
+        .map_err(Into::into)?
+        .call(authorize(request, &credential))
+        .await
+        .map_err(Into::into)?;
+    if response.status() != StatusCode::UNAUTHORIZED {
+        ctx.observe(response.status());
+        return Ok(response);
+    }
+
+    ctx.health.count_unauthorized();
+    ctx.tokens
+        .invalidate_if_current(&ctx.secret, &credential)
+        .await;
+    let fresh = ctx.credential().await?;
+    if fresh.same_token(&credential) {
+        return Err(ctx.rejected());
+    }
+    let Some(replay) = replay else {
+        tracing::debug!(member = %ctx.member, "401 on a streaming body; not replayed");
+        return Ok(response);
+    };
+    drop(response);
+
+    ctx.health.count_retry();
+    tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
+    let response = inner
+        .ready()
+        .await
+        .map_err(Into::into)?
+        .call(authorize(replay, &fresh))
+        .await
+        .map_err(Into::into)?;
+    if response.status() == StatusCode::UNAUTHORIZED {
+        ctx.health.count_unauthorized();
+        ctx.tokens.invalidate_if_current(&ctx.secret, &fresh).await;
+        return Err(ctx.rejected());
+    }
+    ctx.observe(response.status());
+    Ok(response)
+}
+
+impl Ctx {
+    async fn credential(&self) -> Result<Arc<Credential>, BoxError> {
+        self.tokens.get(&self.secret).await.map_err(|source| {
+            let changed = self.health.report(CredentialState::Unavailable {
+                reason: source.to_string(),
+            });
+            if changed {
+                tracing::warn!(member = %self.member, secret = %self.secret, error = %source, "no usable credential");
+            }
+            Box::new(Error::CredentialUnavailable {
+                member: self.member.clone(),
+                secret: self.secret.clone(),
+                source,
+            }) as BoxError
+        })
+    }
+
+    fn observe(&self, status: StatusCode) {
+        if status.is_success() {
+            self.health.report(CredentialState::Valid);
+        }
+    }
+
+    fn rejected(&self) -> BoxError {
+        if self.health.report(CredentialState::Rejected) {
+            tracing::warn!(
+                member = %self.member,
+                secret = %self.secret,
+                "member rejects its credential (401) after a refresh; update the Secret"
+            );
+        }
+        Box::new(Error::Unauthorized {
+            member: self.member.clone(),
+            secret: self.secret.clone(),
+        })
+    }
+}
+
+fn authorize(mut request: Request<Body>, credential: &Credential) -> Request<Body> {
+    request
+        .headers_mut()
+        .insert(AUTHORIZATION, credential.authorization().clone());
+    request
+}
+
+/// A copy to send again after a 401, or `None` if the body streams.
+fn try_clone(request: &Request<Body>) -> Option<Request<Body>> {
+    let body = request.body().try_clone()?;
+    let mut copy = Request::new(body);
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    *copy.extensions_mut() = request.extensions().clone();
+    Some(copy)
+}

@@ -1,0 +1,242 @@
+//! A bearer token and the CA bundle that goes with it.
+
+use std::{
+    fmt,
+    time::{Duration, SystemTime},
+};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::HeaderValue;
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::source::SourceError;
+
+/// One member cluster's credential, as last read from its [`CredentialSource`](crate::CredentialSource).
+///
+/// The token is a [`SecretString`]: it is never printed by `Debug` and is zeroed on drop.
+///
+/// ```
+/// use member_client::Credential;
+/// let cred = Credential::from_token_bytes(b"opaque-token\n").unwrap();
+/// assert_eq!(format!("{cred:?}").contains("opaque-token"), false);
+/// assert!(cred.expires_at().is_none());
+/// ```
+#[derive(Clone)]
+pub struct Credential {
+    token: SecretString,
+    /// `Bearer <token>`, built once so requests only clone it; marked sensitive.
+    authorization: HeaderValue,
+    ca_bundle: Option<Bytes>,
+    expires_at: Option<SystemTime>,
+    generation: u64,
+}
+
+impl Credential {
+    /// Parses a token as it is stored in a Secret or a file.
+    ///
+    /// Surrounding whitespace (a trailing newline from `echo` or `kubectl create secret
+    /// --from-file`) is trimmed. If the token is a JWT, its `exp` claim becomes
+    /// [`expires_at`](Self::expires_at); the signature is not checked, because only the member's
+    /// apiserver can judge it. A token that is not a JWT, or whose payload does not parse, is
+    /// treated as opaque and has no expiry.
+    ///
+    /// # Errors
+    /// [`SourceError::TokenNotUtf8`], [`SourceError::EmptyToken`] and
+    /// [`SourceError::TokenNotHeaderSafe`].
+    pub fn from_token_bytes(raw: &[u8]) -> Result<Self, SourceError> {
+        let text = std::str::from_utf8(raw).map_err(|_| SourceError::TokenNotUtf8)?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(SourceError::EmptyToken);
+        }
+        let mut authorization = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| SourceError::TokenNotHeaderSafe)?;
+        authorization.set_sensitive(true);
+        Ok(Self {
+            authorization,
+            expires_at: jwt_expiry(token),
+            token: SecretString::from(token),
+            ca_bundle: None,
+            generation: 0,
+        })
+    }
+
+    /// Attaches the PEM CA bundle that verifies the member's serving certificate.
+    #[must_use]
+    pub fn with_ca_bundle(mut self, pem: impl Into<Bytes>) -> Self {
+        self.ca_bundle = Some(pem.into());
+        self
+    }
+
+    pub(crate) fn with_generation(mut self, generation: u64) -> Self {
+        self.generation = generation;
+        self
+    }
+
+    /// The bearer token.
+    pub fn token(&self) -> &SecretString {
+        &self.token
+    }
+
+    /// The `Authorization` header value, marked sensitive.
+    pub(crate) fn authorization(&self) -> &HeaderValue {
+        &self.authorization
+    }
+
+    /// The PEM CA bundle, if the source holds one.
+    pub fn ca_bundle(&self) -> Option<&Bytes> {
+        self.ca_bundle.as_ref()
+    }
+
+    /// When the token expires, from its JWT `exp` claim; `None` for opaque tokens.
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        self.expires_at
+    }
+
+    /// Which load of the [`TokenCache`](crate::TokenCache) produced this value. Every load gets
+    /// a new, larger number, so two values with the same generation are the same load.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether both hold the same token (whatever their generations).
+    pub fn same_token(&self, other: &Credential) -> bool {
+        self.token.expose_secret() == other.token.expose_secret()
+    }
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credential")
+            .field("token", &"[REDACTED]")
+            .field("ca_bundle", &self.ca_bundle.as_ref().map(|ca| ca.len()))
+            .field("expires_at", &self.expires_at)
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+/// Reads `exp` from a JWT's payload. Anything that is not a three-part token with a base64url
+/// JSON payload holding a numeric `exp` yields `None`.
+fn jwt_expiry(token: &str) -> Option<SystemTime> {
+    let mut parts = token.split('.');
+    let (_header, payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    // RFC 7515 says unpadded, but some issuers pad; accept both.
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    #[derive(serde::Deserialize)]
+    struct Claims {
+        exp: Option<f64>,
+    }
+    let exp = serde_json::from_slice::<Claims>(&payload).ok()?.exp?;
+    if !exp.is_finite() || exp < 0.0 {
+        return None;
+    }
+    SystemTime::UNIX_EPOCH.checked_add(Duration::try_from_secs_f64(exp).ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn jwt(payload: &str) -> String {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        format!("{}.{}.c2ln", b64(r#"{"alg":"RS256"}"#), b64(payload))
+    }
+
+    #[rstest]
+    // whitespace around a token is trimmed, not sent
+    #[case::plain(b"abc".to_vec(), "abc")]
+    #[case::trailing_newline(b"abc\n".to_vec(), "abc")]
+    #[case::crlf_and_spaces(b"  abc \r\n".to_vec(), "abc")]
+    fn token_is_trimmed(#[case] raw: Vec<u8>, #[case] want: &str) {
+        let cred = Credential::from_token_bytes(&raw).unwrap();
+        assert_eq!(cred.token().expose_secret(), want);
+    }
+
+    #[rstest]
+    #[case::empty(b"".to_vec())]
+    #[case::only_whitespace(b" \n\t ".to_vec())]
+    fn empty_token_is_an_error(#[case] raw: Vec<u8>) {
+        assert!(matches!(
+            Credential::from_token_bytes(&raw),
+            Err(SourceError::EmptyToken)
+        ));
+    }
+
+    #[rstest]
+    #[case::invalid_byte(vec![0x61, 0xff, 0x62])]
+    #[case::lone_continuation(vec![0x80])]
+    fn non_utf8_token_is_an_error(#[case] raw: Vec<u8>) {
+        assert!(matches!(
+            Credential::from_token_bytes(&raw),
+            Err(SourceError::TokenNotUtf8)
+        ));
+    }
+
+    #[rstest]
+    #[case::inner_newline(b"abc\ndef".to_vec())]
+    #[case::nul_byte(b"abc\0def".to_vec())]
+    #[case::escape(b"abc\x1bdef".to_vec())]
+    fn control_characters_inside_the_token_are_an_error(#[case] raw: Vec<u8>) {
+        assert!(matches!(
+            Credential::from_token_bytes(&raw),
+            Err(SourceError::TokenNotHeaderSafe)
+        ));
+    }
+
+    #[test]
+    fn authorization_header_is_bearer_and_sensitive() {
+        let cred = Credential::from_token_bytes(b"abc\n").unwrap();
+        assert_eq!(cred.authorization().as_bytes(), b"Bearer abc");
+        assert!(cred.authorization().is_sensitive());
+        assert!(!format!("{:?}", cred.authorization()).contains("abc"));
+    }
+
+    #[rstest]
+    #[case::jwt_with_exp(jwt(r#"{"exp":2000000000,"sub":"x"}"#), Some(2_000_000_000))]
+    #[case::jwt_with_fractional_exp(jwt(r#"{"exp":1700000000.5}"#), Some(1_700_000_000))]
+    #[case::jwt_without_exp(jwt(r#"{"sub":"x"}"#), None)]
+    #[case::jwt_with_string_exp(jwt(r#"{"exp":"soon"}"#), None)]
+    #[case::jwt_with_negative_exp(jwt(r#"{"exp":-5}"#), None)]
+    #[case::payload_not_json(jwt("not json"), None)]
+    #[case::payload_not_base64("a.%%%.c".to_string(), None)]
+    #[case::two_parts("a.b".to_string(), None)]
+    #[case::four_parts("a.b.c.d".to_string(), None)]
+    #[case::opaque("0123456789abcdef".to_string(), None)]
+    fn expiry_is_read_from_jwt_exp(#[case] token: String, #[case] want_secs: Option<u64>) {
+        let cred = Credential::from_token_bytes(token.as_bytes()).unwrap();
+        let got = cred
+            .expires_at()
+            .map(|t| t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs());
+        assert_eq!(got, want_secs);
+    }
+
+    #[test]
+    fn padded_jwt_payload_is_accepted() {
+        let payload = base64::engine::general_purpose::URL_SAFE.encode(r#"{"exp":12}"#);
+        let token = format!("h.{payload}.s");
+        assert!(payload.ends_with('='), "test needs a padded payload");
+        let cred = Credential::from_token_bytes(token.as_bytes()).unwrap();
+        assert_eq!(
+            cred.expires_at(),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(12))
+        );
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let cred = Credential::from_token_bytes(b"s3cr3t-token-value")
+            .unwrap()
+            .with_ca_bundle(&b"-----BEGIN CERTIFICATE-----"[..]);
+        let printed = format!("{cred:?} {cred:#?}");
+        assert!(!printed.contains("s3cr3t"), "{printed}");
+        assert!(printed.contains("REDACTED"), "{printed}");
+    }
+}

@@ -1,0 +1,79 @@
+//! The crate's error type.
+
+use std::sync::Arc;
+
+use crate::{SecretRef, SourceError};
+
+/// What can go wrong building or using a member client.
+///
+/// Requests through a client built by [`ClientFactory`](crate::ClientFactory) fail with
+/// `kube::Error::Service` wrapping one of these when the cause is the credential; use
+/// [`FailureKind::of`](crate::FailureKind::of) to classify any `kube::Error`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The member answered 401 to the credential, and the credential source had nothing newer
+    /// (or the member rejected the newer one too). Not retryable until the Secret changes.
+    #[error(
+        "member {member:?} rejected the credential from {secret} (401 Unauthorized) after a refresh"
+    )]
+    Unauthorized {
+        /// The member cluster.
+        member: String,
+        /// Where its credential comes from.
+        secret: SecretRef,
+    },
+    /// No credential could be read for the member. Retryable when
+    /// [`SourceError::is_transient`] says so, otherwise once the Secret changes.
+    #[error("no usable credential for member {member:?} in {secret}")]
+    CredentialUnavailable {
+        /// The member cluster.
+        member: String,
+        /// Where its credential should come from.
+        secret: SecretRef,
+        /// Why there is none; shared with every request that waited on the same load.
+        #[source]
+        source: Arc<SourceError>,
+    },
+    /// The API endpoint is not an `http(s)://host[:port]` URL.
+    #[error("member {member:?} has an invalid API endpoint {endpoint:?}: {reason}")]
+    InvalidEndpoint {
+        /// The member cluster.
+        member: String,
+        /// The endpoint as given.
+        endpoint: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The proxy URL does not parse or uses a scheme other than http, https or socks5.
+    #[error("member {member:?} has an invalid proxy URL {proxy_url:?}")]
+    InvalidProxyUrl {
+        /// The member cluster.
+        member: String,
+        /// The proxy URL as given.
+        proxy_url: String,
+        /// Why it was refused.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The CA bundle is not PEM holding at least one certificate.
+    #[error("member {member:?} has an invalid CA bundle: {reason}")]
+    InvalidCaBundle {
+        /// The member cluster.
+        member: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// kube refused the configuration (its TLS setup, say).
+    #[error("building the client for member {member:?} failed")]
+    BuildClient {
+        /// The member cluster.
+        member: String,
+        /// kube's error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,117 @@
+//! Telling an auth failure from everything that merely looks like one.
+
+use std::error::Error as StdError;
+
+use crate::Error;
+
+/// What a failed request to a member means, for conditions and metrics.
+///
+/// A 401 is never folded into "not found" or "unreachable", and a 403 or 404 is never called an
+/// auth failure: each is reported as what it is.
+///
+/// ```
+/// use member_client::FailureKind;
+/// let status = kube::core::Status::failure("nope", "Forbidden").with_code(403);
+/// let err = kube::Error::Api(Box::new(status));
+/// assert_eq!(FailureKind::of(&err), FailureKind::Forbidden);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// The member rejected the credential (401), also after a refresh.
+    Unauthorized,
+    /// The credential is accepted but lacks permission (403).
+    Forbidden,
+    /// The object or resource does not exist (404).
+    NotFound,
+    /// No usable credential could be read (Secret missing, token empty, …).
+    CredentialUnavailable,
+    /// The member could not be reached: connect, TLS or timeout errors.
+    Unreachable,
+    /// Anything else (another status code, a response that does not decode, …).
+    Other,
+}
+
+impl FailureKind {
+    /// Classifies an error returned by a `kube::Client`.
+    pub fn of(err: &kube::Error) -> Self {
+        match err {
+            kube::Error::Api(status) => Self::of_status_code(status.code),
+            kube::Error::Service(inner) => Self::of_service_error(inner.as_ref()),
+            kube::Error::HyperError(_) => Self::Unreachable,
+            _ => Self::Other,
+        }
+    }
+
+    /// Classifies an HTTP status code of a failed response.
+    pub fn of_status_code(code: u16) -> Self {
+        match code {
+            401 => Self::Unauthorized,
+            403 => Self::Forbidden,
+            404 => Self::NotFound,
+            _ => Self::Other,
+        }
+    }
+
+    fn of_service_error(err: &(dyn StdError + Send + Sync + 'static)) -> Self {
+        if let Some(ours) = err.downcast_ref::<Error>() {
+            return match ours {
+                Error::Unauthorized { .. } => Self::Unauthorized,
+                Error::CredentialUnavailable { .. } => Self::CredentialUnavailable,
+                _ => Self::Other,
+            };
+        }
+        if let Some(kube_err) = err.downcast_ref::<kube::Error>() {
+            return Self::of(kube_err);
+        }
+        // What is left below kube's stack is the connector: DNS, TCP, TLS, timeouts.
+        Self::Unreachable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{SecretRef, SourceError};
+    use rstest::rstest;
+    use std::sync::Arc;
+
+    fn api(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(
+            kube::core::Status::failure("x", "y").with_code(code),
+        ))
+    }
+
+    #[rstest]
+    #[case::status_401(api(401), FailureKind::Unauthorized)]
+    #[case::status_403(api(403), FailureKind::Forbidden)]
+    #[case::status_404(api(404), FailureKind::NotFound)]
+    #[case::status_500(api(500), FailureKind::Other)]
+    #[case::rejected_after_refresh(
+        kube::Error::Service(Box::new(Error::Unauthorized {
+            member: "m".into(),
+            secret: SecretRef::new("ns", "s"),
+        })),
+        FailureKind::Unauthorized
+    )]
+    #[case::secret_missing(
+        kube::Error::Service(Box::new(Error::CredentialUnavailable {
+            member: "m".into(),
+            secret: SecretRef::new("ns", "s"),
+            source: Arc::new(SourceError::NotFound { key: SecretRef::new("ns", "s") }),
+        })),
+        FailureKind::CredentialUnavailable
+    )]
+    #[case::connection_refused(
+        kube::Error::Service(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused
+        ))),
+        FailureKind::Unreachable
+    )]
+    #[case::decode_error(
+        kube::Error::SerdeError(serde_json::from_str::<u8>("x").unwrap_err()),
+        FailureKind::Other
+    )]
+    fn classifies_each_failure_as_what_it_is(#[case] err: kube::Error, #[case] want: FailureKind) {
+        assert_eq!(FailureKind::of(&err), want);
+    }
+}

@@ -1,0 +1,129 @@
+//! A token file, such as the projected ServiceAccount token kubelet rotates in place.
+
+use std::{io, path::PathBuf};
+
+use async_trait::async_trait;
+
+use crate::{Credential, CredentialSource, SecretRef, SourceError};
+
+/// Reads a bearer token (and optionally a CA bundle) from files.
+///
+/// This is how a process authenticates to its *own* cluster: kubelet writes a fresh projected
+/// token to `/var/run/secrets/kubernetes.io/serviceaccount/token` before the old one expires,
+/// so reading the file again is always enough to pick up a rotation. The [`SecretRef`] passed to
+/// [`fetch`](CredentialSource::fetch) is ignored; use [`FileSource::secret_ref`] as the cache key.
+///
+/// ```no_run
+/// use member_client::FileSource;
+/// let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token")
+///     .with_ca_file("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+/// let key = source.secret_ref();
+/// ```
+#[derive(Clone, Debug)]
+pub struct FileSource {
+    token_path: PathBuf,
+    ca_path: Option<PathBuf>,
+}
+
+impl FileSource {
+    /// A source that reads the token from `token_path`.
+    pub fn new(token_path: impl Into<PathBuf>) -> Self {
+        Self {
+            token_path: token_path.into(),
+            ca_path: None,
+        }
+    }
+
+    /// Also read a PEM CA bundle from `ca_path` on every fetch.
+    #[must_use]
+    pub fn with_ca_file(mut self, ca_path: impl Into<PathBuf>) -> Self {
+        self.ca_path = Some(ca_path.into());
+        self
+    }
+
+    /// The cache key for this file: no namespace, the token path as the name.
+    pub fn secret_ref(&self) -> SecretRef {
+        SecretRef::new("", self.token_path.display().to_string())
+    }
+}
+
+#[async_trait]
+impl CredentialSource for FileSource {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        let key = self.secret_ref();
+        let token = read(&self.token_path, &key).await?;
+        let credential = Credential::from_token_bytes(&token)?;
+        match &self.ca_path {
+            Some(ca_path) => Ok(credential.with_ca_bundle(read(ca_path, &key).await?)),
+            None => Ok(credential),
+        }
+    }
+}
+
+async fn read(path: &PathBuf, key: &SecretRef) -> Result<Vec<u8>, SourceError> {
+    tokio::fs::read(path).await.map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => SourceError::NotFound {
+            key: SecretRef::new("", path.display().to_string()),
+        },
+        _ => SourceError::Read {
+            key: key.clone(),
+            source: Box::new(err),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("member-client-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn reads_a_trimmed_token_and_picks_up_a_rewrite() {
+        let dir = scratch_dir("rewrite");
+        let path = dir.join("token");
+        std::fs::write(&path, "first\n").unwrap();
+        let source = FileSource::new(&path);
+        let key = source.secret_ref();
+        assert_eq!(
+            source.fetch(&key).await.unwrap().token().expose_secret(),
+            "first"
+        );
+        std::fs::write(&path, "second\n").unwrap();
+        assert_eq!(
+            source.fetch(&key).await.unwrap().token().expose_secret(),
+            "second"
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_file_is_not_found() {
+        let source = FileSource::new("/nonexistent/member-client/token");
+        let err = source.fetch(&source.secret_ref()).await.unwrap_err();
+        assert!(matches!(err, SourceError::NotFound { .. }), "{err:?}");
+        assert!(!err.is_transient());
+    }
+
+    #[tokio::test]
+    async fn missing_ca_file_is_not_found() {
+        let dir = scratch_dir("ca");
+        let path = dir.join("token");
+        std::fs::write(&path, "t").unwrap();
+        let source = FileSource::new(&path).with_ca_file(dir.join("missing-ca.crt"));
+        let err = source.fetch(&source.secret_ref()).await.unwrap_err();
+        assert!(matches!(err, SourceError::NotFound { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_directory_is_a_transient_read_error() {
+        let dir = scratch_dir("dir");
+        let source = FileSource::new(&dir);
+        let err = source.fetch(&source.secret_ref()).await.unwrap_err();
+        assert!(err.is_transient(), "{err:?}");
+    }
+}

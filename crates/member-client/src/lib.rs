@@ -1,0 +1,50 @@
+//! `kube::Client`s for member clusters whose bearer tokens never go stale.
+//!
+//! A control plane that manages member clusters in push mode holds, per member, a Secret with a
+//! bearer token. A client that copies the token at start-up keeps sending it after the Secret is
+//! rotated: fresh clients (health checks) pass while long-lived watches get 401 forever. Here the
+//! token is read per request from a [`TokenCache`] keyed by the Secret; the cache is refreshed
+//! single-flight when the Secret changes ([`TokenCache::invalidate`]), when the JWT `exp` nears,
+//! or when a 401 says it is stale, and the rejected request is retried once ([`BearerLayer`]).
+//! A credential still rejected after a refresh is reported as [`Error::Unauthorized`] and
+//! [`CredentialState::Rejected`], never as "not found" or "unreachable" ([`FailureKind`]).
+//!
+//! Start with [`ClientFactory`]:
+//!
+//! ```no_run
+//! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
+//! use member_client::{
+//!     ClientFactory, CredentialHealth, FileSource, MemberClientConfig, TokenCache, TokenCacheConfig,
+//! };
+//!
+//! let source = FileSource::new("/etc/tether/member1/token");
+//! let secret = source.secret_ref();
+//! let factory = ClientFactory::new(TokenCache::new(source, TokenCacheConfig::default()));
+//! let health = CredentialHealth::new();
+//! let client = factory.build(&MemberClientConfig::new("member1", "https://10.0.0.1:6443", secret), &health)?;
+//! let version = client.apiserver_version().await?;
+//! # Ok(()) }
+//! ```
+
+mod bearer_layer;
+mod client_factory;
+mod credential;
+mod credential_state;
+mod error;
+mod failure_kind;
+mod file_source;
+mod secret_ref;
+mod source;
+mod token_cache;
+
+pub use async_trait::async_trait;
+pub use bearer_layer::{Bearer, BearerLayer, ResponseFuture};
+pub use client_factory::{ClientFactory, MemberClientConfig};
+pub use credential::Credential;
+pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
+pub use error::{Error, Result};
+pub use failure_kind::FailureKind;
+pub use file_source::FileSource;
+pub use secret_ref::SecretRef;
+pub use source::{CredentialSource, SourceError};
+pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};

@@ -1,0 +1,89 @@
+//! Where credentials come from.
+
+use async_trait::async_trait;
+
+use crate::{Credential, SecretRef};
+
+/// Reads the current credential for a [`SecretRef`].
+///
+/// member-client knows nothing of where Secrets live: cluster-registry implements this over its
+/// in-memory Secret store, and [`FileSource`](crate::FileSource) reads a projected token file.
+/// The [`TokenCache`](crate::TokenCache) calls `fetch` only on a miss, an expiry, an
+/// invalidation or a 401, and never twice at once for the same key.
+///
+/// ```
+/// use member_client::{async_trait, Credential, CredentialSource, SecretRef, SourceError};
+///
+/// struct Fixed;
+///
+/// #[async_trait]
+/// impl CredentialSource for Fixed {
+///     async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+///         Credential::from_token_bytes(b"token")
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait CredentialSource: Send + Sync + 'static {
+    /// Reads the credential now.
+    ///
+    /// # Errors
+    /// A [`SourceError`] saying why there is no usable credential.
+    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError>;
+}
+
+/// Why a [`CredentialSource`] has no usable credential.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The Secret (or file) does not exist. Permanent until it is created.
+    #[error("{key} was not found")]
+    NotFound {
+        /// What was looked for.
+        key: SecretRef,
+    },
+    /// The Secret exists but lacks a required field. Permanent until the Secret changes.
+    #[error("{key} has no {field:?} field")]
+    MissingKey {
+        /// The Secret.
+        key: SecretRef,
+        /// The missing field, e.g. `token`.
+        field: String,
+    },
+    /// The token is empty or only whitespace. Permanent until the Secret changes.
+    #[error("the token is empty")]
+    EmptyToken,
+    /// The token is not UTF-8, so it cannot be an HTTP header value. Permanent until the Secret
+    /// changes.
+    #[error("the token is not valid UTF-8")]
+    TokenNotUtf8,
+    /// The token holds control characters (an inner newline, say), so it cannot be sent in an
+    /// HTTP header. Permanent until the Secret changes.
+    #[error("the token holds characters that cannot be sent in an HTTP header")]
+    TokenNotHeaderSafe,
+    /// The Secret's content is unusable for another reason (a field that is not JSON, say).
+    /// Permanent until the Secret changes.
+    #[error("{key} is invalid: {reason}")]
+    Invalid {
+        /// The Secret.
+        key: SecretRef,
+        /// What is wrong with it. Never contains the token.
+        reason: String,
+    },
+    /// Reading failed for a reason that may pass (an I/O error, an API error). Transient.
+    #[error("reading {key} failed")]
+    Read {
+        /// What was being read.
+        key: SecretRef,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl SourceError {
+    /// Whether retrying the same read later may succeed without anyone changing the Secret.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, SourceError::Read { .. })
+    }
+}

@@ -1,0 +1,336 @@
+//! The wire behaviour of member clients, over a loopback server that records what it receives.
+//!
+//! The rotation tests (invalidate, 401 → refresh → retry, rejection, JWT expiry) fail against a
+//! client that copies the token at build time, as Karmada's did before PR #7663: such a client
+//! never sends a token it did not start with, never fetches again and never retries. The 403,
+//! 404, transport and missing-Secret tests pin down that nothing else is mistaken for an auth
+//! failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test fails by panicking")]
+
+mod support;
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use base64::Engine as _;
+use http::Request;
+use member_client::{CredentialState, FailureKind, TokenCacheConfig};
+use rstest::rstest;
+use support::{LoopbackApiserver, Member, ScriptedSource, wait_until};
+
+const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
+
+#[tokio::test]
+async fn header_carries_the_current_token_and_follows_invalidate() {
+    let server = LoopbackApiserver::start(&["token-a", "token-b"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&server.url(), &source);
+
+    member.get(PATH).await.unwrap();
+    assert_eq!(server.seen_with("token-a"), 1);
+
+    source.set_token("token-b");
+    member.tokens.invalidate(&member.key).await;
+    member.get(PATH).await.unwrap();
+    assert_eq!(
+        server.seen_with("token-b"),
+        1,
+        "after invalidate the next request carries the new token"
+    );
+    assert_eq!(source.fetches(), 2);
+    assert_eq!(member.health.current(), CredentialState::Valid);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_requests_on_a_cold_cache_fetch_once() {
+    const N: usize = 10_000;
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::gated("token-a");
+    let member = Arc::new(Member::new(&server.url(), &source));
+
+    let requests: Vec<_> = (0..N)
+        .map(|_| {
+            let member = member.clone();
+            tokio::spawn(async move { member.get(PATH).await })
+        })
+        .collect();
+    // Every request has missed the cache and is waiting on the one load before it may finish.
+    wait_until(
+        "all requests miss the cache",
+        Duration::from_secs(60),
+        || member.tokens.stats().misses as usize >= N,
+    )
+    .await;
+    source.open_gate();
+    for request in requests {
+        request.await.unwrap().unwrap();
+    }
+
+    assert_eq!(source.fetches(), 1, "concurrent misses share one fetch");
+    assert_eq!(server.seen_with("token-a"), N);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
+    const N: usize = 500;
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    // All N must be on the wire at once for the server to hold their 401s together.
+    let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, N));
+    member.get(PATH).await.unwrap();
+
+    // Rotated and revoked, and the event that would have invalidated the cache was missed.
+    source.set_token("token-b");
+    server.accept_only(&["token-b"]);
+    server.hold_401s_until(N);
+
+    let requests: Vec<_> = (0..N)
+        .map(|_| {
+            let member = member.clone();
+            tokio::spawn(async move { member.get(PATH).await })
+        })
+        .collect();
+    for request in requests {
+        request.await.unwrap().unwrap();
+    }
+
+    assert_eq!(
+        source.fetches(),
+        2,
+        "one fetch at start, one refetch for all {N} 401s"
+    );
+    assert_eq!(server.seen_with("token-a"), 1 + N);
+    assert_eq!(
+        server.seen_with("token-b"),
+        N,
+        "each rejected request is retried exactly once"
+    );
+    assert_eq!(member.health.stats().retries, N as u64);
+    assert_eq!(member.health.current(), CredentialState::Valid);
+}
+
+#[rstest]
+#[case::post(http::Method::POST)]
+#[case::patch(http::Method::PATCH)]
+#[case::put(http::Method::PUT)]
+#[tokio::test]
+async fn request_bodies_are_replayed_byte_for_byte(#[case] method: http::Method) {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&server.url(), &source);
+    member.get(PATH).await.unwrap();
+    source.set_token("token-b");
+    server.accept_only(&["token-b"]);
+
+    let body: Vec<u8> =
+        br#"{"data":{"k":"v"}}"#.iter().copied().chain([0xff, 0x00, b'\n']).collect();
+    let request = Request::builder()
+        .method(method.clone())
+        .uri(PATH)
+        .header("content-type", "application/merge-patch+json")
+        .body(body.clone())
+        .unwrap();
+    let echoed = member.client.request_text(request).await;
+
+    // The echo is not UTF-8, so kube cannot return it as text; what matters is what was sent.
+    let _ = echoed;
+    let sent: Vec<_> = server
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == method)
+        .collect();
+    assert_eq!(
+        sent.len(),
+        2,
+        "one rejected attempt and one retry: {sent:?}"
+    );
+    assert_eq!(sent[0].authorization.as_deref(), Some("Bearer token-a"));
+    assert_eq!(sent[1].authorization.as_deref(), Some("Bearer token-b"));
+    assert_eq!(&sent[0].body[..], &body[..]);
+    assert_eq!(&sent[1].body[..], &body[..]);
+}
+
+#[tokio::test]
+async fn a_credential_still_rejected_after_refresh_fails_once_then_heals() {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&server.url(), &source);
+    member.get(PATH).await.unwrap();
+    assert_eq!(member.health.current(), CredentialState::Valid);
+
+    // Revoked, and the Secret still holds the revoked token (the KAI-Scheduler incident).
+    server.accept_only(&[]);
+    let err = member.get(PATH).await.unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err:?}");
+    assert_eq!(
+        server.seen_with("token-a"),
+        2,
+        "sent once; the refresh returned the same token, so no retry"
+    );
+    assert_eq!(source.fetches(), 2, "exactly one refresh");
+    assert_eq!(member.health.current(), CredentialState::Rejected);
+    assert_eq!(member.health.stats().retries, 0);
+
+    // Someone writes a new token; the Secret watch invalidates the cache.
+    server.accept_only(&["token-b"]);
+    source.set_token("token-b");
+    member.tokens.invalidate(&member.key).await;
+    member.get(PATH).await.unwrap();
+    assert_eq!(member.health.current(), CredentialState::Valid);
+}
+
+#[tokio::test]
+async fn a_refreshed_token_rejected_too_is_not_retried_again() {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&server.url(), &source);
+    member.get(PATH).await.unwrap();
+
+    source.set_token("token-b");
+    server.accept_only(&[]);
+    let err = member.get(PATH).await.unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err:?}");
+    assert_eq!(server.seen_with("token-a"), 2);
+    assert_eq!(server.seen_with("token-b"), 1, "one retry, no loop");
+    assert_eq!(member.health.current(), CredentialState::Rejected);
+
+    // The rejected refresh was invalidated too: the next request reads the source again.
+    source.set_token("token-c");
+    server.accept_only(&["token-c"]);
+    member.get(PATH).await.unwrap();
+    assert_eq!(server.seen_with("token-c"), 1);
+    assert_eq!(member.health.current(), CredentialState::Valid);
+}
+
+#[rstest]
+#[case::forbidden(
+    "/api/v1/namespaces/default/configmaps/forbidden",
+    FailureKind::Forbidden
+)]
+#[case::not_found("/api/v1/namespaces/default/configmaps/missing", FailureKind::NotFound)]
+#[tokio::test]
+async fn forbidden_and_not_found_touch_neither_cache_nor_state(
+    #[case] path: &str,
+    #[case] want: FailureKind,
+) {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&server.url(), &source);
+
+    let err = member.get(path).await.unwrap_err();
+    assert_eq!(FailureKind::of(&err), want, "{err:?}");
+    assert_eq!(
+        member.health.current(),
+        CredentialState::Unknown,
+        "a 403/404 says nothing of the credential"
+    );
+
+    member.get(PATH).await.unwrap();
+    let before = member.tokens.stats();
+    let err = member.get(path).await.unwrap_err();
+    assert_eq!(FailureKind::of(&err), want, "{err:?}");
+    assert_eq!(member.health.current(), CredentialState::Valid);
+    let after = member.tokens.stats();
+    assert_eq!(after.invalidations, before.invalidations);
+    assert_eq!(after.fetches, before.fetches);
+    assert_eq!(
+        server.seen().iter().filter(|s| s.path == path).count(),
+        2,
+        "never retried"
+    );
+}
+
+#[tokio::test]
+async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
+    let server = LoopbackApiserver::start(&[]).await;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    // Expires in 2.5 s; with a 2 s skew the entry must go after ~0.5 s, not after the 300 s TTL.
+    let first = jwt(now + 2.5);
+    let second = jwt(now + 3600.0);
+    server.accept_only(&[first.as_str(), second.as_str()]);
+    let source = ScriptedSource::new(&first);
+    let config = TokenCacheConfig {
+        ttl: Duration::from_secs(300),
+        expiry_skew: Duration::from_secs(2),
+        min_ttl: Duration::from_millis(50),
+        ..TokenCacheConfig::default()
+    };
+    let member = Member::with_cache_config(&server.url(), &source, config);
+    member.get(PATH).await.unwrap();
+    source.set_token(&second);
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while server.seen_with(&second) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the renewed JWT was never sent"
+        );
+        member.get(PATH).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(source.fetches(), 2);
+}
+
+#[tokio::test]
+async fn an_unreadable_credential_is_reported_and_nothing_is_sent() {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    source.delete();
+    let member = Member::new(&server.url(), &source);
+
+    let err = member.get(PATH).await.unwrap_err();
+    assert_eq!(
+        FailureKind::of(&err),
+        FailureKind::CredentialUnavailable,
+        "{err:?}"
+    );
+    assert!(matches!(
+        member.health.current(),
+        CredentialState::Unavailable { .. }
+    ));
+    assert!(server.seen().is_empty());
+
+    source.set_token("token-a");
+    member.get(PATH).await.unwrap();
+    assert_eq!(member.health.current(), CredentialState::Valid);
+}
+
+#[rstest]
+#[case::connection_refused(false)]
+#[case::tls_to_a_plain_http_server(true)]
+#[tokio::test]
+async fn transport_failures_are_unreachable_not_auth(#[case] tls_mismatch: bool) {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let url = if tls_mismatch {
+        format!("https://{}", server.addr)
+    } else {
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        format!("http://{addr}")
+    };
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&url, &source);
+
+    let err = member.get(PATH).await.unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::Unreachable, "{err:?}");
+    assert_eq!(member.health.current(), CredentialState::Unknown);
+    assert_eq!(member.tokens.stats().invalidations, 0);
+}
+
+fn jwt(exp: f64) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    format!(
+        "{}.{}.sig",
+        b64(r#"{"alg":"RS256","kid":"k"}"#),
+        b64(&format!(
+            r#"{{"exp":{exp},"sub":"system:serviceaccount:ns:sa"}}"#
+        ))
+    )
+}

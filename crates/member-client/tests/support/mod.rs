@@ -1,0 +1,313 @@
+//! Test doubles for member-client: a loopback HTTP server standing in for a member apiserver,
+//! and a credential source the test controls.
+#![allow(dead_code, reason = "each test binary uses a different part")]
+
+use std::{
+    collections::HashSet,
+    convert::Infallible,
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use member_client::{
+    ClientFactory, Credential, CredentialHealth, CredentialSource, MemberClientConfig, SecretRef,
+    SourceError, TokenCache, TokenCacheConfig, async_trait,
+};
+use tokio::{net::TcpListener, sync::Barrier, task::JoinHandle};
+
+/// One request as the server received it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: Method,
+    pub path: String,
+    pub authorization: Option<String>,
+    pub body: Bytes,
+}
+
+#[derive(Default)]
+struct ServerState {
+    accepted: Mutex<HashSet<String>>,
+    seen: Mutex<Vec<Seen>>,
+    hold_401s: Mutex<Option<Arc<Barrier>>>,
+}
+
+/// A loopback HTTP server that records the `Authorization` header of every request.
+///
+/// A request whose bearer token is not accepted gets 401 (a Kubernetes `Status`). With an
+/// accepted token, a path ending in `/forbidden` gets 403, one ending in `/missing` gets 404, and
+/// anything else gets 200 with the request body echoed back (or `{}`).
+pub struct LoopbackApiserver {
+    pub addr: SocketAddr,
+    state: Arc<ServerState>,
+    task: JoinHandle<()>,
+}
+
+impl LoopbackApiserver {
+    pub async fn start(accepted: &[&str]) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(ServerState::default());
+        state.set_accepted(accepted);
+        let task = tokio::spawn(serve(listener, state.clone()));
+        Self { addr, state, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// From now on only these tokens are accepted (a revocation, or a rotation).
+    pub fn accept_only(&self, tokens: &[&str]) {
+        self.state.set_accepted(tokens);
+    }
+
+    /// Holds every 401 response until `n` of them are waiting, so that `n` requests are
+    /// certainly rejected with the same token before any of them can refresh it.
+    pub fn hold_401s_until(&self, n: usize) {
+        *self.state.hold_401s.lock().unwrap() = Some(Arc::new(Barrier::new(n)));
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.seen.lock().unwrap().clone()
+    }
+
+    /// How many requests carried `Bearer <token>`.
+    pub fn seen_with(&self, token: &str) -> usize {
+        let want = format!("Bearer {token}");
+        self.seen()
+            .iter()
+            .filter(|s| s.authorization.as_deref() == Some(want.as_str()))
+            .count()
+    }
+}
+
+impl Drop for LoopbackApiserver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ServerState {
+    fn set_accepted(&self, tokens: &[&str]) {
+        *self.accepted.lock().unwrap() = tokens.iter().map(|t| t.to_string()).collect();
+    }
+}
+
+async fn serve(listener: TcpListener, state: Arc<ServerState>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| respond(state.clone(), req));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn respond(
+    state: Arc<ServerState>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let authorization = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let path = parts.uri.path().to_owned();
+    state.seen.lock().unwrap().push(Seen {
+        method: parts.method.clone(),
+        path: path.clone(),
+        authorization: authorization.clone(),
+        body: body.clone(),
+    });
+
+    let token = authorization
+        .as_deref()
+        .and_then(|a| a.strip_prefix("Bearer "));
+    let accepted = token.is_some_and(|t| state.accepted.lock().unwrap().contains(t));
+    if !accepted {
+        let barrier = state.hold_401s.lock().unwrap().clone();
+        if let Some(barrier) = barrier {
+            barrier.wait().await;
+        }
+        return Ok(status(StatusCode::UNAUTHORIZED, "Unauthorized"));
+    }
+    if path.ends_with("/forbidden") {
+        return Ok(status(StatusCode::FORBIDDEN, "Forbidden"));
+    }
+    if path.ends_with("/missing") {
+        return Ok(status(StatusCode::NOT_FOUND, "NotFound"));
+    }
+    let echo = if body.is_empty() {
+        Bytes::from_static(b"{}")
+    } else {
+        body
+    };
+    Ok(Response::new(Full::new(echo)))
+}
+
+fn status(code: StatusCode, reason: &str) -> Response<Full<Bytes>> {
+    let body = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": reason, "reason": reason, "code": code.as_u16(),
+    });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = code;
+    response
+}
+
+/// A credential source whose token the test sets, counting fetches; optionally gated shut.
+#[derive(Default)]
+pub struct ScriptedSource {
+    token: Mutex<Option<String>>,
+    fetches: AtomicUsize,
+    gate_open: AtomicBool,
+    gate: tokio::sync::Notify,
+}
+
+impl ScriptedSource {
+    pub fn new(token: &str) -> Arc<Self> {
+        let source = Self::default();
+        source.gate_open.store(true, Ordering::SeqCst);
+        source.set_token(token);
+        Arc::new(source)
+    }
+
+    /// A source whose fetches wait until [`open_gate`](Self::open_gate).
+    pub fn gated(token: &str) -> Arc<Self> {
+        let source = Self::default();
+        source.set_token(token);
+        Arc::new(source)
+    }
+
+    pub fn open_gate(&self) {
+        self.gate_open.store(true, Ordering::SeqCst);
+        self.gate.notify_waiters();
+    }
+
+    /// What the Secret holds now. The cache is not told.
+    pub fn set_token(&self, token: &str) {
+        *self.token.lock().unwrap() = Some(token.to_owned());
+    }
+
+    /// The Secret is gone.
+    pub fn delete(&self) {
+        *self.token.lock().unwrap() = None;
+    }
+
+    pub fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl CredentialSource for ScriptedSource {
+    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        // Read first, then wait: a gated fetch returns what the Secret held when it started.
+        let token = self.token.lock().unwrap().clone();
+        loop {
+            let notified = self.gate.notified();
+            if self.gate_open.load(Ordering::SeqCst) {
+                break;
+            }
+            notified.await;
+        }
+        match token {
+            Some(token) => Credential::from_token_bytes(token.as_bytes()),
+            None => Err(SourceError::NotFound { key: key.clone() }),
+        }
+    }
+}
+
+/// A member client over `url` reading `source` through a fresh cache.
+pub struct Member {
+    pub client: kube::Client,
+    pub tokens: TokenCache,
+    pub health: CredentialHealth,
+    pub key: SecretRef,
+}
+
+impl Member {
+    pub fn new(url: &str, source: &Arc<ScriptedSource>) -> Self {
+        Self::with_cache_config(url, source, TokenCacheConfig::default())
+    }
+
+    pub fn with_cache_config(
+        url: &str,
+        source: &Arc<ScriptedSource>,
+        config: TokenCacheConfig,
+    ) -> Self {
+        Self::build(
+            source,
+            config,
+            MemberClientConfig::new("member1", url, Self::key()),
+        )
+    }
+
+    /// A member that lets `n` requests be in flight at once.
+    pub fn with_in_flight_limit(url: &str, source: &Arc<ScriptedSource>, n: usize) -> Self {
+        let mut client_config = MemberClientConfig::new("member1", url, Self::key());
+        client_config.max_concurrent_requests = n;
+        Self::build(source, TokenCacheConfig::default(), client_config)
+    }
+
+    fn key() -> SecretRef {
+        SecretRef::new("karmada-cluster", "member1")
+    }
+
+    fn build(
+        source: &Arc<ScriptedSource>,
+        config: TokenCacheConfig,
+        client_config: MemberClientConfig,
+    ) -> Self {
+        let key = client_config.secret_ref.clone();
+        let tokens = TokenCache::from_arc(source.clone(), config);
+        let health = CredentialHealth::new();
+        let client = ClientFactory::new(tokens.clone())
+            .build(&client_config, &health)
+            .unwrap();
+        Self {
+            client,
+            tokens,
+            health,
+            key,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Result<String, kube::Error> {
+        self.client
+            .request_text(Request::get(path).body(Vec::new()).unwrap())
+            .await
+    }
+}
+
+/// Polls `check` every 10 ms until it holds, failing the test after `limit`.
+pub async fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
