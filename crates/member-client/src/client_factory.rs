@@ -3,12 +3,12 @@
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
 use rustls_pki_types::{CertificateDer, pem::PemObject as _};
-use tower::{buffer::BufferLayer, limit::ConcurrencyLimitLayer};
+use tower::{layer::layer_fn, limit::ConcurrencyLimitLayer};
 
-use crate::{BearerLayer, CredentialHealth, Error, Result, SecretRef, TokenCache};
-
-/// Requests that may wait for the retry-capable buffer at once, per member.
-const BUFFER_CAPACITY: usize = 1024;
+use crate::{
+    BearerLayer, CredentialHealth, Error, Result, SecretRef, TokenCache,
+    shared_service::SharedService,
+};
 
 /// Everything needed to reach one member cluster.
 ///
@@ -92,8 +92,8 @@ impl ClientFactory {
     /// credential.
     ///
     /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`] → a
-    /// buffer that makes the inner stack cloneable for the one retry → a concurrency limit →
-    /// kube's default stack (base URI, retries of 429/503/504, tracing, TLS, timeouts).
+    /// concurrency limit → a shared handle that makes the inner stack cloneable for the one
+    /// retry → kube's default stack (base URI, retries of 429/503/504, tracing, TLS, timeouts).
     ///
     /// # Errors
     /// [`Error::InvalidEndpoint`], [`Error::InvalidProxyUrl`], [`Error::InvalidCaBundle`] or
@@ -127,10 +127,10 @@ impl ClientFactory {
                 member: config.member.clone(),
                 source,
             })?
+            .with_layer(&layer_fn(SharedService::new))
             .with_layer(&ConcurrencyLimitLayer::new(
                 config.max_concurrent_requests.max(1),
             ))
-            .with_layer(&BufferLayer::new(BUFFER_CAPACITY))
             .with_layer(&bearer)
             .build();
         Ok(client)

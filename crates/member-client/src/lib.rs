@@ -34,6 +34,7 @@ mod error;
 mod failure_kind;
 mod file_source;
 mod secret_ref;
+mod shared_service;
 mod source;
 mod token_cache;
 

@@ -6,7 +6,11 @@
 //! 404, transport and missing-Secret tests pin down that nothing else is mistaken for an auth
 //! failure.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test fails by panicking")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
 
 mod support;
 

@@ -1,6 +1,10 @@
 //! Tokens never reach logs, `Debug` output or errors, checked at TRACE level over a rotation.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test fails by panicking")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
 
 mod support;
 

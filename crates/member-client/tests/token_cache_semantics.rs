@@ -1,6 +1,10 @@
 //! TokenCache guarantees that the layer relies on, checked without HTTP.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test fails by panicking")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
 
 mod support;
 
