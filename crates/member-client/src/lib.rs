@@ -49,3 +49,8 @@ pub use file_source::FileSource;
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};
 pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};
+
+/// The README's Rust examples, compiled as doctests so that they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,168 @@
+//! One kube-apiserver process on loopback.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use crate::assets::Assets;
+use crate::cluster::Cluster;
+use crate::process::{POLL, ServerProcess, rss_bytes};
+
+/// How many log lines an error quotes.
+const TAIL: usize = 40;
+
+/// The files and ports one apiserver is started with. Everything lives under `dir`.
+#[derive(Clone, Debug)]
+pub(crate) struct ApiserverSpec {
+    /// Cluster name: also the etcd prefix (`/<name>`) and the issuer (`https://<name>.test`).
+    pub(crate) name: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) etcd_endpoint: String,
+}
+
+impl ApiserverSpec {
+    pub(crate) fn serving_cert(&self) -> PathBuf {
+        self.dir.join("serving.crt")
+    }
+    pub(crate) fn serving_key(&self) -> PathBuf {
+        self.dir.join("serving.key")
+    }
+    pub(crate) fn sa_key(&self) -> PathBuf {
+        self.dir.join("sa-signing.key")
+    }
+    pub(crate) fn sa_pub(&self) -> PathBuf {
+        self.dir.join("sa-signing.pub")
+    }
+    pub(crate) fn token_file(&self) -> PathBuf {
+        self.dir.join("tokens.csv")
+    }
+    /// The issuer and audience of this cluster's ServiceAccount tokens.
+    pub(crate) fn issuer(&self) -> String {
+        format!("https://{}.test", self.name)
+    }
+}
+
+/// A running kube-apiserver. Dropping it kills it (SIGKILL).
+///
+/// It runs without kube-controller-manager: aggregated ClusterRoles (`view`, `edit`) stay
+/// empty, legacy token Secrets are never filled, deleted namespaces stay `Terminating`, and no
+/// workload status changes unless a test patches it (see
+/// [`set_deployment_status`](crate::set_deployment_status)).
+#[derive(Debug)]
+pub struct Apiserver {
+    process: ServerProcess,
+    port: u16,
+}
+
+impl Apiserver {
+    /// Spawns the apiserver; its output goes to `<dir>/apiserver-<run>.log`. Does not wait.
+    pub(crate) fn spawn(assets: &Assets, spec: &ApiserverSpec, run: u32) -> Result<Self> {
+        let issuer = spec.issuer();
+        let mut cmd = Command::new(assets.kube_apiserver());
+        // Only ever loopback: nothing here is meant to be reachable from outside.
+        cmd.arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--secure-port={}", spec.port))
+            .arg(format!("--etcd-servers={}", spec.etcd_endpoint))
+            .arg(format!("--etcd-prefix=/{}", spec.name))
+            .arg(format!("--token-auth-file={}", spec.token_file().display()))
+            .arg("--authorization-mode=RBAC")
+            .arg(format!("--service-account-issuer={issuer}"))
+            .arg(format!("--api-audiences={issuer}"))
+            .arg(format!(
+                "--service-account-key-file={}",
+                spec.sa_pub().display()
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                spec.sa_key().display()
+            ))
+            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            // No controller-manager and one apiserver per prefix: nothing should manage the
+            // `kubernetes` Service endpoints.
+            .arg("--endpoint-reconciler-type=none")
+            .arg(format!("--tls-cert-file={}", spec.serving_cert().display()))
+            .arg(format!(
+                "--tls-private-key-file={}",
+                spec.serving_key().display()
+            ))
+            .arg("--profiling=false");
+        let log = spec.dir.join(format!("apiserver-{run}.log"));
+        let process = ServerProcess::spawn(cmd, log, format!("kube-apiserver {}", spec.name))?;
+        Ok(Self {
+            process,
+            port: spec.port,
+        })
+    }
+
+    /// Waits (up to `timeout`) until `/readyz` answers 200 through `cluster`'s admin client.
+    ///
+    /// # Errors
+    /// If the process exits first or the deadline passes; the error names the log file and
+    /// quotes its tail.
+    pub(crate) async fn wait_ready(&mut self, cluster: &Cluster, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.process.exited()? {
+                bail!(
+                    "kube-apiserver for {} exited ({status}) before /readyz was ok; log {}:\n{}",
+                    cluster.name(),
+                    self.log_path().display(),
+                    self.process.log_tail(TAIL)
+                );
+            }
+            let last_error = match cluster.readyz().await {
+                Ok(_) => return Ok(()),
+                Err(e) => format!("{e:#}"),
+            };
+            if Instant::now() >= deadline {
+                bail!(
+                    "kube-apiserver for {} not ready after {timeout:?} (last: {last_error}); log {}:\n{}",
+                    cluster.name(),
+                    self.log_path().display(),
+                    self.process.log_tail(TAIL)
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// The secure port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The log file of this run (stdout and stderr).
+    pub fn log_path(&self) -> &Path {
+        self.process.log()
+    }
+
+    /// Resident set size, from `/proc/<pid>/status`.
+    ///
+    /// # Errors
+    /// If the process is gone or `/proc` is unreadable.
+    pub fn rss_bytes(&self) -> Result<u64> {
+        rss_bytes(self.pid())
+    }
+
+    /// SIGKILL and reap, without a grace period.
+    pub(crate) fn kill_now(&mut self) {
+        self.process.kill_now();
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; returns once the process is reaped.
+    ///
+    /// NB: the apiserver's graceful shutdown waits for open watches (30–60 s), so keep `grace`
+    /// short. The port may stay bound a moment longer than the PID: check it separately.
+    pub(crate) async fn stop(&mut self, grace: Duration) -> Result<()> {
+        self.process.stop(grace).await
+    }
+}

@@ -1,0 +1,158 @@
+//! [`Cluster`]: how to reach one test cluster, and clients for it.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use kube::{Client, Config};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+
+/// A connect timeout well above what loopback needs, but short enough that a test against a
+/// stopped or hung server fails in seconds, not kube's default 30 s.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to reach one test cluster: its name, HTTPS endpoint, CA and admin credential.
+///
+/// A plain value: cloning it is cheap and it holds no process. After
+/// [`Environment::restart`](crate::Environment::restart) with a new CA, fetch the handle again
+/// from the environment: an old clone still holds the old CA.
+#[derive(Clone)]
+pub struct Cluster {
+    name: String,
+    endpoint: String,
+    ca_pem: String,
+    admin: Config,
+}
+
+impl std::fmt::Debug for Cluster {
+    // The admin config holds a credential: show only where the cluster is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// A cluster whose admin authenticates with a bearer token.
+    ///
+    /// # Errors
+    /// If `ca_pem` holds no certificate or `endpoint` is not a URL.
+    pub fn with_admin_token(
+        name: impl Into<String>,
+        endpoint: impl Into<String>,
+        ca_pem: impl Into<String>,
+        admin_token: &str,
+    ) -> Result<Self> {
+        let (endpoint, ca_pem) = (endpoint.into(), ca_pem.into());
+        let admin = client_config(&endpoint, &ca_pem, Some(admin_token))?;
+        Ok(Self {
+            name: name.into(),
+            endpoint,
+            ca_pem,
+            admin,
+        })
+    }
+
+    /// A cluster whose admin is described by a ready [`kube::Config`] (say, a client
+    /// certificate from a kubeconfig). `config` must trust `ca_pem` and point at `endpoint`.
+    pub fn with_admin_config(
+        name: impl Into<String>,
+        endpoint: impl Into<String>,
+        ca_pem: impl Into<String>,
+        config: Config,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            endpoint: endpoint.into(),
+            ca_pem: ca_pem.into(),
+            admin: config,
+        }
+    }
+
+    /// The cluster's name (`control-plane`, `member1`, …).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The HTTPS endpoint, `https://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The PEM CA bundle that verifies [`endpoint`](Self::endpoint)'s serving certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// A `kube::Config` for the cluster admin (`system:masters`).
+    pub fn admin_config(&self) -> Config {
+        self.admin.clone()
+    }
+
+    /// A client for the cluster admin (`system:masters`).
+    ///
+    /// # Errors
+    /// If kube cannot build the client (TLS setup).
+    pub fn admin_client(&self) -> Result<Client> {
+        Client::try_from(self.admin_config()).context("building the admin client")
+    }
+
+    /// A client that authenticates with `token` and trusts this cluster's CA, and nothing
+    /// else: the way a member agent sees the cluster.
+    ///
+    /// # Errors
+    /// If kube cannot build the client.
+    pub fn client_with_token(&self, token: &str) -> Result<Client> {
+        client_for(&self.endpoint, &self.ca_pem, Some(token))
+    }
+
+    /// `GET /readyz` as the admin; `Ok` with the body when the apiserver is ready.
+    ///
+    /// # Errors
+    /// If the request fails or the apiserver is not ready (a non-2xx status).
+    pub async fn readyz(&self) -> Result<String> {
+        let req = http::Request::get("/readyz")
+            .body(Vec::new())
+            .context("building GET /readyz")?;
+        self.admin_client()?
+            .request_text(req)
+            .await
+            .with_context(|| format!("GET {}/readyz", self.endpoint))
+    }
+}
+
+/// A client for `endpoint` that trusts exactly the certificates in `ca_pem` and sends `token`
+/// (if any) as its bearer token. Use it to point one cluster's CA at another cluster.
+///
+/// # Errors
+/// If `ca_pem` holds no certificate, `endpoint` is not a URL, or kube cannot build the client.
+pub fn client_for(endpoint: &str, ca_pem: &str, token: Option<&str>) -> Result<Client> {
+    Client::try_from(client_config(endpoint, ca_pem, token)?).context("building a kube client")
+}
+
+/// The HTTP status of an API error (`401` for a rejected token), `None` for any other error
+/// (connection refused, TLS failure, …). kube 5 has no helper for this.
+pub fn status_code(err: &kube::Error) -> Option<u16> {
+    match err {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+fn client_config(endpoint: &str, ca_pem: &str, token: Option<&str>) -> Result<Config> {
+    let url = endpoint
+        .parse()
+        .with_context(|| format!("endpoint {endpoint:?} is not a URL"))?;
+    let roots = CertificateDer::pem_slice_iter(ca_pem.as_bytes())
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .context("parsing the CA bundle PEM")?;
+    anyhow::ensure!(!roots.is_empty(), "the CA bundle holds no certificate");
+    let mut config = Config::new(url);
+    config.root_cert = Some(roots);
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
+    config.auth_info.token = token.map(|t| t.to_owned().into());
+    Ok(config)
+}

@@ -1,0 +1,82 @@
+//! Real kube-apiservers and etcd on loopback, for Tether's tests.
+//!
+//! Start with [`Environment`]: one etcd and N kube-apiservers on free 127.0.0.1 ports, each a
+//! "cluster" (`control-plane`, `member1`, …) with its own etcd prefix, serving CA,
+//! ServiceAccount signing key and admin token. A [`Cluster`] handle gives the endpoint, the CA
+//! bundle and an admin client, and creates ServiceAccounts, mints and revokes their tokens and
+//! creates namespaces. [`Environment::restart`] restarts one apiserver on the same port,
+//! optionally with a new CA; [`Environment::stop`] and [`Environment::start`] make a member
+//! unreachable and bring it back.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use testkit::{Environment, RestartOptions};
+//!
+//! # async fn demo() -> anyhow::Result<()> {
+//! let mut env = Environment::with_members(2).await?;
+//! let member = env.cluster(1); // member1
+//! let ns = member.create_namespace("demo").await?;
+//! member.create_service_account(&ns, "agent").await?;
+//! let token = member.mint_token(&ns, "agent", Duration::from_secs(3600)).await?;
+//! let agent = member.client_with_token(&token)?; // trusts only member1's CA
+//! # let _ = agent;
+//! member.revoke(&ns, "agent", &token).await?; // returns once the token gets 401
+//!
+//! env.restart(1, RestartOptions::new_ca()).await?;
+//! let new_ca = env.cluster(1).ca_pem(); // handles fetched before the restart hold the old CA
+//! # let _ = new_ca;
+//! # Ok(()) }
+//! ```
+//!
+//! # What it needs
+//! The `kube-apiserver` and `etcd` binaries: from `$KUBEBUILDER_ASSETS` if set (the envtest
+//! convention), else the repository's `.envtest/<version>/` as printed by `hack/envtest.sh`,
+//! which the harness runs itself (it builds them on first use; that takes minutes and needs
+//! Go). Each apiserver takes ~290 MB RSS and ~3 s to get ready.
+//!
+//! # No controllers run
+//! There is no kube-controller-manager, so:
+//! - workload status never changes by itself: [`set_deployment_status`] writes it through the
+//!   `status` subresource (the only place the harness does that);
+//! - aggregated ClusterRoles (`view`, `edit`) are empty: ServiceAccounts are bound to the
+//!   harness's own [`READER_CLUSTER_ROLE`];
+//! - legacy token Secrets stay empty: mint tokens with [`Cluster::mint_token`] (TokenRequest);
+//! - a deleted namespace stays `Terminating`: use [`Cluster::create_namespace`] for a fresh one.
+//!
+//! # Timing
+//! A deleted ServiceAccount's tokens keep working for ~10 s (the apiserver's token cache), so
+//! [`Cluster::revoke`] waits, bounded by [`REVOCATION_TIMEOUT`], for a 401. Every wait in the
+//! harness polls observed state with a bound; none sleeps as an assertion.
+//!
+//! # Logs
+//! Everything is under the environment's temporary directory ([`Environment::dir`]): `etcd.log`,
+//! `<cluster>/apiserver-<run>.log`. Start-up errors name the file and quote its tail; if a test
+//! panics the directory is kept and its path printed.
+//!
+//! # Features
+//! - `k3s`: [`K3sCluster`], the same [`Cluster`] handle backed by k3s in a container
+//!   (testcontainers); needs a Docker engine that can pull `rancher/k3s`.
+
+mod apiserver;
+mod assets;
+mod cluster;
+mod environment;
+mod etcd;
+#[cfg(feature = "k3s")]
+mod k3s;
+mod namespace;
+mod pki;
+mod ports;
+mod process;
+mod service_account;
+mod workload;
+
+pub use apiserver::Apiserver;
+pub use assets::{ASSETS_ENV, Assets};
+pub use cluster::{Cluster, client_for, status_code};
+pub use environment::{CONTROL_PLANE, Config, Environment, RestartOptions};
+pub use etcd::Etcd;
+#[cfg(feature = "k3s")]
+pub use k3s::{K3S_TAG, K3sCluster};
+pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};
+pub use workload::{deployment, set_deployment_status};

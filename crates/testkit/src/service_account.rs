@@ -1,0 +1,225 @@
+//! ServiceAccounts on a [`Cluster`]: create, mint tokens, revoke, recreate.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::cluster::{Cluster, status_code};
+use crate::process::POLL;
+
+/// The ClusterRole every [`Cluster::create_service_account`] binds: read-only access to what a
+/// member-cluster agent (Tether's collector) looks at.
+///
+/// - core: `namespaces`, `nodes`, `pods`, `services`, `configmaps`, `events`
+/// - `apps`: `deployments` (and `deployments/status`), `replicasets`, `statefulsets`,
+///   `daemonsets`
+/// - non-resource: `/readyz`, `/livez`, `/healthz`, `/version`
+///
+/// Verbs: `get`, `list`, `watch`. No Secrets. Created by the harness because the aggregated
+/// `view` role is empty without kube-controller-manager.
+pub const READER_CLUSTER_ROLE: &str = "tether-testkit-reader";
+
+/// Field manager for the harness's server-side applies.
+const FIELD_MANAGER: &str = "tether-testkit";
+
+/// How long a deleted ServiceAccount's tokens may keep working: the apiserver caches a
+/// successful token authentication for ~10 s.
+pub const REVOCATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The shortest expiry TokenRequest accepts (shorter is a 422).
+pub const MIN_TOKEN_EXPIRY: Duration = Duration::from_secs(600);
+
+impl Cluster {
+    /// Creates ServiceAccount `ns/name`, bound (ClusterRoleBinding `tether-testkit:<ns>:<name>`)
+    /// to [`READER_CLUSTER_ROLE`], which it creates or updates first. `ns` must exist.
+    ///
+    /// # Errors
+    /// If the ServiceAccount already exists or an API call fails.
+    pub async fn create_service_account(&self, ns: &str, name: &str) -> Result<ServiceAccount> {
+        let client = self.admin_client()?;
+        apply_reader_role(&client).await?;
+        let sa: ServiceAccount = serde_json::from_value(json!({
+            "metadata": { "name": name, "namespace": ns },
+        }))?;
+        let sa = Api::<ServiceAccount>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &sa)
+            .await
+            .with_context(|| format!("creating ServiceAccount {ns}/{name} on {}", self.name()))?;
+        let binding = format!("{FIELD_MANAGER}:{ns}:{name}");
+        let crb: ClusterRoleBinding = serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": { "name": binding },
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": READER_CLUSTER_ROLE,
+            },
+            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }],
+        }))?;
+        Api::<ClusterRoleBinding>::all(client)
+            .patch(&binding, &apply_params(), &Patch::Apply(&crb))
+            .await
+            .with_context(|| format!("binding {ns}/{name} to {READER_CLUSTER_ROLE}"))?;
+        Ok(sa)
+    }
+
+    /// Mints a token for ServiceAccount `ns/sa` through the TokenRequest API, valid for
+    /// `expiry` (at least [`MIN_TOKEN_EXPIRY`]) and for this cluster's default audience.
+    ///
+    /// # Errors
+    /// If `expiry` is below 600 s, or the API call fails or returns no token.
+    pub async fn mint_token(&self, ns: &str, sa: &str, expiry: Duration) -> Result<String> {
+        ensure!(
+            expiry >= MIN_TOKEN_EXPIRY,
+            "TokenRequest rejects expirations under {MIN_TOKEN_EXPIRY:?} (asked for {expiry:?})"
+        );
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                expiration_seconds: Some(i64::try_from(expiry.as_secs())?),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let response = Api::<ServiceAccount>::namespaced(self.admin_client()?, ns)
+            .create_token_request(sa, &PostParams::default(), &request)
+            .await
+            .with_context(|| format!("TokenRequest for {ns}/{sa} on {}", self.name()))?;
+        response
+            .status
+            .and_then(|s| s.token)
+            .with_context(|| format!("TokenRequest for {ns}/{sa} returned no token"))
+    }
+
+    /// The HTTP status the apiserver answers `token` with on `GET /api/v1/namespaces?limit=1`
+    /// (200 with [`READER_CLUSTER_ROLE`], 401 once the token is rejected, 403 if authenticated
+    /// but not allowed).
+    ///
+    /// # Errors
+    /// If the request fails without an HTTP status (connection refused, TLS, …).
+    pub async fn token_status(&self, token: &str) -> Result<u16> {
+        let api = Api::<Namespace>::all(self.client_with_token(token)?);
+        match api.list_metadata(&ListParams::default().limit(1)).await {
+            Ok(_) => Ok(200),
+            Err(e) => status_code(&e).with_context(|| {
+                format!("listing namespaces on {} with a token: {e}", self.name())
+            }),
+        }
+    }
+
+    /// Waits (up to `timeout`) until `token` gets a 401, and returns how long that took.
+    ///
+    /// # Errors
+    /// If the token still works at the deadline, or a request fails without a status.
+    pub async fn wait_until_unauthorized(
+        &self,
+        token: &str,
+        timeout: Duration,
+    ) -> Result<Duration> {
+        let start = Instant::now();
+        loop {
+            let status = self.token_status(token).await?;
+            if status == 401 {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() >= timeout {
+                bail!(
+                    "the token still gets {status} from {} after {timeout:?}",
+                    self.name()
+                );
+            }
+            tokio::time::sleep(POLL * 4).await;
+        }
+    }
+
+    /// Deletes ServiceAccount `ns/sa` and waits until it is gone from the API (its tokens may
+    /// still work for a while: see [`revoke`](Self::revoke)).
+    ///
+    /// # Errors
+    /// If it does not exist, an API call fails, or it is still there after 10 s.
+    pub async fn delete_service_account(&self, ns: &str, sa: &str) -> Result<()> {
+        let api = Api::<ServiceAccount>::namespaced(self.admin_client()?, ns);
+        api.delete(sa, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting ServiceAccount {ns}/{sa} on {}", self.name()))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while api.get_opt(sa).await?.is_some() {
+            ensure!(
+                Instant::now() < deadline,
+                "ServiceAccount {ns}/{sa} still exists 10 s after its deletion"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
+    }
+
+    /// Revokes `token` by deleting its ServiceAccount `ns/sa`, and waits (up to
+    /// [`REVOCATION_TIMEOUT`]) until the apiserver answers it with 401. Its ClusterRoleBinding
+    /// stays, so a ServiceAccount created again under the same name gets the same rights.
+    ///
+    /// # Errors
+    /// As [`delete_service_account`](Self::delete_service_account) and
+    /// [`wait_until_unauthorized`](Self::wait_until_unauthorized).
+    pub async fn revoke(&self, ns: &str, sa: &str, token: &str) -> Result<Duration> {
+        self.delete_service_account(ns, sa).await?;
+        self.wait_until_unauthorized(token, REVOCATION_TIMEOUT)
+            .await
+    }
+
+    /// The KAI-Scheduler incident: deletes ServiceAccount `ns/sa` and creates it again under
+    /// the same name (a new UID), then waits until `old_token` (minted for the old one) gets 401.
+    /// Tokens minted afterwards work.
+    ///
+    /// # Errors
+    /// As [`revoke`](Self::revoke) and [`create_service_account`](Self::create_service_account).
+    pub async fn recreate_service_account(
+        &self,
+        ns: &str,
+        sa: &str,
+        old_token: &str,
+    ) -> Result<ServiceAccount> {
+        self.delete_service_account(ns, sa).await?;
+        let created = self.create_service_account(ns, sa).await?;
+        self.wait_until_unauthorized(old_token, REVOCATION_TIMEOUT)
+            .await?;
+        Ok(created)
+    }
+}
+
+/// Creates or updates [`READER_CLUSTER_ROLE`].
+async fn apply_reader_role(client: &kube::Client) -> Result<()> {
+    let read = ["get", "list", "watch"];
+    let role: ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": { "name": READER_CLUSTER_ROLE },
+        "rules": [
+            {
+                "apiGroups": [""],
+                "resources": ["namespaces", "nodes", "pods", "services", "configmaps", "events"],
+                "verbs": read,
+            },
+            {
+                "apiGroups": ["apps"],
+                "resources": ["deployments", "deployments/status", "replicasets",
+                              "statefulsets", "daemonsets"],
+                "verbs": read,
+            },
+            { "nonResourceURLs": ["/readyz", "/livez", "/healthz", "/version"], "verbs": ["get"] },
+        ],
+    }))?;
+    Api::<ClusterRole>::all(client.clone())
+        .patch(READER_CLUSTER_ROLE, &apply_params(), &Patch::Apply(&role))
+        .await
+        .context("applying the reader ClusterRole")?;
+    Ok(())
+}
+
+fn apply_params() -> PatchParams {
+    PatchParams::apply(FIELD_MANAGER).force()
+}

@@ -1,0 +1,1 @@
+//! End-to-end tests of Tether against real kube-apiservers; see `tests/`.
