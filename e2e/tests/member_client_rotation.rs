@@ -1,0 +1,208 @@
+//! member-client against a real kube-apiserver: a long-lived watch survives token rotation,
+//! revocation of the old token and an apiserver restart, without rebuilding the client. Beside
+//! it, a client that baked the old token in at start (Karmada before PR #7663) goes blind.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api, Client, ResourceExt as _,
+    api::PostParams,
+    runtime::{WatchStreamExt as _, reflector, watcher},
+};
+use member_client::{
+    ClientFactory, Credential, CredentialHealth, CredentialSource, CredentialState, FailureKind,
+    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig, async_trait,
+};
+use testkit::{Cluster, Environment, RestartOptions, status_code};
+
+const HOUR: Duration = Duration::from_secs(3600);
+/// How long a rotated member may take to show a change made after the rotation.
+const CONVERGE: Duration = Duration::from_secs(10);
+
+/// The member's Secret, as the registry's in-memory store would hold it.
+struct MemorySecret(Mutex<String>);
+
+#[async_trait]
+impl CredentialSource for MemorySecret {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        Credential::from_token_bytes(self.0.lock().unwrap().as_bytes())
+    }
+}
+
+/// A reflector of ConfigMaps in one namespace, driven until dropped: the informer.
+struct Mirror {
+    store: reflector::Store<ConfigMap>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Mirror {
+    fn start(client: Client, ns: &str) -> Self {
+        let (store, writer) = reflector::store();
+        let stream = reflector(writer, watcher(Api::<ConfigMap>::namespaced(client, ns), watcher::Config::default()))
+            .default_backoff();
+        let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
+        Self { store, task }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.store.state().iter().any(|cm| cm.name_any() == name)
+    }
+
+    async fn wait_for(&self, name: &str, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.has(name) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.has(name)
+    }
+}
+
+impl Drop for Mirror {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+struct Member {
+    secret: Arc<MemorySecret>,
+    key: SecretRef,
+    tokens: TokenCache,
+    health: CredentialHealth,
+    client: Client,
+}
+
+fn member_client(cluster: &Cluster, token: &str) -> Member {
+    let secret = Arc::new(MemorySecret(Mutex::new(token.to_owned())));
+    let key = SecretRef::new("karmada-cluster", cluster.name());
+    let tokens = TokenCache::from_arc(secret.clone(), TokenCacheConfig::default());
+    let health = CredentialHealth::new();
+    let config = MemberClientConfig::new(cluster.name(), cluster.endpoint(), key.clone())
+        .with_ca_bundle(cluster.ca_pem().as_bytes().to_vec());
+    let client = ClientFactory::new(tokens.clone()).build(&config, &health).unwrap();
+    Member {
+        secret,
+        key,
+        tokens,
+        health,
+        client,
+    }
+}
+
+async fn create_configmap(cluster: &Cluster, ns: &str, name: &str) {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    Api::<ConfigMap>::namespaced(cluster.admin_client().unwrap(), ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+}
+
+/// Rotates member1 from agent-a's token to agent-b's, revokes agent-a, restarts the apiserver so
+/// that every watch must reconnect, then checks who still sees a change made afterwards.
+async fn rotate_revoke_restart(tell_the_cache: bool) {
+    let mut env = Environment::with_members(1).await.unwrap();
+    let cluster = env.members()[0].clone();
+    let ns = cluster.create_namespace("rotation").await.unwrap();
+    for sa in ["agent-a", "agent-b"] {
+        cluster.create_service_account(&ns, sa).await.unwrap();
+    }
+    let token_a = cluster.mint_token(&ns, "agent-a", HOUR).await.unwrap();
+    let token_b = cluster.mint_token(&ns, "agent-b", HOUR).await.unwrap();
+
+    let member = member_client(&cluster, &token_a);
+    let baked = cluster.client_with_token(&token_a).unwrap();
+    let ours = Mirror::start(member.client.clone(), &ns);
+    let theirs = Mirror::start(baked.clone(), &ns);
+    create_configmap(&cluster, &ns, "before").await;
+    assert!(ours.wait_for("before", CONVERGE).await);
+    assert!(theirs.wait_for("before", CONVERGE).await);
+    assert_eq!(member.health.current(), CredentialState::Valid);
+
+    // The Secret now holds agent-b's token; the old one is revoked.
+    *member.secret.0.lock().unwrap() = token_b.clone();
+    if tell_the_cache {
+        member.tokens.invalidate(&member.key).await;
+    }
+    cluster.revoke(&ns, "agent-a", &token_a).await.unwrap();
+    env.restart(1, RestartOptions::default()).await.unwrap();
+    create_configmap(&cluster, &ns, "after").await;
+
+    assert!(
+        ours.wait_for("after", CONVERGE).await,
+        "the member client's watch must reconnect with the new token"
+    );
+    assert_eq!(member.health.current(), CredentialState::Valid);
+    if !tell_the_cache {
+        assert!(member.health.stats().retries >= 1, "the stale token was refreshed on a 401");
+    }
+
+    // The baked-in client: given as long again, it never sees the change, and says 401.
+    assert!(
+        !theirs.wait_for("after", CONVERGE).await,
+        "a client with the token baked in cannot follow the rotation"
+    );
+    let err = Api::<ConfigMap>::namespaced(baked, &ns).get("after").await.unwrap_err();
+    assert_eq!(status_code(&err), Some(401), "{err}");
+    let err = Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
+        .get("missing")
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::NotFound, "a 404 is still a 404: {err}");
+}
+
+#[tokio::test]
+async fn watch_survives_rotation_announced_by_the_secret_watch() {
+    rotate_revoke_restart(true).await;
+}
+
+#[tokio::test]
+async fn watch_survives_rotation_the_cache_missed_through_401_refresh() {
+    rotate_revoke_restart(false).await;
+}
+
+#[tokio::test]
+async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
+    let env = Environment::with_members(1).await.unwrap();
+    let cluster = env.members()[0].clone();
+    let ns = cluster.create_namespace("revoked").await.unwrap();
+    cluster.create_service_account(&ns, "agent").await.unwrap();
+    let token = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
+    let member = member_client(&cluster, &token);
+    Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
+
+    // The KAI-Scheduler incident: the ServiceAccount is deleted and recreated, the Secret is not
+    // updated. Its token is dead, and must be reported as an auth failure.
+    cluster.recreate_service_account(&ns, "agent", &token).await.unwrap();
+    let err = Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
+        .list(&Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err}");
+    assert_eq!(member.health.current(), CredentialState::Rejected);
+
+    // Updating the Secret heals it, with the same client.
+    let fresh = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
+    *member.secret.0.lock().unwrap() = fresh;
+    member.tokens.invalidate(&member.key).await;
+    Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert_eq!(member.health.current(), CredentialState::Valid);
+}
