@@ -1,0 +1,269 @@
+//! Argo CD cluster Secrets: the member definition and its credential in one Secret.
+//!
+//! Argo CD keeps each cluster in a Secret labelled
+//! [`argocd.argoproj.io/secret-type=cluster`](crate::labels::ARGOCD_CLUSTER_SELECTOR) with the
+//! keys `name`, `server` and `config`, a JSON document:
+//!
+//! ```json
+//! { "bearerToken": "<token>",
+//!   "tlsClientConfig": { "caData": "<base64 of the PEM CA bundle>", "insecure": false } }
+//! ```
+//!
+//! Only bearer-token auth is read; a `config` without `bearerToken` (exec providers, AWS/GCP
+//! auth, client certificates) is [`SecretInvalid`](crate::InvalidReason::SecretInvalid).
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use k8s_openapi::api::core::v1::Secret;
+use member_client::{Credential, SecretRef, SourceError};
+use serde::Deserialize;
+
+use crate::{InvalidReason, MemberDefinition, ca_bundle, member::checked_spec};
+
+/// Data key holding the cluster's name.
+pub const NAME_KEY: &str = "name";
+/// Data key holding the cluster's API server URL.
+pub const SERVER_KEY: &str = "server";
+/// Data key holding the JSON connection config.
+pub const CONFIG_KEY: &str = "config";
+
+/// The part of Argo CD's `ClusterConfig` Tether reads. Deliberately not `Debug`: it holds the
+/// token.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClusterConfig {
+    bearer_token: Option<String>,
+    #[serde(default)]
+    tls_client_config: TlsClientConfig,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TlsClientConfig {
+    #[serde(default)]
+    insecure: bool,
+    ca_data: Option<String>,
+}
+
+/// Reads the member definition from an Argo CD cluster Secret.
+///
+/// The member is named by the `name` key, or by the Secret's name when that key is missing or
+/// empty; its [`secret_ref`](crate::MemberSpec::secret_ref) is the Secret itself. Whether the
+/// token and CA are usable is the credential's business
+/// ([`SecretStore`](crate::SecretStore)), except that a `config` that is not JSON makes the
+/// whole definition [`SecretInvalid`](InvalidReason::SecretInvalid) (it also holds `insecure`).
+///
+/// ```
+/// use cluster_registry::argocd;
+/// use k8s_openapi::api::core::v1::Secret;
+///
+/// let secret: Secret = serde_json::from_value(serde_json::json!({
+///     "metadata": { "name": "cluster-m1", "namespace": "argocd" },
+///     "stringData": { "name": "m1", "server": "https://10.0.0.1:6443", "config": "{}" },
+/// })).unwrap();
+/// let def = argocd::member_from_secret(&secret);
+/// assert_eq!(def.name, "m1");
+/// assert_eq!(def.spec.unwrap().secret_ref.to_string(), "argocd/cluster-m1");
+/// ```
+pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
+    let data = secret_data(secret);
+    let secret_name = secret.metadata.name.clone().unwrap_or_default();
+    let name = text(&data, NAME_KEY)
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| secret_name.clone());
+    let secret_ref = SecretRef::new(
+        secret.metadata.namespace.clone().unwrap_or_default(),
+        secret_name,
+    );
+    let spec = (|| {
+        let config = parse_config(&secret_ref, &data)
+            .map_err(|err| InvalidReason::SecretInvalid(err.to_string()))?;
+        checked_spec(
+            name.clone(),
+            text(&data, SERVER_KEY).unwrap_or_default(),
+            secret_ref.clone(),
+            config.tls_client_config.insecure,
+            None,
+        )
+    })();
+    MemberDefinition { name, spec }
+}
+
+/// The credential in an Argo CD cluster Secret's data.
+pub(crate) fn credential(
+    key: &SecretRef,
+    data: &BTreeMap<String, Bytes>,
+) -> Result<Credential, SourceError> {
+    let config = parse_config(key, data)?;
+    let token = config.bearer_token.ok_or_else(|| SourceError::MissingKey {
+        key: key.clone(),
+        field: "config.bearerToken".to_owned(),
+    })?;
+    let credential = Credential::from_token_bytes(token.as_bytes())?;
+    let Some(ca_data) = config
+        .tls_client_config
+        .ca_data
+        .filter(|ca| !ca.trim().is_empty())
+    else {
+        return Ok(credential);
+    };
+    let invalid = |reason: String| SourceError::Invalid {
+        key: key.clone(),
+        reason,
+    };
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(ca_data.trim())
+        .map_err(|_| invalid("config.tlsClientConfig.caData is not base64".to_owned()))?;
+    ca_bundle::check_pem(&pem)
+        .map_err(|why| invalid(format!("config.tlsClientConfig.caData: {why}")))?;
+    Ok(credential.with_ca_bundle(pem))
+}
+
+fn parse_config(
+    key: &SecretRef,
+    data: &BTreeMap<String, Bytes>,
+) -> Result<ClusterConfig, SourceError> {
+    let raw = data
+        .get(CONFIG_KEY)
+        .ok_or_else(|| SourceError::MissingKey {
+            key: key.clone(),
+            field: CONFIG_KEY.to_owned(),
+        })?;
+    serde_json::from_slice(raw).map_err(|err| SourceError::Invalid {
+        key: key.clone(),
+        // NB: serde_json's message may quote the input (`invalid type: string "…"`), and the
+        // input holds the token: report only where and what kind of error it was.
+        reason: format!(
+            "{CONFIG_KEY} is not a valid cluster config ({:?} error at line {} column {})",
+            err.classify(),
+            err.line(),
+            err.column()
+        ),
+    })
+}
+
+/// `data` with `stringData` merged over it, as the apiserver does on write.
+pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
+    let mut data: BTreeMap<String, Bytes> = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), Bytes::copy_from_slice(&v.0)))
+        .collect();
+    for (k, v) in secret.string_data.iter().flatten() {
+        data.insert(k.clone(), Bytes::copy_from_slice(v.as_bytes()));
+    }
+    data
+}
+
+fn text(data: &BTreeMap<String, Bytes>, key: &str) -> Option<String> {
+    data.get(key)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .map(|v| v.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ca_bundle::tests::ca_pem;
+    use rstest::rstest;
+    use secrecy::ExposeSecret as _;
+    use serde_json::json;
+
+    fn secret(string_data: serde_json::Value) -> Secret {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": "cluster-m1",
+                "namespace": "argocd",
+                "labels": { "argocd.argoproj.io/secret-type": "cluster" },
+            },
+            "stringData": string_data,
+        }))
+        .unwrap()
+    }
+
+    fn config(token: &str, ca: Option<&str>, insecure: bool) -> String {
+        let mut tls = json!({ "insecure": insecure });
+        if let Some(ca) = ca {
+            tls["caData"] = json!(base64::engine::general_purpose::STANDARD.encode(ca));
+        }
+        json!({ "bearerToken": token, "tlsClientConfig": tls }).to_string()
+    }
+
+    fn key() -> SecretRef {
+        SecretRef::new("argocd", "cluster-m1")
+    }
+
+    #[rstest]
+    #[case::plain(json!({"name": "m1", "server": "https://10.0.0.1:6443", "config": config("t", None, false)}), "m1", false)]
+    #[case::insecure(json!({"name": "m1", "server": "https://10.0.0.1", "config": config("t", None, true)}), "m1", true)]
+    #[case::name_defaults_to_the_secret(json!({"server": "https://10.0.0.1", "config": "{}"}), "cluster-m1", false)]
+    #[case::empty_name_defaults_too(json!({"name": " ", "server": "https://10.0.0.1", "config": "{}"}), "cluster-m1", false)]
+    fn definitions_parse(
+        #[case] data: serde_json::Value,
+        #[case] want_name: &str,
+        #[case] want_insecure: bool,
+    ) {
+        let def = member_from_secret(&secret(data));
+        assert_eq!(def.name, want_name);
+        let spec = def.spec.unwrap();
+        assert_eq!(spec.name, want_name);
+        assert_eq!(spec.secret_ref, key());
+        assert_eq!(spec.insecure_skip_tls_verify, want_insecure);
+        assert_eq!(spec.proxy_url, None);
+    }
+
+    #[rstest]
+    // the endpoint
+    #[case::no_server(json!({"name": "m1", "config": "{}"}), "EndpointInvalid")]
+    #[case::http_server(json!({"name": "m1", "server": "http://10.0.0.1", "config": "{}"}), "EndpointInvalid")]
+    #[case::server_not_a_url(json!({"name": "m1", "server": "not a url", "config": "{}"}), "EndpointInvalid")]
+    // the config document
+    #[case::no_config(json!({"name": "m1", "server": "https://h"}), "SecretInvalid")]
+    #[case::garbage_config(json!({"name": "m1", "server": "https://h", "config": "{not json"}), "SecretInvalid")]
+    #[case::config_of_wrong_shape(json!({"name": "m1", "server": "https://h", "config": "[1,2]"}), "SecretInvalid")]
+    fn bad_definitions_are_invalid(#[case] data: serde_json::Value, #[case] want: &str) {
+        let def = member_from_secret(&secret(data));
+        assert_eq!(def.name, "m1", "an invalid member keeps its name");
+        assert_eq!(def.spec.unwrap_err().condition_reason(), want);
+    }
+
+    #[test]
+    fn credential_has_the_token_and_decoded_ca() {
+        let ca = ca_pem();
+        let data = secret_data(&secret(
+            json!({"config": config(" tok\n", Some(&ca), false)}),
+        ));
+        let cred = credential(&key(), &data).unwrap();
+        assert_eq!(cred.token().expose_secret(), "tok");
+        assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
+    }
+
+    #[rstest]
+    #[case::no_config(json!({}), "no \"config\" field")]
+    #[case::garbage(json!({"config": "{{{"}), "not a valid cluster config")]
+    #[case::no_bearer_token(json!({"config": r#"{"tlsClientConfig":{}}"#}), "config.bearerToken")]
+    #[case::empty_token(json!({"config": config("  ", None, false)}), "empty")]
+    #[case::ca_not_base64(json!({"config": r#"{"bearerToken":"t","tlsClientConfig":{"caData":"%%%"}}"#}), "not base64")]
+    #[case::ca_not_pem(json!({"config": config("t", Some("garbage"), false)}), "no CERTIFICATE block")]
+    fn bad_credentials_are_errors(#[case] data: serde_json::Value, #[case] want: &str) {
+        let data = secret_data(&secret(data));
+        let err = credential(&key(), &data).unwrap_err();
+        assert!(err.to_string().contains(want), "{err}");
+    }
+
+    #[test]
+    fn a_config_error_never_quotes_the_token() {
+        // A config that is a bare JSON string: serde_json would say `invalid type: string "…"`.
+        let data = secret_data(&secret(json!({"config": "\"s3cr3t-token\""})));
+        let err = credential(&key(), &data).unwrap_err();
+        assert!(!err.to_string().contains("s3cr3t"), "{err}");
+        assert!(!format!("{err:?}").contains("s3cr3t"), "{err:?}");
+        let def = member_from_secret(&secret(
+            json!({"server": "https://h", "config": "\"s3cr3t-token\""}),
+        ));
+        assert!(!def.spec.unwrap_err().to_string().contains("s3cr3t"));
+    }
+}

@@ -1,0 +1,105 @@
+//! Why a member cannot be used, and the per-member state the read API shows.
+
+use std::fmt;
+
+/// Why a member's definition or credential is unusable.
+///
+/// Each variant maps 1:1 to the reason of the `Ready`/`CredentialsValid` conditions the
+/// collector writes ([`condition_reason`](Self::condition_reason)). The `String`s say what is
+/// wrong for a human; they never hold a token.
+///
+/// ```
+/// use cluster_registry::InvalidReason;
+/// let reason = InvalidReason::SecretInvalid("the token is empty".into());
+/// assert_eq!(reason.condition_reason(), "SecretInvalid");
+/// assert_eq!(reason.to_string(), "SecretInvalid: the token is empty");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InvalidReason {
+    /// The referenced Secret (or, for the directory source, the token file) does not exist.
+    SecretNotFound,
+    /// The Secret exists but its credential is unusable: a missing key, an empty or non-UTF-8
+    /// token, a CA bundle that is not PEM, an Argo CD `config` that is not JSON.
+    SecretInvalid(String),
+    /// The API endpoint is missing or not an `https://host[:port]` URL.
+    EndpointInvalid(String),
+    /// The proxy URL is not an `http://` or `https://` URL.
+    ProxyInvalid(String),
+    /// A Karmada Cluster in Pull mode: its agent reaches the control plane, Tether does not
+    /// reach the member. Ignored on purpose.
+    PullMode,
+    /// The definition itself is unusable (a member file that is not YAML, a Cluster without
+    /// `secretRef`, a name claimed by another definition).
+    DefinitionInvalid(String),
+}
+
+impl InvalidReason {
+    /// The condition reason (`CamelCase`, as Kubernetes conditions want) for this variant.
+    pub fn condition_reason(&self) -> &'static str {
+        match self {
+            Self::SecretNotFound => "SecretNotFound",
+            Self::SecretInvalid(_) => "SecretInvalid",
+            Self::EndpointInvalid(_) => "EndpointInvalid",
+            Self::ProxyInvalid(_) => "ProxyInvalid",
+            Self::PullMode => "PullMode",
+            Self::DefinitionInvalid(_) => "DefinitionInvalid",
+        }
+    }
+
+    /// The human part of the condition message, if the variant carries one.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Self::SecretNotFound | Self::PullMode => None,
+            Self::SecretInvalid(d)
+            | Self::EndpointInvalid(d)
+            | Self::ProxyInvalid(d)
+            | Self::DefinitionInvalid(d) => Some(d),
+        }
+    }
+}
+
+impl fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self, self.detail()) {
+            (_, Some(detail)) => write!(f, "{}: {detail}", self.condition_reason()),
+            (Self::PullMode, None) => {
+                f.write_str("PullMode: the cluster is in Pull mode; Tether serves Push mode only")
+            }
+            (_, None) => f.write_str(self.condition_reason()),
+        }
+    }
+}
+
+/// What the registry currently thinks of one member, for the read API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemberState {
+    /// Defined, but the Secrets of its namespace are not listed yet; no event was sent.
+    Pending,
+    /// Defined with a usable credential; an [`Upserted`](crate::RegistryEvent::Upserted) was sent.
+    Ready,
+    /// Unusable; an [`Invalid`](crate::RegistryEvent::Invalid) was sent.
+    Invalid {
+        /// Why.
+        reason: InvalidReason,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(InvalidReason::SecretNotFound, "SecretNotFound")]
+    #[case(InvalidReason::SecretInvalid("x".into()), "SecretInvalid")]
+    #[case(InvalidReason::EndpointInvalid("x".into()), "EndpointInvalid")]
+    #[case(InvalidReason::ProxyInvalid("x".into()), "ProxyInvalid")]
+    #[case(InvalidReason::PullMode, "PullMode")]
+    #[case(InvalidReason::DefinitionInvalid("x".into()), "DefinitionInvalid")]
+    fn every_reason_has_its_condition_reason(#[case] reason: InvalidReason, #[case] want: &str) {
+        assert_eq!(reason.condition_reason(), want);
+        assert!(reason.to_string().starts_with(want));
+    }
+}

@@ -1,0 +1,270 @@
+//! Karmada `Cluster` objects (`cluster.karmada.io/v1alpha1`): member definitions whose
+//! credential lives in a Secret with the keys [`TOKEN_KEY`] and [`CA_BUNDLE_KEY`].
+//!
+//! [`Cluster`] declares only the fields Tether reads, plus the `status` fields the collector
+//! writes, under Karmada's own names, so Tether reads and writes the objects of a real Karmada
+//! control plane. [`crd`] is the matching (smaller) CRD for control planes without Karmada;
+//! `deploy/crds/cluster.karmada.io_clusters.yaml` is generated from it.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, CustomResourceExt as _, ResourceExt as _};
+use member_client::SecretRef;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{InvalidReason, MemberDefinition, Result, member::checked_spec};
+
+/// Secret data key holding the bearer token.
+pub const TOKEN_KEY: &str = "token";
+/// Secret data key holding the PEM CA bundle.
+pub const CA_BUNDLE_KEY: &str = "caBundle";
+
+/// How Karmada reaches a member: `Push` (the control plane calls the member's apiserver, which
+/// is what Tether does) or `Pull` (an agent in the member calls the control plane).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SyncMode {
+    /// The control plane reaches the member with the credential in `secretRef`.
+    Push,
+    /// An agent in the member reaches the control plane; Tether ignores such members.
+    Pull,
+}
+
+/// The spec of a Karmada `Cluster`, limited to what Tether reads.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "cluster.karmada.io",
+    version = "v1alpha1",
+    kind = "Cluster",
+    plural = "clusters",
+    status = "ClusterStatus",
+    derive = "PartialEq",
+    doc = "A Karmada member cluster (`cluster.karmada.io/v1alpha1`), limited to what Tether reads and writes."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSpec {
+    /// `Push` or `Pull`.
+    pub sync_mode: SyncMode,
+    /// The member apiserver's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_endpoint: Option<String>,
+    /// The Secret holding `token` and `caBundle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalSecretReference>,
+    /// Skip verifying the member's serving certificate.
+    #[serde(
+        rename = "insecureSkipTLSVerification",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub insecure_skip_tls_verification: bool,
+    /// An `http://`, `https://` or `socks5://` proxy (Tether supports the first two).
+    #[serde(rename = "proxyURL", default, skip_serializing_if = "Option::is_none")]
+    pub proxy_url: Option<String>,
+}
+
+/// Names a Secret in a namespace (Karmada's `LocalSecretReference`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalSecretReference {
+    /// The Secret's namespace.
+    pub namespace: String,
+    /// The Secret's name.
+    pub name: String,
+}
+
+/// The status of a Karmada `Cluster`, limited to what the collector writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStatus {
+    /// The member's Kubernetes version (`git_version` of `/version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    /// `Ready` and `CredentialsValid` (and Karmada's own, when it runs too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Node counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_summary: Option<NodeSummary>,
+}
+
+/// How many nodes a member has, and how many are ready.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSummary {
+    /// All nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_num: Option<i32>,
+    /// Nodes whose `Ready` condition is `True`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_num: Option<i32>,
+}
+
+/// Reads the member definition from a `Cluster`.
+///
+/// A `Pull`-mode Cluster is [`InvalidReason::PullMode`]; a missing `apiEndpoint` or
+/// `secretRef`, or a bad endpoint or proxy, is invalid with its reason. Whether the Secret
+/// exists and holds a usable credential is decided against the
+/// [`SecretStore`](crate::SecretStore).
+///
+/// ```
+/// use cluster_registry::karmada::{Cluster, member_from_cluster};
+///
+/// let cluster: Cluster = serde_json::from_value(serde_json::json!({
+///     "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+///     "metadata": { "name": "member1" },
+///     "spec": {
+///         "syncMode": "Push",
+///         "apiEndpoint": "https://10.0.0.1:6443",
+///         "secretRef": { "namespace": "karmada-cluster", "name": "member1" },
+///     },
+/// })).unwrap();
+/// let spec = member_from_cluster(&cluster).spec.unwrap();
+/// assert_eq!(spec.secret_ref.to_string(), "karmada-cluster/member1");
+/// ```
+pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
+    let name = cluster.name_any();
+    let spec = &cluster.spec;
+    let result = (|| {
+        if spec.sync_mode == SyncMode::Pull {
+            return Err(InvalidReason::PullMode);
+        }
+        let secret_ref = spec
+            .secret_ref
+            .as_ref()
+            .ok_or_else(|| InvalidReason::DefinitionInvalid("spec.secretRef is not set".into()))?;
+        checked_spec(
+            name.clone(),
+            spec.api_endpoint.clone().unwrap_or_default(),
+            SecretRef::new(&secret_ref.namespace, &secret_ref.name),
+            spec.insecure_skip_tls_verification,
+            spec.proxy_url.clone(),
+        )
+    })();
+    MemberDefinition { name, spec: result }
+}
+
+/// The CRD for [`Cluster`], as `deploy/crds/cluster.karmada.io_clusters.yaml` holds it.
+///
+/// NOTE: it declares only Tether's fields. Where Karmada runs, use Karmada's own CRD (a
+/// superset); do not apply this one over it.
+pub fn crd() -> CustomResourceDefinition {
+    Cluster::crd()
+}
+
+/// [`crd`] as YAML, the content of `deploy/crds/cluster.karmada.io_clusters.yaml`.
+///
+/// # Errors
+/// [`Error::CrdYaml`](crate::Error::CrdYaml) if serialization fails (it does not in practice).
+pub fn crd_yaml() -> Result<String> {
+    let yaml = serde_yaml::to_string(&crd()).map_err(crate::Error::CrdYaml)?;
+    Ok(format!(
+        "# Generated from cluster_registry::karmada::Cluster; do not edit.\n\
+         # Regenerate: cargo run -p cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml\n\
+         {yaml}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn cluster(spec: serde_json::Value) -> Cluster {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": { "name": "member1" },
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn push(extra: serde_json::Value) -> serde_json::Value {
+        let mut spec = json!({
+            "syncMode": "Push",
+            "apiEndpoint": "https://10.0.0.1:6443",
+            "secretRef": { "namespace": "karmada-cluster", "name": "member1" },
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        spec
+    }
+
+    #[rstest]
+    #[case::plain(push(json!({})), false, None)]
+    #[case::insecure(push(json!({"insecureSkipTLSVerification": true})), true, None)]
+    #[case::proxy(push(json!({"proxyURL": "http://proxy:3128"})), false, Some("http://proxy:3128"))]
+    #[case::empty_proxy(push(json!({"proxyURL": ""})), false, None)]
+    // fields Tether does not read are ignored
+    #[case::unknown_fields(push(json!({"provider": "kind", "region": "eu"})), false, None)]
+    fn push_clusters_become_members(
+        #[case] spec: serde_json::Value,
+        #[case] insecure: bool,
+        #[case] proxy: Option<&str>,
+    ) {
+        let def = member_from_cluster(&cluster(spec));
+        assert_eq!(def.name, "member1");
+        let spec = def.spec.unwrap();
+        assert_eq!(spec.name, "member1");
+        assert_eq!(spec.api_endpoint, "https://10.0.0.1:6443");
+        assert_eq!(
+            spec.secret_ref,
+            SecretRef::new("karmada-cluster", "member1")
+        );
+        assert_eq!(spec.insecure_skip_tls_verify, insecure);
+        assert_eq!(spec.proxy_url.as_deref(), proxy);
+    }
+
+    #[rstest]
+    #[case::pull_mode(push(json!({"syncMode": "Pull"})), "PullMode")]
+    #[case::no_endpoint(json!({"syncMode": "Push", "secretRef": {"namespace": "n", "name": "s"}}), "EndpointInvalid")]
+    #[case::http_endpoint(push(json!({"apiEndpoint": "http://10.0.0.1"})), "EndpointInvalid")]
+    #[case::endpoint_not_a_url(push(json!({"apiEndpoint": "10.0.0.1:6443"})), "EndpointInvalid")]
+    #[case::no_secret_ref(json!({"syncMode": "Push", "apiEndpoint": "https://h"}), "DefinitionInvalid")]
+    #[case::socks_proxy(push(json!({"proxyURL": "socks5://p:1080"})), "ProxyInvalid")]
+    fn bad_clusters_are_invalid(#[case] spec: serde_json::Value, #[case] want: &str) {
+        let def = member_from_cluster(&cluster(spec));
+        assert_eq!(def.name, "member1");
+        assert_eq!(def.spec.unwrap_err().condition_reason(), want);
+    }
+
+    #[test]
+    fn status_uses_karmada_field_names() {
+        let status = ClusterStatus {
+            kubernetes_version: Some("v1.36.5".into()),
+            conditions: vec![],
+            node_summary: Some(NodeSummary {
+                total_num: Some(3),
+                ready_num: Some(2),
+            }),
+        };
+        assert_eq!(
+            serde_json::to_value(&status).unwrap(),
+            json!({"kubernetesVersion": "v1.36.5", "nodeSummary": {"totalNum": 3, "readyNum": 2}})
+        );
+    }
+
+    #[test]
+    fn crd_is_cluster_scoped_with_a_status_subresource() {
+        let crd = crd();
+        assert_eq!(crd.spec.scope, "Cluster");
+        assert_eq!(
+            crd.metadata.name.as_deref(),
+            Some("clusters.cluster.karmada.io")
+        );
+        let version = &crd.spec.versions[0];
+        assert!(version.subresources.as_ref().unwrap().status.is_some());
+    }
+
+    #[test]
+    fn committed_crd_yaml_is_up_to_date() {
+        let committed = include_str!("../../../deploy/crds/cluster.karmada.io_clusters.yaml");
+        assert!(
+            committed == crd_yaml().unwrap(),
+            "deploy/crds/cluster.karmada.io_clusters.yaml is out of date; regenerate it with\n  \
+             cargo run -p cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml"
+        );
+    }
+}

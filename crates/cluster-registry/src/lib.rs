@@ -1,0 +1,88 @@
+//! Where Tether's member clusters are defined, kept current in memory.
+//!
+//! The registry reads member definitions from Karmada `Cluster` objects ([`karmada`]), Argo CD
+//! cluster Secrets ([`argocd`]) or a directory of member files ([`directory`]), keeps the
+//! Secrets they reference in an in-memory [`SecretStore`] fed by watches, and serves the
+//! credentials through a [`TokenCache`](member_client::TokenCache) over that store, so a cache
+//! miss costs no API call. Every change is sent as a [`RegistryEvent`]; a changed token is
+//! invalidated in the cache *before* its event is sent.
+//!
+//! Start with [`RegistryBuilder`]:
+//!
+//! ```no_run
+//! # async fn doc(control_plane: kube::Client) {
+//! use cluster_registry::{RegistryBuilder, RegistryEvent};
+//! use member_client::{ClientFactory, CredentialHealth};
+//!
+//! let (registry, mut events, driver) = RegistryBuilder::new().karmada(control_plane).build();
+//! let factory = ClientFactory::new(registry.tokens().clone());
+//! let consume = async {
+//!     while let Some(event) = events.recv().await {
+//!         match event {
+//!             RegistryEvent::Upserted(spec) => {
+//!                 let ca = match registry.tokens().get(&spec.secret_ref).await {
+//!                     Ok(credential) => credential.ca_bundle().cloned(),
+//!                     Err(_) => continue, // an Invalid event follows
+//!                 };
+//!                 let client = factory.build(&spec.client_config(ca), &CredentialHealth::new());
+//!                 // start or replace the member's informers with `client`
+//!             }
+//!             RegistryEvent::CredentialsRotated { .. } => {} // the cache already has it
+//!             RegistryEvent::Invalid { name, reason } => eprintln!("{name}: {reason}"),
+//!             RegistryEvent::Removed(_name) => {} // stop the member
+//!             _ => {}
+//!         }
+//!     }
+//! };
+//! tokio::select! { () = driver.run() => {}, () = consume => {} }
+//! # }
+//! ```
+//!
+//! # Secret formats
+//! | source | where the credential is | keys |
+//! | --- | --- | --- |
+//! | Karmada `Cluster` (`spec.syncMode: Push`) | the Secret `spec.secretRef{namespace,name}` | `token` (required), `caBundle` (PEM, optional) |
+//! | Argo CD Secret (label `argocd.argoproj.io/secret-type=cluster`) | the same Secret | `name`, `server`, `config` JSON: `bearerToken`, `tlsClientConfig.caData` (base64 PEM), `tlsClientConfig.insecure` |
+//! | member file (`*.yaml` in a directory) | the files it names | `tokenFile`, `caFile` (PEM, optional) |
+//!
+//! Tokens are trimmed of surrounding whitespace; a JWT's `exp` bounds its cache lifetime.
+//! Which format a Secret has is decided by the Argo CD label ([`SecretFormat::of`]).
+//!
+//! # Invalid members
+//! A member that cannot be used is [`MemberState::Invalid`] with an [`InvalidReason`] that is
+//! also its condition reason: `SecretNotFound` (the Secret or token file is missing),
+//! `SecretInvalid` (missing key, empty / non-UTF-8 / non-header-safe token, CA not PEM,
+//! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `ProxyInvalid`,
+//! `PullMode` (a Karmada Cluster in Pull mode, ignored on purpose), `DefinitionInvalid` (a
+//! member file that does not parse, a Cluster without `secretRef`). Invalid input never panics
+//! and never affects another member. When two definitions claim one name, the first keeps it
+//! and the second waits (logged at `warn`) until the first is gone.
+//!
+//! # Secret watches
+//! Karmada: one watch per namespace that some Cluster's `secretRef` points to, started and
+//! stopped as Clusters come and go (optionally narrowed by a label selector,
+//! [`KarmadaConfig`]); members stay [`Pending`](MemberState::Pending) until their namespace is
+//! listed. Argo CD: one watch per configured namespace, with the cluster label selector. No
+//! Secret is listed cluster-wide.
+
+pub mod argocd;
+mod ca_bundle;
+pub mod directory;
+mod error;
+mod event;
+mod invalid;
+pub mod karmada;
+pub mod labels;
+mod member;
+mod member_table;
+mod registry;
+mod secret_store;
+mod watch;
+
+pub use directory::DirectoryConfig;
+pub use error::{Error, Result};
+pub use event::RegistryEvent;
+pub use invalid::{InvalidReason, MemberState};
+pub use member::{MemberDefinition, MemberSpec};
+pub use registry::{ArgoCdConfig, KarmadaConfig, Registry, RegistryBuilder, RegistryDriver};
+pub use secret_store::{SecretFormat, SecretStore, StoredSecret};

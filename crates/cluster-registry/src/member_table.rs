@@ -1,0 +1,342 @@
+//! The registry's state machine: definitions and Secrets in, [`RegistryEvent`]s out.
+//!
+//! Sources call it one change at a time; it compares what each member's client should now be
+//! with what the consumer was last told, and sends the difference. It holds no I/O except the
+//! event channel and [`TokenCache::invalidate`], so it is tested without any apiserver.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    sync::{Arc, PoisonError, RwLock},
+};
+
+use bytes::Bytes;
+use member_client::{Credential, SecretRef, SourceError, TokenCache};
+use tokio::sync::mpsc;
+
+use crate::{
+    InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
+    secret_store::{SecretStore, StoredSecret},
+};
+
+/// Where a definition came from. One origin defines at most one member.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Origin {
+    /// A Karmada `Cluster`, by name.
+    Karmada(String),
+    /// An Argo CD cluster Secret.
+    ArgoCd(SecretRef),
+    /// A member file.
+    File(PathBuf),
+}
+
+/// What the consumer was last told about a member (or, for `Pending`, that nothing was told).
+#[derive(Clone, PartialEq, Eq)]
+enum Told {
+    Pending,
+    Ready { spec: MemberSpec, ca: Option<Bytes> },
+    Invalid(InvalidReason),
+}
+
+/// One member as the read API shows it.
+#[derive(Clone, Debug)]
+pub(crate) struct MemberView {
+    pub(crate) state: MemberState,
+    pub(crate) spec: Option<MemberSpec>,
+}
+
+/// Member states shared with [`Registry`](crate::Registry) handles. Written only by the
+/// table, under a lock held for the insert alone.
+pub(crate) type SharedViews = Arc<RwLock<BTreeMap<String, MemberView>>>;
+
+/// The consumer dropped the event receiver: the registry has no one to serve.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+pub(crate) struct MemberTable {
+    tokens: TokenCache,
+    store: SecretStore,
+    events: mpsc::Sender<RegistryEvent>,
+    views: SharedViews,
+    definitions: BTreeMap<Origin, MemberDefinition>,
+    /// Which origin a member name belongs to: the first to claim it.
+    owners: BTreeMap<String, Origin>,
+    told: BTreeMap<String, Told>,
+    /// Namespaces whose Secrets have been listed (Karmada members wait for theirs).
+    listed: BTreeSet<String>,
+}
+
+impl MemberTable {
+    pub(crate) fn new(
+        tokens: TokenCache,
+        store: SecretStore,
+        events: mpsc::Sender<RegistryEvent>,
+        views: SharedViews,
+    ) -> Self {
+        Self {
+            tokens,
+            store,
+            events,
+            views,
+            definitions: BTreeMap::new(),
+            owners: BTreeMap::new(),
+            told: BTreeMap::new(),
+            listed: BTreeSet::new(),
+        }
+    }
+
+    /// Resolves when the consumer dropped the receiver.
+    pub(crate) async fn closed(&self) {
+        self.events.closed().await;
+    }
+
+    /// The namespaces the Karmada definitions reference Secrets in.
+    pub(crate) fn karmada_secret_namespaces(&self) -> BTreeSet<String> {
+        self.definitions
+            .iter()
+            .filter(|(origin, _)| matches!(origin, Origin::Karmada(_)))
+            .filter_map(|(_, def)| def.spec.as_ref().ok())
+            .map(|spec| spec.secret_ref.namespace.clone())
+            .collect()
+    }
+
+    /// A definition was added or changed.
+    pub(crate) async fn apply_definition(
+        &mut self,
+        origin: Origin,
+        definition: MemberDefinition,
+    ) -> Result<(), Closed> {
+        let name = definition.name.clone();
+        let previous = self.definitions.insert(origin.clone(), definition);
+        if let Some(previous) = previous.filter(|p| p.name != name) {
+            self.release(&origin, &previous.name).await?;
+        }
+        match self.owners.get(&name) {
+            Some(owner) if *owner != origin => {
+                tracing::warn!(
+                    member = %name, ?origin, owner = ?owner,
+                    "ignoring a second definition of a member name; the first one stays in use"
+                );
+                Ok(())
+            }
+            Some(_) => self.settle(&name, false).await,
+            None => {
+                self.owners.insert(name.clone(), origin);
+                self.settle(&name, false).await
+            }
+        }
+    }
+
+    /// A definition was deleted.
+    pub(crate) async fn remove_definition(&mut self, origin: &Origin) -> Result<(), Closed> {
+        match self.definitions.remove(origin) {
+            Some(definition) => self.release(origin, &definition.name).await,
+            None => Ok(()),
+        }
+    }
+
+    /// A Secret was added or changed.
+    pub(crate) async fn apply_secret(
+        &mut self,
+        key: SecretRef,
+        secret: StoredSecret,
+    ) -> Result<(), Closed> {
+        let old = self.store.insert(key.clone(), secret);
+        self.secret_changed(&key, old).await
+    }
+
+    /// A Secret was deleted.
+    pub(crate) async fn remove_secret(&mut self, key: &SecretRef) -> Result<(), Closed> {
+        match self.store.remove(key) {
+            Some(old) => self.secret_changed(key, Some(old)).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The Secrets of `namespace` have been listed: members waiting for them can settle.
+    pub(crate) async fn namespace_listed(&mut self, namespace: &str) -> Result<(), Closed> {
+        if !self.listed.insert(namespace.to_owned()) {
+            return Ok(());
+        }
+        let waiting: Vec<String> = self
+            .owned_specs()
+            .filter(|(_, spec)| spec.secret_ref.namespace == namespace)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in waiting {
+            self.settle(&name, false).await?;
+        }
+        Ok(())
+    }
+
+    /// The Secrets of `namespace` are no longer watched.
+    pub(crate) fn namespace_unlisted(&mut self, namespace: &str) {
+        self.listed.remove(namespace);
+    }
+
+    async fn secret_changed(
+        &mut self,
+        key: &SecretRef,
+        old: Option<Arc<StoredSecret>>,
+    ) -> Result<(), Closed> {
+        let new = self.store.get(key);
+        if old.as_deref() == new.as_deref() {
+            return Ok(()); // a resync or relist of the same data
+        }
+        let before = old.map(|s| s.credential(key));
+        let after = new.map(|s| s.credential(key));
+        let Some(token_rotated) = credential_change(before.as_ref(), after.as_ref()) else {
+            tracing::trace!(secret = %key, "Secret changed, but not its credential");
+            return Ok(());
+        };
+        // Invalidate first: by the time the consumer hears of it, the cache has forgotten.
+        self.tokens.invalidate(key).await;
+        let affected: Vec<String> = self
+            .owned_specs()
+            .filter(|(_, spec)| spec.secret_ref == *key)
+            .map(|(name, _)| name.clone())
+            .collect();
+        tracing::debug!(secret = %key, token_rotated, members = ?affected, "credential changed");
+        for name in affected {
+            self.settle(&name, token_rotated).await?;
+        }
+        Ok(())
+    }
+
+    /// Members with a usable definition, by name, as their owners define them.
+    fn owned_specs(&self) -> impl Iterator<Item = (&String, &MemberSpec)> {
+        self.owners.iter().filter_map(|(name, origin)| {
+            let spec = self.definitions.get(origin)?.spec.as_ref().ok()?;
+            Some((name, spec))
+        })
+    }
+
+    /// `origin` no longer defines `name`: hand the name to another definition of it, or remove
+    /// the member.
+    async fn release(&mut self, origin: &Origin, name: &str) -> Result<(), Closed> {
+        if self.owners.get(name) != Some(origin) {
+            return Ok(());
+        }
+        self.owners.remove(name);
+        let heir = self
+            .definitions
+            .iter()
+            .find(|(_, def)| def.name == name)
+            .map(|(origin, _)| origin.clone());
+        if let Some(heir) = heir {
+            self.owners.insert(name.to_owned(), heir);
+            return self.settle(name, false).await;
+        }
+        self.views
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        match self.told.remove(name) {
+            Some(Told::Ready { .. } | Told::Invalid(_)) => {
+                self.send(RegistryEvent::Removed(name.to_owned())).await
+            }
+            Some(Told::Pending) | None => Ok(()),
+        }
+    }
+
+    /// What `name`'s client should be now.
+    fn target(&self, name: &str) -> Option<Told> {
+        let origin = self.owners.get(name)?;
+        let spec = match &self.definitions.get(origin)?.spec {
+            Err(reason) => return Some(Told::Invalid(reason.clone())),
+            Ok(spec) => spec,
+        };
+        let key = &spec.secret_ref;
+        if matches!(origin, Origin::Karmada(_)) && !self.listed.contains(&key.namespace) {
+            return Some(Told::Pending);
+        }
+        Some(match self.store.get(key).map(|s| s.credential(key)) {
+            None => Told::Invalid(InvalidReason::SecretNotFound),
+            Some(Err(err)) => Told::Invalid(InvalidReason::SecretInvalid(err.to_string())),
+            Some(Ok(credential)) => Told::Ready {
+                spec: spec.clone(),
+                ca: credential.ca_bundle().cloned(),
+            },
+        })
+    }
+
+    /// Tells the consumer what changed for `name`, if anything.
+    async fn settle(&mut self, name: &str, token_rotated: bool) -> Result<(), Closed> {
+        let Some(target) = self.target(name) else {
+            return Ok(());
+        };
+        let event = match (self.told.get(name), &target) {
+            (Some(Told::Ready { spec: a, ca: ca_a }), Told::Ready { spec: b, ca: ca_b })
+                if a == b && ca_a == ca_b =>
+            {
+                token_rotated.then(|| RegistryEvent::CredentialsRotated {
+                    name: name.to_owned(),
+                    secret: b.secret_ref.clone(),
+                })
+            }
+            (_, Told::Ready { spec, .. }) => Some(RegistryEvent::Upserted(spec.clone())),
+            (Some(Told::Invalid(a)), Told::Invalid(b)) if a == b => None,
+            (_, Told::Invalid(reason)) => Some(RegistryEvent::Invalid {
+                name: name.to_owned(),
+                reason: reason.clone(),
+            }),
+            (_, Told::Pending) => None,
+        };
+        let view = match &target {
+            Told::Pending => MemberView {
+                state: MemberState::Pending,
+                spec: self.spec_of(name),
+            },
+            Told::Ready { spec, .. } => MemberView {
+                state: MemberState::Ready,
+                spec: Some(spec.clone()),
+            },
+            Told::Invalid(reason) => MemberView {
+                state: MemberState::Invalid {
+                    reason: reason.clone(),
+                },
+                spec: self.spec_of(name),
+            },
+        };
+        self.views
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_owned(), view);
+        self.told.insert(name.to_owned(), target);
+        match event {
+            Some(event) => self.send(event).await,
+            None => Ok(()),
+        }
+    }
+
+    fn spec_of(&self, name: &str) -> Option<MemberSpec> {
+        let origin = self.owners.get(name)?;
+        self.definitions.get(origin)?.spec.clone().ok()
+    }
+
+    async fn send(&self, event: RegistryEvent) -> Result<(), Closed> {
+        tracing::debug!(member = event.member(), ?event, "registry event");
+        self.events.send(event).await.map_err(|_| Closed)
+    }
+}
+
+/// Whether a Secret change matters to clients: `None` if the credential is the same (only
+/// unrelated fields changed), else `Some(token_rotated)`, true when a usable token was
+/// replaced by another usable token.
+fn credential_change(
+    before: Option<&Result<Credential, SourceError>>,
+    after: Option<&Result<Credential, SourceError>>,
+) -> Option<bool> {
+    match (before, after) {
+        (Some(Ok(a)), Some(Ok(b))) => {
+            let token_changed = !a.same_token(b);
+            (token_changed || a.ca_bundle() != b.ca_bundle()).then_some(token_changed)
+        }
+        (Some(Err(a)), Some(Err(b))) => (a.to_string() != b.to_string()).then_some(false),
+        (None, None) => None,
+        _ => Some(false),
+    }
+}
+
+#[cfg(test)]
+mod tests;
