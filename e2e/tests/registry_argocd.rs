@@ -1,0 +1,143 @@
+//! The registry against a real control plane holding Argo CD cluster Secrets, and a real
+//! member apiserver the resulting clients talk to.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+mod registry_support;
+
+use base64::Engine as _;
+use cluster_registry::{ArgoCdConfig, RegistryBuilder, RegistryEvent};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use member_client::{FailureKind, SecretRef};
+use registry_support::{
+    Agents, expect_invalid, list_namespaces, member_client, next_event, whoami,
+};
+use serde_json::json;
+use testkit::Environment;
+
+fn config(token: &str, ca_pem: &str) -> String {
+    json!({
+        "bearerToken": token,
+        "tlsClientConfig": {
+            "caData": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            "insecure": false,
+        },
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (cp, member) = (env.control_plane(), env.cluster(1));
+    let admin = cp.admin_client().unwrap();
+    let agents = Agents::create(member).await.unwrap();
+    let ns = cp.create_namespace("argocd").await.unwrap();
+    let secrets = Api::<Secret>::namespaced(admin.clone(), &ns);
+    let cluster_secret: Secret = serde_json::from_value(json!({
+        "metadata": {
+            "name": "cluster-member1",
+            "labels": { "argocd.argoproj.io/secret-type": "cluster" },
+        },
+        "stringData": {
+            "name": "member1",
+            "server": member.endpoint(),
+            "config": config(&agents.token_a, member.ca_pem()),
+        },
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &cluster_secret)
+        .await
+        .unwrap();
+    // An unlabelled Secret beside it is not a cluster.
+    let unlabelled: Secret = serde_json::from_value(json!({
+        "metadata": { "name": "not-a-cluster" },
+        "stringData": { "name": "ghost", "server": member.endpoint(), "config": "{}" },
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &unlabelled)
+        .await
+        .unwrap();
+
+    let argocd = ArgoCdConfig {
+        namespaces: vec![ns.clone()],
+    };
+    let (registry, mut events, driver) =
+        RegistryBuilder::new().argocd(admin.clone(), argocd).build();
+    let driver = tokio::spawn(driver.run());
+
+    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
+        panic!("expected Upserted");
+    };
+    assert_eq!(spec.name, "member1");
+    assert_eq!(spec.secret_ref, SecretRef::new(&ns, "cluster-member1"));
+    let client = member_client(&registry, &spec).await.unwrap();
+    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
+    assert_eq!(registry.state("ghost"), None);
+
+    // Rotate to agent-b inside the config JSON.
+    let set_config = |config: String| Patch::Merge(json!({ "stringData": { "config": config } }));
+    let pp = PatchParams::default();
+    secrets
+        .patch(
+            "cluster-member1",
+            &pp,
+            &set_config(config(&agents.token_b, member.ca_pem())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut events).await.unwrap(),
+        RegistryEvent::CredentialsRotated {
+            name: "member1".into(),
+            secret: SecretRef::new(&ns, "cluster-member1"),
+        }
+    );
+    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
+
+    // Garbage JSON in config.
+    secrets
+        .patch("cluster-member1", &pp, &set_config("{not json".into()))
+        .await
+        .unwrap();
+    let event = next_event(&mut events).await.unwrap();
+    expect_invalid(&event, "member1", "SecretInvalid").unwrap();
+    assert_eq!(
+        list_namespaces(&client).await,
+        Err(FailureKind::CredentialUnavailable)
+    );
+
+    // Repaired, then deleted: for Argo CD the Secret *is* the definition, so it is Removed.
+    secrets
+        .patch(
+            "cluster-member1",
+            &pp,
+            &set_config(config(&agents.token_b, member.ca_pem())),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        next_event(&mut events).await.unwrap(),
+        RegistryEvent::Upserted(_)
+    ));
+    assert_eq!(list_namespaces(&client).await, Ok(()));
+    secrets
+        .delete("cluster-member1", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        next_event(&mut events).await.unwrap(),
+        RegistryEvent::Removed("member1".into())
+    );
+    assert_eq!(
+        list_namespaces(&client).await,
+        Err(FailureKind::CredentialUnavailable)
+    );
+    driver.abort();
+}

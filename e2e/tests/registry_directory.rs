@@ -1,0 +1,89 @@
+//! The registry reading member files from a directory (no control plane involved), against a
+//! real member apiserver.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+mod registry_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use cluster_registry::{DirectoryConfig, RegistryBuilder, RegistryEvent};
+use member_client::FailureKind;
+use registry_support::{
+    Agents, expect_invalid, list_namespaces, member_client, next_event, whoami,
+};
+use testkit::Environment;
+
+/// Replaces `path` atomically, so a poll never reads a half-written file.
+fn write_atomically(path: &Path, content: impl AsRef<[u8]>) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, content).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[tokio::test]
+async fn member_files_follow_token_file_rotation_garbage_and_deletion() {
+    let env = Environment::with_members(1).await.unwrap();
+    let member = env.cluster(1);
+    let agents = Agents::create(member).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("member1.token");
+    write_atomically(&token_file, format!("{}\n", agents.token_a));
+    write_atomically(&dir.path().join("member1-ca.crt"), member.ca_pem());
+    let member_file = dir.path().join("member1.yaml");
+    write_atomically(
+        &member_file,
+        format!(
+            "name: member1\napiEndpoint: {}\ntokenFile: member1.token\ncaFile: member1-ca.crt\n",
+            member.endpoint()
+        ),
+    );
+    // A broken member file beside it is reported and harms nobody.
+    write_atomically(&dir.path().join("broken.yaml"), "name: [unterminated");
+
+    let directory = DirectoryConfig::new(dir.path()).poll_interval(Duration::from_millis(100));
+    let (registry, mut events, driver) = RegistryBuilder::new().directory(directory).build();
+    let driver = tokio::spawn(driver.run());
+
+    // Files are read in name order: broken.yaml first.
+    let event = next_event(&mut events).await.unwrap();
+    expect_invalid(&event, "broken", "DefinitionInvalid").unwrap();
+    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
+        panic!("expected Upserted");
+    };
+    assert_eq!(spec.name, "member1");
+    let client = member_client(&registry, &spec).await.unwrap();
+    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
+
+    // A new token file: rotated, and the next request carries it.
+    write_atomically(&token_file, &agents.token_b);
+    assert!(matches!(
+        next_event(&mut events).await.unwrap(),
+        RegistryEvent::CredentialsRotated { name, .. } if name == "member1"
+    ));
+    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
+
+    // Garbage (an empty token file), then no token file at all.
+    write_atomically(&token_file, " \n");
+    let event = next_event(&mut events).await.unwrap();
+    expect_invalid(&event, "member1", "SecretInvalid").unwrap();
+    std::fs::remove_file(&token_file).unwrap();
+    let event = next_event(&mut events).await.unwrap();
+    expect_invalid(&event, "member1", "SecretNotFound").unwrap();
+    assert_eq!(
+        list_namespaces(&client).await,
+        Err(FailureKind::CredentialUnavailable)
+    );
+
+    // The member file removed: Removed.
+    std::fs::remove_file(&member_file).unwrap();
+    assert_eq!(
+        next_event(&mut events).await.unwrap(),
+        RegistryEvent::Removed("member1".into())
+    );
+    driver.abort();
+}
