@@ -1,0 +1,155 @@
+//! Command-line flags of the `collector` binary.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use clap::{Parser, ValueEnum};
+
+use crate::mirrored_resource::MirroredResource;
+
+/// Watches every member cluster with credentials that survive rotation, and reports their
+/// health to the control plane.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "collector", version)]
+pub struct Args {
+    /// Where member clusters are defined.
+    #[arg(long, value_enum, default_value_t = MembersFrom::Karmada, env = "TETHER_MEMBERS_FROM")]
+    pub members_from: MembersFrom,
+
+    /// Directory of member files (with `--members-from directory`).
+    #[arg(
+        long,
+        env = "TETHER_MEMBERS_DIR",
+        required_if_eq("members_from", "directory")
+    )]
+    pub members_dir: Option<PathBuf>,
+
+    /// Kubeconfig for the control plane. Without it the collector runs in-cluster and
+    /// authenticates with its projected ServiceAccount token through the same token cache as
+    /// the members (a rejected token fails /readyz and, after the grace, exits).
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The control plane's API URL when running with a token file instead of a kubeconfig.
+    /// Default: from `KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT` (in-cluster).
+    #[arg(long, env = "TETHER_CONTROL_PLANE_URL")]
+    pub control_plane_url: Option<String>,
+
+    /// The collector's own bearer token file for the control plane (kubelet rotates it in place).
+    #[arg(
+        long,
+        default_value = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    )]
+    pub control_plane_token_file: PathBuf,
+
+    /// CA bundle that verifies the control plane.
+    #[arg(
+        long,
+        default_value = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+    )]
+    pub control_plane_ca_file: PathBuf,
+
+    /// Namespaces holding Argo CD cluster Secrets (with `--members-from argocd`).
+    #[arg(long, value_delimiter = ',', default_value = "argocd")]
+    pub argocd_namespace: Vec<String>,
+
+    /// Only watch member Secrets with these labels (Karmada), e.g. `tether.io/member=true`.
+    /// By default the Secrets referenced by Clusters are watched in their namespaces.
+    #[arg(long)]
+    pub secret_label_selector: Option<String>,
+
+    /// Kinds to mirror from every member, as group/version/resource (Nodes are always watched
+    /// for the node summary).
+    #[arg(long, value_delimiter = ',', default_value = "apps/v1/deployments")]
+    pub mirror: Vec<MirroredResource>,
+
+    /// Seconds between `/readyz` probes of each member.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub probe_period: u64,
+
+    /// Write `Ready`/`CredentialsValid` conditions, version and node summary into each Karmada
+    /// `Cluster`'s status, and an Event per transition. Turn off beside Karmada's own status
+    /// controller.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub write_status: bool,
+
+    /// Address of the HTTP server (/metrics, /healthz, /readyz, /api/v1/clusters).
+    #[arg(long, default_value = "0.0.0.0:8080", env = "TETHER_LISTEN")]
+    pub listen: SocketAddr,
+
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TETHER_LOG_FORMAT")]
+    pub log_format: LogFormat,
+
+    /// Seconds to keep running, not ready, while the control plane rejects the collector's own
+    /// token after a re-read; then exit non-zero so kubelet mounts a fresh one.
+    #[arg(long, default_value_t = 60)]
+    pub self_rejected_grace: u64,
+}
+
+impl Args {
+    /// The probe period as a duration.
+    pub fn probe_period(&self) -> Duration {
+        Duration::from_secs(self.probe_period)
+    }
+
+    /// The self-credential grace period as a duration.
+    pub fn self_rejected_grace(&self) -> Duration {
+        Duration::from_secs(self.self_rejected_grace)
+    }
+}
+
+/// Where member clusters are defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MembersFrom {
+    /// Karmada `Cluster` objects (push mode) and the Secrets they reference.
+    Karmada,
+    /// Argo CD cluster Secrets.
+    Argocd,
+    /// A local directory of member files; no control plane.
+    Directory,
+}
+
+/// Log format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn flags_are_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults() {
+        let args = Args::try_parse_from(["collector"]).unwrap();
+        assert_eq!(args.members_from, MembersFrom::Karmada);
+        assert_eq!(args.mirror, vec!["apps/v1/deployments".parse().unwrap()]);
+        assert!(args.write_status);
+        assert_eq!(args.probe_period(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn directory_needs_a_dir_and_bad_kinds_are_refused() {
+        assert!(Args::try_parse_from(["collector", "--members-from", "directory"]).is_err());
+        assert!(Args::try_parse_from(["collector", "--mirror", "deployments"]).is_err());
+        let args = Args::try_parse_from([
+            "collector",
+            "--mirror",
+            "apps/v1/deployments,v1/configmaps",
+            "--write-status",
+            "false",
+        ])
+        .unwrap();
+        assert_eq!(args.mirror.len(), 2);
+        assert!(!args.write_status);
+    }
+}

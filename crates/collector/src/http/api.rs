@@ -1,0 +1,232 @@
+//! The read API over the mirrored member clusters: `/api/v1/clusters…`.
+//!
+//! The handlers only read: the data comes from a [`ClusterReader`] that the collector's mirror
+//! cache implements, so that this module knows nothing about informers.
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use serde::Serialize;
+
+use super::HttpState;
+
+/// Read access to the mirrored member clusters.
+///
+/// # Concurrent calls
+/// Called from request handlers on any worker thread, so implementations must answer quickly
+/// and without blocking on I/O: copy out of the cache and release any lock before returning.
+pub trait ClusterReader: Send + Sync + 'static {
+    /// Summaries of all members, sorted by name.
+    fn clusters(&self) -> Vec<ClusterSummary>;
+    /// One member's summary.
+    fn cluster(&self, name: &str) -> Option<ClusterSummary>;
+    /// The mirrored objects of one resource on one member (`group` is "core" for the core
+    /// group), or `None` if that member or resource is not mirrored.
+    fn objects(
+        &self,
+        name: &str,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Vec<serde_json::Value>>;
+}
+
+/// What the collector knows of one member, in Karmada's `Cluster.status` vocabulary.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterSummary {
+    /// The member's name.
+    pub name: String,
+    /// `Ready`, `CredentialsValid`, … as written back to the control plane.
+    pub conditions: Vec<ConditionSummary>,
+    /// The member's `gitVersion`, once `/version` has answered.
+    pub kubernetes_version: Option<String>,
+    /// Node counts, once the Node informer has synced.
+    pub node_summary: Option<NodeSummary>,
+    /// The mirrored resources, as `group/version/resource` (`core` for the core group).
+    pub resources: Vec<String>,
+}
+
+/// One condition of a member, as in `metav1.Condition`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionSummary {
+    /// The condition type, e.g. `Ready`.
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// A CamelCase reason, e.g. `Unauthorized`.
+    pub reason: String,
+    /// Details for a human. Never contains a token.
+    pub message: String,
+    /// When `status` last changed, RFC 3339.
+    pub last_transition_time: Option<String>,
+}
+
+/// Node counts of a member, as Karmada's `nodeSummary`.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSummary {
+    /// All Nodes.
+    pub total_num: i32,
+    /// Nodes whose `Ready` condition is `True`.
+    pub ready_num: i32,
+}
+
+/// Why a read API request has no answer. Rendered as `{"error": "<message>"}` with a status.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ApiError {
+    /// No member of that name is mirrored. 404.
+    #[error("cluster {name:?} is not mirrored")]
+    ClusterNotFound {
+        /// The requested member.
+        name: String,
+    },
+    /// The member is mirrored, but not that resource. 404.
+    #[error("resource {resource:?} is not mirrored on cluster {name:?}")]
+    ResourceNotFound {
+        /// The requested member.
+        name: String,
+        /// The requested `group/version/resource`.
+        resource: String,
+    },
+}
+
+impl ApiError {
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::ClusterNotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.to_string() });
+        (self.status(), Json(body)).into_response()
+    }
+}
+
+/// The body of an object listing, shaped like a Kubernetes list so clients can reuse decoders.
+#[derive(Serialize)]
+struct ObjectList {
+    items: Vec<serde_json::Value>,
+}
+
+pub(super) async fn list_clusters(State(state): State<HttpState>) -> Json<Vec<ClusterSummary>> {
+    Json(state.clusters.clusters())
+}
+
+pub(super) async fn get_cluster(
+    State(state): State<HttpState>,
+    Path(name): Path<String>,
+) -> Result<Json<ClusterSummary>, ApiError> {
+    state
+        .clusters
+        .cluster(&name)
+        .map(Json)
+        .ok_or(ApiError::ClusterNotFound { name })
+}
+
+pub(super) async fn list_objects(
+    State(state): State<HttpState>,
+    Path((name, group, version, resource)): Path<(String, String, String, String)>,
+) -> Result<Response, ApiError> {
+    if let Some(items) = state.clusters.objects(&name, &group, &version, &resource) {
+        return Ok(Json(ObjectList { items }).into_response());
+    }
+    // Tell "no such member" from "member without that resource": they need different fixes.
+    if state.clusters.cluster(&name).is_none() {
+        return Err(ApiError::ClusterNotFound { name });
+    }
+    Err(ApiError::ResourceNotFound {
+        name,
+        resource: format!("{group}/{version}/{resource}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{get, state};
+    use axum::http::{StatusCode, header};
+    use serde_json::{Value, json};
+
+    fn m1_json() -> Value {
+        json!({
+            "name": "m1",
+            "conditions": [{
+                "type": "Ready",
+                "status": "True",
+                "reason": "ClusterReady",
+                "message": "cluster is healthy and ready to accept workloads",
+                "lastTransitionTime": "2025-01-01T00:00:00Z",
+            }],
+            "kubernetesVersion": "v1.34.1",
+            "nodeSummary": {"totalNum": 2, "readyNum": 1},
+            "resources": ["apps/v1/deployments"],
+        })
+    }
+
+    async fn get_json(uri: &str) -> (StatusCode, Value) {
+        let (status, headers, body) = get(&state(), uri).await;
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json", "{uri}");
+        (status, serde_json::from_str(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn lists_clusters_in_karmada_field_names() {
+        assert_eq!(
+            get_json("/api/v1/clusters").await,
+            (StatusCode::OK, json!([m1_json()]))
+        );
+    }
+
+    #[tokio::test]
+    async fn gets_one_cluster_or_404() {
+        assert_eq!(
+            get_json("/api/v1/clusters/m1").await,
+            (StatusCode::OK, m1_json())
+        );
+        assert_eq!(
+            get_json("/api/v1/clusters/m9").await,
+            (
+                StatusCode::NOT_FOUND,
+                json!({"error": r#"cluster "m9" is not mirrored"#})
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn lists_mirrored_objects_as_items() {
+        assert_eq!(
+            get_json("/api/v1/clusters/m1/apps/v1/deployments").await,
+            (
+                StatusCode::OK,
+                json!({"items": [{"metadata": {"name": "web", "namespace": "default"}}]})
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn unmirrored_objects_are_404_saying_which_part_is_missing() {
+        assert_eq!(
+            get_json("/api/v1/clusters/m9/apps/v1/deployments").await,
+            (
+                StatusCode::NOT_FOUND,
+                json!({"error": r#"cluster "m9" is not mirrored"#})
+            )
+        );
+        assert_eq!(
+            get_json("/api/v1/clusters/m1/core/v1/secrets").await,
+            (
+                StatusCode::NOT_FOUND,
+                json!({"error": r#"resource "core/v1/secrets" is not mirrored on cluster "m1""#})
+            )
+        );
+    }
+}

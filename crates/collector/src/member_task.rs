@@ -1,0 +1,137 @@
+//! One member's life in the collector: its watches, its probe, its status.
+
+use std::{sync::Arc, time::Duration};
+
+use kube::Client;
+use member_client::CredentialHealth;
+use tokio::time::MissedTickBehavior;
+
+use crate::{
+    informers, member_health::MemberHealth, metrics::Metrics, mirror::Mirror,
+    mirrored_resource::MirroredResource, status_writer::StatusWriter,
+};
+
+/// What every member task shares.
+#[derive(Clone)]
+pub struct Shared {
+    /// The multi-cluster cache.
+    pub mirror: Mirror,
+    /// Prometheus metrics.
+    pub metrics: Metrics,
+    /// Writes status back; `None` when write-back is off or members have no `Cluster` object.
+    pub status_writer: Option<StatusWriter>,
+    /// How often `/readyz` of each member is probed.
+    pub probe_period: Duration,
+    /// The kinds mirrored from every member.
+    pub resources: Arc<[MirroredResource]>,
+}
+
+/// A running member; dropping it stops its probe and watches.
+pub struct MemberTask {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MemberTask {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MemberTask {
+    /// Starts watching and probing `member` through `client`, whose credential reports to
+    /// `health`.
+    pub fn start(member: String, client: Client, health: CredentialHealth, shared: Shared) -> Self {
+        Self {
+            task: tokio::spawn(run(member, client, health, shared)),
+        }
+    }
+}
+
+async fn run(member: String, client: Client, health: CredentialHealth, shared: Shared) {
+    let (stores, _informers) =
+        informers::start(&member, &client, &shared.resources, &shared.metrics);
+    shared.mirror.set_stores(&member, stores);
+    shared.metrics.watch_member(&member, health.clone());
+    let mut credential_changes = health.subscribe();
+    let mut ticker = tokio::time::interval(shared.probe_period);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        // Probe on schedule, and at once when a request learns the credential changed state:
+        // a rejected credential shows in the conditions without waiting for the next tick.
+        tokio::select! {
+            _ = ticker.tick() => {}
+            changed = credential_changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+        }
+        probe_once(&member, &client, &shared).await;
+    }
+}
+
+/// Probes `/readyz`, updates the mirror and metrics, and writes status and an Event on change.
+pub async fn probe_once(member: &str, client: &Client, shared: &Shared) {
+    let health = probe(client).await;
+    let version = if health == MemberHealth::Healthy {
+        client
+            .apiserver_version()
+            .await
+            .ok()
+            .map(|info| info.git_version)
+    } else {
+        None
+    };
+    let nodes = shared.mirror.node_summary(member);
+    let before = shared.mirror.status(member);
+    let after = shared.mirror.update_status(member, |status| {
+        status.set_health(health.clone());
+        if let Some(version) = version {
+            status.set_kubernetes_version(version);
+        }
+        if let Some((total, ready)) = nodes {
+            status.set_nodes(total, ready);
+        }
+    });
+    shared
+        .metrics
+        .set_member_ready(member, health == MemberHealth::Healthy);
+
+    let previous = before
+        .as_ref()
+        .map_or(MemberHealth::Unknown, |s| s.health().clone());
+    let changed = previous != health;
+    if changed {
+        match &health {
+            MemberHealth::Healthy => tracing::info!(member, "member is ready"),
+            other => {
+                tracing::warn!(member, reason = other.reason(), message = %other.message(), "member is not ready")
+            }
+        }
+    }
+    let Some(writer) = &shared.status_writer else {
+        return;
+    };
+    let status_changed = before.as_ref().is_none_or(|b| {
+        changed
+            || b.kubernetes_version() != after.kubernetes_version()
+            || b.nodes() != after.nodes()
+    });
+    if status_changed && let Err(err) = writer.write(member, &after).await {
+        tracing::warn!(member, error = %err, "writing Cluster status failed");
+    }
+    if changed && let Err(err) = writer.record_transition(member, &previous, &health).await {
+        tracing::warn!(member, error = %err, "recording Event failed");
+    }
+}
+
+async fn probe(client: &Client) -> MemberHealth {
+    let request = http::Request::get("/readyz").body(Vec::new());
+    let Ok(request) = request else {
+        return MemberHealth::Unreachable("could not build the /readyz request".to_owned());
+    };
+    match client.request_text(request).await {
+        Ok(_) => MemberHealth::Healthy,
+        Err(err) => MemberHealth::from_error(&err),
+    }
+}

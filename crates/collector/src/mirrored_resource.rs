@@ -1,0 +1,136 @@
+//! Which kinds are mirrored from every member, named `group/version/resource`.
+
+use std::{fmt, str::FromStr};
+
+use kube::discovery::ApiResource;
+
+/// A resource to mirror, e.g. `apps/v1/deployments`; the core group is written `v1/nodes` or
+/// `core/v1/nodes`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MirroredResource {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource name.
+    pub resource: String,
+}
+
+/// Why a `--mirror` value was refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not group/version/resource (e.g. apps/v1/deployments or v1/configmaps)")]
+pub struct ParseResourceError(String);
+
+impl FromStr for MirroredResource {
+    type Err = ParseResourceError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parts: Vec<&str> = text.split('/').collect();
+        let (group, version, resource) = match parts.as_slice() {
+            [version, resource] => ("", *version, *resource),
+            ["core", version, resource] => ("", *version, *resource),
+            [group, version, resource] => (*group, *version, *resource),
+            _ => return Err(ParseResourceError(text.to_owned())),
+        };
+        let valid = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
+        };
+        if !(valid(version) && valid(resource) && (group.is_empty() || valid(group))) {
+            return Err(ParseResourceError(text.to_owned()));
+        }
+        Ok(Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resource: resource.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for MirroredResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(f, "{group}/{}/{}", self.version, self.resource)
+    }
+}
+
+impl MirroredResource {
+    /// The URL pieces kube needs to list and watch it. The kind is left empty: watching only
+    /// needs the plural, and the objects carry their own `kind`.
+    pub fn api_resource(&self) -> ApiResource {
+        let api_version = if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        };
+        ApiResource {
+            group: self.group.clone(),
+            version: self.version.clone(),
+            api_version,
+            kind: String::new(),
+            plural: self.resource.clone(),
+        }
+    }
+
+    /// Whether this is `group/version/resource` as the read API spells it (`core` for "").
+    pub fn matches(&self, group: &str, version: &str, resource: &str) -> bool {
+        let group = if group == "core" { "" } else { group };
+        self.group == group && self.version == version && self.resource == resource
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("apps/v1/deployments", "apps", "v1", "deployments")]
+    #[case("v1/configmaps", "", "v1", "configmaps")]
+    #[case("core/v1/pods", "", "v1", "pods")]
+    #[case(
+        "networking.k8s.io/v1/ingresses",
+        "networking.k8s.io",
+        "v1",
+        "ingresses"
+    )]
+    fn parses(
+        #[case] text: &str,
+        #[case] group: &str,
+        #[case] version: &str,
+        #[case] resource: &str,
+    ) {
+        let parsed: MirroredResource = text.parse().unwrap();
+        assert_eq!(
+            (
+                parsed.group.as_str(),
+                parsed.version.as_str(),
+                parsed.resource.as_str()
+            ),
+            (group, version, resource)
+        );
+    }
+
+    #[rstest]
+    #[case("deployments")]
+    #[case("a/b/c/d")]
+    #[case("apps//deployments")]
+    #[case("Apps/v1/Deployments")]
+    #[case("")]
+    fn refuses(#[case] text: &str) {
+        assert!(text.parse::<MirroredResource>().is_err());
+    }
+
+    #[test]
+    fn displays_core_explicitly() {
+        assert_eq!(
+            "v1/pods".parse::<MirroredResource>().unwrap().to_string(),
+            "core/v1/pods"
+        );
+    }
+}

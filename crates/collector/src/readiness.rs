@@ -1,0 +1,343 @@
+//! The collector's own readiness, and the guard that ties it to its control-plane credential.
+//!
+//! The collector talks to its control plane through the same `TokenCache` + `BearerLayer` as to
+//! members, with a `FileSource` on the projected ServiceAccount token. If the control plane
+//! still rejects that token after the file was re-read, the collector is blind: `/readyz`
+//! fails at once, and if the credential has not healed after a grace period the process exits
+//! non-zero, so that kubelet restarts it with a freshly mounted token. Loud, never silent.
+//!
+//! ```no_run
+//! # async fn doc(health: member_client::CredentialHealth) -> anyhow::Result<()> {
+//! use std::time::Duration;
+//! use collector::readiness::{Readiness, SelfCredentialGuard};
+//!
+//! let readiness = Readiness::new();
+//! let guard = SelfCredentialGuard::new(health, readiness.clone(), Duration::from_secs(120));
+//! // Drive it beside the other long-running futures; it only returns to end the process.
+//! let rejected = guard.run().await;
+//! Err(rejected.into())
+//! # }
+//! ```
+
+use std::{sync::Arc, time::Duration};
+
+use member_client::{CredentialHealth, CredentialState};
+use tokio::{sync::watch, time::Instant};
+
+/// Whether the collector should receive traffic, as `/readyz` reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ReadyState {
+    /// Nothing has decided yet, e.g. the control-plane credential has not been used.
+    #[default]
+    Starting,
+    /// Serving.
+    Ready,
+    /// Not serving, for `reason` (shown by `/readyz`; never contains a token).
+    NotReady {
+        /// Why, in words an operator can act on.
+        reason: String,
+    },
+}
+
+/// The collector's readiness: one [`ReadyState`], observable.
+///
+/// # Concurrent calls
+/// Cloning is cheap (one `Arc`); every clone sets and reads the same state. Subscribers are
+/// woken only when the state changes, not when it is set to what it already is.
+///
+/// ```
+/// use collector::readiness::{Readiness, ReadyState};
+/// let readiness = Readiness::new();
+/// assert_eq!(readiness.state(), ReadyState::Starting);
+/// readiness.mark_ready();
+/// assert_eq!(readiness.state(), ReadyState::Ready);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Readiness {
+    state: Arc<watch::Sender<ReadyState>>,
+}
+
+impl Readiness {
+    /// A handle in [`ReadyState::Starting`].
+    pub fn new() -> Self {
+        Self {
+            state: Arc::new(watch::Sender::new(ReadyState::Starting)),
+        }
+    }
+
+    /// Sets [`ReadyState::Ready`].
+    pub fn mark_ready(&self) {
+        self.set(ReadyState::Ready);
+    }
+
+    /// Sets [`ReadyState::NotReady`] with `reason`.
+    pub fn mark_not_ready(&self, reason: impl Into<String>) {
+        self.set(ReadyState::NotReady {
+            reason: reason.into(),
+        });
+    }
+
+    /// The state now.
+    pub fn state(&self) -> ReadyState {
+        self.state.borrow().clone()
+    }
+
+    /// A receiver that sees every change from now on.
+    pub fn subscribe(&self) -> watch::Receiver<ReadyState> {
+        self.state.subscribe()
+    }
+
+    fn set(&self, next: ReadyState) {
+        self.state.send_if_modified(|current| {
+            if *current == next {
+                return false;
+            }
+            tracing::debug!(from = ?current, to = ?next, "readiness changed");
+            *current = next;
+            true
+        });
+    }
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What [`SelfCredentialGuard::run`] returns: the control plane kept rejecting the collector's
+/// own credential for the whole grace period. Not retryable in-process; exit non-zero so that
+/// kubelet restarts the pod and mounts a fresh token.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "the control plane rejected the collector's own credential for {grace:?}, also after re-reading the token file"
+)]
+pub struct SelfCredentialRejected {
+    /// The grace period that ran out.
+    pub grace: Duration,
+}
+
+/// Ties [`Readiness`] to the [`CredentialHealth`] of the collector's control-plane client.
+///
+/// | credential state | readiness | exit timer |
+/// | --- | --- | --- |
+/// | `Unknown` | left as it is | — |
+/// | `Valid` | `Ready` | stopped |
+/// | `Rejected` | `NotReady` at once | started; [`run`](Self::run) returns when it fires |
+/// | `Unavailable` | `NotReady` | — (the token file could not be read: not a rejection, so no exit) |
+#[derive(Debug)]
+pub struct SelfCredentialGuard {
+    health: CredentialHealth,
+    readiness: Readiness,
+    grace: Duration,
+}
+
+impl SelfCredentialGuard {
+    /// A guard that marks `readiness` from `health` and gives a rejected credential `grace`
+    /// to heal.
+    pub fn new(health: CredentialHealth, readiness: Readiness, grace: Duration) -> Self {
+        Self {
+            health,
+            readiness,
+            grace,
+        }
+    }
+
+    /// Watches the credential until it has stayed rejected for the grace period.
+    ///
+    /// Runs on the caller's task (nothing is spawned); dropping the future stops it. It never
+    /// returns while the credential is anything but rejected.
+    pub async fn run(self) -> SelfCredentialRejected {
+        let mut changes = self.health.subscribe();
+        loop {
+            let state = changes.borrow_and_update().clone();
+            match state {
+                CredentialState::Unknown => {}
+                CredentialState::Valid => self.readiness.mark_ready(),
+                CredentialState::Unavailable { reason } => {
+                    tracing::warn!(%reason, "control-plane credential is unavailable");
+                    self.readiness.mark_not_ready(format!(
+                        "control-plane credential is unavailable: {reason}"
+                    ));
+                }
+                CredentialState::Rejected => {
+                    if let Some(rejected) = self.sit_out_rejection(&mut changes).await {
+                        return rejected;
+                    }
+                    // Healed (or changed) within the grace: handle the new state above.
+                    continue;
+                }
+            }
+            next_change(&mut changes).await;
+        }
+    }
+
+    /// Marks NotReady, then waits for the state to leave `Rejected` (`None`) or for the grace
+    /// to run out (`Some`).
+    async fn sit_out_rejection(
+        &self,
+        changes: &mut watch::Receiver<CredentialState>,
+    ) -> Option<SelfCredentialRejected> {
+        self.readiness.mark_not_ready(
+            "control-plane credential is rejected (401 after re-reading the token file)",
+        );
+        tracing::error!(
+            grace = ?self.grace,
+            "control plane rejects the collector's own credential; exiting if it does not heal within the grace period"
+        );
+        let deadline = Instant::now() + self.grace;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {
+                    return Some(SelfCredentialRejected { grace: self.grace });
+                }
+                () = next_change(changes) => {
+                    if *changes.borrow() != CredentialState::Rejected {
+                        tracing::info!("control-plane credential accepted again");
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits for the next change of `changes`.
+async fn next_change(changes: &mut watch::Receiver<CredentialState>) {
+    if changes.changed().await.is_err() {
+        // The guard holds a `CredentialHealth`, so the sender outlives the receiver and this
+        // cannot happen; if it ever did, no change can come any more, so wait forever rather
+        // than spin.
+        std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::poll;
+    use std::pin::pin;
+
+    const GRACE: Duration = Duration::from_secs(60);
+
+    fn guard() -> (CredentialHealth, Readiness, SelfCredentialGuard) {
+        let health = CredentialHealth::new();
+        let readiness = Readiness::new();
+        let guard = SelfCredentialGuard::new(health.clone(), readiness.clone(), GRACE);
+        (health, readiness, guard)
+    }
+
+    fn is_not_ready(state: &ReadyState) -> bool {
+        matches!(state, ReadyState::NotReady { reason } if reason.contains("rejected"))
+    }
+
+    #[test]
+    fn readiness_wakes_subscribers_only_on_change() {
+        let readiness = Readiness::new();
+        let mut rx = readiness.subscribe();
+        readiness.mark_ready();
+        assert!(rx.has_changed().unwrap());
+        rx.borrow_and_update();
+        readiness.mark_ready();
+        assert!(!rx.has_changed().unwrap());
+        readiness.mark_not_ready("x");
+        assert_eq!(
+            *rx.borrow_and_update(),
+            ReadyState::NotReady { reason: "x".into() }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn valid_credential_marks_ready() {
+        let (health, readiness, guard) = guard();
+        let mut run = pin!(guard.run());
+        assert!(poll!(&mut run).is_pending());
+        assert_eq!(readiness.state(), ReadyState::Starting);
+        health.report(CredentialState::Valid);
+        assert!(poll!(&mut run).is_pending());
+        assert_eq!(readiness.state(), ReadyState::Ready);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rejected_credential_marks_not_ready_at_once() {
+        let (health, readiness, guard) = guard();
+        health.report(CredentialState::Valid);
+        let mut run = pin!(guard.run());
+        assert!(poll!(&mut run).is_pending());
+        health.report(CredentialState::Rejected);
+        assert!(poll!(&mut run).is_pending());
+        assert!(is_not_ready(&readiness.state()), "{:?}", readiness.state());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn still_rejected_after_grace_returns() {
+        let (health, readiness, guard) = guard();
+        health.report(CredentialState::Rejected);
+        let mut run = pin!(guard.run());
+        assert!(poll!(&mut run).is_pending());
+
+        tokio::time::advance(GRACE - Duration::from_millis(1)).await;
+        assert!(
+            poll!(&mut run).is_pending(),
+            "returned before the grace ran out"
+        );
+
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(
+            poll!(&mut run),
+            std::task::Poll::Ready(SelfCredentialRejected { grace: GRACE })
+        );
+        assert!(is_not_ready(&readiness.state()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn healed_within_grace_marks_ready_and_keeps_watching() {
+        let (health, readiness, guard) = guard();
+        health.report(CredentialState::Rejected);
+        let mut run = pin!(guard.run());
+        assert!(poll!(&mut run).is_pending());
+
+        tokio::time::advance(GRACE / 2).await;
+        health.report(CredentialState::Valid);
+        assert!(poll!(&mut run).is_pending());
+        assert_eq!(readiness.state(), ReadyState::Ready);
+
+        tokio::time::advance(GRACE * 2).await;
+        assert!(poll!(&mut run).is_pending(), "returned although healed");
+        assert_eq!(readiness.state(), ReadyState::Ready);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_rejection_gets_a_fresh_grace() {
+        let (health, _readiness, guard) = guard();
+        health.report(CredentialState::Rejected);
+        let mut run = pin!(guard.run());
+        assert!(poll!(&mut run).is_pending());
+        tokio::time::advance(GRACE / 2).await;
+        health.report(CredentialState::Valid);
+        assert!(poll!(&mut run).is_pending());
+        health.report(CredentialState::Rejected);
+        assert!(poll!(&mut run).is_pending());
+
+        // The first grace would have ended here.
+        tokio::time::advance(GRACE / 2 + Duration::from_secs(1)).await;
+        assert!(poll!(&mut run).is_pending());
+        tokio::time::advance(GRACE).await;
+        assert!(poll!(&mut run).is_ready());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unavailable_credential_marks_not_ready_without_exiting() {
+        let (health, readiness, guard) = guard();
+        let mut run = pin!(guard.run());
+        health.report(CredentialState::Unavailable {
+            reason: "token file missing".into(),
+        });
+        assert!(poll!(&mut run).is_pending());
+        assert!(
+            matches!(readiness.state(), ReadyState::NotReady { reason } if reason.contains("token file missing"))
+        );
+        tokio::time::advance(GRACE * 2).await;
+        assert!(poll!(&mut run).is_pending());
+    }
+}
