@@ -48,8 +48,14 @@ struct Mirror {
 impl Mirror {
     fn start(client: Client, ns: &str) -> Self {
         let (store, writer) = reflector::store();
-        let stream = reflector(writer, watcher(Api::<ConfigMap>::namespaced(client, ns), watcher::Config::default()))
-            .default_backoff();
+        let stream = reflector(
+            writer,
+            watcher(
+                Api::<ConfigMap>::namespaced(client, ns),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff();
         let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
         Self { store, task }
     }
@@ -91,7 +97,9 @@ fn member_client(cluster: &Cluster, token: &str) -> Member {
     let health = CredentialHealth::new();
     let config = MemberClientConfig::new(cluster.name(), cluster.endpoint(), key.clone())
         .with_ca_bundle(cluster.ca_pem().as_bytes().to_vec());
-    let client = ClientFactory::new(tokens.clone()).build(&config, &health).unwrap();
+    let client = ClientFactory::new(tokens.clone())
+        .build(&config, &health)
+        .unwrap();
     Member {
         secret,
         key,
@@ -146,7 +154,10 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
     );
     assert_eq!(member.health.current(), CredentialState::Valid);
     if !tell_the_cache {
-        assert!(member.health.stats().retries >= 1, "the stale token was refreshed on a 401");
+        assert!(
+            member.health.stats().retries >= 1,
+            "the stale token was refreshed on a 401"
+        );
     }
 
     // The baked-in client: given as long again, it never sees the change, and says 401.
@@ -154,13 +165,20 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
         !theirs.wait_for("after", CONVERGE).await,
         "a client with the token baked in cannot follow the rotation"
     );
-    let err = Api::<ConfigMap>::namespaced(baked, &ns).get("after").await.unwrap_err();
+    let err = Api::<ConfigMap>::namespaced(baked, &ns)
+        .get("after")
+        .await
+        .unwrap_err();
     assert_eq!(status_code(&err), Some(401), "{err}");
     let err = Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
         .get("missing")
         .await
         .unwrap_err();
-    assert_eq!(FailureKind::of(&err), FailureKind::NotFound, "a 404 is still a 404: {err}");
+    assert_eq!(
+        FailureKind::of(&err),
+        FailureKind::NotFound,
+        "a 404 is still a 404: {err}"
+    );
 }
 
 #[tokio::test]
@@ -188,7 +206,10 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
 
     // The KAI-Scheduler incident: the ServiceAccount is deleted and recreated, the Secret is not
     // updated. Its token is dead, and must be reported as an auth failure.
-    cluster.recreate_service_account(&ns, "agent", &token).await.unwrap();
+    cluster
+        .recreate_service_account(&ns, "agent", &token)
+        .await
+        .unwrap();
     let err = Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
         .list(&Default::default())
         .await

@@ -1,0 +1,146 @@
+//! The collector run in-process against the harness, and a small HTTP client for its API.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::Context as _;
+use clap::Parser as _;
+use collector::cli::Args;
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::TcpStream,
+    sync::oneshot,
+    task::JoinHandle,
+};
+
+/// A collector running in this process until dropped (or [`stop`](Self::stop)ped).
+pub struct RunningCollector {
+    /// Where its HTTP server listens.
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl RunningCollector {
+    /// Starts `collector` with `args` (after the program name) plus `--listen` on a free
+    /// loopback port, and waits until `/healthz` answers.
+    ///
+    /// # Errors
+    /// Flags that don't parse, or the collector not serving within 10 s.
+    pub async fn start(args: &[String]) -> anyhow::Result<Self> {
+        let addr = free_loopback_addr()?;
+        let mut argv = vec![
+            "collector".to_owned(),
+            "--listen".to_owned(),
+            addr.to_string(),
+        ];
+        argv.extend(args.iter().cloned());
+        let args = Args::try_parse_from(argv)?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(collector::app::run(args, async move {
+            let _ = rx.await;
+        }));
+        let running = Self {
+            addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while running.get("/healthz").await.is_err() {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the collector did not serve /healthz"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(running)
+    }
+
+    /// `GET path`: the status code and body.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
+        http_get(self.addr, path).await
+    }
+
+    /// `GET path` as JSON, expecting 200.
+    ///
+    /// # Errors
+    /// Connection errors, another status, or a body that is not JSON.
+    pub async fn get_json(&self, path: &str) -> anyhow::Result<serde_json::Value> {
+        let (status, body) = self.get(path).await?;
+        anyhow::ensure!(status == 200, "GET {path}: {status} {body}");
+        Ok(serde_json::from_str(&body)?)
+    }
+
+    /// Waits for the collector to end by itself, up to `limit`, and returns how it ended.
+    ///
+    /// # Errors
+    /// The collector still running after `limit`.
+    pub async fn wait_for_exit(&mut self, limit: Duration) -> anyhow::Result<anyhow::Result<()>> {
+        let task = self.task.take().context("already stopped")?;
+        let ended = tokio::time::timeout(limit, task)
+            .await
+            .context("the collector is still running")?;
+        ended.context("the collector task panicked")
+    }
+
+    /// Stops it gracefully.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+}
+
+impl Drop for RunningCollector {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Writes `contents` to a fresh file in the system temp dir and returns its path.
+///
+/// # Errors
+/// I/O errors.
+pub fn temp_file(name: &str, contents: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("tether-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}-{}", rand_suffix()));
+    std::fs::write(&path, contents)?;
+    Ok(path)
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?)
+}
+
+/// A minimal HTTP/1.0 GET (the collector's API is tiny; no client library needed).
+async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).await?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let response = String::from_utf8(response)?;
+    let (head, body) = response.split_once("\r\n\r\n").context("no header end")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .context("no status code")?
+        .parse()?;
+    Ok((status, body.to_owned()))
+}

@@ -1,0 +1,226 @@
+//! A control plane with Karmada `Cluster`s for N harness members, and the collector watching
+//! them: the setup every collector test starts from.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{Api, api::PostParams};
+use secrecy::ExposeSecret as _;
+use testkit::{Cluster, Environment, deployment, set_deployment_status};
+
+use crate::{
+    collector_run::{RunningCollector, temp_file},
+    karmada_plane::KarmadaPlane,
+};
+
+/// How long a token minted for the tests lives.
+pub const HOUR: Duration = Duration::from_secs(3600);
+
+/// The harness, the Karmada objects, and a running collector.
+pub struct Scenario {
+    /// The apiservers: 0 is the control plane, 1.. the members.
+    pub env: Environment,
+    /// Karmada objects on the control plane.
+    pub plane: KarmadaPlane,
+    /// The namespace on every member holding the agent ServiceAccounts and test workloads.
+    pub namespace: String,
+    /// The collector under test.
+    pub collector: RunningCollector,
+    /// The token each member's Secret was created with (index 0 is member1).
+    pub registered_tokens: Vec<String>,
+}
+
+impl Scenario {
+    /// Starts `members` member apiservers, registers each as a Karmada `Cluster` whose Secret
+    /// holds a token of ServiceAccount `agent-a` on it, and starts the collector with the
+    /// admin token as its own credential and a probe period of `probe_period`.
+    ///
+    /// # Errors
+    /// Any step failing.
+    pub async fn start(members: usize, probe_period: Duration) -> anyhow::Result<Self> {
+        let env = Environment::with_members(members).await?;
+        let plane = KarmadaPlane::install(env.control_plane()).await?;
+        let namespace = format!("tether-e2e-{}", std::process::id());
+        let mut registered_tokens = Vec::with_capacity(members);
+        for member in env.members() {
+            create_namespace(member, &namespace).await?;
+            for sa in ["agent-a", "agent-b"] {
+                member.create_service_account(&namespace, sa).await?;
+            }
+            let token = member.mint_token(&namespace, "agent-a", HOUR).await?;
+            plane.register(member, &token).await?;
+            registered_tokens.push(token);
+        }
+        let control_plane = env.control_plane();
+        let admin = control_plane.admin_config();
+        let token = admin
+            .auth_info
+            .token
+            .as_ref()
+            .context("the harness admin config has a token")?
+            .expose_secret()
+            .to_owned();
+        let collector = RunningCollector::start(&[
+            "--control-plane-url".to_owned(),
+            control_plane.endpoint().to_owned(),
+            "--control-plane-token-file".to_owned(),
+            temp_file("control-plane-token", &token)?
+                .display()
+                .to_string(),
+            "--control-plane-ca-file".to_owned(),
+            temp_file("control-plane-ca", control_plane.ca_pem())?
+                .display()
+                .to_string(),
+            "--probe-period".to_owned(),
+            probe_period.as_secs().max(1).to_string(),
+        ])
+        .await?;
+        Ok(Self {
+            env,
+            plane,
+            namespace,
+            collector,
+            registered_tokens,
+        })
+    }
+
+    /// Member `i` (1-based, as in the environment).
+    pub fn member(&self, i: usize) -> &Cluster {
+        self.env.cluster(i)
+    }
+
+    /// Creates Deployment `name` on member `i` and sets its `readyReplicas`.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn create_deployment(&self, i: usize, name: &str, ready: i32) -> anyhow::Result<()> {
+        let client = self.member(i).admin_client()?;
+        Api::<Deployment>::namespaced(client.clone(), &self.namespace)
+            .create(
+                &PostParams::default(),
+                &deployment(&self.namespace, name, 3),
+            )
+            .await?;
+        set_deployment_status(&client, &self.namespace, name, ready).await?;
+        Ok(())
+    }
+
+    /// Sets `readyReplicas` of Deployment `name` on member `i` (the status subresource).
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn set_ready(&self, i: usize, name: &str, ready: i32) -> anyhow::Result<()> {
+        set_deployment_status(
+            &self.member(i).admin_client()?,
+            &self.namespace,
+            name,
+            ready,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// `readyReplicas` of Deployment `name` as the collector mirrors it from `member`.
+    ///
+    /// # Errors
+    /// The collector's API failing.
+    pub async fn mirrored_ready(&self, member: &str, name: &str) -> anyhow::Result<Option<i64>> {
+        let list = self
+            .collector
+            .get_json(&format!("/api/v1/clusters/{member}/apps/v1/deployments"))
+            .await?;
+        Ok(list["items"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|d| {
+                    d["metadata"]["name"] == name
+                        && d["metadata"]["namespace"] == self.namespace.as_str()
+                })
+                .and_then(|d| d["status"]["readyReplicas"].as_i64())
+        }))
+    }
+
+    /// Polls until the mirrored `readyReplicas` of `name` on `member` is `want`.
+    ///
+    /// # Errors
+    /// Not converging within `limit`.
+    pub async fn wait_mirrored(
+        &self,
+        member: &str,
+        name: &str,
+        want: i64,
+        limit: Duration,
+    ) -> anyhow::Result<Duration> {
+        let started = tokio::time::Instant::now();
+        loop {
+            if self.mirrored_ready(member, name).await.ok().flatten() == Some(want) {
+                return Ok(started.elapsed());
+            }
+            anyhow::ensure!(
+                started.elapsed() < limit,
+                "{member}/{name} did not mirror readyReplicas={want} within {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Polls until `member`'s `Cluster` has condition `type_` with `status` and `reason`.
+    ///
+    /// # Errors
+    /// Not reaching it within `limit`.
+    pub async fn wait_condition(
+        &self,
+        member: &str,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        limit: Duration,
+    ) -> anyhow::Result<Duration> {
+        let started = tokio::time::Instant::now();
+        let mut last = None;
+        loop {
+            let now = self.plane.condition(member, type_).await.ok().flatten();
+            if now
+                .as_ref()
+                .is_some_and(|(s, r)| s == status && r == reason)
+            {
+                return Ok(started.elapsed());
+            }
+            last = now.or(last);
+            anyhow::ensure!(
+                started.elapsed() < limit,
+                "{member}: {type_} never became {status}/{reason} within {limit:?} (last {last:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The sum of a metric's samples that carry `member="<member>"`.
+    ///
+    /// # Errors
+    /// The collector's API failing.
+    pub async fn metric(&self, name: &str, member: &str) -> anyhow::Result<f64> {
+        let (_, text) = self.collector.get("/metrics").await?;
+        let label = format!("member=\"{member}\"");
+        Ok(text
+            .lines()
+            .filter(|line| line.starts_with(&format!("{name}{{")) && line.contains(&label))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    }
+}
+
+async fn create_namespace(member: &Cluster, name: &str) -> anyhow::Result<()> {
+    let namespace = k8s_openapi::api::core::v1::Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(member.admin_client()?)
+        .create(&PostParams::default(), &namespace)
+        .await?;
+    Ok(())
+}

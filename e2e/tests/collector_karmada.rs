@@ -1,0 +1,229 @@
+//! The collector against real apiservers, Karmada-style: the failure this project exists for,
+//! red then green, and the KAI-Scheduler incident reported loudly.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use e2e::scenario::{HOUR, Scenario};
+use futures::StreamExt as _;
+use k8s_openapi::api::{apps::v1::Deployment, events::v1::Event};
+use kube::{
+    Api, ResourceExt as _,
+    api::ListParams,
+    runtime::{WatchStreamExt as _, reflector, watcher},
+};
+use testkit::{REVOCATION_TIMEOUT, RestartOptions};
+
+/// The probe period the collector runs with in these tests.
+const PROBE: Duration = Duration::from_secs(1);
+/// Start-up: the registry lists, the member client connects, the watches list.
+const START: Duration = Duration::from_secs(30);
+/// The bound the issue sets for convergence after a rotation.
+const CONVERGE: Duration = Duration::from_secs(10);
+
+/// A Deployment informer with the token baked in at start, as Karmada's was before PR #7663.
+struct BakedInInformer {
+    store: reflector::Store<Deployment>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl BakedInInformer {
+    fn start(client: kube::Client, ns: &str) -> Self {
+        let (store, writer) = reflector::store();
+        let stream = reflector(
+            writer,
+            watcher(
+                Api::<Deployment>::namespaced(client, ns),
+                watcher::Config::default(),
+            ),
+        )
+        .default_backoff();
+        let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
+        Self { store, task }
+    }
+
+    fn ready(&self, name: &str) -> Option<i32> {
+        self.store
+            .state()
+            .iter()
+            .find(|d| d.name_any() == name)
+            .and_then(|d| d.status.as_ref()?.ready_replicas)
+    }
+}
+
+impl Drop for BakedInInformer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[tokio::test]
+async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collector() {
+    let mut s = Scenario::start(1, PROBE).await.unwrap();
+    let member = s.member(1).clone();
+    let ns = s.namespace.clone();
+    s.create_deployment(1, "web", 1).await.unwrap();
+    s.wait_mirrored("member1", "web", 1, START).await.unwrap();
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "True",
+        "CredentialsAccepted",
+        START,
+    )
+    .await
+    .unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", START)
+        .await
+        .unwrap();
+
+    let old_token = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
+    let baked = BakedInInformer::start(member.client_with_token(&old_token).unwrap(), &ns);
+
+    // Rotate: the Secret gets agent-b's token, agent-a is revoked, and the member apiserver
+    // restarts so that every watch must reconnect.
+    let new_token = member.mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    s.plane
+        .write_secret("member1", &new_token, member.ca_pem())
+        .await
+        .unwrap();
+    member.revoke(&ns, "agent-a", &old_token).await.unwrap();
+    s.env.restart(1, RestartOptions::default()).await.unwrap();
+    s.set_ready(1, "web", 3).await.unwrap();
+
+    let took = s
+        .wait_mirrored("member1", "web", 3, CONVERGE)
+        .await
+        .unwrap();
+    eprintln!("collector mirrored the post-rotation status in {took:?}");
+    let (status, reason) = s
+        .plane
+        .condition("member1", "CredentialsValid")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "CredentialsAccepted")
+    );
+
+    // Red: the baked-in informer, given as long again, still shows the old value.
+    tokio::time::sleep(CONVERGE).await;
+    assert_ne!(
+        baked.ready("web"),
+        Some(3),
+        "a baked-in token cannot follow the rotation"
+    );
+    let err = Api::<Deployment>::namespaced(member.client_with_token(&old_token).unwrap(), &ns)
+        .get("web")
+        .await
+        .unwrap_err();
+    assert_eq!(testkit::status_code(&err), Some(401), "{err}");
+}
+
+#[tokio::test]
+async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_secret() {
+    let probe = Duration::from_secs(2);
+    let s = Scenario::start(2, probe).await.unwrap();
+    let member = s.member(1).clone();
+    let ns = s.namespace.clone();
+    for name in ["member1", "member2"] {
+        s.wait_condition(name, "Ready", "True", "MemberReady", START)
+            .await
+            .unwrap();
+    }
+
+    // The KAI-Scheduler incident: delete and recreate the ServiceAccount; the Secret still holds
+    // a token of the old one. Wait until the apiserver's token cache lets that token go (~10 s);
+    // from then on the collector has two probe periods to say so.
+    let stale = s.registered_tokens[0].clone();
+    member
+        .recreate_service_account(&ns, "agent-a", &stale)
+        .await
+        .unwrap();
+    member
+        .wait_until_unauthorized(&stale, REVOCATION_TIMEOUT)
+        .await
+        .unwrap();
+    let took = s
+        .wait_condition(
+            "member1",
+            "CredentialsValid",
+            "False",
+            "Unauthorized",
+            2 * probe + Duration::from_secs(1),
+        )
+        .await
+        .unwrap();
+    eprintln!("CredentialsValid=False/Unauthorized {took:?} after the revocation was observable");
+    s.wait_condition("member1", "Ready", "False", "Unauthorized", CONVERGE)
+        .await
+        .unwrap();
+
+    // Loud: an Event on the Cluster, and /metrics.
+    let events = Api::<Event>::all(s.plane.client().clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Unauthorized")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")),
+        "an Unauthorized Event on Cluster member1"
+    );
+    assert_eq!(
+        s.metric("tether_credential_state", "member1")
+            .await
+            .unwrap(),
+        1.0
+    );
+    let (_, metrics) = s.collector.get("/metrics").await.unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("tether_credential_state{")
+                && l.contains("member=\"member1\"")
+                && l.contains("state=\"rejected\"")
+                && l.ends_with(" 1")),
+        "credential state rejected in /metrics:\n{metrics}"
+    );
+    assert!(
+        s.metric("tether_unauthorized_responses_total", "member1")
+            .await
+            .unwrap()
+            >= 1.0
+    );
+
+    // The other member is unaffected.
+    let (status, _) = s
+        .plane
+        .condition("member2", "Ready")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, "True");
+
+    // Writing a valid token into the Secret heals it, without a restart.
+    let fresh = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
+    s.plane
+        .write_secret("member1", &fresh, member.ca_pem())
+        .await
+        .unwrap();
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "True",
+        "CredentialsAccepted",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+        .await
+        .unwrap();
+}
