@@ -41,11 +41,16 @@ impl Drop for Informers {
 }
 
 /// Starts watching Nodes and every resource in `mirror` on `member` through `client`.
+///
+/// With `replacing` (the member's client was rebuilt), the first list of each watch counts as
+/// a relist too: from the member's point of view it is one, and a rotation that wrongly
+/// rebuilt clients must show in the metric.
 pub fn start(
     member: &str,
     client: &Client,
     mirror: &[MirroredResource],
     metrics: &Metrics,
+    replacing: bool,
 ) -> (MemberStores, Informers) {
     let mut tasks = Vec::with_capacity(mirror.len() + 1);
     let (nodes, task) = watch(
@@ -54,13 +59,21 @@ pub fn start(
         Api::<Node>::all(client.clone()),
         (),
         metrics,
+        replacing,
     );
     tasks.push(task);
     let mut resources = Vec::with_capacity(mirror.len());
     for resource in mirror {
         let api_resource = resource.api_resource();
         let api = Api::<DynamicObject>::all_with(client.clone(), &api_resource);
-        let (store, task) = watch(member, &resource.to_string(), api, api_resource, metrics);
+        let (store, task) = watch(
+            member,
+            &resource.to_string(),
+            api,
+            api_resource,
+            metrics,
+            replacing,
+        );
         resources.push((resource.clone(), store));
         tasks.push(task);
     }
@@ -73,6 +86,7 @@ fn watch<K>(
     api: Api<K>,
     dyntype: K::DynamicType,
     metrics: &Metrics,
+    replacing: bool,
 ) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
@@ -83,7 +97,8 @@ where
     let member = member.to_owned();
     let resource = resource.to_owned();
     let metrics = metrics.clone();
-    let mut inits = 0_u64;
+    // Every Init but the very first list of this member's watch is a relist.
+    let mut inits = u64::from(replacing);
     let stream = watcher(api, watcher::Config::default())
         .backoff_until_progress(watcher::DefaultBackoff::default())
         .inspect(move |event| match event {

@@ -39,17 +39,34 @@ impl Drop for MemberTask {
 
 impl MemberTask {
     /// Starts watching and probing `member` through `client`, whose credential reports to
-    /// `health`.
-    pub fn start(member: String, client: Client, health: CredentialHealth, shared: Shared) -> Self {
+    /// `health`; `replacing` says an earlier client of the same member was just stopped.
+    pub fn start(
+        member: String,
+        client: Client,
+        health: CredentialHealth,
+        shared: Shared,
+        replacing: bool,
+    ) -> Self {
         Self {
-            task: tokio::spawn(run(member, client, health, shared)),
+            task: tokio::spawn(run(member, client, health, shared, replacing)),
         }
     }
 }
 
-async fn run(member: String, client: Client, health: CredentialHealth, shared: Shared) {
-    let (stores, _informers) =
-        informers::start(&member, &client, &shared.resources, &shared.metrics);
+async fn run(
+    member: String,
+    client: Client,
+    health: CredentialHealth,
+    shared: Shared,
+    replacing: bool,
+) {
+    let (stores, _informers) = informers::start(
+        &member,
+        &client,
+        &shared.resources,
+        &shared.metrics,
+        replacing,
+    );
     shared.mirror.set_stores(&member, stores);
     shared.metrics.watch_member(&member, health.clone());
     let mut credential_changes = health.subscribe();

@@ -61,7 +61,7 @@ impl Supervisor {
 
     async fn upsert(&mut self, spec: MemberSpec) {
         // Stop the old client first: a new CA or endpoint means new connections.
-        self.members.remove(&spec.name);
+        let replacing = self.members.remove(&spec.name).is_some();
         // The CA bundle lives with the token; if the Secret is unusable now, build without it
         // and let the probe report why (the registry upserts again once it is fixed).
         let ca_bundle = match self.factory.tokens().get(&spec.secret_ref).await {
@@ -72,8 +72,13 @@ impl Supervisor {
         match self.factory.build(&spec.client_config(ca_bundle), &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.api_endpoint, "member client started");
-                let task =
-                    MemberTask::start(spec.name.clone(), client, health, self.shared.clone());
+                let task = MemberTask::start(
+                    spec.name.clone(),
+                    client,
+                    health,
+                    self.shared.clone(),
+                    replacing,
+                );
                 self.members.insert(spec.name, Running { _task: task });
             }
             Err(err) => {

@@ -1,0 +1,279 @@
+//! The collector reports each failure with its own reason and heals when it is fixed; rotation
+//! with the old token still valid costs no relist; its own rejected credential makes it
+//! not ready, then exit.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{collections::BTreeMap, time::Duration};
+
+use e2e::{
+    collector_run::{RunningCollector, temp_file},
+    karmada_plane::KarmadaPlane,
+    scenario::{HOUR, Scenario},
+};
+use k8s_openapi::{
+    ByteString,
+    api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject},
+};
+use kube::{
+    Api,
+    api::{ObjectMeta, PostParams},
+};
+use testkit::{Environment, RestartOptions};
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn each_failure_has_its_own_reason_and_heals_when_fixed() {
+    let mut s = Scenario::start(1, PROBE).await.unwrap();
+    let ns = s.namespace.clone();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", START)
+        .await
+        .unwrap();
+    let token = s.member(1).mint_token(&ns, "agent-a", HOUR).await.unwrap();
+
+    // Secret deleted.
+    s.plane.delete_secret("member1").await.unwrap();
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "False",
+        "SecretNotFound",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+    s.wait_condition("member1", "Ready", "False", "SecretNotFound", CONVERGE)
+        .await
+        .unwrap();
+
+    // Secret holds garbage: an empty token and a CA that is not PEM.
+    let garbage = BTreeMap::from([
+        ("token".to_owned(), ByteString(b"   ".to_vec())),
+        (
+            "caBundle".to_owned(),
+            ByteString(b"not a certificate".to_vec()),
+        ),
+    ]);
+    s.plane.write_secret_data("member1", garbage).await.unwrap();
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "False",
+        "SecretInvalid",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+
+    // Fixed. The member's client is rebuilt, so its watches list again: that is what the relist
+    // counter counts (and what the rotation test asserts stays flat).
+    let ca = s.member(1).ca_pem().to_owned();
+    s.plane.write_secret("member1", &token, &ca).await.unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+        .await
+        .unwrap();
+    assert!(s.metric("tether_relists_total", "member1").await.unwrap() >= 1.0);
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "True",
+        "CredentialsAccepted",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+
+    // Unreachable: an outage is not an auth failure.
+    s.env.stop(1).await.unwrap();
+    s.wait_condition("member1", "Ready", "False", "Unreachable", CONVERGE)
+        .await
+        .unwrap();
+    let (status, reason) = s
+        .plane
+        .condition("member1", "CredentialsValid")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("Unknown", "Unreachable")
+    );
+    s.env.start(1).await.unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+        .await
+        .unwrap();
+
+    // CA rotated on the member: the Secret's CA no longer verifies it until the Secret is updated.
+    s.env.restart(1, RestartOptions::new_ca()).await.unwrap();
+    s.wait_condition("member1", "Ready", "False", "Unreachable", CONVERGE)
+        .await
+        .unwrap();
+    let new_ca = s.env.cluster(1).ca_pem().to_owned();
+    assert_ne!(new_ca, ca);
+    s.plane
+        .write_secret("member1", &token, &new_ca)
+        .await
+        .unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+        .await
+        .unwrap();
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "True",
+        "CredentialsAccepted",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_nothing() {
+    let s = Scenario::start(1, PROBE).await.unwrap();
+    let ns = s.namespace.clone();
+    s.create_deployment(1, "web", 1).await.unwrap();
+    s.wait_mirrored("member1", "web", 1, START).await.unwrap();
+    let relists_before = s.metric("tether_relists_total", "member1").await.unwrap();
+
+    let new_token = s.member(1).mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    s.plane
+        .write_secret("member1", &new_token, s.member(1).ca_pem())
+        .await
+        .unwrap();
+    for ready in [2, 3] {
+        s.set_ready(1, "web", ready).await.unwrap();
+    }
+    s.create_deployment(1, "api", 2).await.unwrap();
+    s.wait_mirrored("member1", "web", 3, CONVERGE)
+        .await
+        .unwrap();
+    s.wait_mirrored("member1", "api", 2, CONVERGE)
+        .await
+        .unwrap();
+
+    // The new token is what the member now gets: revoking the old one changes nothing.
+    let old = s.registered_tokens[0].clone();
+    s.member(1).revoke(&ns, "agent-a", &old).await.unwrap();
+    tokio::time::sleep(2 * PROBE).await;
+    let (status, _) = s
+        .plane
+        .condition("member1", "CredentialsValid")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, "True");
+    s.set_ready(1, "web", 1).await.unwrap();
+    s.wait_mirrored("member1", "web", 1, CONVERGE)
+        .await
+        .unwrap();
+
+    let relists_after = s.metric("tether_relists_total", "member1").await.unwrap();
+    assert_eq!(
+        relists_after, relists_before,
+        "a rotation must not cost a relist"
+    );
+}
+
+#[tokio::test]
+async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() {
+    let env = Environment::with_members(0).await.unwrap();
+    let control_plane = env.control_plane().clone();
+    KarmadaPlane::install(&control_plane).await.unwrap();
+    let ns = control_plane
+        .create_namespace("tether-system")
+        .await
+        .unwrap();
+    control_plane
+        .create_service_account(&ns, "collector")
+        .await
+        .unwrap();
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some("tether-collector-e2e".to_owned()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: Some("rbac.authorization.k8s.io".to_owned()),
+            kind: "ClusterRole".to_owned(),
+            name: "cluster-admin".to_owned(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".to_owned(),
+            name: "collector".to_owned(),
+            namespace: Some(ns.clone()),
+            ..Subject::default()
+        }]),
+    };
+    Api::<ClusterRoleBinding>::all(control_plane.admin_client().unwrap())
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let token = control_plane
+        .mint_token(&ns, "collector", HOUR)
+        .await
+        .unwrap();
+
+    let grace = Duration::from_secs(3);
+    let mut collector = RunningCollector::start(&[
+        "--control-plane-url".to_owned(),
+        control_plane.endpoint().to_owned(),
+        "--control-plane-token-file".to_owned(),
+        temp_file("own-token", &token)
+            .unwrap()
+            .display()
+            .to_string(),
+        "--control-plane-ca-file".to_owned(),
+        temp_file("own-ca", control_plane.ca_pem())
+            .unwrap()
+            .display()
+            .to_string(),
+        "--probe-period".to_owned(),
+        PROBE.as_secs().to_string(),
+        "--self-rejected-grace".to_owned(),
+        grace.as_secs().to_string(),
+    ])
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + START;
+    while collector.get("/readyz").await.unwrap().0 != 200 {
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The collector's ServiceAccount is deleted; its token file still holds the dead token.
+    control_plane
+        .revoke(&ns, "collector", &token)
+        .await
+        .unwrap();
+    let revoked = tokio::time::Instant::now();
+    loop {
+        let (status, body) = collector.get("/readyz").await.unwrap();
+        if status == 503 {
+            assert!(body.contains("rejected"), "{body}");
+            break;
+        }
+        assert!(
+            revoked.elapsed() < 2 * PROBE + Duration::from_secs(2),
+            "/readyz still {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!(
+        "/readyz failed {:?} after the revocation was observable",
+        revoked.elapsed()
+    );
+
+    let ended = collector
+        .wait_for_exit(grace + Duration::from_secs(10))
+        .await
+        .unwrap();
+    let err = ended.expect_err("the collector must exit with an error");
+    assert!(format!("{err:#}").contains("rejected"), "{err:#}");
+}
