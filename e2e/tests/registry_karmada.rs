@@ -321,3 +321,52 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
     );
     driver.abort();
 }
+
+#[tokio::test]
+async fn watches_resume_after_a_control_plane_restart() {
+    let mut env = Environment::with_members(1).await.unwrap();
+    let member = env.cluster(1).clone();
+    let cp = env.control_plane().clone();
+    let admin = cp.admin_client().unwrap();
+    install_crd(&admin).await;
+    let agents = Agents::create(&member).await.unwrap();
+    let ns = cp.create_namespace("karmada-cluster").await.unwrap();
+    let secrets = Api::<Secret>::namespaced(admin.clone(), &ns);
+    let pp = PostParams::default();
+    secrets
+        .create(
+            &pp,
+            &secret("member1", agents.token_a.as_bytes(), member.ca_pem()),
+        )
+        .await
+        .unwrap();
+    Api::<KarmadaCluster>::all(admin.clone())
+        .create(&pp, &cluster("member1", "Push", member.endpoint(), &ns))
+        .await
+        .unwrap();
+    let (registry, mut events, driver) = RegistryBuilder::new().karmada(admin.clone()).build();
+    let driver = tokio::spawn(driver.run());
+    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
+        panic!("expected Upserted");
+    };
+    let client = member_client(&registry, &spec).await.unwrap();
+
+    // Every watch of the registry ends with the control plane; it must reconnect by itself.
+    env.restart(testkit::CONTROL_PLANE, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        registry.state("member1"),
+        Some(MemberState::Ready),
+        "an outage of the control plane changes no member"
+    );
+    let mut rotated = secret("member1", agents.token_b.as_bytes(), member.ca_pem());
+    rotated.metadata = secrets.get("member1").await.unwrap().metadata;
+    secrets.replace("member1", &pp, &rotated).await.unwrap();
+    assert!(matches!(
+        next_event_of(&mut events, "member1").await.unwrap(),
+        RegistryEvent::CredentialsRotated { .. }
+    ));
+    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
+    driver.abort();
+}
