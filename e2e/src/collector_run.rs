@@ -73,6 +73,23 @@ impl RunningCollector {
         Ok(serde_json::from_str(&body)?)
     }
 
+    /// The sum of the samples of metric `name` whose labels contain `label` (e.g.
+    /// `member="member1"`; empty for all).
+    ///
+    /// # Errors
+    /// The collector's API failing.
+    pub async fn metric(&self, name: &str, label: &str) -> anyhow::Result<f64> {
+        let (_, text) = self.get("/metrics").await?;
+        Ok(text
+            .lines()
+            .filter(|line| {
+                (line.starts_with(&format!("{name}{{")) && line.contains(label))
+                    || (label.is_empty() && line.starts_with(&format!("{name} ")))
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    }
+
     /// Waits for the collector to end by itself, up to `limit`, and returns how it ended.
     ///
     /// # Errors
@@ -86,7 +103,7 @@ impl RunningCollector {
     }
 
     /// Stops it gracefully.
-    pub async fn stop(mut self) {
+    pub async fn stop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

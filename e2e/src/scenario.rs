@@ -29,6 +29,8 @@ pub struct Scenario {
     pub collector: RunningCollector,
     /// The token each member's Secret was created with (index 0 is member1).
     pub registered_tokens: Vec<String>,
+    /// The flags every collector of this scenario gets (control plane, probe period).
+    collector_args: Vec<String>,
 }
 
 impl Scenario {
@@ -39,6 +41,18 @@ impl Scenario {
     /// # Errors
     /// Any step failing.
     pub async fn start(members: usize, probe_period: Duration) -> anyhow::Result<Self> {
+        Self::start_with(members, probe_period, &[]).await
+    }
+
+    /// As [`start`](Self::start), with `extra_args` for the collector.
+    ///
+    /// # Errors
+    /// Any step failing.
+    pub async fn start_with(
+        members: usize,
+        probe_period: Duration,
+        extra_args: &[&str],
+    ) -> anyhow::Result<Self> {
         let env = Environment::with_members(members).await?;
         let plane = KarmadaPlane::install(env.control_plane()).await?;
         let namespace = format!("tether-e2e-{}", std::process::id());
@@ -53,6 +67,8 @@ impl Scenario {
             registered_tokens.push(token);
         }
         let control_plane = env.control_plane();
+        // The collector's leader-election Lease lives in its own namespace.
+        create_namespace(control_plane, "tether-system").await?;
         let admin = control_plane.admin_config();
         let token = admin
             .auth_info
@@ -61,7 +77,7 @@ impl Scenario {
             .context("the harness admin config has a token")?
             .expose_secret()
             .to_owned();
-        let collector = RunningCollector::start(&[
+        let collector_args = vec![
             "--control-plane-url".to_owned(),
             control_plane.endpoint().to_owned(),
             "--control-plane-token-file".to_owned(),
@@ -74,15 +90,28 @@ impl Scenario {
                 .to_string(),
             "--probe-period".to_owned(),
             probe_period.as_secs().max(1).to_string(),
-        ])
-        .await?;
+        ];
+        let mut first = collector_args.clone();
+        first.extend(extra_args.iter().map(|a| (*a).to_owned()));
+        let collector = RunningCollector::start(&first).await?;
         Ok(Self {
             env,
             plane,
             namespace,
             collector,
             registered_tokens,
+            collector_args,
         })
+    }
+
+    /// Starts another collector against the same control plane, with `extra_args`.
+    ///
+    /// # Errors
+    /// As [`RunningCollector::start`].
+    pub async fn start_collector(&self, extra_args: &[&str]) -> anyhow::Result<RunningCollector> {
+        let mut args = self.collector_args.clone();
+        args.extend(extra_args.iter().map(|a| (*a).to_owned()));
+        RunningCollector::start(&args).await
     }
 
     /// Member `i` (1-based, as in the environment).
@@ -201,13 +230,9 @@ impl Scenario {
     /// # Errors
     /// The collector's API failing.
     pub async fn metric(&self, name: &str, member: &str) -> anyhow::Result<f64> {
-        let (_, text) = self.collector.get("/metrics").await?;
-        let label = format!("member=\"{member}\"");
-        Ok(text
-            .lines()
-            .filter(|line| line.starts_with(&format!("{name}{{")) && line.contains(&label))
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum())
+        self.collector
+            .metric(name, &format!("member=\"{member}\""))
+            .await
     }
 }
 

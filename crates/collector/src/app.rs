@@ -65,9 +65,22 @@ pub async fn run(
     metrics.watch_token_cache("members", registry.tokens().clone());
 
     let mirror = Mirror::default();
-    let status_writer = match (&control_plane, args.members_from, args.write_status) {
-        (Some(cp), MembersFrom::Karmada, true) => Some(StatusWriter::new(cp.client.clone())),
-        _ => None,
+    let identity = args.identity();
+    let (status_writer, _lease) = match (&control_plane, args.members_from, args.write_status) {
+        (Some(cp), MembersFrom::Karmada, true) => {
+            let lease = if args.leader_elect {
+                Some(leader_election(cp.client.clone(), &args, &identity, &metrics).await?)
+            } else {
+                metrics.set_leader(true);
+                None
+            };
+            let leader = lease.as_ref().map(|lease| lease.leader.clone());
+            (
+                Some(StatusWriter::new(cp.client.clone(), identity, leader)),
+                lease,
+            )
+        }
+        _ => (None, None),
     };
     let shared = Shared {
         mirror: mirror.clone(),
@@ -139,6 +152,55 @@ async fn self_probe(client: Option<Client>, period: Duration) {
             tracing::debug!(error = %err, "control-plane probe failed");
         }
     }
+}
+
+/// The leader-election Lease: whether this replica leads, and the task that keeps it.
+struct Lease {
+    leader: tokio::sync::watch::Receiver<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Joins the election for the `tether-collector` Lease; leadership is mirrored into
+/// `tether_leader` and logged on each change.
+async fn leader_election(
+    client: Client,
+    args: &Args,
+    identity: &str,
+    metrics: &Metrics,
+) -> anyhow::Result<Lease> {
+    let duration = args.leader_election_lease_seconds;
+    // The renewal margin: renew a third of the duration before expiry (at least 1 s).
+    let grace = (duration / 3).max(1);
+    let manager = kube_lease_manager::LeaseManagerBuilder::new(client, "tether-collector")
+        .with_namespace(&args.leader_election_namespace)
+        .with_identity(identity)
+        .with_duration(duration)
+        .with_grace(grace)
+        .build()
+        .await
+        .context("joining leader election")?;
+    let (leader, election) = manager.watch().await;
+    let mut changes = leader.clone();
+    let metrics = metrics.clone();
+    let identity = identity.to_owned();
+    let task = tokio::spawn(async move {
+        loop {
+            let leading = *changes.borrow_and_update();
+            metrics.set_leader(leading);
+            tracing::info!(identity = %identity, leading, "leader election");
+            if changes.changed().await.is_err() {
+                break;
+            }
+        }
+        election.abort();
+    });
+    Ok(Lease { leader, task })
 }
 
 /// The control-plane client, and the health of the collector's own credential when it reads a

@@ -80,6 +80,25 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TETHER_LOG_FORMAT")]
     pub log_format: LogFormat,
 
+    /// Elect a leader through a Lease so that of several replicas exactly one writes status
+    /// and Events; the others watch and serve the read API, ready to take over.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Namespace of the leader-election Lease. Default: the pod's namespace
+    /// (`POD_NAMESPACE`), else `tether-system`.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "tether-system")]
+    pub leader_election_namespace: String,
+
+    /// This replica's identity in the Lease and in Events. Default: `POD_NAME`, else the host
+    /// name and process id.
+    #[arg(long, env = "POD_NAME")]
+    pub leader_election_identity: Option<String>,
+
+    /// Seconds a leader's Lease lasts without renewal: the longest a takeover waits.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(2..))]
+    pub leader_election_lease_seconds: u64,
+
     /// Seconds to keep running, not ready, while the control plane rejects the collector's own
     /// token after a re-read; then exit non-zero so kubelet mounts a fresh one.
     #[arg(long, default_value_t = 60)]
@@ -90,6 +109,14 @@ impl Args {
     /// The probe period as a duration.
     pub fn probe_period(&self) -> Duration {
         Duration::from_secs(self.probe_period)
+    }
+
+    /// This replica's identity for leader election and Events.
+    pub fn identity(&self) -> String {
+        self.leader_election_identity.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        })
     }
 
     /// The self-credential grace period as a duration.

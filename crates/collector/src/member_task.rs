@@ -70,6 +70,7 @@ async fn run(
     shared.mirror.set_stores(&member, stores);
     shared.metrics.watch_member(&member, health.clone());
     let mut credential_changes = health.subscribe();
+    let mut written_as_leader = false;
     let mut ticker = tokio::time::interval(shared.probe_period);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -83,12 +84,18 @@ async fn run(
                 }
             }
         }
-        probe_once(&member, &client, &shared).await;
+        probe_once(&member, &client, &shared, &mut written_as_leader).await;
     }
 }
 
 /// Probes `/readyz`, updates the mirror and metrics, and writes status and an Event on change.
-pub async fn probe_once(member: &str, client: &Client, shared: &Shared) {
+/// `written_as_leader` remembers whether this task has written since it last became leader.
+pub async fn probe_once(
+    member: &str,
+    client: &Client,
+    shared: &Shared,
+    written_as_leader: &mut bool,
+) {
     let health = probe(client).await;
     let version = if health == MemberHealth::Healthy {
         client
@@ -129,13 +136,23 @@ pub async fn probe_once(member: &str, client: &Client, shared: &Shared) {
     let Some(writer) = &shared.status_writer else {
         return;
     };
-    let status_changed = before.as_ref().is_none_or(|b| {
-        changed
-            || b.kubernetes_version() != after.kubernetes_version()
-            || b.nodes() != after.nodes()
-    });
-    if status_changed && let Err(err) = writer.write(member, &after).await {
-        tracing::warn!(member, error = %err, "writing Cluster status failed");
+    if !writer.is_leader() {
+        *written_as_leader = false;
+        return;
+    }
+    // A replica that just became leader writes what it sees even if nothing changed since:
+    // the previous leader may have died before writing the last transition.
+    let status_changed = !*written_as_leader
+        || before.as_ref().is_none_or(|b| {
+            changed
+                || b.kubernetes_version() != after.kubernetes_version()
+                || b.nodes() != after.nodes()
+        });
+    if status_changed {
+        match writer.write(member, &after).await {
+            Ok(()) => *written_as_leader = true,
+            Err(err) => tracing::warn!(member, error = %err, "writing Cluster status failed"),
+        }
     }
     if changed && let Err(err) = writer.record_transition(member, &previous, &health).await {
         tracing::warn!(member, error = %err, "recording Event failed");

@@ -33,7 +33,9 @@ use member_client::{CredentialHealth, CredentialState, FailureKind, TokenCache};
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeMetric},
-    metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge, histogram::Histogram},
+    metrics::{
+        MetricType, counter::ConstCounter, gauge::ConstGauge, gauge::Gauge, histogram::Histogram,
+    },
     registry::{Registry, Unit},
 };
 
@@ -70,6 +72,7 @@ struct Inner {
     registry: Registry,
     watched: Arc<Watched>,
     rotation_to_use: Histogram,
+    leader: Gauge,
 }
 
 impl Metrics {
@@ -83,6 +86,12 @@ impl Metrics {
             Unit::Seconds,
             rotation_to_use.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader-election Lease and writes status (1 without leader election)",
+            leader.clone(),
+        );
         let watched = Arc::new(Watched::default());
         registry.register_collector(Box::new(Arc::clone(&watched)));
         Self {
@@ -90,6 +99,7 @@ impl Metrics {
                 registry,
                 watched,
                 rotation_to_use,
+                leader,
             }),
         }
     }
@@ -143,6 +153,11 @@ impl Metrics {
     /// Records how long a rotated credential took from being noticed to its first use.
     pub fn observe_rotation_to_use(&self, elapsed: Duration) {
         self.inner.rotation_to_use.observe(elapsed.as_secs_f64());
+    }
+
+    /// Sets `tether_leader` to 1 or 0.
+    pub fn set_leader(&self, leader: bool) {
+        self.inner.leader.set(i64::from(leader));
     }
 
     /// Sets `tether_member_ready{member}` to 1 or 0.

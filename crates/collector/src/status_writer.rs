@@ -6,6 +6,7 @@ use kube::{
     api::{ApiResource, DynamicObject, Patch, PatchParams},
     runtime::events::{Event, EventType, Recorder, Reporter},
 };
+use tokio::sync::watch;
 
 use crate::{member_health::MemberHealth, member_status::MemberStatus};
 
@@ -13,15 +14,20 @@ use crate::{member_health::MemberHealth, member_status::MemberStatus};
 pub const MANAGER: &str = "tether-collector";
 
 /// Patches `cluster.karmada.io/v1alpha1` `Cluster` status and records an Event per transition.
+///
+/// With leader election, only the leader writes; [`is_leader`](Self::is_leader) says whether
+/// this replica may.
 #[derive(Clone)]
 pub struct StatusWriter {
     clusters: Api<DynamicObject>,
     recorder: Recorder,
+    leader: Option<watch::Receiver<bool>>,
 }
 
 impl StatusWriter {
-    /// A writer over the control plane's `client`.
-    pub fn new(client: Client) -> Self {
+    /// A writer over the control plane's `client`, reporting Events as `identity`, writing only
+    /// while `leader` (if given) says this replica leads.
+    pub fn new(client: Client, identity: String, leader: Option<watch::Receiver<bool>>) -> Self {
         let resource = ApiResource {
             group: "cluster.karmada.io".to_owned(),
             version: "v1alpha1".to_owned(),
@@ -31,12 +37,18 @@ impl StatusWriter {
         };
         let reporter = Reporter {
             controller: MANAGER.to_owned(),
-            instance: std::env::var("POD_NAME").ok(),
+            instance: Some(identity),
         };
         Self {
             clusters: Api::all_with(client.clone(), &resource),
             recorder: Recorder::new(client, reporter),
+            leader,
         }
+    }
+
+    /// Whether this replica may write now (always, without leader election).
+    pub fn is_leader(&self) -> bool {
+        self.leader.as_ref().is_none_or(|leader| *leader.borrow())
     }
 
     /// Writes `status` into the member's `Cluster`.

@@ -136,7 +136,7 @@ impl Supervisor {
             .mirror
             .update_status(name, |status| status.set_health(health.clone()));
         self.shared.metrics.set_member_ready(name, false);
-        if let Some(writer) = &self.shared.status_writer {
+        if let Some(writer) = self.shared.status_writer.as_ref().filter(|w| w.is_leader()) {
             if let Err(err) = writer.write(name, &after).await {
                 tracing::warn!(member = %name, error = %err, "writing Cluster status failed");
             }

@@ -1,0 +1,133 @@
+//! Two collector replicas: exactly one writes status and Events, and the other takes over within
+//! the lease duration when the first stops.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use e2e::{collector_run::RunningCollector, scenario::Scenario};
+use k8s_openapi::api::events::v1::Event;
+use kube::{Api, api::ListParams};
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(10);
+const LEASE: Duration = Duration::from_secs(4);
+
+async fn leading(collector: &RunningCollector) -> bool {
+    collector.metric("tether_leader", "").await.unwrap() == 1.0
+}
+
+/// The reporting instances of Events on Cluster `member` with `reason`.
+async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
+    Api::<Event>::all(s.plane.client().clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(reason)
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(member)
+        })
+        .filter_map(|e| e.reporting_instance)
+        .collect()
+}
+
+#[tokio::test]
+async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
+    let lease = LEASE.as_secs().to_string();
+    let mut s = Scenario::start_with(
+        1,
+        PROBE,
+        &[
+            "--leader-election-identity",
+            "replica-a",
+            "--leader-election-lease-seconds",
+            &lease,
+        ],
+    )
+    .await
+    .unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", START)
+        .await
+        .unwrap();
+    let mut b = s
+        .start_collector(&[
+            "--leader-election-identity",
+            "replica-b",
+            "--leader-election-lease-seconds",
+            &lease,
+        ])
+        .await
+        .unwrap();
+    // b watches and probes like a, but does not lead.
+    let deadline = tokio::time::Instant::now() + START;
+    while b
+        .metric("tether_member_ready", "member=\"member1\"")
+        .await
+        .unwrap()
+        != 1.0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replica-b never probed member1"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        leading(&s.collector).await,
+        "replica-a started first and leads"
+    );
+    assert!(!leading(&b).await, "replica-b follows");
+
+    // A transition: only the leader writes it.
+    s.plane.delete_secret("member1").await.unwrap();
+    s.wait_condition("member1", "Ready", "False", "SecretNotFound", CONVERGE)
+        .await
+        .unwrap();
+    tokio::time::sleep(2 * PROBE).await; // b has probed and seen it too
+    let written = reporters(&s, "member1", "SecretNotFound").await;
+    assert_eq!(
+        written,
+        vec!["replica-a".to_owned()],
+        "exactly one replica recorded the transition"
+    );
+
+    // The leader stops (releasing the Lease on its way out; a crash would leave it to expire):
+    // b must take over within the lease duration.
+    s.collector.stop().await;
+    let stopped = tokio::time::Instant::now();
+    while !leading(&b).await {
+        assert!(
+            stopped.elapsed() < LEASE + Duration::from_secs(3),
+            "replica-b did not take over"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "replica-b took over {:?} after replica-a stopped (lease {LEASE:?})",
+        stopped.elapsed()
+    );
+
+    let token = s.registered_tokens[0].clone();
+    let ca = s.member(1).ca_pem().to_owned();
+    s.plane.write_secret("member1", &token, &ca).await.unwrap();
+    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while !reporters(&s, "member1", "MemberReady")
+        .await
+        .contains(&"replica-b".to_owned())
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replica-b recorded no Event"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    b.stop().await;
+}
