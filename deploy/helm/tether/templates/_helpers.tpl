@@ -1,0 +1,85 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "tether.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's base name: fullnameOverride, the release name if it has the chart name in
+it, else "<release>-<chart>". */}}
+{{- define "tether.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the collector's objects (ServiceAccount, Deployment, Service, roles). */}}
+{{- define "tether.collector" -}}
+{{- printf "%s-collector" (include "tether.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tether.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tether.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: collector
+{{- end }}
+
+{{- define "tether.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "tether.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tether
+{{- end }}
+
+{{/* Whether the collector reads Karmada Clusters. */}}
+{{- define "tether.karmada" -}}
+{{- if eq .Values.membersFrom "karmada" }}true{{ end }}
+{{- end }}
+
+{{/* Whether the collector writes Cluster status, Events and holds the Lease. */}}
+{{- define "tether.writesStatus" -}}
+{{- if and (eq .Values.membersFrom "karmada") .Values.writeStatus }}true{{ end }}
+{{- end }}
+
+{{- define "tether.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
+{{- end }}
+
+{{/* Refuses values the chart cannot honour; renders nothing. */}}
+{{- define "tether.validate" -}}
+{{- if not (has .Values.membersFrom (list "karmada" "argocd")) }}
+{{- fail (printf "membersFrom must be karmada or argocd, not %q" .Values.membersFrom) }}
+{{- end }}
+{{- if not .Values.secretNamespaces }}
+{{- fail "secretNamespaces must name at least one namespace holding member Secrets" }}
+{{- end }}
+{{- end }}
+
+{{/* The collector's flags. */}}
+{{- define "tether.args" -}}
+- --members-from={{ .Values.membersFrom }}
+- --log-format={{ .Values.logFormat }}
+{{- if eq .Values.membersFrom "argocd" }}
+- --argocd-namespace={{ join "," .Values.secretNamespaces }}
+{{- end }}
+{{- if and (eq .Values.membersFrom "karmada") .Values.secretLabelSelector }}
+- --secret-label-selector={{ .Values.secretLabelSelector }}
+{{- end }}
+- --mirror={{ join "," .Values.mirror }}
+- --probe-period={{ int .Values.probePeriod }}
+- --write-status={{ .Values.writeStatus }}
+- --self-rejected-grace={{ int .Values.selfRejectedGrace }}
+{{- range .Values.extraArgs }}
+- {{ . }}
+{{- end }}
+{{- end }}
