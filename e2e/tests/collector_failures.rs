@@ -157,6 +157,20 @@ async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_noth
     s.wait_mirrored("member1", "api", 2, CONVERGE)
         .await
         .unwrap();
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while s
+        .collector
+        .metric("tether_rotation_to_use_seconds_count", "")
+        .await
+        .unwrap()
+        < 1.0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the rotation's first use was not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // The new token is what the member now gets: revoking the old one changes nothing.
     let old = s.registered_tokens[0].clone();

@@ -4,7 +4,10 @@ use std::{sync::Arc, time::Duration};
 
 use kube::Client;
 use member_client::CredentialHealth;
-use tokio::time::MissedTickBehavior;
+use tokio::{
+    sync::Notify,
+    time::{Instant, MissedTickBehavior},
+};
 
 use crate::{
     informers, member_health::MemberHealth, metrics::Metrics, mirror::Mirror,
@@ -29,6 +32,7 @@ pub struct Shared {
 /// A running member; dropping it stops its probe and watches.
 pub struct MemberTask {
     task: tokio::task::JoinHandle<()>,
+    rotated: Arc<Notify>,
 }
 
 impl Drop for MemberTask {
@@ -47,9 +51,24 @@ impl MemberTask {
         shared: Shared,
         replacing: bool,
     ) -> Self {
+        let rotated = Arc::new(Notify::new());
         Self {
-            task: tokio::spawn(run(member, client, health, shared, replacing)),
+            task: tokio::spawn(run(
+                member,
+                client,
+                health,
+                shared,
+                replacing,
+                rotated.clone(),
+            )),
+            rotated,
         }
+    }
+
+    /// The member's token was just rotated: probe now, and record in
+    /// `tether_rotation_to_use_seconds` how long until a request with the new token succeeded.
+    pub fn credentials_rotated(&self) {
+        self.rotated.notify_one();
     }
 }
 
@@ -59,6 +78,7 @@ async fn run(
     health: CredentialHealth,
     shared: Shared,
     replacing: bool,
+    rotated: Arc<Notify>,
 ) {
     let (stores, _informers) = informers::start(
         &member,
@@ -76,6 +96,7 @@ async fn run(
     loop {
         // Probe on schedule, and at once when a request learns the credential changed state:
         // a rejected credential shows in the conditions without waiting for the next tick.
+        let mut rotation = None;
         tokio::select! {
             _ = ticker.tick() => {}
             changed = credential_changes.changed() => {
@@ -83,8 +104,19 @@ async fn run(
                     return;
                 }
             }
+            () = rotated.notified() => rotation = Some(Instant::now()),
         }
         probe_once(&member, &client, &shared, &mut written_as_leader).await;
+        // The cache was invalidated before the rotation was announced, so this probe carried
+        // the new token; if it was accepted, that is the rotation's first use.
+        if let Some(noticed) = rotation
+            && shared
+                .mirror
+                .status(&member)
+                .is_some_and(|s| *s.health() == MemberHealth::Healthy)
+        {
+            shared.metrics.observe_rotation_to_use(noticed.elapsed());
+        }
     }
 }
 

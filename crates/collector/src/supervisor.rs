@@ -19,7 +19,7 @@ pub struct Supervisor {
 }
 
 struct Running {
-    _task: MemberTask,
+    task: MemberTask,
 }
 
 impl Supervisor {
@@ -47,6 +47,9 @@ impl Supervisor {
                 // The cache entry is already invalidated: the next request carries the new
                 // token, through the same client and the same watches.
                 tracing::info!(member = %name, secret = %secret, "credentials rotated");
+                if let Some(running) = self.members.get(&name) {
+                    running.task.credentials_rotated();
+                }
             }
             RegistryEvent::Removed(name) => {
                 self.members.remove(&name);
@@ -79,7 +82,7 @@ impl Supervisor {
                     self.shared.clone(),
                     replacing,
                 );
-                self.members.insert(spec.name, Running { _task: task });
+                self.members.insert(spec.name, Running { task });
             }
             Err(err) => {
                 let detail = err.to_string();
