@@ -19,7 +19,4 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=builder /out/collector /collector
 USER 65532:65532
 EXPOSE 8080
-# The collector shuts down gracefully on SIGINT; as PID 1 without a SIGTERM handler it would
-# ignore the runtime's default SIGTERM until the kill. Container runtimes honour this on stop.
-STOPSIGNAL SIGINT
 ENTRYPOINT ["/collector"]

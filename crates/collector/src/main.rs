@@ -13,8 +13,19 @@ async fn main() -> std::process::ExitCode {
         LogFormat::Text => logs.init(),
         LogFormat::Json => logs.json().init(),
     }
+    // SIGTERM is what kubelet sends; SIGINT is Ctrl-C.
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
         tracing::info!("shutting down");
     };
     match collector::app::run(args, shutdown).await {
