@@ -39,13 +39,20 @@ impl RunningCollector {
         let task = tokio::spawn(collector::app::run(args, async move {
             let _ = rx.await;
         }));
-        let running = Self {
+        let mut running = Self {
             addr,
             shutdown: Some(tx),
             task: Some(task),
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while running.get("/healthz").await.is_err() {
+            if running.task.as_ref().is_some_and(JoinHandle::is_finished) {
+                let ended = running.wait_for_exit(Duration::from_secs(1)).await?;
+                anyhow::bail!(
+                    "the collector stopped at start: {:#}",
+                    ended.err().unwrap_or_else(|| anyhow::anyhow!("no error"))
+                );
+            }
             anyhow::ensure!(
                 tokio::time::Instant::now() < deadline,
                 "the collector did not serve /healthz"

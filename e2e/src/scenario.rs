@@ -225,6 +225,24 @@ impl Scenario {
         }
     }
 
+    /// Polls until `member` is `Ready=True/MemberReady` and `CredentialsValid=True/CredentialsAccepted`.
+    ///
+    /// # Errors
+    /// Not reaching both within `limit` each.
+    pub async fn wait_healthy(&self, member: &str, limit: Duration) -> anyhow::Result<()> {
+        self.wait_condition(member, "Ready", "True", "MemberReady", limit)
+            .await?;
+        self.wait_condition(
+            member,
+            "CredentialsValid",
+            "True",
+            "CredentialsAccepted",
+            limit,
+        )
+        .await?;
+        Ok(())
+    }
+
     /// The sum of a metric's samples that carry `member="<member>"`.
     ///
     /// # Errors

@@ -120,18 +120,7 @@ async fn each_failure_has_its_own_reason_and_heals_when_fixed() {
         .write_secret("member1", &token, &new_ca)
         .await
         .unwrap();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
-        .await
-        .unwrap();
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "True",
-        "CredentialsAccepted",
-        CONVERGE,
-    )
-    .await
-    .unwrap();
+    s.wait_healthy("member1", CONVERGE).await.unwrap();
 }
 
 #[tokio::test]
@@ -252,6 +241,8 @@ async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() {
         PROBE.as_secs().to_string(),
         "--self-rejected-grace".to_owned(),
         grace.as_secs().to_string(),
+        "--leader-election-namespace".to_owned(),
+        ns.clone(),
     ])
     .await
     .unwrap();

@@ -68,18 +68,7 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     let ns = s.namespace.clone();
     s.create_deployment(1, "web", 1).await.unwrap();
     s.wait_mirrored("member1", "web", 1, START).await.unwrap();
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "True",
-        "CredentialsAccepted",
-        START,
-    )
-    .await
-    .unwrap();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", START)
-        .await
-        .unwrap();
+    s.wait_healthy("member1", START).await.unwrap();
 
     let old_token = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
     let baked = BakedInInformer::start(member.client_with_token(&old_token).unwrap(), &ns);
@@ -214,16 +203,5 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
         .write_secret("member1", &fresh, member.ca_pem())
         .await
         .unwrap();
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "True",
-        "CredentialsAccepted",
-        CONVERGE,
-    )
-    .await
-    .unwrap();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
-        .await
-        .unwrap();
+    s.wait_healthy("member1", CONVERGE).await.unwrap();
 }
