@@ -10,5 +10,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 KUBEBUILDER_ASSETS="$(hack/envtest.sh)"
 export KUBEBUILDER_ASSETS
 
-cargo build --release --quiet -p e2e --bin demo
-exec target/release/demo
+# A debug build: it shares the test build's artifacts, and the demo needs no speed.
+cargo build --quiet -p e2e --bin demo
+exec target/debug/demo
