@@ -15,7 +15,9 @@ use member_client::FailureKind;
 use serde::de::DeserializeOwned;
 
 use crate::{
-    metrics::Metrics, mirrored_resource::MirroredResource, watch_backoff::WatchBackoffExt as _,
+    metrics::Metrics,
+    mirrored_resource::MirroredResource,
+    watch_backoff::{WatchBackoffExt as _, member_watch_backoff},
 };
 
 /// The stores one member's watches fill.
@@ -100,7 +102,7 @@ where
     // Every Init but the very first list of this member's watch is a relist.
     let mut inits = u64::from(replacing);
     let stream = watcher(api, watcher::Config::default())
-        .backoff_until_progress(watcher::DefaultBackoff::default())
+        .backoff_until_progress(member_watch_backoff())
         .inspect(move |event| match event {
             Ok(watcher::Event::Init) => {
                 inits += 1;

@@ -15,6 +15,21 @@ use futures::Stream;
 use kube::runtime::{utils::Backoff, watcher};
 use tokio::time::{Sleep, sleep};
 
+/// The backoff for member watches: from 0.5 s, doubling, at most 10 s, with jitter.
+///
+/// kube's default starts at 0.8 s and climbs to 30 s; after a member apiserver restart of a few
+/// seconds that left watches up to ~7 s behind. A member that stays down is retried every 10 s,
+/// one request per watch, which a member can afford.
+pub fn member_watch_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(500))
+        .with_max_delay(std::time::Duration::from_secs(10))
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
 /// Extension for watcher streams.
 pub trait WatchBackoffExt<K>: Stream<Item = watcher::Result<watcher::Event<K>>> + Sized {
     /// Pauses after each error for `backoff`'s next delay, resetting it only on progress.
