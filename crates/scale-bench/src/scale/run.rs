@@ -1,0 +1,421 @@
+//! The two collector phases: scale (start until every member is Ready, then a steady-state
+//! window) and mass rotation (every Secret rewritten at once, old ServiceAccounts deleted).
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use kube::api::GetParams;
+
+use super::{
+    collector_process::CollectorProcess,
+    conditions::ConditionWatch,
+    fleet::{Fleet, Member},
+    percentiles::Percentiles,
+    proc_stats::ProcSample,
+    prom,
+};
+
+/// Knobs of the two phases.
+#[derive(Clone, Debug)]
+pub struct PhaseOptions {
+    /// The collector's `--probe-period`.
+    pub probe_period: Duration,
+    /// Give up waiting for every member to be Ready after this long.
+    pub ready_limit: Duration,
+    /// Wait this long after all are Ready before measuring steady state.
+    pub settle: Duration,
+    /// Length of the steady-state window.
+    pub window: Duration,
+    /// Give up on a rotation step (switch, revocation) after this long.
+    pub rotation_limit: Duration,
+}
+
+/// What the scale phase measured.
+#[derive(Clone, Debug)]
+pub struct ScaleReport {
+    /// Logical members.
+    pub members: usize,
+    /// Member apiservers they share.
+    pub apiservers: usize,
+    /// Creating every ServiceAccount, token, Secret and Cluster.
+    pub setup: Duration,
+    /// Collector start → every member `Ready=True` on the control plane; `None` if not within
+    /// the limit.
+    pub all_ready: Option<Duration>,
+    /// Members Ready when the bench stopped waiting.
+    pub ready_count: usize,
+    /// Collector start → each member's first `Ready=True`.
+    pub ready: Percentiles,
+    /// Collector RSS at the end of the steady-state window.
+    pub rss_bytes: u64,
+    /// Collector peak RSS so far (`VmHWM`).
+    pub peak_rss_bytes: u64,
+    /// Collector CPU during the window, in cores.
+    pub cpu_cores: f64,
+    /// The window's length.
+    pub window: Duration,
+    /// The wait between all Ready and the window.
+    pub settle: Duration,
+    /// Watches open on the member apiservers at the end of the window, minus those open before
+    /// the collector started (the apiservers' own).
+    pub watches: f64,
+    /// What the collector should hold: members × (Nodes + mirrored kinds).
+    pub watches_expected: usize,
+    /// Requests per second the member apiservers served during the window (the bench's own
+    /// metric scrapes subtracted).
+    pub requests_per_second: f64,
+    /// Token-cache fetches per second during the window (reads of the in-memory Secret store).
+    pub fetches_per_second: f64,
+    /// The window's requests per second by `verb resource[/subresource]`, largest first.
+    pub requests_by_kind: Vec<(String, f64)>,
+}
+
+/// What the mass rotation measured.
+#[derive(Clone, Debug)]
+pub struct RotationReport {
+    /// Rotated members.
+    pub members: usize,
+    /// First Secret write sent → last acknowledged.
+    pub writes: Duration,
+    /// Per member: its Secret write acknowledged → the collector switched its cache entry
+    /// (logged `credentials rotated`); 0 when the switch was logged before the ack arrived.
+    pub switched: Percentiles,
+    /// Rotation start → the k-th member's first request with its new token (the k-th fetch of
+    /// the token cache after the start; each rotated member fetches once, on its next request).
+    pub in_use: Percentiles,
+    /// Token-cache fetches during the rotation.
+    pub fetches: f64,
+    /// Relists during the rotation.
+    pub relists: f64,
+    /// 401s the members answered during the rotation (before any refresh).
+    pub unauthorized: f64,
+    /// Rotation start → every old token rejected by its apiserver.
+    pub revoked_after: Duration,
+    /// Members seen with `CredentialsValid=False` during the rotation.
+    pub credentials_false: BTreeSet<String>,
+    /// Members whose switch the collector did not log.
+    pub not_switched: usize,
+}
+
+impl RotationReport {
+    /// Token-cache fetches per rotated Secret.
+    pub fn fetches_per_secret(&self) -> f64 {
+        self.fetches / self.members.max(1) as f64
+    }
+}
+
+/// A collector running against the fleet, and the watch on what it writes.
+pub struct Running {
+    /// The child process.
+    pub collector: CollectorProcess,
+    /// The `Cluster` conditions it writes.
+    pub conditions: ConditionWatch,
+}
+
+/// Sums over the member apiservers' `/metrics`.
+#[derive(Clone, Debug)]
+struct ApiserverCounters {
+    at: Instant,
+    requests: f64,
+    watches: f64,
+    by_kind: BTreeMap<String, f64>,
+}
+
+async fn apiserver_counters(fleet: &Fleet) -> anyhow::Result<ApiserverCounters> {
+    let mut requests = 0.0;
+    let mut watches = 0.0;
+    let mut by_kind = BTreeMap::new();
+    for server in &fleet.apiservers {
+        let request = kube::core::Request::new("").get("metrics", &GetParams::default())?;
+        let text = server
+            .admin
+            .request_text(request)
+            .await
+            .context("GET /metrics of a member apiserver")?;
+        for sample in prom::parse(&text) {
+            if sample.name == "apiserver_request_total" {
+                requests += sample.value;
+                let label = |k| sample.label(k).unwrap_or_default();
+                let kind = format!(
+                    "{} {}{}",
+                    label("verb"),
+                    label("resource"),
+                    label("subresource")
+                );
+                *by_kind.entry(kind).or_default() += sample.value;
+            }
+        }
+        watches += prom::sum(
+            &text,
+            "apiserver_longrunning_requests",
+            &[("verb", "WATCH")],
+        );
+    }
+    Ok(ApiserverCounters {
+        at: Instant::now(),
+        requests,
+        watches,
+        by_kind,
+    })
+}
+
+/// The collector's counters the phases look at.
+#[derive(Clone, Copy, Debug)]
+struct CollectorCounters {
+    at: Instant,
+    fetches: f64,
+    relists: f64,
+    unauthorized: f64,
+}
+
+async fn collector_counters(collector: &CollectorProcess) -> anyhow::Result<CollectorCounters> {
+    let text = collector.metrics().await?;
+    Ok(CollectorCounters {
+        at: Instant::now(),
+        fetches: prom::sum(&text, "tether_token_fetches_total", &[("cache", "members")]),
+        relists: prom::sum(&text, "tether_relists_total", &[]),
+        unauthorized: prom::sum(&text, "tether_unauthorized_responses_total", &[]),
+    })
+}
+
+/// Starts the collector (`bin`) on the fleet, waits until every member is Ready (or the
+/// limit), lets it settle, and measures a steady-state window.
+///
+/// # Errors
+/// The collector not starting or dying, or the apiservers' metrics unreadable.
+pub async fn scale(
+    fleet: &Fleet,
+    bin: &Path,
+    options: &PhaseOptions,
+) -> anyhow::Result<(Running, ScaleReport)> {
+    let members = fleet.members.len();
+    let before = apiserver_counters(fleet).await?.watches;
+    let conditions = ConditionWatch::start(fleet.control_plane.clone());
+    let mut collector =
+        CollectorProcess::start(bin, fleet.env.control_plane(), options.probe_period).await?;
+    let started = collector.started;
+    let deadline = started + options.ready_limit;
+    let all_ready = loop {
+        if conditions.ready() >= members {
+            break Some(started.elapsed());
+        }
+        anyhow::ensure!(
+            collector.running(),
+            "the collector exited (logs in {})",
+            collector.log_dir.display()
+        );
+        if Instant::now() >= deadline {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let ready_count = conditions.ready();
+    let ready = Percentiles::of(
+        conditions
+            .first_ready()
+            .values()
+            .map(|at| at.saturating_duration_since(started)),
+    );
+
+    tokio::time::sleep(options.settle).await;
+    let (proc0, api0, col0) = (
+        ProcSample::read(collector.pid())?,
+        apiserver_counters(fleet).await?,
+        collector_counters(&collector).await?,
+    );
+    tokio::time::sleep(options.window).await;
+    let (proc1, api1, col1) = (
+        ProcSample::read(collector.pid())?,
+        apiserver_counters(fleet).await?,
+        collector_counters(&collector).await?,
+    );
+    let api_seconds = api1.at.saturating_duration_since(api0.at).as_secs_f64();
+    // The first scrape of each apiserver completed inside the window: don't count it.
+    let own_scrapes = fleet.apiservers.len() as f64;
+    let mut requests_by_kind: Vec<(String, f64)> = api1
+        .by_kind
+        .iter()
+        .map(|(kind, n)| {
+            let delta = n - api0.by_kind.get(kind).copied().unwrap_or(0.0);
+            (kind.clone(), delta / api_seconds.max(f64::EPSILON))
+        })
+        .filter(|(_, rate)| *rate > 0.0)
+        .collect();
+    requests_by_kind.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let report = ScaleReport {
+        members,
+        apiservers: fleet.apiservers.len(),
+        setup: fleet.setup,
+        all_ready,
+        ready_count,
+        ready,
+        rss_bytes: proc1.rss_bytes,
+        peak_rss_bytes: proc1.peak_rss_bytes,
+        cpu_cores: proc1.cores_since(&proc0),
+        window: proc1.at.saturating_duration_since(proc0.at),
+        settle: options.settle,
+        watches: api1.watches - before,
+        // Nodes plus the default mirrored kind (apps/v1 Deployments).
+        watches_expected: members * 2,
+        requests_per_second: (api1.requests - api0.requests - own_scrapes).max(0.0)
+            / api_seconds.max(f64::EPSILON),
+        fetches_per_second: (col1.fetches - col0.fetches)
+            / col1
+                .at
+                .saturating_duration_since(col0.at)
+                .as_secs_f64()
+                .max(f64::EPSILON),
+        requests_by_kind,
+    };
+    Ok((
+        Running {
+            collector,
+            conditions,
+        },
+        report,
+    ))
+}
+
+/// Rotates every member at once: mints a token of each member's next ServiceAccount, writes
+/// all Secrets (at most `fleet.concurrency` writes in flight), deletes the old ServiceAccounts,
+/// waits until every old token is rejected and one more probe period has passed, and reports.
+///
+/// "In use" is read from the collector's token-cache fetch counter, polled every 100 ms: after
+/// a switch, a member's next request misses the cache and fetches exactly once, so the k-th
+/// fetch after the start is the k-th member whose new token went out.
+///
+/// # Errors
+/// API errors, or a step not done within `options.rotation_limit`.
+pub async fn rotate_all(
+    fleet: &mut Fleet,
+    running: &Running,
+    options: &PhaseOptions,
+) -> anyhow::Result<RotationReport> {
+    let members = fleet.members.len();
+    let old_generation = fleet.members.first().map_or(0, |m| m.generation);
+    let next = old_generation + 1;
+    if next > 1 {
+        let f: &Fleet = fleet;
+        f.bounded(f.members.iter(), |m| f.create_service_account(m, next))
+            .await?;
+    }
+    let f: &Fleet = fleet;
+    let tokens = f
+        .bounded(f.members.iter(), |m| f.mint(m, next))
+        .await
+        .context("minting the new tokens")?;
+
+    let collector = &running.collector;
+    let before = collector_counters(collector).await?;
+    collector.clear_rotations();
+    running.conditions.mark();
+    let fetch_curve = Arc::new(Mutex::new(Vec::<(Duration, f64)>::new()));
+    let start = Instant::now();
+    let poller = {
+        let curve = Arc::clone(&fetch_curve);
+        let addr = collector.addr;
+        tokio::spawn(async move {
+            loop {
+                if let Ok((200, text)) = super::collector_process::get(addr, "/metrics").await {
+                    let fetches =
+                        prom::sum(&text, "tether_token_fetches_total", &[("cache", "members")]);
+                    curve
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((start.elapsed(), fetches - before.fetches));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+
+    let acks = f
+        .bounded(f.members.iter().zip(&tokens), |(m, token)| {
+            f.write_token(m, token)
+        })
+        .await
+        .context("writing the Secrets")?;
+    let writes = start.elapsed();
+
+    // Every member's switch logged, or the limit.
+    let deadline = Instant::now() + options.rotation_limit;
+    while collector.rotations().len() < members && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let rotations = collector.rotations();
+    let switched = Percentiles::of(f.members.iter().zip(&acks).filter_map(|(m, ack)| {
+        let at = rotations.get(&m.name)?;
+        Some(at.duration_since(*ack).unwrap_or(Duration::ZERO))
+    }));
+    let not_switched = f
+        .members
+        .iter()
+        .filter(|m| !rotations.contains_key(&m.name))
+        .count();
+
+    // Revoke the old credentials and wait until every apiserver rejects them.
+    f.bounded(f.members.iter(), |m| {
+        f.delete_service_account(m, old_generation)
+    })
+    .await
+    .context("deleting the old ServiceAccounts")?;
+    let mut alive: Vec<&Member> = f.members.iter().collect();
+    let deadline = Instant::now() + options.rotation_limit;
+    while !alive.is_empty() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{} old tokens still accepted {:?} after their ServiceAccounts were deleted",
+            alive.len(),
+            options.rotation_limit
+        );
+        let accepted = f
+            .bounded(alive.iter(), |m| f.token_accepted(m, &m.token))
+            .await?;
+        alive = alive
+            .into_iter()
+            .zip(accepted)
+            .filter_map(|(m, ok)| ok.then_some(m))
+            .collect();
+        if !alive.is_empty() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    let revoked_after = start.elapsed();
+    // One more probe period: every member has sent a request since its old token died.
+    tokio::time::sleep(options.probe_period + Duration::from_secs(2)).await;
+    poller.abort();
+    let after = collector_counters(collector).await?;
+
+    let curve = fetch_curve
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let in_use = Percentiles::from_curve(&curve, members);
+
+    for (member, token) in fleet.members.iter_mut().zip(tokens) {
+        member.generation = next;
+        member.token = token;
+    }
+    Ok(RotationReport {
+        members,
+        writes,
+        switched,
+        in_use,
+        fetches: after.fetches - before.fetches,
+        relists: after.relists - before.relists,
+        unauthorized: after.unauthorized - before.unauthorized,
+        revoked_after,
+        credentials_false: running.conditions.credentials_false_since_mark(),
+        not_switched,
+    })
+}
+
+/// Collector warnings, for the report's footnotes.
+pub fn warnings(running: &Running) -> BTreeMap<String, u64> {
+    running.collector.warnings()
+}

@@ -1,0 +1,81 @@
+//! The scale bench's collector phases (`crates/scale-bench`, run in full by `hack/bench.sh`)
+//! with 20 members instead of 1,000: the same code, compiled in by path. It asserts the
+//! correctness goals and no timing: every member Ready, then after a mass rotation (new
+//! ServiceAccount tokens in every Secret, old ServiceAccounts deleted) every switch seen,
+//! exactly one token fetch per rotated Secret, no relist, no 401 and no `CredentialsValid=False`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+#[allow(
+    dead_code,
+    reason = "the bench uses parts of it that this test does not"
+)]
+#[path = "../../crates/scale-bench/src/scale/mod.rs"]
+mod scale;
+
+use std::time::Duration;
+
+use scale::{
+    collector_process::CollectorProcess,
+    fleet::Fleet,
+    run::{self, PhaseOptions},
+};
+
+const MEMBERS: usize = 20;
+
+/// Builds the collector binary of this profile (a no-op when it is fresh) and returns its path;
+/// the bench proper uses the release build made by `hack/bench.sh`.
+fn collector_binary() -> std::path::PathBuf {
+    if std::env::var_os("TETHER_COLLECTOR_BIN").is_none() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "--quiet", "-p", "collector", "--bin", "collector"])
+            .status()
+            .expect("running cargo build -p collector");
+        assert!(status.success(), "cargo build -p collector failed");
+    }
+    CollectorProcess::locate().unwrap()
+}
+
+#[tokio::test]
+async fn twenty_members_ready_then_mass_rotation_without_refetch_relist_or_rejection() {
+    let bin = collector_binary();
+    let mut fleet = Fleet::start(MEMBERS, 3, 8).await.unwrap();
+    let options = PhaseOptions {
+        probe_period: Duration::from_secs(2),
+        ready_limit: Duration::from_secs(120),
+        settle: Duration::from_secs(1),
+        window: Duration::from_secs(3),
+        rotation_limit: Duration::from_secs(60),
+    };
+
+    let (running, scale) = run::scale(&fleet, &bin, &options).await.unwrap();
+    assert_eq!(scale.ready_count, MEMBERS, "{scale:?}");
+    assert!(scale.all_ready.is_some(), "{scale:?}");
+    assert_eq!(
+        scale.fetches_per_second, 0.0,
+        "steady state reads no Secret: {scale:?}"
+    );
+
+    let rotation = run::rotate_all(&mut fleet, &running, &options)
+        .await
+        .unwrap();
+    let warnings = run::warnings(&running);
+    assert_eq!(rotation.not_switched, 0, "{rotation:?}");
+    assert_eq!(
+        rotation.fetches_per_secret(),
+        1.0,
+        "one fetch per rotated Secret: {rotation:?}"
+    );
+    assert_eq!(rotation.relists, 0.0, "{rotation:?}");
+    assert_eq!(rotation.unauthorized, 0.0, "{rotation:?} {warnings:?}");
+    assert!(
+        rotation.credentials_false.is_empty(),
+        "{rotation:?} {warnings:?}"
+    );
+    // Every member kept being probed with its new token after its old one was rejected.
+    assert_eq!(running.conditions.ready(), MEMBERS);
+}
