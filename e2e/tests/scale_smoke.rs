@@ -53,6 +53,7 @@ async fn twenty_members_ready_then_mass_rotation_without_refetch_relist_or_rejec
     };
 
     let (running, scale) = run::scale(&fleet, &bin, &options).await.unwrap();
+    eprintln!("scale: {scale:?}");
     assert_eq!(scale.ready_count, MEMBERS, "{scale:?}");
     assert!(scale.all_ready.is_some(), "{scale:?}");
     assert_eq!(
@@ -64,6 +65,7 @@ async fn twenty_members_ready_then_mass_rotation_without_refetch_relist_or_rejec
         .await
         .unwrap();
     let warnings = run::warnings(&running);
+    eprintln!("rotation: {rotation:?}");
     assert_eq!(rotation.not_switched, 0, "{rotation:?}");
     assert_eq!(
         rotation.fetches_per_secret(),
