@@ -18,5 +18,7 @@ if grep -rn --include='*.rs' '```ignore' crates e2e tests 2>/dev/null; then
   exit 1
 fi
 
+# The scale smoke test runs the collector binary as a child process.
+cargo build -p collector --bin collector
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -1,5 +1,5 @@
 //! The scale bench's collector phases (`crates/scale-bench`, run in full by `hack/bench.sh`)
-//! with 20 members instead of 1,000: the same code, compiled in by path. It asserts the
+//! with 20 members instead of 1,000: the same code, from the `scale-bench` crate. It asserts the
 //! correctness goals and no timing: every member Ready, then after a mass rotation (new
 //! ServiceAccount tokens in every Secret, old ServiceAccounts deleted) every switch seen,
 //! exactly one token fetch per rotated Secret, no relist, no 401 and no `CredentialsValid=False`.
@@ -9,16 +9,9 @@
     reason = "tests: a panic is the failure report"
 )]
 
-#[allow(
-    dead_code,
-    reason = "the bench uses parts of it that this test does not"
-)]
-#[path = "../../crates/scale-bench/src/scale/mod.rs"]
-mod scale;
-
 use std::time::Duration;
 
-use scale::{
+use scale_bench::scale::{
     collector_process::CollectorProcess,
     fleet::Fleet,
     run::{self, PhaseOptions},
