@@ -11,5 +11,5 @@ KUBEBUILDER_ASSETS="$(hack/envtest.sh)"
 export KUBEBUILDER_ASSETS
 
 # A debug build: it shares the test build's artifacts, and the demo needs no speed.
-cargo build --quiet -p e2e --bin demo
-exec target/debug/demo
+cargo build --quiet -p e2e --example rotation_demo
+exec target/debug/examples/rotation_demo
