@@ -227,14 +227,7 @@ fn scale_section(s: &ScaleReport) -> Section {
             ),
             Row::plain(
                 "API requests/s to the member apiservers, steady state (apiserver_request_total)",
-                format!(
-                    "{:.1}/s (+ ~{:.0}/s GET /version, not counted by the apiserver)",
-                    s.requests_per_second,
-                    s.requests_by_kind
-                        .iter()
-                        .find(|(kind, _)| kind == "GET /readyz")
-                        .map_or(0.0, |(_, rate)| *rate)
-                ),
+                format!("{:.1}/s", s.requests_per_second),
             ),
             Row::plain(
                 "token-cache fetches/s (Secret store reads), steady state",
