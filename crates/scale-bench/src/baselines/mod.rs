@@ -287,23 +287,9 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     }
     f.bounded(subset.iter(), |m| f.delete_service_account(m, m.generation))
         .await?;
-    let mut alive: Vec<&Member> = subset.iter().collect();
-    while !alive.is_empty() {
-        anyhow::ensure!(
-            rotation.elapsed() < options.limit,
-            "old tokens still accepted after {:?}",
-            options.limit
-        );
-        let accepted = f
-            .bounded(alive.iter(), |m| f.token_accepted(m, &m.token))
-            .await?;
-        alive = alive
-            .into_iter()
-            .zip(accepted)
-            .filter_map(|(m, ok)| ok.then_some(m))
-            .collect();
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    f.wait_until_rejected(subset.iter(), rotation + options.limit)
+        .await
+        .context("revoking the old tokens")?;
     let revoked_after = rotation.elapsed();
     // Until every model but the baked-in one has switched, or the limit.
     let switched = |p: &Probe| lock(&p.first_new).is_some();

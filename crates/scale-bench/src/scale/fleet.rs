@@ -285,6 +285,39 @@ impl Fleet {
             .unwrap_or(false))
     }
 
+    /// Polls TokenReview until no member's apiserver accepts its `token` any more (the old
+    /// tokens after their ServiceAccounts were deleted; the apiserver caches accepted tokens for
+    /// ~10 s).
+    ///
+    /// # Errors
+    /// API errors, or tokens still accepted at `deadline`.
+    pub async fn wait_until_rejected<'m>(
+        &self,
+        members: impl IntoIterator<Item = &'m Member>,
+        deadline: Instant,
+    ) -> anyhow::Result<()> {
+        let mut alive: Vec<&Member> = members.into_iter().collect();
+        while !alive.is_empty() {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{} old tokens still accepted after their ServiceAccounts were deleted",
+                alive.len()
+            );
+            let accepted = self
+                .bounded(alive.iter(), |m| self.token_accepted(m, &m.token))
+                .await?;
+            alive = alive
+                .into_iter()
+                .zip(accepted)
+                .filter_map(|(m, ok)| ok.then_some(m))
+                .collect();
+            if !alive.is_empty() {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes `token` into `member`'s Secret (a merge patch of `stringData.token`, the CA
     /// bundle unchanged) and returns when the control plane acknowledged it.
     ///

@@ -12,12 +12,8 @@ use anyhow::Context as _;
 use kube::api::GetParams;
 
 use super::{
-    collector_process::CollectorProcess,
-    conditions::ConditionWatch,
-    fleet::{Fleet, Member},
-    percentiles::Percentiles,
-    proc_stats::ProcSample,
-    prom,
+    collector_process::CollectorProcess, conditions::ConditionWatch, fleet::Fleet,
+    percentiles::Percentiles, proc_stats::ProcSample, prom,
 };
 
 /// Knobs of the two phases.
@@ -364,27 +360,8 @@ pub async fn rotate_all(
     })
     .await
     .context("deleting the old ServiceAccounts")?;
-    let mut alive: Vec<&Member> = f.members.iter().collect();
-    let deadline = Instant::now() + options.rotation_limit;
-    while !alive.is_empty() {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "{} old tokens still accepted {:?} after their ServiceAccounts were deleted",
-            alive.len(),
-            options.rotation_limit
-        );
-        let accepted = f
-            .bounded(alive.iter(), |m| f.token_accepted(m, &m.token))
-            .await?;
-        alive = alive
-            .into_iter()
-            .zip(accepted)
-            .filter_map(|(m, ok)| ok.then_some(m))
-            .collect();
-        if !alive.is_empty() {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
+    f.wait_until_rejected(f.members.iter(), Instant::now() + options.rotation_limit)
+        .await?;
     let revoked_after = start.elapsed();
     // One more probe period: every member has sent a request since its old token died.
     tokio::time::sleep(options.probe_period + Duration::from_secs(2)).await;
