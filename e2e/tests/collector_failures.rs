@@ -22,7 +22,7 @@ use kube::{
     Api,
     api::{ObjectMeta, PostParams},
 };
-use testkit::{Environment, RestartOptions};
+use testkit::{Environment, REVOCATION_TIMEOUT, RestartOptions};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -161,9 +161,14 @@ async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_noth
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // The new token is what the member now gets: revoking the old one changes nothing.
+    // The new token is what the member now gets: revoking the old one changes nothing, even
+    // once the apiserver has let the old token go and two more probes have run.
     let old = s.registered_tokens[0].clone();
     s.member(1).revoke(&ns, "agent-a", &old).await.unwrap();
+    s.member(1)
+        .wait_until_unauthorized(&old, REVOCATION_TIMEOUT)
+        .await
+        .unwrap();
     tokio::time::sleep(2 * PROBE).await;
     let (status, _) = s
         .plane
