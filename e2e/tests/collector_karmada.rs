@@ -90,17 +90,9 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
         .unwrap();
     eprintln!("collector mirrored the post-rotation status in {took:?}");
     // A probe that ran while member1 was down rightly said Unreachable, and the watches can be
-    // back before the next probe, so the condition is awaited rather than read. What must never
+    // back before the next probe, so the conditions are awaited rather than read. What must never
     // appear is an auth failure: the collector used the new token before the old one died.
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "True",
-        "CredentialsAccepted",
-        CONVERGE,
-    )
-    .await
-    .unwrap();
+    s.wait_healthy("member1", CONVERGE).await.unwrap();
     assert_eq!(
         s.collector
             .metric("tether_watch_errors_total", r#"kind="unauthorized""#)
