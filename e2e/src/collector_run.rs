@@ -5,12 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use anyhow::Context as _;
 use clap::Parser as _;
 use collector::cli::Args;
-use tokio::{
-    io::{AsyncReadExt as _, AsyncWriteExt as _},
-    net::TcpStream,
-    sync::oneshot,
-    task::JoinHandle,
-};
+use tokio::{sync::oneshot, task::JoinHandle};
 
 /// A collector running in this process until dropped (or [`stop`](Self::stop)ped).
 pub struct RunningCollector {
@@ -27,7 +22,7 @@ impl RunningCollector {
     /// # Errors
     /// Flags that don't parse, or the collector not serving within 10 s.
     pub async fn start(args: &[String]) -> anyhow::Result<Self> {
-        let addr = free_loopback_addr()?;
+        let addr = testkit::free_loopback_addr()?;
         let mut argv = vec![
             "collector".to_owned(),
             "--listen".to_owned(),
@@ -67,7 +62,7 @@ impl RunningCollector {
     /// # Errors
     /// Connection errors.
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        http_get(self.addr, path).await
+        testkit::http_get(self.addr, path).await
     }
 
     /// `GET path` as JSON, expecting 200.
@@ -144,27 +139,4 @@ fn rand_suffix() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
-}
-
-fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
-
-/// A minimal HTTP/1.0 GET (the collector's API is tiny; no client library needed).
-async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
-    let response = String::from_utf8(response)?;
-    let (head, body) = response.split_once("\r\n\r\n").context("no header end")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .context("no status code")?
-        .parse()?;
-    Ok((status, body.to_owned()))
 }

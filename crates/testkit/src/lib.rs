@@ -66,6 +66,7 @@ mod etcd;
 mod k3s;
 mod namespace;
 mod pki;
+mod plain_http;
 mod ports;
 mod process;
 mod service_account;
@@ -78,5 +79,7 @@ pub use environment::{CONTROL_PLANE, Config, Environment, RestartOptions};
 pub use etcd::Etcd;
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
+pub use plain_http::http_get;
+pub use ports::free_loopback_addr;
 pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};
 pub use workload::{deployment, set_deployment_status};

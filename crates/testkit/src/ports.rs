@@ -3,11 +3,11 @@
 use std::collections::HashSet;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 
 use crate::process::POLL;
 
@@ -60,6 +60,18 @@ pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>> {
         }
     }
     held.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+}
+
+/// A free `127.0.0.1` address for a test server (a collector's HTTP listener), picked like the
+/// apiservers' ports so that no outgoing connection takes it before the server binds it.
+///
+/// # Errors
+/// No free port below the ephemeral range.
+pub fn free_loopback_addr() -> Result<SocketAddr> {
+    let port = free_ports(1)?
+        .pop()
+        .context("free_ports(1) returned no port")?;
+    Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
 }
 
 /// The first port of the kernel's ephemeral range.

@@ -20,10 +20,6 @@ use std::{
 use anyhow::Context as _;
 use k8s_openapi::jiff::Timestamp;
 use secrecy::ExposeSecret as _;
-use tokio::{
-    io::{AsyncReadExt as _, AsyncWriteExt as _},
-    net::TcpStream,
-};
 
 /// The log message that marks a member's token-cache entry as switched to the new Secret.
 pub const ROTATED_MESSAGE: &str = "credentials rotated";
@@ -106,7 +102,7 @@ impl CollectorProcess {
         std::fs::write(&token_file, token)?;
         let ca_file = log_dir.join("control-plane-ca.crt");
         std::fs::write(&ca_file, control_plane.ca_pem())?;
-        let addr = free_loopback_addr()?;
+        let addr = testkit::free_loopback_addr()?;
         let stderr = std::fs::File::create(log_dir.join("collector.stderr"))?;
         let started = Instant::now();
         let mut child = Command::new(bin)
@@ -169,7 +165,7 @@ impl CollectorProcess {
     /// # Errors
     /// Connection errors.
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        get(self.addr, path).await
+        testkit::http_get(self.addr, path).await
     }
 
     /// `GET /metrics`.
@@ -236,31 +232,4 @@ fn read_log(stdout: impl BufRead, mut file: std::fs::File, state: &Mutex<LogStat
                 .or_default() += 1;
         }
     }
-}
-
-fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
-
-/// A minimal HTTP/1.0 `GET path` to `addr`: status and body. The collector's API is small
-/// and local; no client library needed.
-///
-/// # Errors
-/// Connection errors or a malformed answer.
-pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
-    let response = String::from_utf8(response)?;
-    let (head, body) = response.split_once("\r\n\r\n").context("no header end")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .context("no status code")?
-        .parse()?;
-    Ok((status, body.to_owned()))
 }

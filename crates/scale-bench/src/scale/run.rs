@@ -317,7 +317,7 @@ pub async fn rotate_all(
         let addr = collector.addr;
         tokio::spawn(async move {
             loop {
-                if let Ok((200, text)) = super::collector_process::get(addr, "/metrics").await {
+                if let Ok((200, text)) = testkit::http_get(addr, "/metrics").await {
                     let fetches =
                         prom::sum(&text, "tether_token_fetches_total", &[("cache", "members")]);
                     curve
