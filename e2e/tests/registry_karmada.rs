@@ -370,3 +370,124 @@ async fn watches_resume_after_a_control_plane_restart() {
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
     driver.abort();
 }
+
+/// Server-side applies `object` through `api` (the admin's).
+async fn apply<K>(api: Api<K>, object: serde_json::Value)
+where
+    K: kube::Resource
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + k8s_openapi::serde::Serialize
+        + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(object).unwrap();
+    let name = object.meta().name.clone().unwrap();
+    api.patch(
+        &name,
+        &PatchParams::apply("tether-e2e"),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_allows_it() {
+    use k8s_openapi::api::{
+        core::v1::ServiceAccount,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    };
+
+    let env = Environment::with_members(1).await.unwrap();
+    let (cp, member) = (env.control_plane(), env.cluster(1));
+    let admin = cp.admin_client().unwrap();
+    install_crd(&admin).await;
+    let agents = Agents::create(member).await.unwrap();
+    let ns = cp.create_namespace("karmada-cluster").await.unwrap();
+    let pp = PostParams::default();
+    Api::<Secret>::namespaced(admin.clone(), &ns)
+        .create(
+            &pp,
+            &secret("member1", agents.token_a.as_bytes(), member.ca_pem()),
+        )
+        .await
+        .unwrap();
+    Api::<KarmadaCluster>::all(admin.clone())
+        .create(&pp, &cluster("member1", "Push", member.endpoint(), &ns))
+        .await
+        .unwrap();
+
+    // The registry's identity may read Clusters, and nothing else.
+    let home = cp.create_namespace("tether-system").await.unwrap();
+    let subject = json!([{ "kind": "ServiceAccount", "name": "registry", "namespace": home }]);
+    apply(
+        Api::<ServiceAccount>::namespaced(admin.clone(), &home),
+        json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "registry" } }),
+    )
+    .await;
+    apply(Api::<ClusterRole>::all(admin.clone()), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": { "name": "e2e-cluster-reader" },
+        "rules": [{ "apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["get", "list", "watch"] }],
+    }))
+    .await;
+    apply(Api::<ClusterRoleBinding>::all(admin.clone()), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": { "name": "e2e-cluster-reader" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-cluster-reader" },
+        "subjects": subject,
+    }))
+    .await;
+    let token = cp
+        .mint_token(&home, "registry", Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let limited = cp.client_with_token(&token).unwrap();
+
+    let (registry, mut events, driver) = RegistryBuilder::new().karmada(limited).build();
+    let driver = tokio::spawn(driver.run());
+    let event = next_event_of(&mut events, "member1").await.unwrap();
+    expect_invalid(&event, "member1", "SecretForbidden").unwrap();
+    let RegistryEvent::Invalid { reason, .. } = event else {
+        unreachable!("expect_invalid checked it");
+    };
+    let detail = reason.detail().unwrap_or_default();
+    assert!(
+        detail.contains("secrets") && detail.contains(&ns),
+        "the apiserver's refusal is quoted: {detail}"
+    );
+
+    // Granting read access to that namespace is enough: the watch's retry lists it.
+    let granted = Instant::now();
+    apply(Api::<Role>::namespaced(admin.clone(), &ns), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": { "name": "tether-secrets" },
+        "rules": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"] }],
+    }))
+    .await;
+    apply(Api::<RoleBinding>::namespaced(admin.clone(), &ns), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "tether-secrets" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tether-secrets" },
+        "subjects": subject,
+    }))
+    .await;
+    // kube-runtime's default watch backoff tops out at 30 s between retries.
+    let event = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if event.member() == "member1" {
+                return event;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(event, RegistryEvent::Upserted(_)),
+        "expected Upserted, got {event:?}"
+    );
+    eprintln!("member1 upserted {:?} after the grant", granted.elapsed());
+    assert_eq!(registry.state("member1"), Some(MemberState::Ready));
+    driver.abort();
+}

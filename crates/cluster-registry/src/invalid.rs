@@ -19,6 +19,10 @@ use std::fmt;
 pub enum InvalidReason {
     /// The referenced Secret (or, for the directory source, the token file) does not exist.
     SecretNotFound,
+    /// The registry may not list the Secrets of the namespace the member's Secret is in (403):
+    /// the collector's RBAC does not cover it. The `String` names the namespace and quotes the
+    /// apiserver.
+    SecretForbidden(String),
     /// The Secret exists but its credential is unusable: a missing key, an empty or non-UTF-8
     /// token, a CA bundle that is not PEM, an Argo CD `config` that is not JSON.
     SecretInvalid(String),
@@ -39,6 +43,7 @@ impl InvalidReason {
     pub fn condition_reason(&self) -> &'static str {
         match self {
             Self::SecretNotFound => "SecretNotFound",
+            Self::SecretForbidden(_) => "SecretForbidden",
             Self::SecretInvalid(_) => "SecretInvalid",
             Self::EndpointInvalid(_) => "EndpointInvalid",
             Self::ProxyInvalid(_) => "ProxyInvalid",
@@ -51,7 +56,8 @@ impl InvalidReason {
     pub fn detail(&self) -> Option<&str> {
         match self {
             Self::SecretNotFound | Self::PullMode => None,
-            Self::SecretInvalid(d)
+            Self::SecretForbidden(d)
+            | Self::SecretInvalid(d)
             | Self::EndpointInvalid(d)
             | Self::ProxyInvalid(d)
             | Self::DefinitionInvalid(d) => Some(d),
@@ -75,7 +81,9 @@ impl fmt::Display for InvalidReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MemberState {
-    /// Defined, but the Secrets of its namespace are not listed yet; no event was sent.
+    /// Defined, but the Secrets of its namespace are not listed yet; no event was sent. (A list
+    /// that is refused with 403 makes it [`Invalid`](Self::Invalid) with
+    /// [`SecretForbidden`](InvalidReason::SecretForbidden) instead.)
     Pending,
     /// Defined with a usable credential; an [`Upserted`](crate::RegistryEvent::Upserted) was sent.
     Ready,
@@ -93,6 +101,7 @@ mod tests {
 
     #[rstest]
     #[case(InvalidReason::SecretNotFound, "SecretNotFound")]
+    #[case(InvalidReason::SecretForbidden("x".into()), "SecretForbidden")]
     #[case(InvalidReason::SecretInvalid("x".into()), "SecretInvalid")]
     #[case(InvalidReason::EndpointInvalid("x".into()), "EndpointInvalid")]
     #[case(InvalidReason::ProxyInvalid("x".into()), "ProxyInvalid")]

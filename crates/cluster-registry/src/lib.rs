@@ -51,6 +51,7 @@
 //! # Invalid members
 //! A member that cannot be used is [`MemberState::Invalid`] with an [`InvalidReason`] that is
 //! also its condition reason: `SecretNotFound` (the Secret or token file is missing),
+//! `SecretForbidden` (listing the Secrets of its namespace was refused with 403),
 //! `SecretInvalid` (missing key, empty / non-UTF-8 / non-header-safe token, CA not PEM,
 //! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `ProxyInvalid`,
 //! `PullMode` (a Karmada Cluster in Pull mode, ignored on purpose), `DefinitionInvalid` (a
@@ -62,8 +63,10 @@
 //! Karmada: one watch per namespace that some Cluster's `secretRef` points to, started and
 //! stopped as Clusters come and go (optionally narrowed by a label selector,
 //! [`KarmadaConfig`]); members stay [`Pending`](MemberState::Pending) until their namespace is
-//! listed. Argo CD: one watch per configured namespace, with the cluster label selector. No
-//! Secret is listed cluster-wide.
+//! listed, or become `SecretForbidden` if that list is refused (and Ready once a retry lists
+//! it). A namespace listed once keeps its Secrets through later watch errors. Argo CD: one
+//! watch per configured namespace, with the cluster label selector. No Secret is listed
+//! cluster-wide.
 
 pub mod argocd;
 mod ca_bundle;

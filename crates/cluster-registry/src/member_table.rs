@@ -64,6 +64,9 @@ pub(crate) struct MemberTable {
     told: BTreeMap<String, Told>,
     /// Namespaces whose Secrets have been listed (Karmada members wait for theirs).
     listed: BTreeSet<String>,
+    /// Namespaces not listed yet whose list was refused (403), with what the apiserver said:
+    /// their members are told so instead of waiting silently.
+    forbidden: BTreeMap<String, String>,
 }
 
 impl MemberTable {
@@ -82,6 +85,7 @@ impl MemberTable {
             owners: BTreeMap::new(),
             told: BTreeMap::new(),
             listed: BTreeSet::new(),
+            forbidden: BTreeMap::new(),
         }
     }
 
@@ -155,9 +159,37 @@ impl MemberTable {
 
     /// The Secrets of `namespace` have been listed: members waiting for them can settle.
     pub(crate) async fn namespace_listed(&mut self, namespace: &str) -> Result<(), Closed> {
+        self.forbidden.remove(namespace);
         if !self.listed.insert(namespace.to_owned()) {
             return Ok(());
         }
+        self.settle_namespace(namespace).await
+    }
+
+    /// Listing the Secrets of `namespace` was refused (403). Members waiting for that namespace
+    /// become [`SecretForbidden`](InvalidReason::SecretForbidden); a namespace listed before
+    /// keeps the Secrets it had, as for any other watch error, and so do its members.
+    pub(crate) async fn namespace_forbidden(
+        &mut self,
+        namespace: &str,
+        detail: String,
+    ) -> Result<(), Closed> {
+        if self.listed.contains(namespace)
+            || self.forbidden.get(namespace).is_some_and(|d| *d == detail)
+        {
+            return Ok(());
+        }
+        self.forbidden.insert(namespace.to_owned(), detail);
+        self.settle_namespace(namespace).await
+    }
+
+    /// The Secrets of `namespace` are no longer watched.
+    pub(crate) fn namespace_unlisted(&mut self, namespace: &str) {
+        self.listed.remove(namespace);
+        self.forbidden.remove(namespace);
+    }
+
+    async fn settle_namespace(&mut self, namespace: &str) -> Result<(), Closed> {
         let waiting: Vec<String> = self
             .owned_specs()
             .filter(|(_, spec)| spec.secret_ref.namespace == namespace)
@@ -167,11 +199,6 @@ impl MemberTable {
             self.settle(&name, false).await?;
         }
         Ok(())
-    }
-
-    /// The Secrets of `namespace` are no longer watched.
-    pub(crate) fn namespace_unlisted(&mut self, namespace: &str) {
-        self.listed.remove(namespace);
     }
 
     async fn secret_changed(
@@ -248,7 +275,10 @@ impl MemberTable {
         };
         let key = &spec.secret_ref;
         if matches!(origin, Origin::Karmada(_)) && !self.listed.contains(&key.namespace) {
-            return Some(Told::Pending);
+            return Some(match self.forbidden.get(&key.namespace) {
+                Some(detail) => Told::Invalid(InvalidReason::SecretForbidden(detail.clone())),
+                None => Told::Pending,
+            });
         }
         Some(match self.store.get(key).map(|s| s.credential(key)) {
             None => Told::Invalid(InvalidReason::SecretNotFound),

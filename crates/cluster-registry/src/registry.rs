@@ -26,7 +26,7 @@ use crate::{
     labels,
     member_table::{Closed, MemberTable, Origin, SharedViews},
     secret_store::{SecretStore, StoredSecret},
-    watch::{Relist, watch},
+    watch::{Relist, list_forbidden, watch},
 };
 
 /// How many events may wait in the channel before the registry waits for the consumer.
@@ -229,7 +229,8 @@ impl Registry {
 /// # Recovery
 /// Watch errors are logged (`warn`) and retried with kube-runtime's default backoff; a
 /// directory that cannot be listed is logged and read again at the next poll. Members keep
-/// their last known state meanwhile.
+/// their last known state meanwhile, except members whose Secret namespace has never been
+/// listed and whose list is refused (403): they are `SecretForbidden` until a retry lists it.
 pub struct RegistryDriver {
     table: MemberTable,
     karmada: Option<(Client, KarmadaConfig)>,
@@ -449,6 +450,10 @@ impl RegistryDriver {
             }
             Err(err) => {
                 relist.failed();
+                if let Some(message) = list_forbidden(&err) {
+                    tracing::warn!(namespace = %ns, error = %err, "may not list Secrets here; its members are SecretForbidden until that changes");
+                    return self.table.namespace_forbidden(ns, message.to_owned()).await;
+                }
                 tracing::warn!(namespace = %ns, error = %err, "watching Secrets failed; retrying");
                 Ok(())
             }

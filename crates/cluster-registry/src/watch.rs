@@ -27,6 +27,19 @@ where
         .default_backoff()
 }
 
+/// What the apiserver said when it refused (403) a watch's list, if that is what `err` is.
+///
+/// Only the list counts: it is what a missing RBAC rule fails first, and a watch that has
+/// listed once keeps what it listed through later errors.
+pub(crate) fn list_forbidden(err: &watcher::Error) -> Option<&str> {
+    match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
+            Some(&status.message)
+        }
+        _ => None,
+    }
+}
+
 /// Which objects one watch stream has applied, so that objects missing from a relist (deleted
 /// while the watch was down) can be removed.
 ///
@@ -86,6 +99,28 @@ impl<K: Ord + Clone> Relist<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            message: format!("status {code}"),
+            ..kube::core::Status::default()
+        }))
+    }
+
+    #[test]
+    fn only_a_refused_list_is_list_forbidden() {
+        let forbidden = watcher::Error::InitialListFailed(api_error(403));
+        assert_eq!(list_forbidden(&forbidden), Some("status 403"));
+        for other in [
+            watcher::Error::InitialListFailed(api_error(500)),
+            watcher::Error::InitialListFailed(api_error(401)),
+            watcher::Error::WatchStartFailed(api_error(403)),
+            watcher::Error::NoResourceVersion,
+        ] {
+            assert_eq!(list_forbidden(&other), None, "{other}");
+        }
+    }
 
     #[test]
     fn objects_missing_from_a_relist_are_gone() {

@@ -19,6 +19,9 @@ pub enum MemberHealth {
     SecretNotFound,
     /// The Secret exists but holds no usable credential, or the definition is unusable.
     SecretInvalid(String),
+    /// The collector may not list the Secrets of the member's Secret's namespace (403): it
+    /// cannot know the credential, so it cannot say whether it is valid.
+    SecretForbidden(String),
     /// The member could not be reached (connect, TLS, timeout) or answered with an error.
     Unreachable(String),
     /// The member's definition is unusable (bad endpoint or proxy URL, …); nothing is sent.
@@ -56,6 +59,7 @@ impl MemberHealth {
             Self::Forbidden => "Forbidden",
             Self::SecretNotFound => "SecretNotFound",
             Self::SecretInvalid(_) => "SecretInvalid",
+            Self::SecretForbidden(_) => "SecretForbidden",
             Self::Unreachable(_) => "Unreachable",
             Self::DefinitionInvalid { reason, .. } => reason,
         }
@@ -74,6 +78,10 @@ impl MemberHealth {
             Self::Forbidden => "the credential is accepted but lacks permission (403)".to_owned(),
             Self::SecretNotFound => "the Secret the member references does not exist".to_owned(),
             Self::SecretInvalid(why) => format!("the member's Secret is unusable: {why}"),
+            Self::SecretForbidden(why) => format!(
+                "the collector may not read the member's Secret: {why}; grant it get, list and \
+                 watch on Secrets in that namespace"
+            ),
             Self::Unreachable(why) => format!("the member cannot be reached: {why}"),
             Self::DefinitionInvalid { detail, .. } => {
                 format!("the member's definition is unusable: {detail}")
@@ -93,7 +101,10 @@ impl MemberHealth {
     /// The `CredentialsValid` condition's status: unknown when the member can't be asked.
     pub fn credentials_valid_status(&self) -> &'static str {
         match self {
-            Self::Unknown | Self::Unreachable(_) | Self::DefinitionInvalid { .. } => "Unknown",
+            Self::Unknown
+            | Self::Unreachable(_)
+            | Self::SecretForbidden(_)
+            | Self::DefinitionInvalid { .. } => "Unknown",
             Self::Healthy => "True",
             Self::Unauthorized
             | Self::Forbidden
@@ -190,6 +201,20 @@ mod tests {
         assert_eq!(health.reason(), reason);
         assert_eq!(health.ready_status(), ready);
         assert_eq!(health.credentials_valid_status(), credentials_valid);
+    }
+
+    #[test]
+    fn an_unreadable_secret_says_so_and_leaves_the_credential_unknown() {
+        let health = MemberHealth::SecretForbidden("secrets is forbidden".into());
+        assert_eq!(
+            (
+                health.reason(),
+                health.ready_status(),
+                health.credentials_valid_status()
+            ),
+            ("SecretForbidden", "False", "Unknown")
+        );
+        assert!(health.message().contains("secrets is forbidden"));
     }
 
     #[test]

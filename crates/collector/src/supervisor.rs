@@ -111,6 +111,7 @@ impl Supervisor {
         let health = match reason {
             InvalidReason::SecretNotFound => MemberHealth::SecretNotFound,
             InvalidReason::SecretInvalid(detail) => MemberHealth::SecretInvalid(detail),
+            InvalidReason::SecretForbidden(detail) => MemberHealth::SecretForbidden(detail),
             other => MemberHealth::DefinitionInvalid {
                 reason: other.condition_reason(),
                 detail: other.detail().unwrap_or_default().to_owned(),

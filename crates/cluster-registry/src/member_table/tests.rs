@@ -118,6 +118,59 @@ async fn karmada_members_wait_for_their_namespace_to_be_listed() {
 }
 
 #[tokio::test]
+async fn a_refused_list_makes_waiting_members_secret_forbidden_until_it_is_listed() {
+    let mut h = harness();
+    h.table
+        .apply_definition(karmada("member1"), def("member1"))
+        .await
+        .unwrap();
+    let refusal = "secrets is forbidden: cannot list resource \"secrets\"".to_owned();
+    h.table
+        .namespace_forbidden("karmada-cluster", refusal.clone())
+        .await
+        .unwrap();
+    let forbidden = InvalidReason::SecretForbidden(refusal.clone());
+    assert_eq!(
+        h.next(),
+        Some(RegistryEvent::Invalid {
+            name: "member1".into(),
+            reason: forbidden.clone()
+        })
+    );
+    assert_eq!(
+        h.state("member1"),
+        Some(MemberState::Invalid { reason: forbidden })
+    );
+    // The watch retries and is refused again: nothing new to say.
+    h.table
+        .namespace_forbidden("karmada-cluster", refusal)
+        .await
+        .unwrap();
+    assert_eq!(h.next(), None);
+
+    // RBAC granted: the retry lists, and the member is used.
+    h.table
+        .apply_secret(key("member1"), secret(&[("token", b"t1")]))
+        .await
+        .unwrap();
+    h.table.namespace_listed("karmada-cluster").await.unwrap();
+    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert_eq!(h.state("member1"), Some(MemberState::Ready));
+}
+
+#[tokio::test]
+async fn a_refusal_after_a_list_keeps_what_was_listed() {
+    let mut h = harness();
+    ready_member1(&mut h, b"t1").await;
+    h.table
+        .namespace_forbidden("karmada-cluster", "RBAC revoked".into())
+        .await
+        .unwrap();
+    assert_eq!(h.next(), None);
+    assert_eq!(h.state("member1"), Some(MemberState::Ready));
+}
+
+#[tokio::test]
 async fn a_missing_secret_is_secret_not_found_until_it_appears() {
     let mut h = harness();
     h.table.namespace_listed("karmada-cluster").await.unwrap();
