@@ -7,7 +7,8 @@
 //! namespace. The RBAC is read back from the rendered objects (no wildcards, Secrets only
 //! through Roles, the exact set of grants) and, once applied for real, checked with
 //! SubjectAccessReviews by the apiserver's own RBAC authorizer. The Deployment's arguments are
-//! parsed with the collector's real command line.
+//! parsed with the collector's real command line, and the collector is run once as the base's
+//! ServiceAccount with the base's RBAC alone.
 //!
 //! # Rendering
 //! No kustomize binary is needed: [`kustomize_build`] is a minimal renderer covering only what
@@ -59,6 +60,8 @@ const MANAGER: &str = "tether-e2e";
 const COLLECTOR_SA: (&str, &str) = ("tether-system", "tether-collector");
 /// Karmada's namespace of member Secrets: Karmada creates it, the manifests only use it.
 const KARMADA_SECRETS: &str = "karmada-cluster";
+/// Where Events about cluster-scoped `Cluster`s are recorded; every cluster has it.
+const EVENTS_NAMESPACE: &str = "default";
 /// Where kubelet mounts the pod's projected ServiceAccount token.
 const PROJECTED_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
@@ -502,8 +505,7 @@ const READ_GRANTS: &[&str] = &[
 /// What writing status adds: the status subresource, Events, the leader-election Lease.
 const WRITE_GRANTS: &[&str] = &[
     "cluster cluster.karmada.io/clusters/status update,patch",
-    "cluster core/events create,patch",
-    "cluster events.k8s.io/events create,patch",
+    "default events.k8s.io/events create,patch",
     "tether-system coordination.k8s.io/leases create",
     "tether-system coordination.k8s.io/leases[tether-collector] get,update,patch",
 ];
@@ -928,6 +930,8 @@ const WRITES: &[Request] = &[
 ];
 /// What the collector must never be able to do.
 const FORBIDDEN: &[Request] = &[
+    ("kube-system", "events.k8s.io", "events", "", "", "create"),
+    ("default", "", "events", "", "", "create"),
     ("", "", "secrets", "", "", "list"),
     ("kube-system", "", "secrets", "", "", "list"),
     ("tether-system", "", "secrets", "", "", "get"),
@@ -1094,7 +1098,9 @@ async fn kustomize_base_is_accepted_by_a_real_apiserver() {
     // The documented install: the CRD from deploy/crds, then the base.
     let mut objects = load_documents(&generated_crd_path()).unwrap();
     objects.extend(kustomize_build(&kustomize_dir("base")).unwrap());
-    let accepted = apply(&client, &objects, &[KARMADA_SECRETS]).await.unwrap();
+    let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
+        .await
+        .unwrap();
     assert_eq!(accepted.len(), objects.len());
     eprintln!(
         "accepted: {}",
@@ -1235,9 +1241,13 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     );
     assert_rbac(&objects, true, "helm defaults");
     assert!(assert_collector_workload(&objects, "helm defaults").write_status);
-    apply(&client, &objects, &[KARMADA_SECRETS, COLLECTOR_SA.0])
-        .await
-        .unwrap();
+    apply(
+        &client,
+        &objects,
+        &[KARMADA_SECRETS, COLLECTOR_SA.0, EVENTS_NAMESPACE],
+    )
+    .await
+    .unwrap();
     assert_authorized(&client, &objects, true).await;
 
     // Beside Karmada, as the kustomize overlay.
@@ -1265,4 +1275,114 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     base.extend(kustomize_build(&kustomize_dir("base")).unwrap());
     base.retain(|o| id(o).kind != "Namespace");
     assert_eq!(places(&objects), places(&base));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The collector running as the base's ServiceAccount
+
+/// The access reviews above check the requests we listed; this runs the collector with the
+/// base's RBAC and nothing else, with the Deployment's own arguments, so a request we did not
+/// think of fails here.
+#[tokio::test]
+async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
+    use e2e::{collector_run::RunningCollector, collector_run::temp_file, karmada_plane};
+    use k8s_openapi::api::{coordination::v1::Lease, events::v1::Event};
+    use kube::api::ListParams;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+    const LIMIT: Duration = Duration::from_secs(30);
+
+    let env = Environment::with_members(1).await.unwrap();
+    let (cp, member) = (env.control_plane(), env.cluster(1));
+    let admin = cp.admin_client().unwrap();
+    // What a user has before `kubectl apply -k`: the CRD (Karmada's or deploy/crds) and
+    // Karmada's Secret namespace; then a member registered the Karmada way.
+    let plane = karmada_plane::KarmadaPlane::install(cp).await.unwrap();
+    let agents = member.create_namespace("agents").await.unwrap();
+    member
+        .create_service_account(&agents, "agent-a")
+        .await
+        .unwrap();
+    let member_token = member.mint_token(&agents, "agent-a", HOUR).await.unwrap();
+    plane.register(member, &member_token).await.unwrap();
+
+    // The base's namespace, ServiceAccount and RBAC, for real.
+    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
+    for namespace in of_kind(&objects, "Namespace") {
+        let name = id(namespace).name;
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone())
+            .patch(
+                &name,
+                &PatchParams::apply(MANAGER),
+                &Patch::Apply(namespace),
+            )
+            .await
+            .unwrap();
+    }
+    apply_rbac_for_real(&admin, &objects).await.unwrap();
+    let (sa_namespace, sa_name) = COLLECTOR_SA;
+    let own_token = cp.mint_token(sa_namespace, sa_name, HOUR).await.unwrap();
+
+    // The Deployment's arguments, plus what the pod would get from its environment.
+    let deployment: Deployment = typed(of_kind(&objects, "Deployment").next().unwrap());
+    let mut args = collector_container(&deployment).args.clone().unwrap();
+    args.extend([
+        "--control-plane-url".to_owned(),
+        cp.endpoint().to_owned(),
+        "--control-plane-token-file".to_owned(),
+        temp_file("own-token", &own_token)
+            .unwrap()
+            .display()
+            .to_string(),
+        "--control-plane-ca-file".to_owned(),
+        temp_file("control-plane-ca", cp.ca_pem())
+            .unwrap()
+            .display()
+            .to_string(),
+        "--leader-election-identity".to_owned(),
+        "tether-collector-0".to_owned(),
+        "--probe-period".to_owned(),
+        "1".to_owned(),
+    ]);
+    let mut collector = RunningCollector::start(&args).await.unwrap();
+
+    // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
+    let deadline = Instant::now() + LIMIT;
+    while plane.condition("member1", "Ready").await.unwrap()
+        != Some(("True".to_owned(), "MemberReady".to_owned()))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "member1 never became Ready as written by the collector"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lease = Api::<Lease>::namespaced(admin.clone(), sa_namespace)
+        .get("tether-collector")
+        .await
+        .unwrap();
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("tether-collector-0")
+    );
+    // And the transition recorded as an Event on the Cluster.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let events = Api::<Event>::namespaced(admin.clone(), EVENTS_NAMESPACE)
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        if events.iter().any(|e| {
+            e.reason.as_deref() == Some("MemberReady")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")
+        }) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no MemberReady Event for member1 in {EVENTS_NAMESPACE}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    collector.stop().await;
 }
