@@ -8,9 +8,17 @@
 
 use std::time::Duration;
 
-use e2e::{collector_run::RunningCollector, scenario::Scenario};
-use k8s_openapi::api::events::v1::Event;
-use kube::{Api, api::ListParams};
+use e2e::{collector_run::RunningCollector, karmada_plane::SECRET_NAMESPACE, scenario::Scenario};
+use k8s_openapi::{
+    api::{coordination::v1::Lease, events::v1::Event},
+    apimachinery::pkg::apis::meta::v1::MicroTime,
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -129,5 +137,128 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    b.stop().await;
+}
+
+/// Polls until an Event on Cluster `member` with `reason` was reported by `instance`.
+async fn wait_reported(s: &Scenario, member: &str, reason: &str, instance: &str) {
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    while !reporters(s, member, reason)
+        .await
+        .contains(&instance.to_owned())
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{instance} recorded no {reason} Event on {member}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
+    // The scenario's own collector only watches; the Lease is held by someone else.
+    let s = Scenario::start_with(1, PROBE, &["--write-status=false"])
+        .await
+        .unwrap();
+    let leases = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system");
+    let mut held: Lease = serde_json::from_value(json!({
+        "metadata": { "name": "tether-collector" },
+        "spec": { "holderIdentity": "someone-else", "leaseDurationSeconds": LEASE.as_secs() },
+    }))
+    .unwrap();
+    if let Some(spec) = held.spec.as_mut() {
+        spec.acquire_time = Some(MicroTime(Timestamp::now()));
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+    }
+    leases.create(&PostParams::default(), &held).await.unwrap();
+    let holder = tokio::spawn({
+        let leases = leases.clone();
+        async move {
+            loop {
+                let renew = json!({ "spec": { "renewTime": MicroTime(Timestamp::now()) } });
+                leases
+                    .patch(
+                        "tether-collector",
+                        &PatchParams::default(),
+                        &Patch::Merge(renew),
+                    )
+                    .await
+                    .unwrap();
+                tokio::time::sleep(LEASE / 4).await;
+            }
+        }
+    });
+
+    let lease = LEASE.as_secs().to_string();
+    let mut b = s
+        .start_collector(&[
+            "--leader-election-identity",
+            "replica-b",
+            "--leader-election-lease-seconds",
+            &lease,
+        ])
+        .await
+        .unwrap();
+    // While following, b probes member1 and learns of a Cluster it cannot use; it writes
+    // neither.
+    let clusters = Api::<cluster_registry::karmada::Cluster>::all(s.plane.client().clone());
+    let broken: cluster_registry::karmada::Cluster = serde_json::from_value(json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+        "metadata": { "name": "broken" },
+        "spec": {
+            "syncMode": "Push",
+            "apiEndpoint": "http://127.0.0.1:1",
+            "secretRef": { "namespace": SECRET_NAMESPACE, "name": "member1" },
+        },
+    }))
+    .unwrap();
+    clusters
+        .create(&PostParams::default(), &broken)
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + START;
+    loop {
+        let member_ready = b
+            .metric("tether_member_ready", "member=\"member1\"")
+            .await
+            .unwrap();
+        let (status, _) = b.get("/api/v1/clusters/broken").await.unwrap();
+        if member_ready == 1.0 && status == 200 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replica-b never saw both members"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(2 * PROBE).await;
+    assert!(!leading(&b).await, "someone else holds the Lease");
+    for name in ["member1", "broken"] {
+        assert_eq!(
+            s.plane.condition(name, "Ready").await.unwrap(),
+            None,
+            "a follower wrote {name}"
+        );
+    }
+
+    // The holder dies: b leads once the Lease expires, writes both, and records both
+    // transitions, which it saw while no one was writing.
+    holder.abort();
+    s.wait_condition(
+        "member1",
+        "Ready",
+        "True",
+        "MemberReady",
+        2 * LEASE + CONVERGE,
+    )
+    .await
+    .unwrap();
+    s.wait_condition("broken", "Ready", "False", "EndpointInvalid", CONVERGE)
+        .await
+        .unwrap();
+    wait_reported(&s, "member1", "MemberReady", "replica-b").await;
+    wait_reported(&s, "broken", "EndpointInvalid", "replica-b").await;
     b.stop().await;
 }

@@ -8,6 +8,9 @@ use crate::{
     member_health::MemberHealth,
 };
 
+/// The type of the condition that says whether a member is usable; its reason is the health.
+pub const READY_CONDITION: &str = "Ready";
+
 /// What the collector last observed of one member, with condition transition times.
 #[derive(Clone, Debug)]
 pub struct MemberStatus {
@@ -76,7 +79,7 @@ impl MemberStatus {
         let h = &self.health;
         vec![
             ConditionSummary {
-                r#type: "Ready".to_owned(),
+                r#type: READY_CONDITION.to_owned(),
                 status: h.ready_status().to_owned(),
                 reason: h.reason().to_owned(),
                 message: h.message(),

@@ -179,20 +179,17 @@ pub async fn probe_once(
     }
     // A replica that just became leader writes what it sees even if nothing changed since:
     // the previous leader may have died before writing the last transition.
-    let status_changed = !*written_as_leader
+    let first_as_leader = !*written_as_leader;
+    let status_changed = first_as_leader
         || before.as_ref().is_none_or(|b| {
             changed
                 || b.kubernetes_version() != after.kubernetes_version()
                 || b.nodes() != after.nodes()
         });
     if status_changed {
-        match writer.write(member, &after).await {
-            Ok(()) => *written_as_leader = true,
-            Err(err) => tracing::warn!(member, error = %err, "writing Cluster status failed"),
-        }
-    }
-    if changed && let Err(err) = writer.record_transition(member, &previous, &health).await {
-        tracing::warn!(member, error = %err, "recording Event failed");
+        *written_as_leader = writer
+            .publish(member, &after, &previous, first_as_leader)
+            .await;
     }
 }
 

@@ -1,10 +1,10 @@
 //! One task per member, started, rebuilt and stopped as the registry says.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use cluster_registry::{InvalidReason, MemberSpec, RegistryEvent};
 use member_client::{ClientFactory, CredentialHealth};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::{
     member_health::MemberHealth,
@@ -16,6 +16,9 @@ pub struct Supervisor {
     factory: ClientFactory,
     shared: Shared,
     members: HashMap<String, Running>,
+    /// Members reported without a client (unusable definition or Secret): no task of theirs
+    /// writes their status, so the supervisor writes it again when this replica becomes leader.
+    clientless: BTreeSet<String>,
 }
 
 struct Running {
@@ -29,13 +32,38 @@ impl Supervisor {
             factory,
             shared,
             members: HashMap::new(),
+            clientless: BTreeSet::new(),
         }
     }
 
     /// Applies registry events until the channel closes.
     pub async fn run(mut self, mut events: mpsc::Receiver<RegistryEvent>) {
-        while let Some(event) = events.recv().await {
-            self.apply(event).await;
+        let mut leadership = self
+            .shared
+            .status_writer
+            .as_ref()
+            .and_then(|writer| writer.leadership());
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => self.apply(event).await,
+                    None => return,
+                },
+                () = became_leader(leadership.as_mut()) => self.write_clientless().await,
+            }
+        }
+    }
+
+    /// This replica just became leader: write the status of members no task writes for,
+    /// which a follower only kept in its mirror.
+    async fn write_clientless(&self) {
+        let Some(writer) = &self.shared.status_writer else {
+            return;
+        };
+        for name in &self.clientless {
+            if let Some(status) = self.shared.mirror.status(name) {
+                writer.publish(name, &status, status.health(), true).await;
+            }
         }
     }
 
@@ -53,6 +81,7 @@ impl Supervisor {
             }
             RegistryEvent::Removed(name) => {
                 self.members.remove(&name);
+                self.clientless.remove(&name);
                 self.shared.mirror.remove(&name);
                 self.shared.metrics.forget_member(&name);
                 tracing::info!(member = %name, "member removed");
@@ -82,6 +111,7 @@ impl Supervisor {
                     self.shared.clone(),
                     replacing,
                 );
+                self.clientless.remove(&spec.name);
                 self.members.insert(spec.name, Running { task });
             }
             Err(err) => {
@@ -104,6 +134,7 @@ impl Supervisor {
         if reason == InvalidReason::PullMode {
             // Karmada's agent on the member manages pull-mode clusters; stay out of its way.
             self.members.remove(&name);
+            self.clientless.remove(&name);
             self.shared.mirror.remove(&name);
             tracing::debug!(member = %name, "pull-mode cluster ignored");
             return;
@@ -132,7 +163,8 @@ impl Supervisor {
         self.report_without_client(&name, health).await;
     }
 
-    async fn report_without_client(&self, name: &str, health: MemberHealth) {
+    async fn report_without_client(&mut self, name: &str, health: MemberHealth) {
+        self.clientless.insert(name.to_owned());
         tracing::warn!(member = %name, reason = health.reason(), message = %health.message(), "member cannot be watched");
         let before = self.shared.mirror.status(name).map(|s| s.health().clone());
         let after = self
@@ -141,15 +173,20 @@ impl Supervisor {
             .update_status(name, |status| status.set_health(health.clone()));
         self.shared.metrics.set_member_ready(name, false);
         if let Some(writer) = self.shared.status_writer.as_ref().filter(|w| w.is_leader()) {
-            if let Err(err) = writer.write(name, &after).await {
-                tracing::warn!(member = %name, error = %err, "writing Cluster status failed");
-            }
             let previous = before.unwrap_or(MemberHealth::Unknown);
-            if previous != health
-                && let Err(err) = writer.record_transition(name, &previous, &health).await
-            {
-                tracing::warn!(member = %name, error = %err, "recording Event failed");
+            writer.publish(name, &after, &previous, false).await;
+        }
+    }
+}
+
+/// Resolves when `leadership` turns true; never without leader election.
+async fn became_leader(leadership: Option<&mut watch::Receiver<bool>>) {
+    if let Some(leadership) = leadership {
+        while leadership.changed().await.is_ok() {
+            if *leadership.borrow_and_update() {
+                return;
             }
         }
     }
+    std::future::pending().await
 }
