@@ -1309,15 +1309,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
     // The base's namespace, ServiceAccount and RBAC, for real.
     let objects = kustomize_build(&kustomize_dir("base")).unwrap();
     for namespace in of_kind(&objects, "Namespace") {
-        let name = id(namespace).name;
-        Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone())
-            .patch(
-                &name,
-                &PatchParams::apply(MANAGER),
-                &Patch::Apply(namespace),
-            )
-            .await
-            .unwrap();
+        admin_apply_json(&admin, namespace.clone()).await;
     }
     apply_rbac_for_real(&admin, &objects).await.unwrap();
     let (sa_namespace, sa_name) = COLLECTOR_SA;
@@ -1384,5 +1376,70 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+    // A Cluster whose Secret is in a namespace the base grants nothing in: said so, on it.
+    admin_apply_json(
+        &admin,
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "elsewhere" },
+        }),
+    )
+    .await;
+    admin_apply_json(
+        &admin,
+        serde_json::json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": { "name": "member2" },
+            "spec": {
+                "syncMode": "Push",
+                "apiEndpoint": member.endpoint(),
+                "secretRef": { "namespace": "elsewhere", "name": "member2" },
+            },
+        }),
+    )
+    .await;
+    let deadline = Instant::now() + LIMIT;
+    while plane.condition("member2", "Ready").await.unwrap()
+        != Some(("False".to_owned(), "SecretForbidden".to_owned()))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "member2 was never reported SecretForbidden"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        plane
+            .condition("member2", "CredentialsValid")
+            .await
+            .unwrap(),
+        Some(("Unknown".to_owned(), "SecretForbidden".to_owned()))
+    );
+    assert_eq!(
+        plane.condition("member1", "Ready").await.unwrap(),
+        Some(("True".to_owned(), "MemberReady".to_owned())),
+        "member1 is unaffected"
+    );
     collector.stop().await;
+}
+
+/// Server-side applies one object (a Namespace or a cluster-scoped custom resource) as the
+/// admin.
+async fn admin_apply_json(client: &Client, object: Value) {
+    let id = id(&object);
+    let discovery = Discovery::new(client.clone()).run().await.unwrap();
+    let (resource, _) = discovery
+        .resolve_typemeta(&TypeMeta {
+            api_version: id.api_version.clone(),
+            kind: id.kind.clone(),
+        })
+        .unwrap();
+    Api::<DynamicObject>::all_with(client.clone(), &resource)
+        .patch(
+            &id.name,
+            &PatchParams::apply(MANAGER),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap();
 }
