@@ -59,9 +59,12 @@ impl StatusWriter {
         self.leader.clone()
     }
 
-    /// Writes `status` and, if its health is a transition from `previous` (see
-    /// [`transition_from`](Self::transition_from)), records an Event. Returns whether the
-    /// status was written; failures are logged, and the caller writes again later.
+    /// Writes `status` and, if its health is a transition, records an Event. Returns whether
+    /// the status was written; failures are logged, and the caller writes again later.
+    ///
+    /// `previous` is this replica's last view of the member. On the replica's first write
+    /// since it became leader (`first_as_leader`), the transition is judged against the
+    /// `Cluster`'s `Ready` reason instead (one GET).
     pub async fn publish(
         &self,
         member: &str,
@@ -91,7 +94,7 @@ impl StatusWriter {
     /// this replica has been writing. On its first write since it became leader
     /// (`first_as_leader`) the Cluster's `Ready` reason is read instead: a transition it saw
     /// while following was written, and recorded, by no one.
-    pub async fn transition_from(
+    async fn transition_from(
         &self,
         member: &str,
         previous: &MemberHealth,
