@@ -35,11 +35,17 @@ use std::{
 use anyhow::{Context as _, bail, ensure};
 use clap::Parser as _;
 use collector::cli::{Args, LogFormat, MembersFrom};
+use e2e::{
+    collector_run::{RunningCollector, temp_file},
+    karmada_plane,
+};
 use k8s_openapi::{
     api::{
         apps::v1::Deployment,
         authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
+        coordination::v1::Lease,
         core::v1::{Container, Service},
+        events::v1::Event,
         rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, Subject},
     },
     apimachinery::pkg::{api::resource::Quantity, util::intstr::IntOrString},
@@ -47,7 +53,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client,
-    api::{DynamicObject, Patch, PatchParams, PostParams},
+    api::{DynamicObject, ListParams, Patch, PatchParams, PostParams},
     core::TypeMeta,
     discovery::{Discovery, Scope},
 };
@@ -1280,19 +1286,17 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
 // ---------------------------------------------------------------------------------------------
 // The collector running as the base's ServiceAccount
 
-/// The access reviews above check the requests we listed; this runs the collector with the
-/// base's RBAC and nothing else, with the Deployment's own arguments, so a request we did not
-/// think of fails here.
-#[tokio::test]
-async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
-    use e2e::{collector_run::RunningCollector, collector_run::temp_file, karmada_plane};
-    use k8s_openapi::api::{coordination::v1::Lease, events::v1::Event};
-    use kube::api::ListParams;
+const HOUR: Duration = Duration::from_secs(3600);
+/// Bound for the collector's start-up and for each state it must reach.
+const LIMIT: Duration = Duration::from_secs(30);
 
-    const HOUR: Duration = Duration::from_secs(3600);
-    const LIMIT: Duration = Duration::from_secs(30);
-
-    let env = Environment::with_members(1).await.unwrap();
+/// A Karmada control plane with member1 registered, the base's namespace, ServiceAccount and
+/// the RBAC among `objects` applied for real, and the collector running as that ServiceAccount
+/// with the Deployment's own arguments (plus what the pod would get from its environment).
+async fn collector_as_the_base_service_account(
+    env: &Environment,
+    objects: &[Value],
+) -> (karmada_plane::KarmadaPlane, RunningCollector) {
     let (cp, member) = (env.control_plane(), env.cluster(1));
     let admin = cp.admin_client().unwrap();
     // What a user has before `kubectl apply -k`: the CRD (Karmada's or deploy/crds) and
@@ -1306,17 +1310,14 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
     let member_token = member.mint_token(&agents, "agent-a", HOUR).await.unwrap();
     plane.register(member, &member_token).await.unwrap();
 
-    // The base's namespace, ServiceAccount and RBAC, for real.
-    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
-    for namespace in of_kind(&objects, "Namespace") {
+    for namespace in of_kind(objects, "Namespace") {
         admin_apply_json(&admin, namespace.clone()).await;
     }
-    apply_rbac_for_real(&admin, &objects).await.unwrap();
+    apply_rbac_for_real(&admin, objects).await.unwrap();
     let (sa_namespace, sa_name) = COLLECTOR_SA;
     let own_token = cp.mint_token(sa_namespace, sa_name, HOUR).await.unwrap();
 
-    // The Deployment's arguments, plus what the pod would get from its environment.
-    let deployment: Deployment = typed(of_kind(&objects, "Deployment").next().unwrap());
+    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap());
     let mut args = collector_container(&deployment).args.clone().unwrap();
     args.extend([
         "--control-plane-url".to_owned(),
@@ -1336,7 +1337,21 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         "--probe-period".to_owned(),
         "1".to_owned(),
     ]);
-    let mut collector = RunningCollector::start(&args).await.unwrap();
+    let collector = RunningCollector::start(&args).await.unwrap();
+    (plane, collector)
+}
+
+/// The access reviews above check the requests we listed; this runs the collector with the
+/// base's RBAC and nothing else, with the Deployment's own arguments, so a request we did not
+/// think of fails here.
+#[tokio::test]
+async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (cp, member) = (env.control_plane(), env.cluster(1));
+    let admin = cp.admin_client().unwrap();
+    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
+    let (plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
+    let sa_namespace = COLLECTOR_SA.0;
 
     // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
     let deadline = Instant::now() + LIMIT;
@@ -1420,6 +1435,46 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         Some(("True".to_owned(), "MemberReady".to_owned())),
         "member1 is unaffected"
     );
+    collector.stop().await;
+}
+
+#[tokio::test]
+async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() {
+    let env = Environment::with_members(1).await.unwrap();
+    let admin = env.control_plane().admin_client().unwrap();
+    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
+    // The base without the binding that lets the collector read Clusters.
+    let (without, binding): (Vec<Value>, Vec<Value>) = objects.iter().cloned().partition(|o| {
+        let id = id(o);
+        !(id.kind == "ClusterRoleBinding" && id.name == COLLECTOR_SA.1)
+    });
+    assert_eq!(binding.len(), 1, "the base binds its ClusterRole once");
+    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &without).await;
+
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (status, body) = collector.get("/readyz").await.unwrap();
+        // "not listed yet" first, then the apiserver's refusal.
+        if status == 503 && body.contains("Karmada Clusters") && body.contains("forbidden") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz is {status} ({body}) although the Clusters cannot be listed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listed = || collector.metric("tether_member_source_listed", r#"source="karmada""#);
+    assert_eq!(listed().await.unwrap(), 0.0);
+
+    // Granted: the watch's retry lists, and the collector is ready without a restart.
+    apply_rbac_for_real(&admin, &binding).await.unwrap();
+    let deadline = Instant::now() + 2 * LIMIT;
+    while collector.get("/readyz").await.unwrap().0 != 200 {
+        assert!(Instant::now() < deadline, "not ready after the grant");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed().await.unwrap(), 1.0);
     collector.stop().await;
 }
 

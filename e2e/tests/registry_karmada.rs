@@ -11,7 +11,7 @@ mod registry_support;
 use std::time::{Duration, Instant};
 
 use cluster_registry::karmada::Cluster as KarmadaCluster;
-use cluster_registry::{MemberState, RegistryBuilder, RegistryEvent};
+use cluster_registry::{MemberState, RegistryBuilder, RegistryEvent, Source, SourceState};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -489,5 +489,10 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
     );
     eprintln!("member1 upserted {:?} after the grant", granted.elapsed());
     assert_eq!(registry.state("member1"), Some(MemberState::Ready));
+    assert_eq!(
+        registry.sources().now().get(&Source::KarmadaClusters),
+        Some(&SourceState::Listed),
+        "the Clusters were readable throughout"
+    );
     driver.abort();
 }

@@ -80,6 +80,7 @@ mod member;
 mod member_table;
 mod registry;
 mod secret_store;
+mod source_state;
 mod watch;
 
 pub use directory::DirectoryConfig;
@@ -89,3 +90,4 @@ pub use invalid::{InvalidReason, MemberState};
 pub use member::{MemberDefinition, MemberSpec};
 pub use registry::{ArgoCdConfig, KarmadaConfig, Registry, RegistryBuilder, RegistryDriver};
 pub use secret_store::{SecretFormat, SecretStore, StoredSecret};
+pub use source_state::{Source, SourceState, SourceStates};

@@ -26,6 +26,7 @@ use crate::{
     labels,
     member_table::{Closed, MemberTable, Origin, SharedViews},
     secret_store::{SecretStore, StoredSecret},
+    source_state::{Source, SourceState, SourceStates},
     watch::{Relist, list_forbidden, watch},
 };
 
@@ -153,13 +154,28 @@ impl RegistryBuilder {
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();
         let table = MemberTable::new(tokens.clone(), store.clone(), tx, views.clone());
+        let sources = SourceStates::new(
+            self.karmada
+                .iter()
+                .map(|_| Source::KarmadaClusters)
+                .chain(self.argocd.iter().flat_map(|(_, config)| {
+                    config.namespaces.iter().cloned().map(Source::ArgoCdSecrets)
+                }))
+                .chain(
+                    self.directory
+                        .iter()
+                        .map(|config| Source::Directory(config.path.clone())),
+                ),
+        );
         let registry = Registry {
             tokens,
             store,
             views,
+            sources: sources.clone(),
         };
         let driver = RegistryDriver {
             table,
+            sources,
             karmada: self.karmada,
             argocd: self.argocd,
             directory: self.directory,
@@ -171,13 +187,14 @@ impl RegistryBuilder {
 /// The registry's handle: the token cache its members' clients read, and each member's state.
 ///
 /// # Concurrent calls
-/// Cloning is cheap (three `Arc`s). Reads take a lock held only to copy a value out; they see
+/// Cloning is cheap (four `Arc`s). Reads take a lock held only to copy a value out; they see
 /// the registry as of the last change the [`RegistryDriver`] processed.
 #[derive(Clone, Debug)]
 pub struct Registry {
     tokens: TokenCache,
     store: SecretStore,
     views: SharedViews,
+    sources: SourceStates,
 }
 
 impl Registry {
@@ -190,6 +207,11 @@ impl Registry {
     /// The in-memory Secret store the cache reads.
     pub fn secrets(&self) -> &SecretStore {
         &self.store
+    }
+
+    /// Whether each source of member definitions has listed, or why its list fails.
+    pub fn sources(&self) -> &SourceStates {
+        &self.sources
     }
 
     /// The state of member `name`, if it is defined.
@@ -233,6 +255,7 @@ impl Registry {
 /// listed and whose list is refused (403): they are `SecretForbidden` until a retry lists it.
 pub struct RegistryDriver {
     table: MemberTable,
+    sources: SourceStates,
     karmada: Option<(Client, KarmadaConfig)>,
     argocd: Option<(Client, ArgoCdConfig)>,
     directory: Option<DirectoryConfig>,
@@ -363,11 +386,14 @@ impl RegistryDriver {
                 for name in relist.done() {
                     self.table.remove_definition(&Origin::Karmada(name)).await?;
                 }
+                self.sources
+                    .set(&Source::KarmadaClusters, SourceState::Listed);
                 Ok(())
             }
             Err(err) => {
                 relist.failed();
                 tracing::warn!(error = %err, "watching Karmada Clusters failed; retrying");
+                self.list_failed(&Source::KarmadaClusters, &err);
                 Ok(())
             }
         }
@@ -491,11 +517,14 @@ impl RegistryDriver {
                 for key in relist.done() {
                     self.remove_argocd(&key).await?;
                 }
+                self.sources
+                    .set(&Source::ArgoCdSecrets(ns.to_owned()), SourceState::Listed);
                 Ok(())
             }
             Err(err) => {
                 relist.failed();
                 tracing::warn!(namespace = %ns, error = %err, "watching Argo CD cluster Secrets failed; retrying");
+                self.list_failed(&Source::ArgoCdSecrets(ns.to_owned()), &err);
                 Ok(())
             }
         }
@@ -509,17 +538,31 @@ impl RegistryDriver {
         self.table.remove_secret(key).await
     }
 
+    /// A definitions watch failed. A failed list makes its source `Failing` until a list
+    /// succeeds; other errors (a dropped watch connection, say) leave the state alone, since
+    /// the watch lists again and that list decides.
+    fn list_failed(&self, source: &Source, err: &watcher::Error) {
+        if matches!(err, watcher::Error::InitialListFailed(_)) {
+            self.sources
+                .set(source, SourceState::Failing(err.to_string()));
+        }
+    }
+
     async fn poll_directory(&mut self, known: &mut BTreeSet<PathBuf>) -> Result<(), Closed> {
         let Some(config) = &self.directory else {
             return Ok(());
         };
+        let source = Source::Directory(config.path.clone());
         let scanned = match directory::scan(&config.path).await {
             Ok(scanned) => scanned,
             Err(err) => {
                 tracing::warn!(error = %err, "reading member files failed; keeping the members read before");
+                self.sources
+                    .set(&source, SourceState::Failing(err.to_string()));
                 return Ok(());
             }
         };
+        self.sources.set(&source, SourceState::Listed);
         let mut seen = BTreeSet::new();
         for member in scanned {
             let key = directory::secret_ref_for(&member.path);

@@ -16,6 +16,7 @@ use crate::{
     metrics::Metrics,
     mirror::Mirror,
     readiness::{Readiness, SelfCredentialGuard},
+    source_readiness,
     status_writer::StatusWriter,
     supervisor::Supervisor,
 };
@@ -129,8 +130,15 @@ pub async fn run(
         args.probe_period(),
     );
 
+    let sources = source_readiness::follow(
+        registry.sources().subscribe(),
+        readiness.clone(),
+        metrics.clone(),
+    );
+
     tokio::select! {
         () = driver.run() => anyhow::bail!("the registry stopped"),
+        () = sources => anyhow::bail!("the registry's source states closed"),
         () = supervisor.run(events) => anyhow::bail!("the registry's event channel closed"),
         served = server => served.context("the HTTP server failed"),
         rejected = guard => Err(rejected.into()),

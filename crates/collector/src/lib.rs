@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod mirrored_resource;
 pub mod readiness;
+pub mod source_readiness;
 pub mod status_writer;
 pub mod supervisor;
 pub mod watch_backoff;

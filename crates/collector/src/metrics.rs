@@ -34,7 +34,8 @@ use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeMetric},
     metrics::{
-        MetricType, counter::ConstCounter, gauge::ConstGauge, gauge::Gauge, histogram::Histogram,
+        MetricType, counter::ConstCounter, family::Family, gauge::ConstGauge, gauge::Gauge,
+        histogram::Histogram,
     },
     registry::{Registry, Unit},
 };
@@ -73,6 +74,7 @@ struct Inner {
     watched: Arc<Watched>,
     rotation_to_use: Histogram,
     leader: Gauge,
+    source_listed: Family<Vec<(String, String)>, Gauge>,
 }
 
 impl Metrics {
@@ -92,6 +94,12 @@ impl Metrics {
             "1 while this replica holds the leader-election Lease and writes status (1 without leader election)",
             leader.clone(),
         );
+        let source_listed = Family::<Vec<(String, String)>, Gauge>::default();
+        registry.register(
+            "member_source_listed",
+            "1 while a source of member definitions is listed, 0 while its list fails or has not run yet",
+            source_listed.clone(),
+        );
         let watched = Arc::new(Watched::default());
         registry.register_collector(Box::new(Arc::clone(&watched)));
         Self {
@@ -100,6 +108,7 @@ impl Metrics {
                 watched,
                 rotation_to_use,
                 leader,
+                source_listed,
             }),
         }
     }
@@ -153,6 +162,14 @@ impl Metrics {
     /// Records how long a rotated credential took from being noticed to its first use.
     pub fn observe_rotation_to_use(&self, elapsed: Duration) {
         self.inner.rotation_to_use.observe(elapsed.as_secs_f64());
+    }
+
+    /// Sets `tether_member_source_listed{source}` to 1 or 0.
+    pub fn set_source_listed(&self, source: &str, listed: bool) {
+        self.inner
+            .source_listed
+            .get_or_create(&vec![("source".to_owned(), source.to_owned())])
+            .set(i64::from(listed));
     }
 
     /// Sets `tether_leader` to 1 or 0.

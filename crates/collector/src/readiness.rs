@@ -19,7 +19,11 @@
 //! # }
 //! ```
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
 
 use member_client::{CredentialHealth, CredentialState};
 use tokio::{sync::watch, time::Instant};
@@ -39,63 +43,94 @@ pub enum ReadyState {
     },
 }
 
-/// The collector's readiness: one [`ReadyState`], observable.
+/// The collector's readiness: the state its own credential decides, and blockers other parts
+/// raise (a source of member definitions that cannot list, say).
+///
+/// [`state`](Self::state) is `NotReady` for the credential's reason if it has one, else for
+/// the first blocker's, else the credential's state.
 ///
 /// # Concurrent calls
-/// Cloning is cheap (one `Arc`); every clone sets and reads the same state. Subscribers are
-/// woken only when the state changes, not when it is set to what it already is.
+/// Cloning is cheap (one `Arc`); every clone sets and reads the same state.
 ///
 /// ```
 /// use collector::readiness::{Readiness, ReadyState};
 /// let readiness = Readiness::new();
 /// assert_eq!(readiness.state(), ReadyState::Starting);
 /// readiness.mark_ready();
+/// readiness.block("members", "cannot list Karmada Clusters");
+/// assert_eq!(
+///     readiness.state(),
+///     ReadyState::NotReady { reason: "cannot list Karmada Clusters".into() }
+/// );
+/// readiness.unblock("members");
 /// assert_eq!(readiness.state(), ReadyState::Ready);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Readiness {
-    state: Arc<watch::Sender<ReadyState>>,
+    inputs: Arc<Mutex<Inputs>>,
+}
+
+#[derive(Debug, Default)]
+struct Inputs {
+    credential: ReadyState,
+    blockers: BTreeMap<&'static str, String>,
 }
 
 impl Readiness {
-    /// A handle in [`ReadyState::Starting`].
+    /// A handle in [`ReadyState::Starting`], with no blockers.
     pub fn new() -> Self {
         Self {
-            state: Arc::new(watch::Sender::new(ReadyState::Starting)),
+            inputs: Arc::new(Mutex::new(Inputs::default())),
         }
     }
 
-    /// Sets [`ReadyState::Ready`].
+    /// Sets the credential's state to [`ReadyState::Ready`].
     pub fn mark_ready(&self) {
-        self.set(ReadyState::Ready);
+        self.set_credential(ReadyState::Ready);
     }
 
-    /// Sets [`ReadyState::NotReady`] with `reason`.
+    /// Sets the credential's state to [`ReadyState::NotReady`] with `reason`.
     pub fn mark_not_ready(&self, reason: impl Into<String>) {
-        self.set(ReadyState::NotReady {
+        self.set_credential(ReadyState::NotReady {
             reason: reason.into(),
         });
     }
 
+    /// Keeps the collector not ready for `reason` until [`unblock`](Self::unblock)`(input)`;
+    /// a second call for `input` replaces its reason.
+    pub fn block(&self, input: &'static str, reason: impl Into<String>) {
+        self.inputs().blockers.insert(input, reason.into());
+    }
+
+    /// Lifts `input`'s blocker, if any.
+    pub fn unblock(&self, input: &'static str) {
+        self.inputs().blockers.remove(input);
+    }
+
     /// The state now.
     pub fn state(&self) -> ReadyState {
-        self.state.borrow().clone()
+        let inputs = self.inputs();
+        match (&inputs.credential, inputs.blockers.values().next()) {
+            (not_ready @ ReadyState::NotReady { .. }, _) => not_ready.clone(),
+            (_, Some(reason)) => ReadyState::NotReady {
+                reason: reason.clone(),
+            },
+            (credential, None) => credential.clone(),
+        }
     }
 
-    /// A receiver that sees every change from now on.
-    pub fn subscribe(&self) -> watch::Receiver<ReadyState> {
-        self.state.subscribe()
+    fn set_credential(&self, next: ReadyState) {
+        let mut inputs = self.inputs();
+        if inputs.credential != next {
+            tracing::debug!(from = ?inputs.credential, to = ?next, "readiness changed");
+            inputs.credential = next;
+        }
     }
 
-    fn set(&self, next: ReadyState) {
-        self.state.send_if_modified(|current| {
-            if *current == next {
-                return false;
-            }
-            tracing::debug!(from = ?current, to = ?next, "readiness changed");
-            *current = next;
-            true
-        });
+    /// NB: held only to read or write a field, never across an `.await`; a panic while held
+    /// cannot leave the inputs half-written, so a poisoned lock is used as it is.
+    fn inputs(&self) -> MutexGuard<'_, Inputs> {
+        self.inputs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -232,19 +267,32 @@ mod tests {
     }
 
     #[test]
-    fn readiness_wakes_subscribers_only_on_change() {
+    fn a_rejected_credential_outranks_blockers_and_blockers_outrank_ready() {
         let readiness = Readiness::new();
-        let mut rx = readiness.subscribe();
-        readiness.mark_ready();
-        assert!(rx.has_changed().unwrap());
-        rx.borrow_and_update();
-        readiness.mark_ready();
-        assert!(!rx.has_changed().unwrap());
-        readiness.mark_not_ready("x");
+        readiness.block("members", "cannot list");
         assert_eq!(
-            *rx.borrow_and_update(),
-            ReadyState::NotReady { reason: "x".into() }
+            readiness.state(),
+            ReadyState::NotReady {
+                reason: "cannot list".into()
+            }
         );
+        readiness.mark_not_ready("credential rejected");
+        assert_eq!(
+            readiness.state(),
+            ReadyState::NotReady {
+                reason: "credential rejected".into()
+            }
+        );
+        readiness.mark_ready();
+        readiness.block("members", "still cannot list");
+        assert_eq!(
+            readiness.state(),
+            ReadyState::NotReady {
+                reason: "still cannot list".into()
+            }
+        );
+        readiness.unblock("members");
+        assert_eq!(readiness.state(), ReadyState::Ready);
     }
 
     #[tokio::test(start_paused = true)]
