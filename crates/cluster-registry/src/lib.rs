@@ -67,6 +67,11 @@
 //! it). A namespace listed once keeps its Secrets through later watch errors. Argo CD: one
 //! watch per configured namespace, with the cluster label selector. No Secret is listed
 //! cluster-wide.
+//!
+//! # Sources
+//! [`Registry::sources`] says, per source of definitions ([`Source`]), whether it is listed,
+//! still listing, or failing with which error ([`SourceState`]). A consumer that cannot list
+//! its definitions sees no new member and no removal; the collector reports that as not ready.
 
 pub mod argocd;
 mod ca_bundle;
