@@ -54,7 +54,7 @@
 //! panics the directory is kept and its path printed.
 //!
 //! # Features
-//! - `k3s`: [`K3sCluster`], the same [`Cluster`] handle backed by k3s in a container
+//! - `k3s`: `K3sCluster`, the same [`Cluster`] handle backed by k3s in a container
 //!   (testcontainers); needs a Docker engine that can pull `rancher/k3s`.
 
 mod apiserver;
