@@ -176,4 +176,36 @@ impl KarmadaPlane {
             .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == type_))
             .map(|c| (c.status, c.reason)))
     }
+
+    /// Polls until the member's `Cluster` has condition `type_` with `status` and `reason`,
+    /// and returns how long that took.
+    ///
+    /// # Errors
+    /// Not reaching it within `limit` (the error names the last value seen).
+    pub async fn wait_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: &str,
+        limit: Duration,
+    ) -> anyhow::Result<Duration> {
+        let started = tokio::time::Instant::now();
+        let mut last = None;
+        loop {
+            let now = self.condition(name, type_).await.ok().flatten();
+            if now
+                .as_ref()
+                .is_some_and(|(s, r)| s == status && r == reason)
+            {
+                return Ok(started.elapsed());
+            }
+            last = now.or(last);
+            anyhow::ensure!(
+                started.elapsed() < limit,
+                "{name}: {type_} never became {status}/{reason} within {limit:?} (last {last:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }

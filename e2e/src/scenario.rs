@@ -194,7 +194,8 @@ impl Scenario {
         }
     }
 
-    /// Polls until `member`'s `Cluster` has condition `type_` with `status` and `reason`.
+    /// Polls until `member`'s `Cluster` has condition `type_` with `status` and `reason`
+    /// ([`KarmadaPlane::wait_condition`]).
     ///
     /// # Errors
     /// Not reaching it within `limit`.
@@ -206,23 +207,9 @@ impl Scenario {
         reason: &str,
         limit: Duration,
     ) -> anyhow::Result<Duration> {
-        let started = tokio::time::Instant::now();
-        let mut last = None;
-        loop {
-            let now = self.plane.condition(member, type_).await.ok().flatten();
-            if now
-                .as_ref()
-                .is_some_and(|(s, r)| s == status && r == reason)
-            {
-                return Ok(started.elapsed());
-            }
-            last = now.or(last);
-            anyhow::ensure!(
-                started.elapsed() < limit,
-                "{member}: {type_} never became {status}/{reason} within {limit:?} (last {last:?})"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.plane
+            .wait_condition(member, type_, status, reason, limit)
+            .await
     }
 
     /// Polls until `member` is `Ready=True/MemberReady` and `CredentialsValid=True/CredentialsAccepted`.

@@ -29,6 +29,19 @@ async fn leading(collector: &RunningCollector) -> bool {
     collector.metric("tether_leader", "").await.unwrap() == 1.0
 }
 
+/// A second collector, `replica-b`, in the scenario's election with a [`LEASE`]-long Lease.
+async fn start_replica_b(s: &Scenario) -> RunningCollector {
+    let lease = LEASE.as_secs().to_string();
+    s.start_collector(&[
+        "--leader-election-identity",
+        "replica-b",
+        "--leader-election-lease-seconds",
+        &lease,
+    ])
+    .await
+    .unwrap()
+}
+
 /// The reporting instances of Events on Cluster `member` with `reason`.
 async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
     Api::<Event>::all(s.plane.client().clone())
@@ -62,15 +75,7 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     s.wait_condition("member1", "Ready", "True", "MemberReady", START)
         .await
         .unwrap();
-    let mut b = s
-        .start_collector(&[
-            "--leader-election-identity",
-            "replica-b",
-            "--leader-election-lease-seconds",
-            &lease,
-        ])
-        .await
-        .unwrap();
+    let mut b = start_replica_b(&s).await;
     // b watches and probes like a, but does not lead.
     let deadline = tokio::time::Instant::now() + START;
     while b
@@ -190,16 +195,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
         }
     });
 
-    let lease = LEASE.as_secs().to_string();
-    let mut b = s
-        .start_collector(&[
-            "--leader-election-identity",
-            "replica-b",
-            "--leader-election-lease-seconds",
-            &lease,
-        ])
-        .await
-        .unwrap();
+    let mut b = start_replica_b(&s).await;
     // While following, b probes member1 and learns of a Cluster it cannot use; it writes
     // neither.
     let clusters = Api::<cluster_registry::karmada::Cluster>::all(s.plane.client().clone());

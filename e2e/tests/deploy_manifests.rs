@@ -1354,16 +1354,10 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
     let sa_namespace = COLLECTOR_SA.0;
 
     // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
-    let deadline = Instant::now() + LIMIT;
-    while plane.condition("member1", "Ready").await.unwrap()
-        != Some(("True".to_owned(), "MemberReady".to_owned()))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "member1 never became Ready as written by the collector"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    plane
+        .wait_condition("member1", "Ready", "True", "MemberReady", LIMIT)
+        .await
+        .unwrap();
     let lease = Api::<Lease>::namespaced(admin.clone(), sa_namespace)
         .get("tether-collector")
         .await
@@ -1413,16 +1407,10 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         }),
     )
     .await;
-    let deadline = Instant::now() + LIMIT;
-    while plane.condition("member2", "Ready").await.unwrap()
-        != Some(("False".to_owned(), "SecretForbidden".to_owned()))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "member2 was never reported SecretForbidden"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    plane
+        .wait_condition("member2", "Ready", "False", "SecretForbidden", LIMIT)
+        .await
+        .unwrap();
     assert_eq!(
         plane
             .condition("member2", "CredentialsValid")
