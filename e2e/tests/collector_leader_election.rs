@@ -24,6 +24,9 @@ const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(4);
+/// The lease of the fake holder in the takeover test: long next to its 1 s renewals, so a test
+/// thread starved for seconds does not let it lapse early.
+const HELD: Duration = Duration::from_secs(8);
 
 async fn leading(collector: &RunningCollector) -> bool {
     collector.metric("tether_leader", "").await.unwrap() == 1.0
@@ -169,7 +172,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     let leases = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system");
     let mut held: Lease = serde_json::from_value(json!({
         "metadata": { "name": "tether-collector" },
-        "spec": { "holderIdentity": "someone-else", "leaseDurationSeconds": LEASE.as_secs() },
+        "spec": { "holderIdentity": "someone-else", "leaseDurationSeconds": HELD.as_secs() },
     }))
     .unwrap();
     if let Some(spec) = held.spec.as_mut() {
@@ -190,7 +193,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
                     )
                     .await
                     .unwrap();
-                tokio::time::sleep(LEASE / 4).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     });
@@ -247,7 +250,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
         "Ready",
         "True",
         "MemberReady",
-        2 * LEASE + CONVERGE,
+        HELD + LEASE + CONVERGE,
     )
     .await
     .unwrap();
