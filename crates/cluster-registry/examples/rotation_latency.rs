@@ -85,15 +85,12 @@ async fn main() -> Result<()> {
         Some(RegistryEvent::Upserted(spec)) => spec,
         other => bail!("expected Upserted, got {other:?}"),
     };
-    let ca = registry
-        .tokens()
-        .get(&spec.secret_ref)
+    let config = spec
+        .client_config_from(registry.tokens())
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .ca_bundle()
-        .cloned();
-    let client = ClientFactory::new(registry.tokens().clone())
-        .build(&spec.client_config(ca), &CredentialHealth::new())?;
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let client =
+        ClientFactory::new(registry.tokens().clone()).build(&config, &CredentialHealth::new())?;
     let (tx, mut rotated_at) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move {
         while let Some(event) = events.recv().await {

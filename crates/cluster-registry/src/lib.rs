@@ -20,11 +20,10 @@
 //!     while let Some(event) = events.recv().await {
 //!         match event {
 //!             RegistryEvent::Upserted(spec) => {
-//!                 let ca = match registry.tokens().get(&spec.secret_ref).await {
-//!                     Ok(credential) => credential.ca_bundle().cloned(),
-//!                     Err(_) => continue, // an Invalid event follows
+//!                 let Ok(config) = spec.client_config_from(registry.tokens()).await else {
+//!                     continue; // an Invalid event follows
 //!                 };
-//!                 let client = factory.build(&spec.client_config(ca), &CredentialHealth::new());
+//!                 let client = factory.build(&config, &CredentialHealth::new());
 //!                 // start or replace the member's informers with `client`
 //!             }
 //!             RegistryEvent::CredentialsRotated { .. } => {} // the cache already has it

@@ -1,7 +1,9 @@
 //! [`MemberSpec`]: one member cluster as a source defines it.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use member_client::{MemberClientConfig, SecretRef};
+use member_client::{MemberClientConfig, SecretRef, SourceError, TokenCache};
 
 use crate::InvalidReason;
 
@@ -51,6 +53,19 @@ impl MemberSpec {
         config.insecure_skip_tls_verify = self.insecure_skip_tls_verify;
         config.proxy_url = self.proxy_url.clone();
         config
+    }
+
+    /// [`client_config`](Self::client_config) with the CA bundle of the member's current
+    /// credential, read through `tokens` (a cache hit, or one fetch from the Secret store).
+    ///
+    /// # Errors
+    /// The credential is unusable (no Secret, no token, a CA that is not PEM, …).
+    pub async fn client_config_from(
+        &self,
+        tokens: &TokenCache,
+    ) -> Result<MemberClientConfig, Arc<SourceError>> {
+        let credential = tokens.get(&self.secret_ref).await?;
+        Ok(self.client_config(credential.ca_bundle().cloned()))
     }
 }
 

@@ -69,8 +69,8 @@ impl Default for ArgoCdConfig {
 ///     () = async {
 ///         while let Some(event) = events.recv().await {
 ///             if let RegistryEvent::Upserted(spec) = event {
-///                 let credential = registry.tokens().get(&spec.secret_ref).await;
-///                 // build the member's client from spec.client_config(ca) ...
+///                 let config = spec.client_config_from(registry.tokens()).await;
+///                 // build the member's client from `config` with a ClientFactory ...
 ///             }
 ///         }
 ///     } => {}

@@ -96,12 +96,12 @@ impl Supervisor {
         let replacing = self.members.remove(&spec.name).is_some();
         // The CA bundle lives with the token; if the Secret is unusable now, build without it
         // and let the probe report why (the registry upserts again once it is fixed).
-        let ca_bundle = match self.factory.tokens().get(&spec.secret_ref).await {
-            Ok(credential) => credential.ca_bundle().cloned(),
-            Err(_) => None,
-        };
+        let config = spec
+            .client_config_from(self.factory.tokens())
+            .await
+            .unwrap_or_else(|_| spec.client_config(None));
         let health = CredentialHealth::new();
-        match self.factory.build(&spec.client_config(ca_bundle), &health) {
+        match self.factory.build(&config, &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.api_endpoint, "member client started");
                 let task = MemberTask::start(

@@ -68,13 +68,11 @@ impl Agents {
 
 /// Builds the member's client the way the collector does: the CA from the cached credential.
 pub async fn member_client(registry: &Registry, spec: &MemberSpec) -> Result<kube::Client> {
-    let credential = registry
-        .tokens()
-        .get(&spec.secret_ref)
+    let config = spec
+        .client_config_from(registry.tokens())
         .await
         .map_err(|err| anyhow::anyhow!("no credential for {}: {err}", spec.name))?;
     let factory = ClientFactory::new(registry.tokens().clone());
-    let config = spec.client_config(credential.ca_bundle().cloned());
     Ok(factory.build(&config, &CredentialHealth::new())?)
 }
 

@@ -209,14 +209,11 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
                     let spec = registry
                         .spec(&member.name)
                         .with_context(|| format!("no spec for {}", member.name))?;
-                    let ca = registry
-                        .tokens()
-                        .get(&spec.secret_ref)
+                    let config = spec
+                        .client_config_from(registry.tokens())
                         .await
-                        .map_err(|e| anyhow::anyhow!("{e}"))?
-                        .ca_bundle()
-                        .cloned();
-                    factory.build(&spec.client_config(ca), &CredentialHealth::new())?
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    factory.build(&config, &CredentialHealth::new())?
                 }
             };
             probes.push(start_probe(
