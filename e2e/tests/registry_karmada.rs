@@ -472,7 +472,7 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         "subjects": subject,
     }))
     .await;
-    // kube-runtime's default watch backoff tops out at 30 s between retries.
+    // The registry's watch backoff tops out at 10 s between retries; allow several.
     let event = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             let event = events.recv().await.unwrap();

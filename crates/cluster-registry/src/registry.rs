@@ -16,7 +16,7 @@ use kube::{
     Api, Client, ResourceExt as _,
     runtime::watcher::{self, Event},
 };
-use member_client::{SecretRef, TokenCache, TokenCacheConfig};
+use member_client::{SecretRef, TokenCache, TokenCacheConfig, list_forbidden};
 use tokio::sync::mpsc;
 
 use crate::{
@@ -27,7 +27,7 @@ use crate::{
     member_table::{Closed, MemberTable, Origin, SharedViews},
     secret_store::{SecretStore, StoredSecret},
     source_state::{Source, SourceState, SourceStates},
-    watch::{Relist, list_forbidden, watch},
+    watch::{Relist, watch},
 };
 
 /// How many events may wait in the channel before the registry waits for the consumer.
@@ -249,8 +249,9 @@ impl Registry {
 /// nothing: every watch is a stream it polls itself, so dropping the future stops them all.
 ///
 /// # Recovery
-/// Watch errors are logged (`warn`) and retried with kube-runtime's default backoff; a
-/// directory that cannot be listed is logged and read again at the next poll. Members keep
+/// Watch errors are logged (`warn`) and retried with member-client's
+/// [`watch_backoff`](member_client::watch_backoff) (0.5 s doubling to 10 s, reset only by
+/// progress); a directory that cannot be listed is logged and read again at the next poll. Members keep
 /// their last known state meanwhile, except members whose Secret namespace has never been
 /// listed and whose list is refused (403): they are `SecretForbidden` until a retry lists it.
 pub struct RegistryDriver {

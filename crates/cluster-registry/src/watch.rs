@@ -2,19 +2,17 @@
 
 use std::collections::BTreeSet;
 
-use futures::{Stream, StreamExt as _};
-use kube::{
-    Api, Resource,
-    runtime::{WatchStreamExt as _, watcher},
-};
+use futures::Stream;
+use kube::{Api, Resource, runtime::watcher};
+use member_client::{WatchBackoffExt as _, watch_backoff};
 use serde::de::DeserializeOwned;
 
-/// `watcher` → drop `Init` → `default_backoff`.
+/// `watcher` → the shared progress backoff ([`watch_backoff`]).
 ///
-/// NB: kube-runtime 5 yields `Ok(Event::Init)` right after a failed list, and any `Ok` resets
-/// the backoff, so a list that always fails (a 403, say) would be retried about once a second
-/// forever. `Init` is dropped before the backoff; [`Relist`] notices a relist from its first
-/// `InitApply`/`InitDone` instead.
+/// NB: kube-runtime 5 yields `Ok(Event::Init)` right after a failed list; the progress backoff
+/// does not count it as progress, so a list that always fails (a 403, say) backs off up to
+/// 10 s instead of retrying about once a second. The consumers ignore `Init`: [`Relist`]
+/// notices a relist from its first `InitApply`/`InitDone` instead.
 pub(crate) fn watch<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -22,22 +20,7 @@ pub(crate) fn watch<K>(
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    watcher(api, config)
-        .filter(|event| std::future::ready(!matches!(event, Ok(watcher::Event::Init))))
-        .default_backoff()
-}
-
-/// What the apiserver said when it refused (403) a watch's list, if that is what `err` is.
-///
-/// Only the list counts: it is what a missing RBAC rule fails first, and a watch that has
-/// listed once keeps what it listed through later errors.
-pub(crate) fn list_forbidden(err: &watcher::Error) -> Option<&str> {
-    match err {
-        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
-            Some(&status.message)
-        }
-        _ => None,
-    }
+    watcher(api, config).backoff_until_progress(watch_backoff())
 }
 
 /// Which objects one watch stream has applied, so that objects missing from a relist (deleted
@@ -100,34 +83,19 @@ impl<K: Ord + Clone> Relist<K> {
 mod tests {
     use super::*;
 
-    fn api_error(code: u16) -> kube::Error {
-        kube::Error::Api(Box::new(kube::core::Status {
-            code,
-            message: format!("status {code}"),
-            ..kube::core::Status::default()
-        }))
-    }
-
-    #[test]
-    fn only_a_refused_list_is_list_forbidden() {
-        let forbidden = watcher::Error::InitialListFailed(api_error(403));
-        assert_eq!(list_forbidden(&forbidden), Some("status 403"));
-        for other in [
-            watcher::Error::InitialListFailed(api_error(500)),
-            watcher::Error::InitialListFailed(api_error(401)),
-            watcher::Error::WatchStartFailed(api_error(403)),
-            watcher::Error::NoResourceVersion,
-        ] {
-            assert_eq!(list_forbidden(&other), None, "{other}");
+    /// A stream that has listed `keys` and finished that list.
+    fn listed(keys: &[&'static str]) -> Relist<&'static str> {
+        let mut relist = Relist::default();
+        for key in keys {
+            relist.applied(key, true);
         }
+        assert!(relist.done().is_empty(), "a first list removes nothing");
+        relist
     }
 
     #[test]
     fn objects_missing_from_a_relist_are_gone() {
-        let mut relist = Relist::default();
-        relist.applied(&"a", true);
-        relist.applied(&"b", true);
-        assert!(relist.done().is_empty());
+        let mut relist = listed(&["a", "b"]);
         relist.applied(&"c", false);
         // the watch dropped; b was deleted meanwhile
         relist.applied(&"a", true);
@@ -135,19 +103,21 @@ mod tests {
         assert_eq!(relist.done(), ["b"]);
     }
 
+    /// A stream that has seen one `Apply` of `key`, outside any list.
+    fn applied(key: &'static str) -> Relist<&'static str> {
+        let mut relist = Relist::default();
+        relist.applied(&key, false);
+        relist
+    }
+
     #[test]
     fn an_empty_relist_removes_everything() {
-        let mut relist = Relist::default();
-        relist.applied(&"a", false);
-        assert_eq!(relist.done(), ["a"]);
+        assert_eq!(applied("a").done(), ["a"]);
     }
 
     #[test]
     fn a_failed_relist_is_started_over() {
-        let mut relist = Relist::default();
-        relist.applied(&"a", true);
-        relist.applied(&"b", true);
-        relist.done();
+        let mut relist = listed(&["a", "b"]);
         relist.applied(&"a", true); // partial list, then an error
         relist.failed();
         relist.applied(&"b", true);
@@ -156,8 +126,7 @@ mod tests {
 
     #[test]
     fn deleted_objects_are_forgotten() {
-        let mut relist = Relist::default();
-        relist.applied(&"a", false);
+        let mut relist = applied("a");
         relist.deleted(&"a");
         assert!(relist.done().is_empty());
     }

@@ -11,14 +11,10 @@ use kube::{
     api::DynamicObject,
     runtime::{WatchStreamExt as _, reflector, reflector::Store, watcher},
 };
-use member_client::FailureKind;
+use member_client::{FailureKind, WatchBackoffExt as _, watch_backoff};
 use serde::de::DeserializeOwned;
 
-use crate::{
-    metrics::Metrics,
-    mirrored_resource::MirroredResource,
-    watch_backoff::{WatchBackoffExt as _, member_watch_backoff},
-};
+use crate::{metrics::Metrics, mirrored_resource::MirroredResource};
 
 /// The stores one member's watches fill.
 #[derive(Clone)]
@@ -102,7 +98,7 @@ where
     // Every Init but the very first list of this member's watch is a relist.
     let mut inits = u64::from(replacing);
     let stream = watcher(api, watcher::Config::default())
-        .backoff_until_progress(member_watch_backoff())
+        .backoff_until_progress(watch_backoff())
         .inspect(move |event| match event {
             Ok(watcher::Event::Init) => {
                 inits += 1;
@@ -113,7 +109,7 @@ where
             }
             Ok(_) => {}
             Err(err) => {
-                let kind = failure_kind(err);
+                let kind = FailureKind::of_watch(err);
                 metrics.record_watch_error(&member, &resource, kind);
                 if kind == FailureKind::Unauthorized {
                     tracing::warn!(member = %member, resource = %resource, error = %err, "watch rejected: credential not accepted");
@@ -125,17 +121,6 @@ where
         .reflect(writer);
     let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
     (store, task)
-}
-
-/// What a watcher error means: a 401 inside it is an auth failure, whatever the stage.
-pub fn failure_kind(err: &watcher::Error) -> FailureKind {
-    match err {
-        watcher::Error::InitialListFailed(err)
-        | watcher::Error::WatchStartFailed(err)
-        | watcher::Error::WatchFailed(err) => FailureKind::of(err),
-        watcher::Error::WatchError(status) => FailureKind::of_status_code(status.code),
-        watcher::Error::NoResourceVersion => FailureKind::Other,
-    }
 }
 
 /// Nodes in total and with `Ready=True`.
@@ -154,34 +139,4 @@ pub fn node_summary(nodes: &Store<Node>) -> (i32, i32) {
         i32::try_from(nodes.len()).unwrap_or(i32::MAX),
         i32::try_from(ready).unwrap_or(i32::MAX),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use member_client::SecretRef;
-
-    #[test]
-    fn a_401_in_any_watch_stage_is_an_auth_failure() {
-        let rejected = || {
-            kube::Error::Service(Box::new(member_client::Error::Unauthorized {
-                member: "m".into(),
-                secret: SecretRef::new("ns", "s"),
-            }))
-        };
-        for err in [
-            watcher::Error::InitialListFailed(rejected()),
-            watcher::Error::WatchStartFailed(rejected()),
-            watcher::Error::WatchFailed(rejected()),
-            watcher::Error::WatchError(Box::new(
-                kube::core::Status::failure("x", "Unauthorized").with_code(401),
-            )),
-        ] {
-            assert_eq!(failure_kind(&err), FailureKind::Unauthorized, "{err}");
-        }
-        let gone = watcher::Error::WatchError(Box::new(
-            kube::core::Status::failure("x", "Expired").with_code(410),
-        ));
-        assert_eq!(failure_kind(&gone), FailureKind::Other);
-    }
 }

@@ -20,4 +20,3 @@ pub mod readiness;
 pub mod source_readiness;
 pub mod status_writer;
 pub mod supervisor;
-pub mod watch_backoff;

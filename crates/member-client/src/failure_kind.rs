@@ -2,6 +2,8 @@
 
 use std::error::Error as StdError;
 
+use kube::runtime::watcher;
+
 use crate::Error;
 
 /// What a failed request to a member means, for conditions and metrics.
@@ -52,6 +54,18 @@ impl FailureKind {
         }
     }
 
+    /// Classifies a watcher error: a 401 inside it is an auth failure, whatever the stage
+    /// (list, watch start, watch) it happened in.
+    pub fn of_watch(err: &watcher::Error) -> Self {
+        match err {
+            watcher::Error::InitialListFailed(err)
+            | watcher::Error::WatchStartFailed(err)
+            | watcher::Error::WatchFailed(err) => Self::of(err),
+            watcher::Error::WatchError(status) => Self::of_status_code(status.code),
+            watcher::Error::NoResourceVersion => Self::Other,
+        }
+    }
+
     fn of_service_error(err: &(dyn StdError + Send + Sync + 'static)) -> Self {
         if let Some(ours) = err.downcast_ref::<Error>() {
             return match ours {
@@ -68,6 +82,19 @@ impl FailureKind {
     }
 }
 
+/// What the apiserver said when it refused (403) a watch's list, if that is what `err` is.
+///
+/// Only the list counts: it is what a missing RBAC rule fails first, and a watch that has
+/// listed once keeps what it listed through later errors.
+pub fn list_forbidden(err: &watcher::Error) -> Option<&str> {
+    match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) if status.code == 403 => {
+            Some(&status.message)
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,8 +104,15 @@ mod tests {
 
     fn api(code: u16) -> kube::Error {
         kube::Error::Api(Box::new(
-            kube::core::Status::failure("x", "y").with_code(code),
+            kube::core::Status::failure(&format!("status {code}"), "y").with_code(code),
         ))
+    }
+
+    fn rejected() -> kube::Error {
+        kube::Error::Service(Box::new(Error::Unauthorized {
+            member: "m".into(),
+            secret: SecretRef::new("ns", "s"),
+        }))
     }
 
     #[rstest]
@@ -86,13 +120,7 @@ mod tests {
     #[case::status_403(api(403), FailureKind::Forbidden)]
     #[case::status_404(api(404), FailureKind::NotFound)]
     #[case::status_500(api(500), FailureKind::Other)]
-    #[case::rejected_after_refresh(
-        kube::Error::Service(Box::new(Error::Unauthorized {
-            member: "m".into(),
-            secret: SecretRef::new("ns", "s"),
-        })),
-        FailureKind::Unauthorized
-    )]
+    #[case::rejected_after_refresh(rejected(), FailureKind::Unauthorized)]
     #[case::secret_missing(
         kube::Error::Service(Box::new(Error::CredentialUnavailable {
             member: "m".into(),
@@ -113,5 +141,46 @@ mod tests {
     )]
     fn classifies_each_failure_as_what_it_is(#[case] err: kube::Error, #[case] want: FailureKind) {
         assert_eq!(FailureKind::of(&err), want);
+    }
+
+    #[rstest]
+    #[case::list(
+        watcher::Error::InitialListFailed(rejected()),
+        FailureKind::Unauthorized
+    )]
+    #[case::watch_start(
+        watcher::Error::WatchStartFailed(rejected()),
+        FailureKind::Unauthorized
+    )]
+    #[case::watch(watcher::Error::WatchFailed(rejected()), FailureKind::Unauthorized)]
+    #[case::watch_event(
+        watcher::Error::WatchError(Box::new(kube::core::Status::failure("x", "Unauthorized").with_code(401))),
+        FailureKind::Unauthorized
+    )]
+    #[case::expired(
+        watcher::Error::WatchError(Box::new(kube::core::Status::failure("x", "Expired").with_code(410))),
+        FailureKind::Other
+    )]
+    #[case::list_forbidden(watcher::Error::InitialListFailed(api(403)), FailureKind::Forbidden)]
+    #[case::no_resource_version(watcher::Error::NoResourceVersion, FailureKind::Other)]
+    fn a_401_in_any_watch_stage_is_an_auth_failure(
+        #[case] err: watcher::Error,
+        #[case] want: FailureKind,
+    ) {
+        assert_eq!(FailureKind::of_watch(&err), want, "{err}");
+    }
+
+    #[test]
+    fn only_a_refused_list_is_list_forbidden() {
+        let forbidden = watcher::Error::InitialListFailed(api(403));
+        assert_eq!(list_forbidden(&forbidden), Some("status 403"));
+        for other in [
+            watcher::Error::InitialListFailed(api(500)),
+            watcher::Error::InitialListFailed(api(401)),
+            watcher::Error::WatchStartFailed(api(403)),
+            watcher::Error::NoResourceVersion,
+        ] {
+            assert_eq!(list_forbidden(&other), None, "{other}");
+        }
     }
 }

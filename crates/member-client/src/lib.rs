@@ -8,6 +8,8 @@
 //! or when a 401 says it is stale, and the rejected request is retried once ([`BearerLayer`]).
 //! A credential still rejected after a refresh is reported as [`Error::Unauthorized`] and
 //! [`CredentialState::Rejected`], never as "not found" or "unreachable" ([`FailureKind`]).
+//! Watches back off with [`WatchBackoffExt::backoff_until_progress`] and [`watch_backoff`],
+//! which a failed list (kube-runtime's `Init`) cannot reset.
 //!
 //! Start with [`ClientFactory`]:
 //!
@@ -37,6 +39,7 @@ mod secret_ref;
 mod shared_service;
 mod source;
 mod token_cache;
+mod watch_backoff;
 
 pub use async_trait::async_trait;
 pub use bearer_layer::{Bearer, BearerLayer, ResponseFuture};
@@ -44,11 +47,12 @@ pub use client_factory::{ClientFactory, MemberClientConfig};
 pub use credential::Credential;
 pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
-pub use failure_kind::FailureKind;
+pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};
 pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};
+pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
 /// The README's Rust examples, compiled as doctests so that they cannot rot.
 #[cfg(doctest)]

@@ -1,29 +1,30 @@
 //! Backoff for watcher streams that a failed list cannot reset.
 //!
 //! kube-runtime 5's watcher yields `Ok(Event::Init)` right after a failed list (it restarts the
-//! list), and `StreamBackoff` resets on any `Ok`, so with `default_backoff()` a dead credential
-//! is retried about once a second forever. This adapter resets only on events that prove
-//! progress (`InitApply`, `InitDone`, `Apply`, `Delete`), so the delay keeps growing while every
-//! attempt fails.
+//! list), and its `StreamBackoff` resets on any `Ok`, so with `default_backoff()` a dead
+//! credential is retried about once a second forever. [`ProgressBackoff`] resets only on events
+//! that prove progress (`InitApply`, `InitDone`, `Apply`, `Delete`), so the delay keeps growing
+//! while every attempt fails.
 
 use std::{
     pin::Pin,
     task::{Context, Poll, ready},
+    time::Duration,
 };
 
 use futures::Stream;
 use kube::runtime::{utils::Backoff, watcher};
 use tokio::time::{Sleep, sleep};
 
-/// The backoff for member watches: from 0.5 s, doubling, at most 10 s, with jitter.
+/// The backoff for watches: from 0.5 s, doubling, at most 10 s, with jitter.
 ///
 /// kube's default starts at 0.8 s and climbs to 30 s; after a member apiserver restart of a few
-/// seconds that left watches up to ~7 s behind. A member that stays down is retried every 10 s,
-/// one request per watch, which a member can afford.
-pub fn member_watch_backoff() -> watcher::ExponentialBackoff {
+/// seconds that left watches up to ~7 s behind. A cluster that stays down is retried every 10 s,
+/// one request per watch, which any apiserver can afford.
+pub fn watch_backoff() -> watcher::ExponentialBackoff {
     backon::ExponentialBuilder::default()
-        .with_min_delay(std::time::Duration::from_millis(500))
-        .with_max_delay(std::time::Duration::from_secs(10))
+        .with_min_delay(Duration::from_millis(500))
+        .with_max_delay(Duration::from_secs(10))
         .with_factor(2.0)
         .with_jitter()
         .without_max_times()
@@ -31,14 +32,29 @@ pub fn member_watch_backoff() -> watcher::ExponentialBackoff {
 }
 
 /// Extension for watcher streams.
+///
+/// ```no_run
+/// # async fn doc(client: kube::Client) {
+/// use futures::StreamExt as _;
+/// use k8s_openapi::api::core::v1::Node;
+/// use kube::{Api, runtime::watcher};
+/// use member_client::{WatchBackoffExt as _, watch_backoff};
+///
+/// let mut nodes = watcher(Api::<Node>::all(client), watcher::Config::default())
+///     .backoff_until_progress(watch_backoff())
+///     .boxed();
+/// while let Some(event) = nodes.next().await {
+///     // an error is followed by a pause that only progress shortens again
+/// }
+/// # }
+/// ```
 pub trait WatchBackoffExt<K>: Stream<Item = watcher::Result<watcher::Event<K>>> + Sized {
     /// Pauses after each error for `backoff`'s next delay, resetting it only on progress.
     fn backoff_until_progress<B: Backoff>(self, backoff: B) -> ProgressBackoff<Self, B> {
         ProgressBackoff {
             stream: Box::pin(self),
             backoff,
-            sleeping: None,
-            given_up: false,
+            state: State::Awake,
         }
     }
 }
@@ -46,13 +62,25 @@ pub trait WatchBackoffExt<K>: Stream<Item = watcher::Result<watcher::Event<K>>> 
 impl<K, S> WatchBackoffExt<K> for S where S: Stream<Item = watcher::Result<watcher::Event<K>>> {}
 
 /// Stream returned by [`WatchBackoffExt::backoff_until_progress`].
+///
+/// # Recovery
+/// After an error it yields nothing until the delay passes; if the policy returns no further
+/// delay, the stream ends after that error.
 pub struct ProgressBackoff<S, B> {
     stream: Pin<Box<S>>,
     backoff: B,
-    /// Set after an error: the next poll waits for it before polling the stream again.
-    sleeping: Option<Pin<Box<Sleep>>>,
-    /// The policy returned no further delay: the stream has ended.
-    given_up: bool,
+    state: State,
+}
+
+/// Where a [`ProgressBackoff`] is, the way kube-runtime's `StreamBackoff` keeps it.
+enum State {
+    /// The next poll polls the stream: an error moves to `Sleeping` (or `GaveUp`), progress
+    /// resets the policy, `Init` and the stream's end change nothing.
+    Awake,
+    /// An error was yielded; the next poll waits for this sleep, then is `Awake`.
+    Sleeping(Pin<Box<Sleep>>),
+    /// The policy returned no further delay after an error: every poll says the stream ended.
+    GaveUp,
 }
 
 impl<K, S, B> Stream for ProgressBackoff<S, B>
@@ -63,24 +91,29 @@ where
     type Item = S::Item;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.given_up {
-            return Poll::Ready(None);
+        loop {
+            match &mut self.state {
+                State::GaveUp => return Poll::Ready(None),
+                State::Sleeping(sleeping) => {
+                    ready!(sleeping.as_mut().poll(cx));
+                    self.state = State::Awake;
+                }
+                State::Awake => {
+                    let item = ready!(self.stream.as_mut().poll_next(cx));
+                    match &item {
+                        Some(Err(_)) => {
+                            self.state = match self.backoff.next() {
+                                Some(delay) => State::Sleeping(Box::pin(sleep(delay))),
+                                None => State::GaveUp,
+                            };
+                        }
+                        Some(Ok(watcher::Event::Init)) | None => {}
+                        Some(Ok(_)) => self.backoff.reset(),
+                    }
+                    return Poll::Ready(item);
+                }
+            }
         }
-        if let Some(sleeping) = self.sleeping.as_mut() {
-            ready!(sleeping.as_mut().poll(cx));
-            self.sleeping = None;
-        }
-        let item = ready!(self.stream.as_mut().poll_next(cx));
-        match &item {
-            Some(Err(_)) => match self.backoff.next() {
-                Some(delay) => self.sleeping = Some(Box::pin(sleep(delay))),
-                // The policy gave up: end the stream after this error.
-                None => self.given_up = true,
-            },
-            Some(Ok(watcher::Event::Init)) | None => {}
-            Some(Ok(_)) => self.backoff.reset(),
-        }
-        Poll::Ready(item)
     }
 }
 
@@ -89,7 +122,6 @@ mod tests {
     use super::*;
     use futures::{StreamExt as _, channel::mpsc, poll};
     use kube::runtime::watcher::{DefaultBackoff, Event};
-    use std::time::Duration;
 
     fn list_failed() -> watcher::Error {
         watcher::Error::NoResourceVersion
@@ -147,6 +179,41 @@ mod tests {
         assert!(
             poll!(stream.next()).is_pending(),
             "sleeping after the error"
+        );
+    }
+
+    /// A policy that never retries.
+    struct NoRetries;
+
+    impl Iterator for NoRetries {
+        type Item = Duration;
+        fn next(&mut self) -> Option<Duration> {
+            None
+        }
+    }
+
+    impl Backoff for NoRetries {
+        fn reset(&mut self) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_policy_that_gives_up_ends_the_stream_after_the_error() {
+        let (tx, rx) = mpsc::unbounded::<watcher::Result<Event<u8>>>();
+        let mut stream = rx.backoff_until_progress(NoRetries);
+        tx.unbounded_send(Err(list_failed())).unwrap();
+        tx.unbounded_send(Ok(Event::Init)).unwrap();
+        assert!(stream.next().await.unwrap().is_err());
+        assert!(stream.next().await.is_none(), "gave up");
+    }
+
+    #[test]
+    fn the_watch_policy_climbs_from_half_a_second_to_ten() {
+        let delays: Vec<Duration> = watch_backoff().take(12).collect();
+        assert!(delays[0] >= Duration::from_millis(500), "{delays:?}");
+        assert!(delays[0] < Duration::from_secs(2), "{delays:?}");
+        assert!(
+            delays.iter().all(|d| *d <= Duration::from_secs(20)),
+            "{delays:?}"
         );
     }
 }
