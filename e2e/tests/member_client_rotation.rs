@@ -21,7 +21,7 @@ use kube::{
 };
 use member_client::{
     ClientFactory, Credential, CredentialHealth, CredentialSource, CredentialState, FailureKind,
-    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig, async_trait,
+    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
 };
 use testkit::{Cluster, Environment, RestartOptions, status_code};
 
@@ -32,7 +32,7 @@ const CONVERGE: Duration = Duration::from_secs(10);
 /// The member's Secret, as the registry's in-memory store would hold it.
 struct MemorySecret(Mutex<String>);
 
-#[async_trait]
+#[async_trait::async_trait]
 impl CredentialSource for MemorySecret {
     async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
         Credential::from_token_bytes(self.0.lock().unwrap().as_bytes())

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, SecretRef, SourceError};
+use member_client::{Credential, SecretRef, SourceError, validation};
 use serde::Deserialize;
 
-use crate::{InvalidReason, MemberDefinition, ca_bundle, member::checked_spec};
+use crate::{InvalidReason, MemberDefinition, member::checked_spec};
 
 /// Data key holding the cluster's name.
 pub const NAME_KEY: &str = "name";
@@ -116,8 +116,8 @@ pub(crate) fn credential(
     let pem = base64::engine::general_purpose::STANDARD
         .decode(ca_data.trim())
         .map_err(|_| invalid("config.tlsClientConfig.caData is not base64".to_owned()))?;
-    ca_bundle::check_pem(&pem)
-        .map_err(|why| invalid(format!("config.tlsClientConfig.caData: {why}")))?;
+    validation::ca_bundle(&pem)
+        .map_err(|err| invalid(format!("config.tlsClientConfig.caData: {}", err.detail())))?;
     Ok(credential.with_ca_bundle(pem))
 }
 
@@ -167,7 +167,7 @@ fn text(data: &BTreeMap<String, Bytes>, key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ca_bundle::tests::ca_pem;
+    use crate::test_ca::ca_pem;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
     use serde_json::json;

@@ -224,7 +224,7 @@ async fn read_credential_files(token: &Path, ca: Option<PathBuf>) -> Option<Stor
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ca_bundle::tests::ca_pem;
+    use crate::test_ca::ca_pem;
     use member_client::SourceError;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use member_client::{SourceError, ValidationError};
+
 /// Why a member's definition or credential is unusable.
 ///
 /// Each variant maps 1:1 to the reason of the `Ready`/`CredentialsValid` conditions the
@@ -77,6 +79,30 @@ impl fmt::Display for InvalidReason {
     }
 }
 
+/// The one mapping from member-client's [`validation`](member_client::validation) rules to
+/// reasons. A CA bundle arrives with the token, in the Secret, so a bad one is the Secret's
+/// fault.
+impl From<ValidationError> for InvalidReason {
+    fn from(err: ValidationError) -> Self {
+        match err {
+            ValidationError::Endpoint(detail) => Self::EndpointInvalid(detail),
+            ValidationError::Proxy(detail) => Self::ProxyInvalid(detail),
+            ValidationError::CaBundle(detail) => Self::SecretInvalid(detail),
+        }
+    }
+}
+
+/// The one mapping from a credential source's failure to a reason: a missing Secret (or token
+/// file) is `SecretNotFound`, anything else about it `SecretInvalid`.
+impl From<&SourceError> for InvalidReason {
+    fn from(err: &SourceError) -> Self {
+        match err {
+            SourceError::NotFound { .. } => Self::SecretNotFound,
+            other => Self::SecretInvalid(other.to_string()),
+        }
+    }
+}
+
 /// What the registry currently thinks of one member, for the read API.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -97,6 +123,7 @@ pub enum MemberState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use member_client::SecretRef;
     use rstest::rstest;
 
     #[rstest]
@@ -110,5 +137,34 @@ mod tests {
     fn every_reason_has_its_condition_reason(#[case] reason: InvalidReason, #[case] want: &str) {
         assert_eq!(reason.condition_reason(), want);
         assert!(reason.to_string().starts_with(want));
+    }
+
+    #[rstest]
+    #[case::endpoint(ValidationError::Endpoint("e".into()), InvalidReason::EndpointInvalid("e".into()))]
+    #[case::proxy(ValidationError::Proxy("p".into()), InvalidReason::ProxyInvalid("p".into()))]
+    #[case::ca_bundle(ValidationError::CaBundle("c".into()), InvalidReason::SecretInvalid("c".into()))]
+    fn each_validation_rule_has_its_reason(
+        #[case] err: ValidationError,
+        #[case] want: InvalidReason,
+    ) {
+        assert_eq!(InvalidReason::from(err), want);
+    }
+
+    #[rstest]
+    #[case::not_found(SourceError::NotFound { key: SecretRef::new("ns", "s") }, "SecretNotFound")]
+    #[case::missing_key(SourceError::MissingKey { key: SecretRef::new("ns", "s"), field: "token".into() }, "SecretInvalid")]
+    #[case::empty_token(SourceError::EmptyToken, "SecretInvalid")]
+    #[case::unreadable(SourceError::Read { key: SecretRef::new("", "/t"), source: std::sync::Arc::new(std::io::Error::other("EIO")) }, "SecretInvalid")]
+    fn a_source_error_is_secret_not_found_or_secret_invalid(
+        #[case] err: SourceError,
+        #[case] want: &str,
+    ) {
+        let reason = InvalidReason::from(&err);
+        assert_eq!(reason.condition_reason(), want);
+        assert_eq!(
+            reason.detail().is_some(),
+            want == "SecretInvalid",
+            "the detail is the error: {reason}"
+        );
     }
 }

@@ -52,7 +52,10 @@
 //! also its condition reason: `SecretNotFound` (the Secret or token file is missing),
 //! `SecretForbidden` (listing the Secrets of its namespace was refused with 403),
 //! `SecretInvalid` (missing key, empty / non-UTF-8 / non-header-safe token, CA not PEM,
-//! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `ProxyInvalid`,
+//! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `ProxyInvalid`
+//! (not `http://` or `https://`). The endpoint, proxy and CA rules are member-client's
+//! [`validation`](member_client::validation), mapped by `From<ValidationError>`; a credential
+//! source's failure maps by `From<&SourceError>`.
 //! `PullMode` (a Karmada Cluster in Pull mode, ignored on purpose), `DefinitionInvalid` (a
 //! member file that does not parse, a Cluster without `secretRef`). Invalid input never panics
 //! and never affects another member. When two definitions claim one name, the first keeps it
@@ -73,7 +76,6 @@
 //! its definitions sees no new member and no removal; the collector reports that as not ready.
 
 pub mod argocd;
-mod ca_bundle;
 pub mod directory;
 mod error;
 mod event;
@@ -85,6 +87,8 @@ mod member_table;
 mod registry;
 mod secret_store;
 mod source_state;
+#[cfg(test)]
+mod test_ca;
 mod watch;
 
 pub use directory::DirectoryConfig;

@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use member_client::{MemberClientConfig, SecretRef, SourceError, TokenCache};
+use member_client::{
+    MemberClientConfig, SecretRef, SourceError, TokenCache,
+    validation::{self, EndpointSchemes},
+};
 
 use crate::InvalidReason;
 
@@ -81,44 +84,8 @@ pub struct MemberDefinition {
     pub spec: Result<MemberSpec, InvalidReason>,
 }
 
-/// Checks that `endpoint` is an `https://` URL with a host.
-pub(crate) fn check_endpoint(endpoint: &str) -> Result<(), InvalidReason> {
-    let invalid = |why: &str| {
-        Err(InvalidReason::EndpointInvalid(format!(
-            "{endpoint:?} {why}"
-        )))
-    };
-    if endpoint.trim().is_empty() {
-        return Err(InvalidReason::EndpointInvalid("no API endpoint".into()));
-    }
-    let Ok(uri) = endpoint.parse::<http::Uri>() else {
-        return invalid("is not a URL");
-    };
-    match uri.scheme_str() {
-        Some("https") => {}
-        Some(_) => return invalid("is not an https URL"),
-        None => return invalid("has no scheme; expected https://host[:port]"),
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return invalid("has no host");
-    }
-    Ok(())
-}
-
-/// Checks that `proxy` is an `http://` or `https://` URL, as member-client requires.
-pub(crate) fn check_proxy(proxy: &str) -> Result<(), InvalidReason> {
-    let invalid = |why: &str| Err(InvalidReason::ProxyInvalid(format!("{proxy:?} {why}")));
-    let Ok(uri) = proxy.parse::<http::Uri>() else {
-        return invalid("is not a URL");
-    };
-    match uri.scheme_str() {
-        Some("http" | "https") if uri.host().is_some_and(|h| !h.is_empty()) => Ok(()),
-        Some("http" | "https") => invalid("has no host"),
-        _ => invalid("is not an http:// or https:// URL"),
-    }
-}
-
-/// Builds a [`MemberSpec`] after checking its endpoint and proxy. An empty proxy means none.
+/// Builds a [`MemberSpec`] after checking its endpoint (`https://` only) and proxy with
+/// member-client's [`validation`] rules. An empty proxy means none.
 pub(crate) fn checked_spec(
     name: String,
     api_endpoint: String,
@@ -126,10 +93,10 @@ pub(crate) fn checked_spec(
     insecure_skip_tls_verify: bool,
     proxy_url: Option<String>,
 ) -> Result<MemberSpec, InvalidReason> {
-    check_endpoint(&api_endpoint)?;
+    validation::endpoint(&api_endpoint, EndpointSchemes::HttpsOnly)?;
     let proxy_url = proxy_url.filter(|p| !p.trim().is_empty());
     if let Some(proxy) = &proxy_url {
-        check_proxy(proxy)?;
+        validation::proxy_url(proxy)?;
     }
     Ok(MemberSpec {
         name,
@@ -145,46 +112,34 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
-    #[rstest]
-    #[case::https("https://10.0.0.1:6443")]
-    #[case::https_with_path("https://lb.example.com/k8s/clusters/c-1")]
-    #[case::ipv6("https://[::1]:6443")]
-    fn https_endpoints_pass(#[case] endpoint: &str) {
-        assert_eq!(check_endpoint(endpoint), Ok(()));
+    fn spec_with(endpoint: &str, proxy: Option<&str>) -> Result<MemberSpec, InvalidReason> {
+        checked_spec(
+            "m".into(),
+            endpoint.into(),
+            SecretRef::new("ns", "s"),
+            true,
+            proxy.map(str::to_owned),
+        )
     }
 
     #[rstest]
-    #[case::empty("", "no API endpoint")]
-    #[case::http("http://10.0.0.1:6443", "not an https URL")]
-    #[case::no_scheme("10.0.0.1:6443", "no scheme")]
-    #[case::not_a_url("https://exa mple", "not a URL")]
-    #[case::ftp("ftp://example.com", "not an https URL")]
-    fn other_endpoints_are_invalid(#[case] endpoint: &str, #[case] want: &str) {
-        let Err(InvalidReason::EndpointInvalid(detail)) = check_endpoint(endpoint) else {
-            panic!("{endpoint:?} must be refused");
-        };
-        assert!(detail.contains(want), "{detail}");
-    }
-
-    #[rstest]
-    #[case::http("http://proxy:3128", true)]
-    #[case::https("https://proxy:3128", true)]
-    #[case::socks("socks5://proxy:1080", false)]
-    #[case::no_scheme("proxy:3128", false)]
-    fn proxies_must_be_http(#[case] proxy: &str, #[case] ok: bool) {
-        assert_eq!(check_proxy(proxy).is_ok(), ok, "{proxy}");
+    #[case::http_endpoint("http://10.0.0.1:6443", None, "EndpointInvalid")]
+    #[case::no_endpoint("", None, "EndpointInvalid")]
+    #[case::socks_proxy("https://h", Some("socks5://p:1080"), "ProxyInvalid")]
+    fn definitions_are_checked_by_member_clients_rules(
+        #[case] endpoint: &str,
+        #[case] proxy: Option<&str>,
+        #[case] want: &str,
+    ) {
+        assert_eq!(
+            spec_with(endpoint, proxy).unwrap_err().condition_reason(),
+            want
+        );
     }
 
     #[test]
     fn client_config_carries_every_field() {
-        let spec = checked_spec(
-            "m".into(),
-            "https://h:1".into(),
-            SecretRef::new("ns", "s"),
-            true,
-            Some("http://p:3128".into()),
-        )
-        .unwrap();
+        let spec = spec_with("https://h:1", Some("http://p:3128")).unwrap();
         let config = spec.client_config(Some(Bytes::from_static(b"pem")));
         assert_eq!(config.api_endpoint, "https://h:1");
         assert!(config.insecure_skip_tls_verify);
@@ -195,14 +150,6 @@ mod tests {
 
     #[test]
     fn empty_proxy_means_none() {
-        let spec = checked_spec(
-            "m".into(),
-            "https://h".into(),
-            SecretRef::new("", "f"),
-            false,
-            Some(" ".into()),
-        )
-        .unwrap();
-        assert_eq!(spec.proxy_url, None);
+        assert_eq!(spec_with("https://h", Some(" ")).unwrap().proxy_url, None);
     }
 }

@@ -282,7 +282,7 @@ impl MemberTable {
         }
         Some(match self.store.get(key).map(|s| s.credential(key)) {
             None => Told::Invalid(InvalidReason::SecretNotFound),
-            Some(Err(err)) => Told::Invalid(InvalidReason::SecretInvalid(err.to_string())),
+            Some(Err(err)) => Told::Invalid(InvalidReason::from(&err)),
             Some(Ok(credential)) => Told::Ready {
                 spec: spec.clone(),
                 ca: credential.ca_bundle().cloned(),

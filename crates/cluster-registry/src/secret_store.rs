@@ -2,12 +2,13 @@
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use dashmap::DashMap;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, CredentialSource, SecretRef, SourceError, async_trait};
+use member_client::{Credential, CredentialSource, SecretRef, SourceError, validation};
 
-use crate::{argocd, ca_bundle, karmada, labels};
+use crate::{argocd, karmada, labels};
 
 /// How a Secret holds its credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,9 +124,9 @@ fn karmada_credential(
     match data.get(karmada::CA_BUNDLE_KEY).filter(|ca| !ca.is_empty()) {
         None => Ok(credential),
         Some(ca) => {
-            ca_bundle::check_pem(ca).map_err(|why| SourceError::Invalid {
+            validation::ca_bundle(ca).map_err(|err| SourceError::Invalid {
                 key: key.clone(),
-                reason: format!("{}: {why}", karmada::CA_BUNDLE_KEY),
+                reason: format!("{}: {}", karmada::CA_BUNDLE_KEY, err.detail()),
             })?;
             Ok(credential.with_ca_bundle(ca.clone()))
         }
@@ -203,7 +204,7 @@ impl CredentialSource for SecretStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ca_bundle::tests::ca_pem;
+    use crate::test_ca::ca_pem;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
     use serde_json::json;

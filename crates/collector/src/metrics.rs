@@ -433,7 +433,7 @@ mod tests {
     #[derive(Debug)]
     struct FixedSource;
 
-    #[member_client::async_trait]
+    #[async_trait::async_trait]
     impl CredentialSource for FixedSource {
         async fn fetch(&self, _key: &SecretRef) -> Result<member_client::Credential, SourceError> {
             member_client::Credential::from_token_bytes(TOKEN.as_bytes())

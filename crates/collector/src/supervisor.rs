@@ -115,17 +115,15 @@ impl Supervisor {
                 self.members.insert(spec.name, Running { task });
             }
             Err(err) => {
-                let detail = err.to_string();
                 let reason = match err {
-                    member_client::Error::InvalidCaBundle { .. } => "SecretInvalid",
-                    member_client::Error::InvalidProxyUrl { .. } => "ProxyInvalid",
-                    _ => "EndpointInvalid",
+                    member_client::Error::Invalid { source, .. } => InvalidReason::from(source),
+                    other => InvalidReason::EndpointInvalid(other.to_string()),
                 };
-                self.report_without_client(
-                    &spec.name,
-                    MemberHealth::DefinitionInvalid { reason, detail },
-                )
-                .await;
+                let health = MemberHealth::DefinitionInvalid {
+                    reason: reason.condition_reason(),
+                    detail: reason.detail().unwrap_or_default().to_owned(),
+                };
+                self.report_without_client(&spec.name, health).await;
             }
         }
     }

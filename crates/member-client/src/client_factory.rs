@@ -2,12 +2,12 @@
 
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
-use rustls_pki_types::{CertificateDer, pem::PemObject as _};
 use tower::{layer::layer_fn, limit::ConcurrencyLimitLayer};
 
 use crate::{
     BearerLayer, CredentialHealth, Error, Result, SecretRef, TokenCache,
     shared_service::SharedService,
+    validation::{self, EndpointSchemes},
 };
 
 /// Everything needed to reach one member cluster.
@@ -96,22 +96,30 @@ impl ClientFactory {
     /// retry → kube's default stack (base URI, retries of 429/503/504, tracing, TLS, timeouts).
     ///
     /// # Errors
-    /// [`Error::InvalidEndpoint`], [`Error::InvalidProxyUrl`], [`Error::InvalidCaBundle`] or
-    /// [`Error::BuildClient`].
+    /// [`Error::Invalid`] when the endpoint, proxy or CA bundle breaks its
+    /// [`validation`](crate::validation) rule (`http://` endpoints are accepted here, for
+    /// loopback tests), or [`Error::BuildClient`].
     ///
     /// # Panics
     /// Outside a Tokio runtime, like `kube::Client::try_from`.
     pub fn build(&self, config: &MemberClientConfig, health: &CredentialHealth) -> Result<Client> {
-        let mut kube_config = kube::Config::new(parse_endpoint(config)?);
+        let invalid = |source| Error::Invalid {
+            member: config.member.clone(),
+            source,
+        };
+        let endpoint = validation::endpoint(&config.api_endpoint, EndpointSchemes::HttpOrHttps)
+            .map_err(invalid)?;
+        let mut kube_config = kube::Config::new(endpoint);
         kube_config.proxy_url = config
             .proxy_url
             .as_deref()
-            .map(|url| parse_proxy(config, url))
-            .transpose()?;
+            .map(validation::proxy_url)
+            .transpose()
+            .map_err(invalid)?;
         if config.insecure_skip_tls_verify {
             kube_config.accept_invalid_certs = true;
         } else if let Some(pem) = &config.ca_bundle {
-            kube_config.root_cert = Some(parse_ca_bundle(&config.member, pem)?);
+            kube_config.root_cert = Some(validation::ca_bundle(pem).map_err(invalid)?);
         }
         // Config::new leaves auth_info empty; nothing below BearerLayer may set the header.
         debug_assert!(kube_config.auth_info.token.is_none());
@@ -137,63 +145,10 @@ impl ClientFactory {
     }
 }
 
-fn parse_endpoint(config: &MemberClientConfig) -> Result<http::Uri> {
-    let invalid = |reason: &str| Error::InvalidEndpoint {
-        member: config.member.clone(),
-        endpoint: config.api_endpoint.clone(),
-        reason: reason.to_owned(),
-    };
-    let uri: http::Uri = config
-        .api_endpoint
-        .parse()
-        .map_err(|_| invalid("not a URL"))?;
-    match uri.scheme_str() {
-        Some("https" | "http") => {}
-        Some(_) => return Err(invalid("the scheme must be https")),
-        None => return Err(invalid("no scheme; expected https://host[:port]")),
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(invalid("no host"));
-    }
-    Ok(uri)
-}
-
-fn parse_proxy(config: &MemberClientConfig, proxy_url: &str) -> Result<http::Uri> {
-    let invalid = |source: Box<dyn std::error::Error + Send + Sync>| Error::InvalidProxyUrl {
-        member: config.member.clone(),
-        proxy_url: proxy_url.to_owned(),
-        source,
-    };
-    let uri: http::Uri = proxy_url.parse().map_err(|err| invalid(Box::new(err)))?;
-    match uri.scheme_str() {
-        Some("http" | "https") => Ok(uri),
-        _ => Err(invalid(
-            "only http:// and https:// proxies are supported".into(),
-        )),
-    }
-}
-
-/// Parses a PEM bundle into the DER certificates kube wants, refusing anything that is not PEM
-/// with at least one certificate (kube would otherwise fail only at the first handshake).
-fn parse_ca_bundle(member: &str, pem: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let invalid = |reason: String| Error::InvalidCaBundle {
-        member: member.to_owned(),
-        reason,
-    };
-    let certs = CertificateDer::pem_slice_iter(pem)
-        .map(|cert| cert.map(|der| der.as_ref().to_vec()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|err| invalid(format!("not PEM: {err}")))?;
-    if certs.is_empty() {
-        return Err(invalid("no CERTIFICATE block".to_owned()));
-    }
-    Ok(certs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CredentialSource, SourceError, TokenCacheConfig};
+    use crate::{CredentialSource, SourceError, TokenCacheConfig, ValidationError};
     use rstest::rstest;
 
     struct NoSource;
@@ -209,10 +164,12 @@ mod tests {
         ClientFactory::new(TokenCache::new(NoSource, TokenCacheConfig::default()))
     }
 
-    fn build_err(config: &MemberClientConfig) -> Error {
+    /// The rule `config` broke, by asking the factory to build it.
+    fn refusal(config: &MemberClientConfig) -> ValidationError {
         match factory().build(config, &CredentialHealth::new()) {
+            Err(Error::Invalid { member, source }) if member == config.member => source,
+            Err(other) => panic!("{config:?}: expected Error::Invalid, got {other:?}"),
             Ok(_) => panic!("{config:?} must be refused"),
-            Err(err) => err,
         }
     }
 
@@ -220,54 +177,52 @@ mod tests {
         MemberClientConfig::new("m1", endpoint, SecretRef::new("ns", "m1"))
     }
 
-    #[rstest]
-    #[case::not_a_url("::::", "not a URL")]
-    #[case::no_scheme("10.0.0.1:6443", "no scheme")]
-    #[case::wrong_scheme("ftp://10.0.0.1", "scheme must be https")]
-    #[case::space("https://exa mple", "not a URL")]
-    #[tokio::test]
-    async fn bad_endpoints_are_typed_errors(#[case] endpoint: &str, #[case] want: &str) {
-        let err = build_err(&config(endpoint));
-        assert!(matches!(err, Error::InvalidEndpoint { .. }), "{err:?}");
-        assert!(err.to_string().contains(want), "{err}");
-    }
-
-    #[rstest]
-    #[case::garbage(&b"not a certificate"[..], "no CERTIFICATE block")]
-    #[case::empty(&b""[..], "no CERTIFICATE block")]
-    #[case::bad_base64(&b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n"[..], "not PEM")]
-    #[case::unterminated(&b"-----BEGIN CERTIFICATE-----\nMIIB\n"[..], "not PEM")]
-    #[case::only_a_key(&b"-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"[..], "no CERTIFICATE block")]
-    #[tokio::test]
-    async fn bad_ca_bundles_are_typed_errors(#[case] pem: &'static [u8], #[case] want: &str) {
-        let err = build_err(&config("https://127.0.0.1:6443").with_ca_bundle(pem));
-        assert!(matches!(err, Error::InvalidCaBundle { .. }), "{err:?}");
-        assert!(err.to_string().contains(want), "{err}");
-    }
-
-    #[tokio::test]
-    async fn insecure_skip_ignores_the_ca_bundle() {
-        let mut config = config("https://127.0.0.1:6443").with_ca_bundle(&b"garbage"[..]);
-        config.insecure_skip_tls_verify = true;
-        assert!(factory().build(&config, &CredentialHealth::new()).is_ok());
-    }
-
-    #[rstest]
-    #[case::socks("socks5://127.0.0.1:1080")]
-    #[case::no_scheme("127.0.0.1:3128")]
-    #[case::garbage("http://[::1")]
-    #[tokio::test]
-    async fn bad_proxies_are_typed_errors(#[case] proxy: &str) {
+    fn with_proxy(proxy: &str) -> MemberClientConfig {
         let mut config = config("https://127.0.0.1:6443");
         config.proxy_url = Some(proxy.to_owned());
-        let err = build_err(&config);
-        assert!(matches!(err, Error::InvalidProxyUrl { .. }), "{err:?}");
+        config
     }
 
+    #[rstest]
+    #[case::not_a_url(config("::::"), "Endpoint", "not a URL")]
+    #[case::no_scheme(config("10.0.0.1:6443"), "Endpoint", "no scheme")]
+    #[case::wrong_scheme(config("ftp://10.0.0.1"), "Endpoint", "not an https (or http) URL")]
+    #[case::space(config("https://exa mple"), "Endpoint", "not a URL")]
+    #[case::garbage_ca(config("https://127.0.0.1:6443").with_ca_bundle(&b"not a certificate"[..]), "CaBundle", "no CERTIFICATE block")]
+    #[case::empty_ca(config("https://127.0.0.1:6443").with_ca_bundle(&b""[..]), "CaBundle", "no CERTIFICATE block")]
+    #[case::unterminated_ca(config("https://127.0.0.1:6443").with_ca_bundle(&b"-----BEGIN CERTIFICATE-----\nMIIB\n"[..]), "CaBundle", "not PEM")]
+    #[case::socks_proxy(
+        with_proxy("socks5://127.0.0.1:1080"),
+        "Proxy",
+        "not an http:// or https:// URL"
+    )]
+    #[case::proxy_without_scheme(
+        with_proxy("127.0.0.1:3128"),
+        "Proxy",
+        "not an http:// or https:// URL"
+    )]
+    #[case::garbage_proxy(with_proxy("http://[::1"), "Proxy", "not a URL")]
     #[tokio::test]
-    async fn http_proxy_is_accepted() {
-        let mut config = config("https://127.0.0.1:6443");
-        config.proxy_url = Some("http://127.0.0.1:3128".to_owned());
+    async fn bad_configs_are_refused_by_their_rule(
+        #[case] config: MemberClientConfig,
+        #[case] rule: &str,
+        #[case] want: &str,
+    ) {
+        let err = refusal(&config);
+        assert!(format!("{err:?}").starts_with(rule), "{err:?}");
+        assert!(err.detail().contains(want), "{err}");
+    }
+
+    #[rstest]
+    #[case::insecure_skip_ignores_the_ca_bundle({
+        let mut config = config("https://127.0.0.1:6443").with_ca_bundle(&b"garbage"[..]);
+        config.insecure_skip_tls_verify = true;
+        config
+    })]
+    #[case::http_proxy(with_proxy("http://127.0.0.1:3128"))]
+    #[case::http_endpoint_for_loopback_tests(config("http://127.0.0.1:8080"))]
+    #[tokio::test]
+    async fn good_configs_build(#[case] config: MemberClientConfig) {
         assert!(factory().build(&config, &CredentialHealth::new()).is_ok());
     }
 }

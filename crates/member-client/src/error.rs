@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{SecretRef, SourceError};
+use crate::{SecretRef, SourceError, validation::ValidationError};
 
 /// What can go wrong building or using a member client.
 ///
@@ -35,34 +35,15 @@ pub enum Error {
         #[source]
         source: Arc<SourceError>,
     },
-    /// The API endpoint is not an `http(s)://host[:port]` URL.
-    #[error("member {member:?} has an invalid API endpoint {endpoint:?}: {reason}")]
-    InvalidEndpoint {
+    /// The member's API endpoint, proxy URL or CA bundle breaks its
+    /// [`validation`](crate::validation) rule. Not retryable until the definition changes.
+    #[error("member {member:?} cannot be reached as defined")]
+    Invalid {
         /// The member cluster.
         member: String,
-        /// The endpoint as given.
-        endpoint: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The proxy URL does not parse or uses a scheme other than http, https or socks5.
-    #[error("member {member:?} has an invalid proxy URL {proxy_url:?}")]
-    InvalidProxyUrl {
-        /// The member cluster.
-        member: String,
-        /// The proxy URL as given.
-        proxy_url: String,
-        /// Why it was refused.
+        /// Which rule, and what is wrong.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The CA bundle is not PEM holding at least one certificate.
-    #[error("member {member:?} has an invalid CA bundle: {reason}")]
-    InvalidCaBundle {
-        /// The member cluster.
-        member: String,
-        /// What is wrong with it.
-        reason: String,
+        source: ValidationError,
     },
     /// kube refused the configuration (its TLS setup, say).
     #[error("building the client for member {member:?} failed")]

@@ -1,6 +1,6 @@
 //! A token file, such as the projected ServiceAccount token kubelet rotates in place.
 
-use std::{io, path::PathBuf};
+use std::{io, path::PathBuf, sync::Arc};
 
 use async_trait::async_trait;
 
@@ -67,7 +67,7 @@ async fn read(path: &PathBuf, key: &SecretRef) -> Result<Vec<u8>, SourceError> {
         },
         _ => SourceError::Read {
             key: key.clone(),
-            source: Box::new(err),
+            source: Arc::new(err),
         },
     })
 }

@@ -8,8 +8,22 @@
 //! or when a 401 says it is stale, and the rejected request is retried once ([`BearerLayer`]).
 //! A credential still rejected after a refresh is reported as [`Error::Unauthorized`] and
 //! [`CredentialState::Rejected`], never as "not found" or "unreachable" ([`FailureKind`]).
-//! Watches back off with [`WatchBackoffExt::backoff_until_progress`] and [`watch_backoff`],
-//! which a failed list (kube-runtime's `Init`) cannot reset.
+//!
+//! # How data flows
+//! - A [`CredentialSource`] reads a [`Credential`] (token, optional CA bundle, expiry) for a
+//!   [`SecretRef`]: [`FileSource`] reads a token file; cluster-registry's Secret store is
+//!   another.
+//! - The [`TokenCache`] sits over one source: single-flight loads, expiry from the JWT `exp`,
+//!   [`invalidate`](TokenCache::invalidate) when the Secret changes.
+//! - [`ClientFactory`] turns a [`MemberClientConfig`] into a `kube::Client`, after checking its
+//!   endpoint, proxy and CA bundle with [`validation`] (errors: [`ValidationError`] inside
+//!   [`Error::Invalid`]). The client's stack holds a [`BearerLayer`], which takes the token
+//!   from the cache per request, refreshes and retries once on a 401, and reports what the
+//!   member says of the credential to a [`CredentialHealth`].
+//! - A failed request or watch is classified by [`FailureKind`] ([`FailureKind::of`],
+//!   [`FailureKind::of_watch`], [`list_forbidden`]); watches back off with
+//!   [`WatchBackoffExt::backoff_until_progress`] and [`watch_backoff`], which a failed list
+//!   (kube-runtime's `Init`) cannot reset.
 //!
 //! Start with [`ClientFactory`]:
 //!
@@ -39,9 +53,9 @@ mod secret_ref;
 mod shared_service;
 mod source;
 mod token_cache;
+pub mod validation;
 mod watch_backoff;
 
-pub use async_trait::async_trait;
 pub use bearer_layer::{Bearer, BearerLayer, ResponseFuture};
 pub use client_factory::{ClientFactory, MemberClientConfig};
 pub use credential::Credential;
@@ -52,6 +66,7 @@ pub use file_source::FileSource;
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};
 pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};
+pub use validation::ValidationError;
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
 /// The README's Rust examples, compiled as doctests so that they cannot rot.

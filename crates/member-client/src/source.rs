@@ -1,5 +1,7 @@
 //! Where credentials come from.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::{Credential, SecretRef};
@@ -12,7 +14,8 @@ use crate::{Credential, SecretRef};
 /// invalidation or a 401, and never twice at once for the same key.
 ///
 /// ```
-/// use member_client::{async_trait, Credential, CredentialSource, SecretRef, SourceError};
+/// use async_trait::async_trait;
+/// use member_client::{Credential, CredentialSource, SecretRef, SourceError};
 ///
 /// struct Fixed;
 ///
@@ -33,7 +36,10 @@ pub trait CredentialSource: Send + Sync + 'static {
 }
 
 /// Why a [`CredentialSource`] has no usable credential.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Clone`, so that a source can keep a parse failure and hand it out again (the registry's
+/// Secret store parses each Secret once, when it arrives).
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SourceError {
     /// The Secret (or file) does not exist. Permanent until it is created.
@@ -75,9 +81,9 @@ pub enum SourceError {
     Read {
         /// What was being read.
         key: SecretRef,
-        /// Why.
+        /// Why; in an `Arc` because I/O errors are not `Clone`.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
 }
 

@@ -16,7 +16,7 @@ use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
     ClientFactory, Credential, CredentialHealth, CredentialSource, MemberClientConfig, SecretRef,
-    SourceError, TokenCache, TokenCacheConfig, async_trait,
+    SourceError, TokenCache, TokenCacheConfig,
 };
 use secrecy::SecretString;
 use tokio::net::TcpListener;
@@ -42,7 +42,7 @@ pub struct OverheadReport {
 /// Always the same token, as a Secret that never changes.
 struct StaticSource;
 
-#[async_trait]
+#[async_trait::async_trait]
 impl CredentialSource for StaticSource {
     async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
         Credential::from_token_bytes(TOKEN.as_bytes())

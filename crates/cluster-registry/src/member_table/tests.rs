@@ -4,7 +4,7 @@ use member_client::TokenCacheConfig;
 use secrecy::ExposeSecret as _;
 
 use super::*;
-use crate::ca_bundle::tests::ca_pem;
+use crate::test_ca::ca_pem;
 
 struct Harness {
     table: MemberTable,

@@ -13,6 +13,7 @@ use std::{
     time::Duration,
 };
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -20,7 +21,7 @@ use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
     ClientFactory, Credential, CredentialHealth, CredentialSource, MemberClientConfig, SecretRef,
-    SourceError, TokenCache, TokenCacheConfig, async_trait,
+    SourceError, TokenCache, TokenCacheConfig,
 };
 use tokio::{net::TcpListener, sync::Barrier, task::JoinHandle};
 
