@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use member_client::{FailureKind, SecretRef};
 use registry_support::{
-    Agents, expect_invalid, list_namespaces, member_client, next_event, whoami,
+    Agents, expect_invalid, list_namespaces, member_client, next_event, next_upserted, whoami,
 };
 use serde_json::json;
 use testkit::Environment;
@@ -72,12 +72,11 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
         RegistryBuilder::new().argocd(admin.clone(), argocd).build();
     let driver = tokio::spawn(driver.run());
 
-    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
-        panic!("expected Upserted");
-    };
+    let upserted = next_upserted(&mut events).await.unwrap();
+    let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
     assert_eq!(spec.secret_ref, SecretRef::new(&ns, "cluster-member1"));
-    let client = member_client(&registry, &spec).await.unwrap();
+    let client = member_client(&registry, &upserted).unwrap();
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
     assert_eq!(registry.state("ghost"), None);
 
@@ -124,7 +123,7 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
         .unwrap();
     assert!(matches!(
         next_event(&mut events).await.unwrap(),
-        RegistryEvent::Upserted(_)
+        RegistryEvent::Upserted { .. }
     ));
     assert_eq!(list_namespaces(&client).await, Ok(()));
     secrets

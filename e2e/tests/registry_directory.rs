@@ -14,7 +14,7 @@ use std::time::Duration;
 use cluster_registry::{DirectoryConfig, RegistryBuilder, RegistryEvent};
 use member_client::FailureKind;
 use registry_support::{
-    Agents, expect_invalid, list_namespaces, member_client, next_event, whoami,
+    Agents, expect_invalid, list_namespaces, member_client, next_event, next_upserted, whoami,
 };
 use testkit::Environment;
 
@@ -52,11 +52,10 @@ async fn member_files_follow_token_file_rotation_garbage_and_deletion() {
     // Files are read in name order: broken.yaml first.
     let event = next_event(&mut events).await.unwrap();
     expect_invalid(&event, "broken", "DefinitionInvalid").unwrap();
-    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
-        panic!("expected Upserted");
-    };
+    let upserted = next_upserted(&mut events).await.unwrap();
+    let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
-    let client = member_client(&registry, &spec).await.unwrap();
+    let client = member_client(&registry, &upserted).unwrap();
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
 
     // A new token file: rotated, and the next request carries it.

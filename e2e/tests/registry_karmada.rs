@@ -18,7 +18,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use member_client::{FailureKind, SecretRef};
 use registry_support::{
-    Agents, expect_invalid, list_namespaces, member_client, next_event, next_event_of, whoami,
+    Agents, expect_invalid, list_namespaces, member_client, next_event, next_event_of,
+    next_upserted, whoami,
 };
 use serde_json::json;
 use testkit::Environment;
@@ -105,13 +106,17 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
     let driver = tokio::spawn(driver.run());
 
     // Upserted, and a working client that authenticates as agent-a.
-    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
-        panic!("expected Upserted");
-    };
+    let upserted = next_upserted(&mut events).await.unwrap();
+    let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
     assert_eq!(spec.api_endpoint, member.endpoint());
     assert_eq!(spec.secret_ref, SecretRef::new(&ns, "member1"));
-    let client = member_client(&registry, &spec).await.unwrap();
+    assert_eq!(
+        upserted.1.as_deref(),
+        Some(member.ca_pem().as_bytes()),
+        "the CA travels with the member"
+    );
+    let client = member_client(&registry, &upserted).unwrap();
     assert_eq!(list_namespaces(&client).await, Ok(()));
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
 
@@ -181,7 +186,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
         .unwrap();
     assert!(matches!(
         next_event_of(&mut events, "member1").await.unwrap(),
-        RegistryEvent::Upserted(_)
+        RegistryEvent::Upserted { .. }
     ));
     assert_eq!(list_namespaces(&client).await, Ok(()));
 
@@ -234,10 +239,8 @@ async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() {
         .unwrap();
     let (registry, mut events, driver) = RegistryBuilder::new().karmada(admin.clone()).build();
     let driver = tokio::spawn(driver.run());
-    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
-        panic!("expected Upserted");
-    };
-    let wrong_ca = member_client(&registry, &spec).await.unwrap();
+    let upserted = next_upserted(&mut events).await.unwrap();
+    let wrong_ca = member_client(&registry, &upserted).unwrap();
     assert_eq!(
         list_namespaces(&wrong_ca).await,
         Err(FailureKind::Unreachable)
@@ -265,11 +268,10 @@ async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() {
         )
         .await
         .unwrap();
-    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
-        panic!("expected Upserted for the new CA");
-    };
+    let upserted = next_upserted(&mut events).await.unwrap();
+    assert_eq!(upserted.1.as_deref(), Some(member.ca_pem().as_bytes()));
     assert_eq!(registry.tokens().stats().invalidations, invalidations + 1);
-    let right_ca = member_client(&registry, &spec).await.unwrap();
+    let right_ca = member_client(&registry, &upserted).unwrap();
     assert_eq!(whoami(&right_ca).await.unwrap(), agents.user("agent-a"));
     driver.abort();
 }
@@ -304,7 +306,7 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
     let driver = tokio::spawn(driver.run());
     assert!(matches!(
         next_event(&mut events).await.unwrap(),
-        RegistryEvent::Upserted(_)
+        RegistryEvent::Upserted { .. }
     ));
     assert!(
         registry
@@ -346,10 +348,8 @@ async fn watches_resume_after_a_control_plane_restart() {
         .unwrap();
     let (registry, mut events, driver) = RegistryBuilder::new().karmada(admin.clone()).build();
     let driver = tokio::spawn(driver.run());
-    let RegistryEvent::Upserted(spec) = next_event(&mut events).await.unwrap() else {
-        panic!("expected Upserted");
-    };
-    let client = member_client(&registry, &spec).await.unwrap();
+    let upserted = next_upserted(&mut events).await.unwrap();
+    let client = member_client(&registry, &upserted).unwrap();
 
     // Every watch of the registry ends with the control plane; it must reconnect by itself.
     env.restart(testkit::CONTROL_PLANE, Default::default())
@@ -484,7 +484,7 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
     .await
     .unwrap();
     assert!(
-        matches!(event, RegistryEvent::Upserted(_)),
+        matches!(event, RegistryEvent::Upserted { .. }),
         "expected Upserted, got {event:?}"
     );
     eprintln!("member1 upserted {:?} after the grant", granted.elapsed());

@@ -81,14 +81,10 @@ async fn main() -> Result<()> {
     // The registry, and a member client built the way the collector builds it.
     let (registry, mut events, driver) = RegistryBuilder::new().karmada(admin.clone()).build();
     let driver = tokio::spawn(driver.run());
-    let spec = match tokio::time::timeout(GIVE_UP, events.recv()).await? {
-        Some(RegistryEvent::Upserted(spec)) => spec,
+    let config = match tokio::time::timeout(GIVE_UP, events.recv()).await? {
+        Some(RegistryEvent::Upserted { spec, ca_bundle }) => spec.client_config(ca_bundle),
         other => bail!("expected Upserted, got {other:?}"),
     };
-    let config = spec
-        .client_config_from(registry.tokens())
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let client =
         ClientFactory::new(registry.tokens().clone()).build(&config, &CredentialHealth::new())?;
     let (tx, mut rotated_at) = tokio::sync::mpsc::unbounded_channel();

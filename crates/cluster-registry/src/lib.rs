@@ -19,10 +19,8 @@
 //! let consume = async {
 //!     while let Some(event) = events.recv().await {
 //!         match event {
-//!             RegistryEvent::Upserted(spec) => {
-//!                 let Ok(config) = spec.client_config_from(registry.tokens()).await else {
-//!                     continue; // an Invalid event follows
-//!                 };
+//!             RegistryEvent::Upserted { spec, ca_bundle } => {
+//!                 let config = spec.client_config(ca_bundle);
 //!                 let client = factory.build(&config, &CredentialHealth::new());
 //!                 // start or replace the member's informers with `client`
 //!             }

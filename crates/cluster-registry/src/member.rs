@@ -1,18 +1,17 @@
 //! [`MemberSpec`]: one member cluster as a source defines it.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use member_client::{
-    MemberClientConfig, SecretRef, SourceError, TokenCache,
+    MemberClientConfig, SecretRef,
     validation::{self, EndpointSchemes},
 };
 
 use crate::InvalidReason;
 
 /// One member cluster, as a source (Karmada `Cluster`, Argo CD cluster Secret, member file)
-/// defines it. It holds no credential: the token and CA bundle are read through
-/// [`secret_ref`](Self::secret_ref) from the registry's [`TokenCache`](member_client::TokenCache).
+/// defines it. It holds no credential: the token is read through
+/// [`secret_ref`](Self::secret_ref) from the registry's [`TokenCache`](member_client::TokenCache),
+/// and the CA bundle arrives beside the spec in [`Upserted`](crate::RegistryEvent::Upserted).
 ///
 /// ```
 /// use cluster_registry::MemberSpec;
@@ -44,8 +43,8 @@ pub struct MemberSpec {
 
 impl MemberSpec {
     /// The [`MemberClientConfig`] for this member, verifying it with `ca_bundle` (PEM; the
-    /// system roots when `None`). Take the bundle from the credential
-    /// ([`Credential::ca_bundle`](member_client::Credential::ca_bundle)).
+    /// system roots when `None`): the one an [`Upserted`](crate::RegistryEvent::Upserted)
+    /// event carries.
     pub fn client_config(&self, ca_bundle: Option<Bytes>) -> MemberClientConfig {
         let mut config = MemberClientConfig::new(
             self.name.clone(),
@@ -56,19 +55,6 @@ impl MemberSpec {
         config.insecure_skip_tls_verify = self.insecure_skip_tls_verify;
         config.proxy_url = self.proxy_url.clone();
         config
-    }
-
-    /// [`client_config`](Self::client_config) with the CA bundle of the member's current
-    /// credential, read through `tokens` (a cache hit, or one fetch from the Secret store).
-    ///
-    /// # Errors
-    /// The credential is unusable (no Secret, no token, a CA that is not PEM, …).
-    pub async fn client_config_from(
-        &self,
-        tokens: &TokenCache,
-    ) -> Result<MemberClientConfig, Arc<SourceError>> {
-        let credential = tokens.get(&self.secret_ref).await?;
-        Ok(self.client_config(credential.ca_bundle().cloned()))
     }
 }
 

@@ -304,7 +304,10 @@ impl MemberTable {
                     secret: b.secret_ref.clone(),
                 })
             }
-            (_, Told::Ready { spec, .. }) => Some(RegistryEvent::Upserted(spec.clone())),
+            (_, Told::Ready { spec, ca }) => Some(RegistryEvent::Upserted {
+                spec: spec.clone(),
+                ca_bundle: ca.clone(),
+            }),
             (Some(Told::Invalid(a)), Told::Invalid(b)) if a == b => None,
             (_, Told::Invalid(reason)) => Some(RegistryEvent::Invalid {
                 name: name.to_owned(),

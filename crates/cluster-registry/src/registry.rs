@@ -68,9 +68,10 @@ impl Default for ArgoCdConfig {
 ///     () = driver.run() => {}
 ///     () = async {
 ///         while let Some(event) = events.recv().await {
-///             if let RegistryEvent::Upserted(spec) = event {
-///                 let config = spec.client_config_from(registry.tokens()).await;
-///                 // build the member's client from `config` with a ClientFactory ...
+///             if let RegistryEvent::Upserted { spec, ca_bundle } = event {
+///                 let config = spec.client_config(ca_bundle);
+///                 // build the member's client from `config` with a ClientFactory over
+///                 // `registry.tokens()` ...
 ///             }
 ///         }
 ///     } => {}

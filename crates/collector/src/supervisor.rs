@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use bytes::Bytes;
 use cluster_registry::{InvalidReason, MemberSpec, RegistryEvent};
 use member_client::{ClientFactory, CredentialHealth};
 use tokio::sync::{mpsc, watch};
@@ -70,7 +71,7 @@ impl Supervisor {
     /// Applies one registry event.
     pub async fn apply(&mut self, event: RegistryEvent) {
         match event {
-            RegistryEvent::Upserted(spec) => self.upsert(spec).await,
+            RegistryEvent::Upserted { spec, ca_bundle } => self.upsert(spec, ca_bundle).await,
             RegistryEvent::CredentialsRotated { name, secret } => {
                 // The cache entry is already invalidated: the next request carries the new
                 // token, through the same client and the same watches.
@@ -91,15 +92,10 @@ impl Supervisor {
         }
     }
 
-    async fn upsert(&mut self, spec: MemberSpec) {
+    async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
         // Stop the old client first: a new CA or endpoint means new connections.
         let replacing = self.members.remove(&spec.name).is_some();
-        // The CA bundle lives with the token; if the Secret is unusable now, build without it
-        // and let the probe report why (the registry upserts again once it is fixed).
-        let config = spec
-            .client_config_from(self.factory.tokens())
-            .await
-            .unwrap_or_else(|_| spec.client_config(None));
+        let config = spec.client_config(ca_bundle);
         let health = CredentialHealth::new();
         match self.factory.build(&config, &health) {
             Ok(client) => {

@@ -83,11 +83,6 @@ impl ClientFactory {
         Self { tokens }
     }
 
-    /// The cache its clients read from.
-    pub fn tokens(&self) -> &TokenCache {
-        &self.tokens
-    }
-
     /// Builds the client for one member; `health` receives what the member says of its
     /// credential.
     ///

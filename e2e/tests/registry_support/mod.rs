@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use bytes::Bytes;
 use cluster_registry::{MemberSpec, Registry, RegistryEvent};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::Namespace;
@@ -66,14 +67,27 @@ impl Agents {
     }
 }
 
-/// Builds the member's client the way the collector does: the CA from the cached credential.
-pub async fn member_client(registry: &Registry, spec: &MemberSpec) -> Result<kube::Client> {
-    let config = spec
-        .client_config_from(registry.tokens())
-        .await
-        .map_err(|err| anyhow::anyhow!("no credential for {}: {err}", spec.name))?;
+/// Waits for the next event, which must be `Upserted`, and returns what it carries.
+pub async fn next_upserted(
+    events: &mut mpsc::Receiver<RegistryEvent>,
+) -> Result<(MemberSpec, Option<Bytes>)> {
+    match next_event(events).await? {
+        RegistryEvent::Upserted { spec, ca_bundle } => Ok((spec, ca_bundle)),
+        other => bail!("expected Upserted, got {other:?}"),
+    }
+}
+
+/// Builds the member's client the way the collector does: from an `Upserted` event's spec and
+/// CA bundle, with tokens from the registry's cache.
+pub fn member_client(
+    registry: &Registry,
+    (spec, ca_bundle): &(MemberSpec, Option<Bytes>),
+) -> Result<kube::Client> {
     let factory = ClientFactory::new(registry.tokens().clone());
-    Ok(factory.build(&config, &CredentialHealth::new())?)
+    Ok(factory.build(
+        &spec.client_config(ca_bundle.clone()),
+        &CredentialHealth::new(),
+    )?)
 }
 
 /// Who the member says the client is (`SelfSubjectReview`).

@@ -88,10 +88,10 @@ async fn ready_member1(h: &mut Harness, token: &[u8]) {
     h.table.namespace_listed("karmada-cluster").await.unwrap();
     assert_eq!(
         h.next(),
-        Some(RegistryEvent::Upserted(spec(
-            "member1",
-            "https://10.0.0.1:6443"
-        )))
+        Some(RegistryEvent::Upserted {
+            spec: spec("member1", "https://10.0.0.1:6443"),
+            ca_bundle: None,
+        })
     );
 }
 
@@ -113,7 +113,7 @@ async fn karmada_members_wait_for_their_namespace_to_be_listed() {
         .await
         .unwrap();
     h.table.namespace_listed("karmada-cluster").await.unwrap();
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert!(matches!(h.next(), Some(RegistryEvent::Upserted { .. })));
     assert_eq!(h.state("member1"), Some(MemberState::Ready));
 }
 
@@ -154,7 +154,7 @@ async fn a_refused_list_makes_waiting_members_secret_forbidden_until_it_is_liste
         .await
         .unwrap();
     h.table.namespace_listed("karmada-cluster").await.unwrap();
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert!(matches!(h.next(), Some(RegistryEvent::Upserted { .. })));
     assert_eq!(h.state("member1"), Some(MemberState::Ready));
 }
 
@@ -189,7 +189,7 @@ async fn a_missing_secret_is_secret_not_found_until_it_appears() {
         .apply_secret(key("member1"), secret(&[("token", b"t1")]))
         .await
         .unwrap();
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert!(matches!(h.next(), Some(RegistryEvent::Upserted { .. })));
 }
 
 #[tokio::test]
@@ -235,7 +235,7 @@ async fn unrelated_secret_changes_neither_invalidate_nor_notify() {
 }
 
 #[tokio::test]
-async fn a_new_ca_bundle_is_an_upsert() {
+async fn a_new_ca_bundle_is_an_upsert_that_carries_it() {
     let mut h = harness();
     ready_member1(&mut h, b"t1").await;
     let ca = ca_pem();
@@ -246,7 +246,13 @@ async fn a_new_ca_bundle_is_an_upsert() {
         )
         .await
         .unwrap();
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert_eq!(
+        h.next(),
+        Some(RegistryEvent::Upserted {
+            spec: spec("member1", "https://10.0.0.1:6443"),
+            ca_bundle: Some(Bytes::from(ca.clone())),
+        })
+    );
     let cred = h.tokens.get(&key("member1")).await.unwrap();
     assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
 }
@@ -301,7 +307,7 @@ async fn garbage_in_the_secret_is_secret_invalid() {
         .apply_secret(key("member1"), secret(&[("token", b"t3")]))
         .await
         .unwrap();
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert!(matches!(h.next(), Some(RegistryEvent::Upserted { .. })));
 }
 
 #[tokio::test]
@@ -364,10 +370,10 @@ async fn a_changed_endpoint_is_an_upsert() {
         .unwrap();
     assert_eq!(
         h.next(),
-        Some(RegistryEvent::Upserted(spec(
-            "member1",
-            "https://10.0.0.2:6443"
-        )))
+        Some(RegistryEvent::Upserted {
+            spec: spec("member1", "https://10.0.0.2:6443"),
+            ca_bundle: None,
+        })
     );
     // applying the same definition again says nothing
     h.table
@@ -397,7 +403,10 @@ async fn a_duplicate_name_waits_until_the_first_definition_goes() {
         .unwrap();
     assert_eq!(
         h.next(),
-        Some(RegistryEvent::Upserted(spec("member1", "https://10.9.9.9")))
+        Some(RegistryEvent::Upserted {
+            spec: spec("member1", "https://10.9.9.9"),
+            ca_bundle: None,
+        })
     );
 }
 
@@ -416,7 +425,9 @@ async fn a_renamed_member_is_removed_then_upserted() {
         .await
         .unwrap();
     assert_eq!(h.next(), Some(RegistryEvent::Removed("member1".into())));
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(s)) if s.name == "member9"));
+    assert!(
+        matches!(h.next(), Some(RegistryEvent::Upserted { spec: s, .. }) if s.name == "member9")
+    );
 }
 
 #[tokio::test]
@@ -432,7 +443,7 @@ async fn two_members_sharing_a_secret_both_hear_of_a_rotation() {
         .apply_definition(karmada("twin"), twin)
         .await
         .unwrap();
-    assert!(matches!(h.next(), Some(RegistryEvent::Upserted(_))));
+    assert!(matches!(h.next(), Some(RegistryEvent::Upserted { .. })));
     let before = h.tokens.stats().invalidations;
     h.table
         .apply_secret(key("member1"), secret(&[("token", b"t2")]))

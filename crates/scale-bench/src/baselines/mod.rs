@@ -25,7 +25,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use cluster_registry::RegistryBuilder;
+use cluster_registry::{RegistryBuilder, RegistryEvent};
 use futures::StreamExt as _;
 use k8s_openapi::api::{apps::v1::Deployment, authentication::v1::SelfSubjectReview};
 use kube::{
@@ -158,21 +158,22 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
         .karmada(fleet.control_plane.clone())
         .build();
     let driver = AbortOnDrop(tokio::spawn(driver.run()));
+    let factory = ClientFactory::new(registry.tokens().clone());
+    // Each member's client config, from its Upserted event (which carries the CA bundle).
+    let mut configs = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + options.limit;
+    while subset.iter().any(|m| !configs.contains_key(&m.name)) {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .context("the registry never saw every member")?
+            .context("the registry stopped")?;
+        if let RegistryEvent::Upserted { spec, ca_bundle } = event {
+            configs.insert(spec.name.clone(), spec.client_config(ca_bundle));
+        }
+    }
     let _drain = AbortOnDrop(tokio::spawn(async move {
         while events.recv().await.is_some() {}
     }));
-    let factory = ClientFactory::new(registry.tokens().clone());
-    let deadline = Instant::now() + options.limit;
-    for member in &subset {
-        while registry.spec(&member.name).is_none() {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the registry never saw {}",
-                member.name
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
 
     let reads: BTreeMap<Model, Arc<AtomicU64>> = Model::ALL
         .iter()
@@ -206,14 +207,10 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
                     &ModelAuthLayer::every_request(reader(model)),
                 )?,
                 Model::Tether => {
-                    let spec = registry
-                        .spec(&member.name)
-                        .with_context(|| format!("no spec for {}", member.name))?;
-                    let config = spec
-                        .client_config_from(registry.tokens())
-                        .await
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    factory.build(&config, &CredentialHealth::new())?
+                    let config = configs
+                        .get(&member.name)
+                        .with_context(|| format!("no Upserted for {}", member.name))?;
+                    factory.build(config, &CredentialHealth::new())?
                 }
             };
             probes.push(start_probe(
