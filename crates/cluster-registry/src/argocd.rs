@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Secret;
 use member_client::{Credential, SecretRef, SourceError, validation};
 use serde::Deserialize;
 
-use crate::{InvalidReason, MemberDefinition, member::checked_spec};
+use crate::{InvalidReason, MemberDefinition, member::checked_spec, secret_store::secret_data};
 
 /// Data key holding the cluster's name.
 pub const NAME_KEY: &str = "name";
@@ -142,20 +142,6 @@ fn parse_config(
             err.column()
         ),
     })
-}
-
-/// `data` with `stringData` merged over it, as the apiserver does on write.
-pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
-    let mut data: BTreeMap<String, Bytes> = secret
-        .data
-        .iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), Bytes::copy_from_slice(&v.0)))
-        .collect();
-    for (k, v) in secret.string_data.iter().flatten() {
-        data.insert(k.clone(), Bytes::copy_from_slice(v.as_bytes()));
-    }
-    data
 }
 
 fn text(data: &BTreeMap<String, Bytes>, key: &str) -> Option<String> {

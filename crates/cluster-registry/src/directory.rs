@@ -28,7 +28,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::SecretRef;
+use member_client::{SecretRef, SourceError};
 use serde::Deserialize;
 
 use crate::{
@@ -127,7 +127,7 @@ pub fn secret_ref_for(path: &Path) -> SecretRef {
 pub(crate) struct ScannedMember {
     pub(crate) path: PathBuf,
     pub(crate) definition: MemberDefinition,
-    /// Its token and CA as a Karmada-format secret; `None` when the token file is missing.
+    /// Its token and CA, parsed; `None` when the token file is missing.
     pub(crate) secret: Option<StoredSecret>,
 }
 
@@ -187,6 +187,7 @@ async fn read_member(path: PathBuf) -> ScannedMember {
     let definition = file.definition(&path);
     let beside = |p: &Path| path.parent().unwrap_or(Path::new("")).join(p);
     let secret = read_credential_files(
+        &secret_ref_for(&path),
         &beside(&file.token_file),
         file.ca_file.as_deref().map(beside),
     )
@@ -198,34 +199,38 @@ async fn read_member(path: PathBuf) -> ScannedMember {
     }
 }
 
-/// The token and CA files as a Karmada-format secret; `None` when the token file is missing.
-async fn read_credential_files(token: &Path, ca: Option<PathBuf>) -> Option<StoredSecret> {
+/// The token and CA files, parsed as a Karmada Secret with the same keys would be; `None`
+/// when the token file is missing.
+async fn read_credential_files(
+    key: &SecretRef,
+    token: &Path,
+    ca: Option<PathBuf>,
+) -> Option<StoredSecret> {
+    let unreadable = |what: &str, path: &Path, err: io::Error| {
+        StoredSecret::parsed(Err(SourceError::Invalid {
+            key: key.clone(),
+            reason: format!("{what} {}: unreadable ({err})", path.display()),
+        }))
+    };
     let mut data = BTreeMap::new();
     match tokio::fs::read(token).await {
         Ok(bytes) => data.insert(karmada::TOKEN_KEY.to_owned(), Bytes::from(bytes)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => return None,
-        Err(err) => {
-            let why = format!("tokenFile {}: unreadable ({err})", token.display());
-            return Some(StoredSecret::unreadable(why));
-        }
+        Err(err) => return Some(unreadable("tokenFile", token, err)),
     };
     if let Some(ca) = ca {
         match tokio::fs::read(&ca).await {
             Ok(bytes) => data.insert(karmada::CA_BUNDLE_KEY.to_owned(), Bytes::from(bytes)),
-            Err(err) => {
-                let why = format!("caFile {}: unreadable ({err})", ca.display());
-                return Some(StoredSecret::unreadable(why));
-            }
+            Err(err) => return Some(unreadable("caFile", &ca, err)),
         };
     }
-    Some(StoredSecret::karmada(data))
+    Some(StoredSecret::parsed(karmada::credential(key, &data)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_ca::ca_pem;
-    use member_client::SourceError;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
 
@@ -297,13 +302,7 @@ mod tests {
         )
         .unwrap();
         let scanned = scan(dir.path()).await.unwrap();
-        let key = secret_ref_for(&scanned[0].path);
-        let cred = scanned[0]
-            .secret
-            .as_ref()
-            .unwrap()
-            .credential(&key)
-            .unwrap();
+        let cred = scanned[0].secret.as_ref().unwrap().credential().unwrap();
         assert_eq!(cred.token().expose_secret(), "tok");
         assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
     }
@@ -358,7 +357,7 @@ mod tests {
         let key = secret_ref_for(&scanned[0].path);
         let err = match &scanned[0].secret {
             None => SourceError::NotFound { key },
-            Some(secret) => secret.credential(&key).unwrap_err(),
+            Some(secret) => secret.credential().unwrap_err().clone(),
         };
         assert!(format!("{err:?}").starts_with(want), "{err:?}");
     }

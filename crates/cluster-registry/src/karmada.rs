@@ -6,10 +6,13 @@
 //! control plane. [`crd`] is the matching (smaller) CRD for control planes without Karmada;
 //! `deploy/crds/cluster.karmada.io_clusters.yaml` is generated from it.
 
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt as _, ResourceExt as _};
-use member_client::SecretRef;
+use member_client::{Credential, SecretRef, SourceError, validation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -143,6 +146,29 @@ pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
     MemberDefinition { name, spec: result }
 }
 
+/// The credential in a Karmada-format Secret's data (member files use the same keys).
+pub(crate) fn credential(
+    key: &SecretRef,
+    data: &BTreeMap<String, Bytes>,
+) -> Result<Credential, SourceError> {
+    let token = data.get(TOKEN_KEY).ok_or_else(|| SourceError::MissingKey {
+        key: key.clone(),
+        field: TOKEN_KEY.to_owned(),
+    })?;
+    let credential = Credential::from_token_bytes(token)?;
+    // An empty caBundle is what `kubectl karmada join` writes for insecure members: no bundle.
+    match data.get(CA_BUNDLE_KEY).filter(|ca| !ca.is_empty()) {
+        None => Ok(credential),
+        Some(ca) => {
+            validation::ca_bundle(ca).map_err(|err| SourceError::Invalid {
+                key: key.clone(),
+                reason: format!("{CA_BUNDLE_KEY}: {}", err.detail()),
+            })?;
+            Ok(credential.with_ca_bundle(ca.clone()))
+        }
+    }
+}
+
 /// The CRD for [`Cluster`], as `deploy/crds/cluster.karmada.io_clusters.yaml` holds it.
 ///
 /// NOTE: it declares only Tether's fields. Where Karmada runs, use Karmada's own CRD (a
@@ -167,7 +193,9 @@ pub fn crd_yaml() -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_ca::ca_pem;
     use rstest::rstest;
+    use secrecy::ExposeSecret as _;
     use serde_json::json;
 
     fn cluster(spec: serde_json::Value) -> Cluster {
@@ -228,6 +256,54 @@ mod tests {
         let def = member_from_cluster(&cluster(spec));
         assert_eq!(def.name, "member1");
         assert_eq!(def.spec.unwrap_err().condition_reason(), want);
+    }
+
+    fn data(pairs: &[(&str, &[u8])]) -> BTreeMap<String, Bytes> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Bytes::copy_from_slice(v)))
+            .collect()
+    }
+
+    fn key() -> SecretRef {
+        SecretRef::new("karmada-cluster", "member1")
+    }
+
+    #[rstest]
+    // whitespace around the token is trimmed
+    #[case::plain(&[("token", &b"abc"[..])], "abc")]
+    #[case::trailing_newline(&[("token", &b"abc\n"[..])], "abc")]
+    #[case::surrounding_whitespace(&[("token", &b" \tabc \r\n"[..])], "abc")]
+    // an empty caBundle means no bundle
+    #[case::empty_ca(&[("token", &b"abc"[..]), ("caBundle", &b""[..])], "abc")]
+    // unrelated keys are ignored
+    #[case::extra_keys(&[("token", &b"abc"[..]), ("ca.crt", &b"x"[..])], "abc")]
+    fn secrets_become_credentials(#[case] pairs: &[(&str, &[u8])], #[case] want_token: &str) {
+        let cred = credential(&key(), &data(pairs)).unwrap();
+        assert_eq!(cred.token().expose_secret(), want_token);
+        assert!(cred.ca_bundle().is_none());
+    }
+
+    #[test]
+    fn a_pem_ca_bundle_is_kept() {
+        let ca = ca_pem();
+        let cred = credential(
+            &key(),
+            &data(&[("token", b"t"), ("caBundle", ca.as_bytes())]),
+        );
+        assert_eq!(cred.unwrap().ca_bundle().unwrap().as_ref(), ca.as_bytes());
+    }
+
+    #[rstest]
+    #[case::missing_token(&[("caBundle", &b""[..])], "MissingKey")]
+    #[case::empty_token(&[("token", &b""[..])], "EmptyToken")]
+    #[case::whitespace_token(&[("token", &b" \n "[..])], "EmptyToken")]
+    #[case::non_utf8_token(&[("token", &[0x61, 0xff][..])], "TokenNotUtf8")]
+    #[case::inner_newline(&[("token", &b"a\nb"[..])], "TokenNotHeaderSafe")]
+    #[case::ca_not_pem(&[("token", &b"t"[..]), ("caBundle", &b"garbage"[..])], "Invalid")]
+    fn bad_secrets_are_typed_errors(#[case] pairs: &[(&str, &[u8])], #[case] want: &str) {
+        let err = credential(&key(), &data(pairs)).unwrap_err();
+        assert!(format!("{err:?}").starts_with(want), "{err:?}");
     }
 
     #[test]

@@ -43,7 +43,8 @@
 //! | member file (`*.yaml` in a directory) | the files it names | `tokenFile`, `caFile` (PEM, optional) |
 //!
 //! Tokens are trimmed of surrounding whitespace; a JWT's `exp` bounds its cache lifetime.
-//! Which format a Secret has is decided by the Argo CD label ([`SecretFormat::of`]).
+//! Which format a Secret has is decided by the Argo CD label: with
+//! `argocd.argoproj.io/secret-type=cluster` it is read as Argo CD's, else as Karmada's.
 //!
 //! # Invalid members
 //! A member that cannot be used is [`MemberState::Invalid`] with an [`InvalidReason`] that is
@@ -95,5 +96,5 @@ pub use event::RegistryEvent;
 pub use invalid::{InvalidReason, MemberState};
 pub use member::{MemberDefinition, MemberSpec};
 pub use registry::{ArgoCdConfig, KarmadaConfig, Registry, RegistryBuilder, RegistryDriver};
-pub use secret_store::{SecretFormat, SecretStore, StoredSecret};
+pub use secret_store::{SecretStore, StoredSecret};
 pub use source_state::{Source, SourceState, SourceStates};

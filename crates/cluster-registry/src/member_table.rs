@@ -207,13 +207,11 @@ impl MemberTable {
         old: Option<Arc<StoredSecret>>,
     ) -> Result<(), Closed> {
         let new = self.store.get(key);
-        if old.as_deref() == new.as_deref() {
-            return Ok(()); // a resync or relist of the same data
-        }
-        let before = old.map(|s| s.credential(key));
-        let after = new.map(|s| s.credential(key));
-        let Some(token_rotated) = credential_change(before.as_ref(), after.as_ref()) else {
-            tracing::trace!(secret = %key, "Secret changed, but not its credential");
+        let before = old.as_deref().map(StoredSecret::credential);
+        let after = new.as_deref().map(StoredSecret::credential);
+        let Some(token_rotated) = credential_change(before, after) else {
+            // a resync, a relist, or a change to a label or an unrelated key
+            tracing::trace!(secret = %key, "Secret unchanged, or not its credential");
             return Ok(());
         };
         // Invalidate first: by the time the consumer hears of it, the cache has forgotten.
@@ -280,10 +278,9 @@ impl MemberTable {
                 None => Told::Pending,
             });
         }
-        Some(match self.store.get(key).map(|s| s.credential(key)) {
-            None => Told::Invalid(InvalidReason::SecretNotFound),
-            Some(Err(err)) => Told::Invalid(InvalidReason::from(&err)),
-            Some(Ok(credential)) => Told::Ready {
+        Some(match self.store.credential(key) {
+            Err(err) => Told::Invalid(InvalidReason::from(&err)),
+            Ok(credential) => Told::Ready {
                 spec: spec.clone(),
                 ca: credential.ca_bundle().cloned(),
             },
@@ -357,8 +354,8 @@ impl MemberTable {
 /// unrelated fields changed), else `Some(token_rotated)`, true when a usable token was
 /// replaced by another usable token.
 fn credential_change(
-    before: Option<&Result<Credential, SourceError>>,
-    after: Option<&Result<Credential, SourceError>>,
+    before: Option<Result<&Credential, &SourceError>>,
+    after: Option<Result<&Credential, &SourceError>>,
 ) -> Option<bool> {
     match (before, after) {
         (Some(Ok(a)), Some(Ok(b))) => {

@@ -460,9 +460,8 @@ impl RegistryDriver {
             Ok(Event::Apply(secret) | Event::InitApply(secret)) => {
                 let key = SecretRef::new(ns, secret.name_any());
                 relist.applied(&key, listed);
-                self.table
-                    .apply_secret(key, StoredSecret::from_secret(&secret))
-                    .await
+                let stored = StoredSecret::from_secret(&key, &secret);
+                self.table.apply_secret(key, stored).await
             }
             Ok(Event::Delete(secret)) => {
                 let key = SecretRef::new(ns, secret.name_any());
@@ -502,9 +501,8 @@ impl RegistryDriver {
                 // The Secret first, so that a new member is Ready at its first settle and a
                 // token change is a rotation of the definition in use.
                 let definition = argocd::member_from_secret(&secret);
-                self.table
-                    .apply_secret(key.clone(), StoredSecret::from_secret(&secret))
-                    .await?;
+                let stored = StoredSecret::from_secret(&key, &secret);
+                self.table.apply_secret(key.clone(), stored).await?;
                 self.table
                     .apply_definition(Origin::ArgoCd(key), definition)
                     .await

@@ -1,4 +1,8 @@
 //! The in-memory Secret store the registry's watches feed, and the credential source over it.
+//!
+//! Each Secret (or member file) is parsed once, when it arrives, by its source's parser
+//! ([`karmada`](crate::karmada), [`argocd`](crate::argocd)); the store keeps what that parse
+//! produced and hands it out as it is.
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
 
@@ -6,13 +10,13 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use dashmap::DashMap;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, CredentialSource, SecretRef, SourceError, validation};
+use member_client::{Credential, CredentialSource, SecretRef, SourceError};
 
 use crate::{argocd, karmada, labels};
 
 /// How a Secret holds its credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SecretFormat {
+pub(crate) enum SecretFormat {
     /// Karmada's keys: `token` (required) and `caBundle` (PEM, optional). Member files use it
     /// too.
     Karmada,
@@ -23,7 +27,7 @@ pub enum SecretFormat {
 impl SecretFormat {
     /// The format of `secret`: [`ArgoCd`](Self::ArgoCd) if it carries the label
     /// `argocd.argoproj.io/secret-type=cluster`, else [`Karmada`](Self::Karmada).
-    pub fn of(secret: &Secret) -> Self {
+    pub(crate) fn of(secret: &Secret) -> Self {
         if labels::is_argocd_cluster(secret.metadata.labels.iter().flatten()) {
             Self::ArgoCd
         } else {
@@ -32,111 +36,62 @@ impl SecretFormat {
     }
 }
 
-/// One Secret as the store keeps it: its format and data, nothing else.
+/// One Secret as the store keeps it: the credential parsed from it when it arrived, or why it
+/// has none.
 ///
-/// `Debug` shows the format and the data keys, never the values.
-#[derive(Clone, PartialEq, Eq)]
+/// `Debug` never shows the token: [`Credential`]'s own `Debug` redacts it, and a
+/// [`SourceError`] never quotes it.
+#[derive(Clone, Debug)]
 pub struct StoredSecret {
-    format: SecretFormat,
-    data: BTreeMap<String, Bytes>,
-    /// Set when a file-backed secret could not be read whole (a missing CA file, say).
-    unreadable: Option<String>,
+    credential: Result<Credential, SourceError>,
 }
 
 impl StoredSecret {
-    /// Keeps what the store needs of `secret`: its [`SecretFormat`] and its data
-    /// (`stringData` merged over `data`).
-    pub fn from_secret(secret: &Secret) -> Self {
-        Self {
-            format: SecretFormat::of(secret),
-            data: argocd::secret_data(secret),
-            unreadable: None,
-        }
+    /// Parses `secret`, stored under `key`, by its [`SecretFormat`].
+    pub(crate) fn from_secret(key: &SecretRef, secret: &Secret) -> Self {
+        let data = secret_data(secret);
+        Self::parsed(match SecretFormat::of(secret) {
+            SecretFormat::Karmada => karmada::credential(key, &data),
+            SecretFormat::ArgoCd => argocd::credential(key, &data),
+        })
     }
 
-    /// A [`Karmada`](SecretFormat::Karmada)-format secret with these data.
-    pub fn karmada(data: BTreeMap<String, Bytes>) -> Self {
-        Self {
-            format: SecretFormat::Karmada,
-            data,
-            unreadable: None,
-        }
+    /// What a source's parser made of a Secret or file.
+    pub(crate) fn parsed(credential: Result<Credential, SourceError>) -> Self {
+        Self { credential }
     }
 
-    /// A secret that exists but could not be read whole; its credential is
-    /// [`SourceError::Invalid`] with `reason`.
-    pub(crate) fn unreadable(reason: String) -> Self {
-        Self {
-            format: SecretFormat::Karmada,
-            data: BTreeMap::new(),
-            unreadable: Some(reason),
-        }
-    }
-
-    /// How it holds its credential.
-    pub fn format(&self) -> SecretFormat {
-        self.format
-    }
-
-    /// Parses the credential, as the [`TokenCache`](member_client::TokenCache) will get it.
+    /// The credential, as the [`TokenCache`](member_client::TokenCache) gets it.
     ///
     /// # Errors
-    /// [`SourceError::MissingKey`] (no `token`, no `config`, no `config.bearerToken`),
-    /// [`SourceError::EmptyToken`], [`SourceError::TokenNotUtf8`],
-    /// [`SourceError::TokenNotHeaderSafe`], or [`SourceError::Invalid`] (a CA bundle that is
-    /// not PEM, a `config` that is not JSON).
-    pub fn credential(&self, key: &SecretRef) -> Result<Credential, SourceError> {
-        if let Some(reason) = &self.unreadable {
-            return Err(SourceError::Invalid {
-                key: key.clone(),
-                reason: reason.clone(),
-            });
-        }
-        match self.format {
-            SecretFormat::Karmada => karmada_credential(key, &self.data),
-            SecretFormat::ArgoCd => argocd::credential(key, &self.data),
-        }
+    /// Why the Secret holds no usable credential: [`SourceError::MissingKey`] (no `token`, no
+    /// `config`, no `config.bearerToken`), [`SourceError::EmptyToken`],
+    /// [`SourceError::TokenNotUtf8`], [`SourceError::TokenNotHeaderSafe`], or
+    /// [`SourceError::Invalid`] (a CA bundle that is not PEM, a `config` that is not JSON, a
+    /// member file that cannot be read).
+    pub fn credential(&self) -> Result<&Credential, &SourceError> {
+        self.credential.as_ref()
     }
 }
 
-impl fmt::Debug for StoredSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoredSecret")
-            .field("format", &self.format)
-            .field("keys", &self.data.keys().collect::<Vec<_>>())
-            .field("unreadable", &self.unreadable)
-            .finish()
+/// `data` with `stringData` merged over it, as the apiserver does on write.
+pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
+    let mut data: BTreeMap<String, Bytes> = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), Bytes::copy_from_slice(&v.0)))
+        .collect();
+    for (k, v) in secret.string_data.iter().flatten() {
+        data.insert(k.clone(), Bytes::copy_from_slice(v.as_bytes()));
     }
-}
-
-fn karmada_credential(
-    key: &SecretRef,
-    data: &BTreeMap<String, Bytes>,
-) -> Result<Credential, SourceError> {
-    let token = data
-        .get(karmada::TOKEN_KEY)
-        .ok_or_else(|| SourceError::MissingKey {
-            key: key.clone(),
-            field: karmada::TOKEN_KEY.to_owned(),
-        })?;
-    let credential = Credential::from_token_bytes(token)?;
-    // An empty caBundle is what `kubectl karmada join` writes for insecure members: no bundle.
-    match data.get(karmada::CA_BUNDLE_KEY).filter(|ca| !ca.is_empty()) {
-        None => Ok(credential),
-        Some(ca) => {
-            validation::ca_bundle(ca).map_err(|err| SourceError::Invalid {
-                key: key.clone(),
-                reason: format!("{}: {}", karmada::CA_BUNDLE_KEY, err.detail()),
-            })?;
-            Ok(credential.with_ca_bundle(ca.clone()))
-        }
-    }
+    data
 }
 
 /// The Secrets that members reference, in memory, keyed by [`SecretRef`].
 ///
 /// The registry's watches write it; the [`TokenCache`](member_client::TokenCache) reads it
-/// through its [`CredentialSource`] impl, so a cache miss costs a map lookup and a parse, never
+/// through its [`CredentialSource`] impl, so a cache miss costs a map lookup, never a parse or
 /// an API call.
 ///
 /// # Concurrent calls
@@ -169,6 +124,14 @@ impl SecretStore {
         self.entries.is_empty()
     }
 
+    /// The credential stored under `key`, as [`fetch`](CredentialSource::fetch) returns it.
+    pub(crate) fn credential(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+        match self.get(key) {
+            Some(secret) => secret.credential().cloned().map_err(SourceError::clone),
+            None => Err(SourceError::NotFound { key: key.clone() }),
+        }
+    }
+
     /// Stores `secret` under `key` and returns what was there.
     pub(crate) fn insert(&self, key: SecretRef, secret: StoredSecret) -> Option<Arc<StoredSecret>> {
         self.entries.insert(key, Arc::new(secret))
@@ -194,17 +157,13 @@ impl CredentialSource for SecretStore {
     /// [`SourceError::NotFound`] when the store has no such Secret, else as
     /// [`StoredSecret::credential`].
     async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
-        match self.get(key) {
-            Some(secret) => secret.credential(key),
-            None => Err(SourceError::NotFound { key: key.clone() }),
-        }
+        self.credential(key)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_ca::ca_pem;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
     use serde_json::json;
@@ -213,84 +172,18 @@ mod tests {
         SecretRef::new("karmada-cluster", "member1")
     }
 
-    fn karmada_secret(data: &[(&str, &[u8])]) -> StoredSecret {
-        StoredSecret::karmada(
-            data.iter()
-                .map(|(k, v)| ((*k).to_owned(), Bytes::copy_from_slice(v)))
-                .collect(),
-        )
+    fn secret(labels: serde_json::Value, string_data: serde_json::Value) -> Secret {
+        serde_json::from_value(json!({
+            "metadata": {"name": "member1", "labels": labels},
+            "stringData": string_data,
+        }))
+        .unwrap()
     }
 
     fn store_with(secret: StoredSecret) -> SecretStore {
         let store = SecretStore::new();
         store.insert(key(), secret);
         store
-    }
-
-    #[rstest]
-    // whitespace around the token is trimmed
-    #[case::plain(&[("token", &b"abc"[..])], "abc", false)]
-    #[case::trailing_newline(&[("token", &b"abc\n"[..])], "abc", false)]
-    #[case::surrounding_whitespace(&[("token", &b" \tabc \r\n"[..])], "abc", false)]
-    // an empty caBundle means no bundle
-    #[case::empty_ca(&[("token", &b"abc"[..]), ("caBundle", &b""[..])], "abc", false)]
-    // unrelated keys are ignored
-    #[case::extra_keys(&[("token", &b"abc"[..]), ("ca.crt", &b"x"[..])], "abc", false)]
-    #[tokio::test]
-    async fn karmada_secrets_become_credentials(
-        #[case] data: &[(&str, &[u8])],
-        #[case] want_token: &str,
-        #[case] want_ca: bool,
-    ) {
-        let cred = store_with(karmada_secret(data))
-            .fetch(&key())
-            .await
-            .unwrap();
-        assert_eq!(cred.token().expose_secret(), want_token);
-        assert_eq!(cred.ca_bundle().is_some(), want_ca);
-    }
-
-    #[tokio::test]
-    async fn a_pem_ca_bundle_is_kept() {
-        let ca = ca_pem();
-        let store = store_with(karmada_secret(&[
-            ("token", b"t"),
-            ("caBundle", ca.as_bytes()),
-        ]));
-        let cred = store.fetch(&key()).await.unwrap();
-        assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
-    }
-
-    #[rstest]
-    #[case::missing_token(&[("caBundle", &b""[..])], "MissingKey")]
-    #[case::empty_token(&[("token", &b""[..])], "EmptyToken")]
-    #[case::whitespace_token(&[("token", &b" \n "[..])], "EmptyToken")]
-    #[case::non_utf8_token(&[("token", &[0x61, 0xff][..])], "TokenNotUtf8")]
-    #[case::inner_newline(&[("token", &b"a\nb"[..])], "TokenNotHeaderSafe")]
-    #[case::ca_not_pem(&[("token", &b"t"[..]), ("caBundle", &b"garbage"[..])], "Invalid")]
-    #[tokio::test]
-    async fn bad_karmada_secrets_are_typed_errors(
-        #[case] data: &[(&str, &[u8])],
-        #[case] want: &str,
-    ) {
-        let err = store_with(karmada_secret(data))
-            .fetch(&key())
-            .await
-            .unwrap_err();
-        assert!(format!("{err:?}").starts_with(want), "{err:?}");
-    }
-
-    #[tokio::test]
-    async fn a_secret_not_in_the_store_is_not_found() {
-        let err = SecretStore::new().fetch(&key()).await.unwrap_err();
-        assert!(matches!(err, SourceError::NotFound { key: k } if k == key()));
-    }
-
-    #[tokio::test]
-    async fn an_unreadable_secret_is_invalid_with_its_reason() {
-        let store = store_with(StoredSecret::unreadable("caFile /x: not found".into()));
-        let err = store.fetch(&key()).await.unwrap_err();
-        assert!(matches!(&err, SourceError::Invalid { reason, .. } if reason.contains("caFile")));
     }
 
     #[rstest]
@@ -301,35 +194,60 @@ mod tests {
         #[case] labels: serde_json::Value,
         #[case] want: SecretFormat,
     ) {
-        let secret: Secret =
-            serde_json::from_value(json!({"metadata": {"name": "s", "labels": labels}})).unwrap();
-        assert_eq!(StoredSecret::from_secret(&secret).format(), want);
+        assert_eq!(SecretFormat::of(&secret(labels, json!({}))), want);
     }
 
+    #[rstest]
+    #[case::karmada(json!({}), json!({"token": "karmada-token"}), "karmada-token")]
+    #[case::argocd(
+        json!({"argocd.argoproj.io/secret-type": "cluster"}),
+        json!({"config": r#"{"bearerToken":"argo-token"}"#}),
+        "argo-token"
+    )]
     #[tokio::test]
-    async fn argocd_secrets_are_read_from_config() {
-        let secret: Secret = serde_json::from_value(json!({
-            "metadata": {"name": "s", "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
-            "data": {"config": base64_of(r#"{"bearerToken":"argo-token"}"#)},
-        }))
-        .unwrap();
-        let store = store_with(StoredSecret::from_secret(&secret));
+    async fn each_format_is_read_by_its_parser(
+        #[case] labels: serde_json::Value,
+        #[case] data: serde_json::Value,
+        #[case] want: &str,
+    ) {
+        let store = store_with(StoredSecret::from_secret(&key(), &secret(labels, data)));
         let cred = store.fetch(&key()).await.unwrap();
-        assert_eq!(cred.token().expose_secret(), "argo-token");
+        assert_eq!(cred.token().expose_secret(), want);
     }
 
     #[test]
-    fn debug_shows_keys_not_values() {
-        let secret = karmada_secret(&[("token", b"s3cr3t")]);
-        let printed = format!("{secret:?}");
-        assert!(
-            printed.contains("token") && !printed.contains("s3cr3t"),
-            "{printed}"
-        );
+    fn string_data_is_merged_over_data() {
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": "s"},
+            "data": {"token": "b2xk", "caBundle": "Y2E="},
+            "stringData": {"token": "new"},
+        }))
+        .unwrap();
+        let data = secret_data(&secret);
+        assert_eq!(data["token"].as_ref(), b"new");
+        assert_eq!(data["caBundle"].as_ref(), b"ca");
     }
 
-    fn base64_of(s: &str) -> String {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(s)
+    #[tokio::test]
+    async fn a_parse_failure_is_stored_and_returned_as_it_is() {
+        let store = store_with(StoredSecret::parsed(Err(SourceError::EmptyToken)));
+        for _ in 0..2 {
+            let err = store.fetch(&key()).await.unwrap_err();
+            assert!(matches!(err, SourceError::EmptyToken), "{err:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_secret_not_in_the_store_is_not_found() {
+        let err = SecretStore::new().fetch(&key()).await.unwrap_err();
+        assert!(matches!(err, SourceError::NotFound { key: k } if k == key()));
+    }
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let secret =
+            StoredSecret::from_secret(&key(), &secret(json!({}), json!({"token": "s3cr3t"})));
+        let printed = format!("{secret:?} {:?}", store_with(secret.clone()));
+        assert!(!printed.contains("s3cr3t"), "{printed}");
     }
 }

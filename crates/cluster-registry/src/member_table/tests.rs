@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use member_client::TokenCacheConfig;
 use secrecy::ExposeSecret as _;
@@ -62,13 +62,13 @@ fn def(name: &str) -> MemberDefinition {
     }
 }
 
+/// member1's Secret with these data, parsed as the Karmada source parses it.
 fn secret(pairs: &[(&str, &[u8])]) -> StoredSecret {
-    StoredSecret::karmada(
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), Bytes::copy_from_slice(v)))
-            .collect(),
-    )
+    let data: BTreeMap<String, Bytes> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Bytes::copy_from_slice(v)))
+        .collect();
+    StoredSecret::parsed(crate::karmada::credential(&key("member1"), &data))
 }
 
 fn karmada(name: &str) -> Origin {
