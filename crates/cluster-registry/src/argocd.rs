@@ -29,6 +29,21 @@ pub const SERVER_KEY: &str = "server";
 /// Data key holding the JSON connection config.
 pub const CONFIG_KEY: &str = "config";
 
+/// Where Argo CD cluster Secrets are watched.
+#[derive(Clone, Debug)]
+pub struct ArgoCdConfig {
+    /// The namespaces to watch (Argo CD's own). Default: `["argocd"]`.
+    pub namespaces: Vec<String>,
+}
+
+impl Default for ArgoCdConfig {
+    fn default() -> Self {
+        Self {
+            namespaces: vec!["argocd".to_owned()],
+        }
+    }
+}
+
 /// The part of Argo CD's `ClusterConfig` Tether reads. Deliberately not `Debug`: it holds the
 /// token.
 #[derive(Deserialize)]

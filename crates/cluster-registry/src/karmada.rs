@@ -23,6 +23,15 @@ pub const TOKEN_KEY: &str = "token";
 /// Secret data key holding the PEM CA bundle.
 pub const CA_BUNDLE_KEY: &str = "caBundle";
 
+/// Where Karmada member Secrets are watched.
+#[derive(Clone, Debug, Default)]
+pub struct KarmadaConfig {
+    /// Only Secrets with these labels are watched in the referenced namespaces (`None`: all
+    /// Secrets of those namespaces). Set it when a referenced namespace holds many unrelated
+    /// Secrets; Secrets without the labels are then [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
+    pub secret_label_selector: Option<String>,
+}
+
 /// How Karmada reaches a member: `Push` (the control plane calls the member's apiserver, which
 /// is what Tether does) or `Pull` (an agent in the member calls the control plane).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -4,10 +4,20 @@
 //! cluster Secrets ([`argocd`]) or a directory of member files ([`directory`]), keeps the
 //! Secrets they reference in an in-memory [`SecretStore`] fed by watches, and serves the
 //! credentials through a [`TokenCache`](member_client::TokenCache) over that store, so a cache
-//! miss costs no API call. Every change is sent as a [`RegistryEvent`]; a changed token is
-//! invalidated in the cache *before* its event is sent.
+//! miss costs no API call.
 //!
-//! Start with [`RegistryBuilder`]:
+//! # How data flows
+//! - [`RegistryBuilder`] names the sources and builds three things: the [`Registry`] handle
+//!   (the token cache, each member's [`MemberState`], each source's [`SourceStates`]), the
+//!   receiver of [`RegistryEvent`]s, and the [`RegistryDriver`], the future that runs the
+//!   watches.
+//! - Each source turns what it reads into a [`MemberSpec`] (or an [`InvalidReason`]), and
+//!   parses each Secret (or token file) once, when it arrives, into the [`SecretStore`]; the
+//!   token cache reads the store without parsing again.
+//! - Every change is sent as a [`RegistryEvent`]: [`Upserted`](RegistryEvent::Upserted)
+//!   carries the spec and its CA bundle ([`MemberSpec::client_config`] makes the client config
+//!   from both); a changed token is invalidated in the cache *before*
+//!   [`CredentialsRotated`](RegistryEvent::CredentialsRotated) is sent.
 //!
 //! ```no_run
 //! # async fn doc(control_plane: kube::Client) {
@@ -76,6 +86,7 @@
 
 pub mod argocd;
 pub mod directory;
+mod driver;
 mod error;
 mod event;
 mod invalid;
@@ -85,16 +96,21 @@ mod member;
 mod member_table;
 mod registry;
 mod secret_store;
+mod secret_watches;
+mod source_configs;
 mod source_state;
 #[cfg(test)]
 mod test_ca;
 mod watch;
 
+pub use argocd::ArgoCdConfig;
 pub use directory::DirectoryConfig;
+pub use driver::RegistryDriver;
 pub use error::{Error, Result};
 pub use event::RegistryEvent;
 pub use invalid::{InvalidReason, MemberState};
+pub use karmada::KarmadaConfig;
 pub use member::{MemberDefinition, MemberSpec};
-pub use registry::{ArgoCdConfig, KarmadaConfig, Registry, RegistryBuilder, RegistryDriver};
+pub use registry::{Registry, RegistryBuilder};
 pub use secret_store::{SecretStore, StoredSecret};
 pub use source_state::{Source, SourceState, SourceStates};

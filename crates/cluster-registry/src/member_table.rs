@@ -31,7 +31,7 @@ pub(crate) enum Origin {
 }
 
 /// What the consumer was last told about a member (or, for `Pending`, that nothing was told).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Told {
     Pending,
     Ready { spec: MemberSpec, ca: Option<Bytes> },
@@ -53,6 +53,7 @@ pub(crate) type SharedViews = Arc<RwLock<BTreeMap<String, MemberView>>>;
 #[derive(Debug)]
 pub(crate) struct Closed;
 
+#[derive(Debug)]
 pub(crate) struct MemberTable {
     tokens: TokenCache,
     store: SecretStore,

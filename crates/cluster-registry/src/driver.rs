@@ -1,0 +1,335 @@
+//! [`RegistryDriver`]: the future that runs the registry's watches and directory poll and
+//! feeds what they see to the member table.
+
+use std::{collections::BTreeSet, path::PathBuf};
+
+use futures::{StreamExt as _, stream};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api, ResourceExt as _,
+    runtime::watcher::{self, Event},
+};
+use member_client::{SecretRef, list_forbidden};
+
+use crate::{
+    argocd, directory,
+    karmada::{self, Cluster},
+    labels,
+    member_table::{Closed, MemberTable, Origin},
+    secret_store::StoredSecret,
+    secret_watches::SecretWatches,
+    source_configs::SourceConfigs,
+    source_state::{Source, SourceState, SourceStates},
+    watch::{Relist, watch},
+};
+
+/// The future that keeps a [`Registry`](crate::Registry) current: it runs the watches and the
+/// directory poll and sends the [`RegistryEvent`](crate::RegistryEvent)s.
+///
+/// Drive it with [`run`](Self::run) (in a task you own, or in your `select!`). It spawns
+/// nothing: every watch is a stream it polls itself, so dropping the future stops them all.
+///
+/// # Recovery
+/// Watch errors are logged (`warn`) and retried with member-client's
+/// [`watch_backoff`](member_client::watch_backoff) (0.5 s doubling to 10 s, reset only by
+/// progress); a directory that cannot be listed is logged and read again at the next poll.
+/// Members keep their last known state meanwhile, except members whose Secret namespace has
+/// never been listed and whose list is refused (403): they are `SecretForbidden` until a retry
+/// lists it.
+#[derive(Debug)]
+pub struct RegistryDriver {
+    table: MemberTable,
+    sources: SourceStates,
+    configs: SourceConfigs,
+}
+
+/// Which source a Secret watch serves: what a Secret coming and going means differs.
+#[derive(Clone, Copy, Debug)]
+enum SecretSource {
+    /// The Secrets hold the credentials of Karmada Clusters, defined elsewhere.
+    Karmada,
+    /// Each Secret defines an Argo CD member and holds its credential.
+    ArgoCd,
+}
+
+impl RegistryDriver {
+    pub(crate) fn new(table: MemberTable, sources: SourceStates, configs: SourceConfigs) -> Self {
+        Self {
+            table,
+            sources,
+            configs,
+        }
+    }
+
+    /// Runs until the event receiver is dropped.
+    pub async fn run(mut self) {
+        // A closed channel is the only way out, and it is not an error.
+        let Err(Closed) = self.run_until_closed().await;
+        tracing::debug!("event receiver dropped; registry stopped");
+    }
+
+    async fn run_until_closed(&mut self) -> Result<std::convert::Infallible, Closed> {
+        let mut clusters = match &self.configs.karmada {
+            Some((client, _)) => watch(
+                Api::<Cluster>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .boxed(),
+            None => stream::pending().boxed(),
+        };
+        let mut cluster_relist = Relist::<String>::default();
+        let mut karmada_secrets = SecretWatches::default();
+        let mut argocd_secrets = SecretWatches::default();
+        if let Some((client, config)) = &self.configs.argocd {
+            for ns in &config.namespaces {
+                let cfg = watcher::Config::default().labels(labels::ARGOCD_CLUSTER_SELECTOR);
+                argocd_secrets.start(client, ns, cfg);
+            }
+        }
+        let mut files = BTreeSet::<PathBuf>::new();
+        let mut poll = self
+            .configs
+            .directory
+            .as_ref()
+            .map(|d| tokio::time::interval(d.poll_interval));
+        if let Some(poll) = &mut poll {
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        }
+
+        loop {
+            tokio::select! {
+                () = self.table.closed() => return Err(Closed),
+                Some(event) = clusters.next() => {
+                    self.on_cluster(event, &mut cluster_relist).await?;
+                    self.sync_karmada_watches(&mut karmada_secrets).await?;
+                }
+                Some((ns, event)) = karmada_secrets.next() => {
+                    if let Some((_, relist)) = karmada_secrets.namespaces.get_mut(&ns) {
+                        self.on_secret(SecretSource::Karmada, &ns, event, relist).await?;
+                    }
+                }
+                Some((ns, event)) = argocd_secrets.next() => {
+                    if let Some((_, relist)) = argocd_secrets.namespaces.get_mut(&ns) {
+                        self.on_secret(SecretSource::ArgoCd, &ns, event, relist).await?;
+                    }
+                }
+                Some(_) = next_tick(&mut poll) => self.poll_directory(&mut files).await?,
+            }
+        }
+    }
+
+    async fn on_cluster(
+        &mut self,
+        event: Result<Event<Cluster>, watcher::Error>,
+        relist: &mut Relist<String>,
+    ) -> Result<(), Closed> {
+        match event {
+            Ok(Event::Apply(cluster)) => self.apply_cluster(&cluster, relist, false).await,
+            Ok(Event::InitApply(cluster)) => self.apply_cluster(&cluster, relist, true).await,
+            Ok(Event::Delete(cluster)) => {
+                let name = cluster.name_any();
+                relist.deleted(&name);
+                self.table.remove_definition(&Origin::Karmada(name)).await
+            }
+            Ok(Event::Init) => Ok(()),
+            Ok(Event::InitDone) => {
+                for name in relist.done() {
+                    self.table.remove_definition(&Origin::Karmada(name)).await?;
+                }
+                self.sources
+                    .set(&Source::KarmadaClusters, SourceState::Listed);
+                Ok(())
+            }
+            Err(err) => {
+                relist.failed();
+                tracing::warn!(error = %err, "watching Karmada Clusters failed; retrying");
+                self.list_failed(&Source::KarmadaClusters, &err);
+                Ok(())
+            }
+        }
+    }
+
+    async fn apply_cluster(
+        &mut self,
+        cluster: &Cluster,
+        relist: &mut Relist<String>,
+        listed: bool,
+    ) -> Result<(), Closed> {
+        let name = cluster.name_any();
+        relist.applied(&name, listed);
+        let definition = karmada::member_from_cluster(cluster);
+        self.table
+            .apply_definition(Origin::Karmada(name), definition)
+            .await
+    }
+
+    /// Watches the Secrets of exactly the namespaces Karmada members reference.
+    async fn sync_karmada_watches(&mut self, watches: &mut SecretWatches) -> Result<(), Closed> {
+        let Some((client, config)) = &self.configs.karmada else {
+            return Ok(());
+        };
+        let wanted = self.table.karmada_secret_namespaces();
+        let stale: Vec<String> = watches
+            .namespaces
+            .keys()
+            .filter(|ns| !wanted.contains(*ns))
+            .cloned()
+            .collect();
+        let new: Vec<&String> = wanted
+            .iter()
+            .filter(|ns| !watches.namespaces.contains_key(*ns))
+            .collect();
+        for ns in new {
+            let mut cfg = watcher::Config::default();
+            if let Some(selector) = &config.secret_label_selector {
+                cfg = cfg.labels(selector);
+            }
+            tracing::debug!(namespace = %ns, "watching Secrets");
+            watches.start(client, ns, cfg);
+        }
+        for ns in stale {
+            tracing::debug!(namespace = %ns, "no member references it any more; unwatching Secrets");
+            self.table.namespace_unlisted(&ns);
+            for key in watches.stop(&ns) {
+                self.table.remove_secret(&key).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_secret(
+        &mut self,
+        source: SecretSource,
+        ns: &str,
+        event: Result<Event<Secret>, watcher::Error>,
+        relist: &mut Relist<SecretRef>,
+    ) -> Result<(), Closed> {
+        let listed = matches!(event, Ok(Event::InitApply(_)));
+        match event {
+            Ok(Event::Apply(secret) | Event::InitApply(secret)) => {
+                let key = SecretRef::new(ns, secret.name_any());
+                relist.applied(&key, listed);
+                // The Secret first, so that a new Argo CD member is Ready at its first settle
+                // and a token change is a rotation of the definition in use.
+                let stored = StoredSecret::from_secret(&key, &secret);
+                self.table.apply_secret(key.clone(), stored).await?;
+                match source {
+                    SecretSource::Karmada => Ok(()),
+                    SecretSource::ArgoCd => {
+                        let definition = argocd::member_from_secret(&secret);
+                        self.table
+                            .apply_definition(Origin::ArgoCd(key), definition)
+                            .await
+                    }
+                }
+            }
+            Ok(Event::Delete(secret)) => {
+                let key = SecretRef::new(ns, secret.name_any());
+                relist.deleted(&key);
+                self.secret_gone(source, &key).await
+            }
+            Ok(Event::Init) => Ok(()),
+            Ok(Event::InitDone) => {
+                for key in relist.done() {
+                    self.secret_gone(source, &key).await?;
+                }
+                match source {
+                    SecretSource::Karmada => self.table.namespace_listed(ns).await,
+                    SecretSource::ArgoCd => {
+                        let listed = Source::ArgoCdSecrets(ns.to_owned());
+                        self.sources.set(&listed, SourceState::Listed);
+                        Ok(())
+                    }
+                }
+            }
+            Err(err) => {
+                relist.failed();
+                match source {
+                    SecretSource::Karmada => {
+                        if let Some(message) = list_forbidden(&err) {
+                            tracing::warn!(namespace = %ns, error = %err, "may not list Secrets here; its members are SecretForbidden until that changes");
+                            return self.table.namespace_forbidden(ns, message.to_owned()).await;
+                        }
+                        tracing::warn!(namespace = %ns, error = %err, "watching Secrets failed; retrying");
+                    }
+                    SecretSource::ArgoCd => {
+                        tracing::warn!(namespace = %ns, error = %err, "watching Argo CD cluster Secrets failed; retrying");
+                        self.list_failed(&Source::ArgoCdSecrets(ns.to_owned()), &err);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A Secret is gone. An Argo CD definition goes first, so that its member is Removed
+    /// rather than SecretNotFound.
+    async fn secret_gone(&mut self, source: SecretSource, key: &SecretRef) -> Result<(), Closed> {
+        if let SecretSource::ArgoCd = source {
+            self.table
+                .remove_definition(&Origin::ArgoCd(key.clone()))
+                .await?;
+        }
+        self.table.remove_secret(key).await
+    }
+
+    /// A definitions watch failed. A failed list makes its source `Failing` until a list
+    /// succeeds; other errors (a dropped watch connection, say) leave the state alone, since
+    /// the watch lists again and that list decides.
+    fn list_failed(&self, source: &Source, err: &watcher::Error) {
+        if matches!(err, watcher::Error::InitialListFailed(_)) {
+            self.sources
+                .set(source, SourceState::Failing(err.to_string()));
+        }
+    }
+
+    async fn poll_directory(&mut self, known: &mut BTreeSet<PathBuf>) -> Result<(), Closed> {
+        let Some(config) = &self.configs.directory else {
+            return Ok(());
+        };
+        let source = Source::Directory(config.path.clone());
+        let scanned = match directory::scan(&config.path).await {
+            Ok(scanned) => scanned,
+            Err(err) => {
+                tracing::warn!(error = %err, "reading member files failed; keeping the members read before");
+                self.sources
+                    .set(&source, SourceState::Failing(err.to_string()));
+                return Ok(());
+            }
+        };
+        self.sources.set(&source, SourceState::Listed);
+        let mut seen = BTreeSet::new();
+        for member in scanned {
+            let key = directory::secret_ref_for(&member.path);
+            match member.secret {
+                Some(secret) => self.table.apply_secret(key, secret).await?,
+                None => self.table.remove_secret(&key).await?,
+            }
+            seen.insert(member.path.clone());
+            self.table
+                .apply_definition(Origin::File(member.path), member.definition)
+                .await?;
+        }
+        for gone in known.difference(&seen) {
+            self.table
+                .remove_definition(&Origin::File(gone.clone()))
+                .await?;
+            self.table
+                .remove_secret(&directory::secret_ref_for(gone))
+                .await?;
+        }
+        *known = seen;
+        Ok(())
+    }
+}
+
+/// The next tick of the directory poll; never resolves when there is no directory.
+async fn next_tick(poll: &mut Option<tokio::time::Interval>) -> Option<()> {
+    match poll {
+        Some(poll) => {
+            poll.tick().await;
+            Some(())
+        }
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,44 @@
+//! The sources a registry was built to read, with the clients it reads them through.
+
+use std::fmt;
+
+use kube::Client;
+
+use crate::{
+    argocd::ArgoCdConfig, directory::DirectoryConfig, karmada::KarmadaConfig, source_state::Source,
+};
+
+/// What [`RegistryBuilder`](crate::RegistryBuilder) collects and
+/// [`RegistryDriver`](crate::RegistryDriver) runs. `Debug` shows the configs, not the clients.
+#[derive(Clone, Default)]
+pub(crate) struct SourceConfigs {
+    pub(crate) karmada: Option<(Client, KarmadaConfig)>,
+    pub(crate) argocd: Option<(Client, ArgoCdConfig)>,
+    pub(crate) directory: Option<DirectoryConfig>,
+}
+
+impl SourceConfigs {
+    /// Every source of definitions these configure: one per Argo CD namespace.
+    pub(crate) fn sources(&self) -> impl Iterator<Item = Source> + '_ {
+        let karmada = self.karmada.iter().map(|_| Source::KarmadaClusters);
+        let argocd = self
+            .argocd
+            .iter()
+            .flat_map(|(_, config)| config.namespaces.iter().cloned().map(Source::ArgoCdSecrets));
+        let directory = self
+            .directory
+            .iter()
+            .map(|config| Source::Directory(config.path.clone()));
+        karmada.chain(argocd).chain(directory)
+    }
+}
+
+impl fmt::Debug for SourceConfigs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceConfigs")
+            .field("karmada", &self.karmada.as_ref().map(|(_, c)| c))
+            .field("argocd", &self.argocd.as_ref().map(|(_, c)| c))
+            .field("directory", &self.directory)
+            .finish()
+    }
+}
