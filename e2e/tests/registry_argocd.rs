@@ -14,7 +14,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use member_client::{FailureKind, SecretRef};
 use registry_support::{
-    Agents, expect_invalid, list_namespaces, member_client, next_event, next_upserted, whoami,
+    Agents, expect_invalid, expect_usable_again, list_namespaces, member_client, next_event,
+    next_upserted, whoami,
 };
 use serde_json::json;
 use testkit::Environment;
@@ -81,16 +82,17 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
     assert_eq!(registry.state("ghost"), None);
 
     // Rotate to agent-b inside the config JSON.
-    let set_config = |config: String| Patch::Merge(json!({ "stringData": { "config": config } }));
-    let pp = PatchParams::default();
-    secrets
-        .patch(
-            "cluster-member1",
-            &pp,
-            &set_config(config(&agents.token_b, member.ca_pem())),
-        )
-        .await
-        .unwrap();
+    let set_config = |config: String| {
+        let secrets = secrets.clone();
+        async move {
+            let patch = Patch::Merge(json!({ "stringData": { "config": config } }));
+            secrets
+                .patch("cluster-member1", &PatchParams::default(), &patch)
+                .await
+                .unwrap();
+        }
+    };
+    set_config(config(&agents.token_b, member.ca_pem())).await;
     assert_eq!(
         next_event(&mut events).await.unwrap(),
         RegistryEvent::CredentialsRotated {
@@ -101,10 +103,7 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
 
     // Garbage JSON in config.
-    secrets
-        .patch("cluster-member1", &pp, &set_config("{not json".into()))
-        .await
-        .unwrap();
+    set_config("{not json".into()).await;
     let event = next_event(&mut events).await.unwrap();
     expect_invalid(&event, "member1", "SecretInvalid").unwrap();
     assert_eq!(
@@ -113,19 +112,9 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
     );
 
     // Repaired, then deleted: for Argo CD the Secret *is* the definition, so it is Removed.
-    secrets
-        .patch(
-            "cluster-member1",
-            &pp,
-            &set_config(config(&agents.token_b, member.ca_pem())),
-        )
-        .await
-        .unwrap();
-    assert!(matches!(
-        next_event(&mut events).await.unwrap(),
-        RegistryEvent::Upserted { .. }
-    ));
-    assert_eq!(list_namespaces(&client).await, Ok(()));
+    set_config(config(&agents.token_b, member.ca_pem())).await;
+    let event = next_event(&mut events).await.unwrap();
+    expect_usable_again(event, &client).await.unwrap();
     secrets
         .delete("cluster-member1", &DeleteParams::default())
         .await

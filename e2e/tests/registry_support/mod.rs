@@ -2,6 +2,8 @@
 //! ServiceAccounts, and asking a member who we are.
 #![allow(dead_code, reason = "each suite uses a different part")]
 
+pub mod karmada;
+
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -110,6 +112,17 @@ pub async fn list_namespaces(client: &kube::Client) -> Result<(), FailureKind> {
         .await
         .map(|_| ())
         .map_err(|err| FailureKind::of(&err))
+}
+
+/// Expects `event` to be `Upserted` (a member usable again) and `client`, built before, to
+/// work again.
+pub async fn expect_usable_again(event: RegistryEvent, client: &kube::Client) -> Result<()> {
+    if !matches!(event, RegistryEvent::Upserted { .. }) {
+        bail!("expected Upserted, got {event:?}");
+    }
+    list_namespaces(client)
+        .await
+        .map_err(|kind| anyhow::anyhow!("the client still fails: {kind:?}"))
 }
 
 /// Expects `event` to be `Invalid` for `member` with this condition reason.

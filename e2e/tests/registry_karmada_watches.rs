@@ -1,0 +1,211 @@
+//! The registry's watches on a real control plane holding Karmada `Cluster`s: which Secrets
+//! they read, how they come back after the control plane restarts, and what a namespace the
+//! registry may not read does to its members.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+mod registry_support;
+
+use std::time::{Duration, Instant};
+
+use cluster_registry::{MemberState, RegistryBuilder, RegistryEvent, Source, SourceState};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use member_client::SecretRef;
+use registry_support as support;
+use serde_json::json;
+use support::karmada::{KarmadaSetup, secret};
+
+#[tokio::test]
+async fn secrets_are_watched_only_in_referenced_namespaces() {
+    let setup = KarmadaSetup::start().await.unwrap();
+    let member = setup.member();
+    let other = setup
+        .control_plane()
+        .create_namespace("unrelated")
+        .await
+        .unwrap();
+    Api::<Secret>::namespaced(setup.admin.clone(), &other)
+        .create(
+            &PostParams::default(),
+            &secret("member1", setup.agents.token_a.as_bytes(), member.ca_pem()),
+        )
+        .await
+        .unwrap();
+    setup.define_member1(member.ca_pem()).await.unwrap();
+    let (registry, mut events, driver) =
+        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let driver = tokio::spawn(driver.run());
+    assert!(matches!(
+        support::next_event(&mut events).await.unwrap(),
+        RegistryEvent::Upserted { .. }
+    ));
+    let stored = |ns: &str| registry.secrets().get(&SecretRef::new(ns, "member1"));
+    assert!(stored(&setup.ns).is_some());
+    assert!(
+        stored(&other).is_none(),
+        "a namespace no member references is not watched"
+    );
+    driver.abort();
+}
+
+#[tokio::test]
+async fn watches_resume_after_a_control_plane_restart() {
+    let mut setup = KarmadaSetup::start().await.unwrap();
+    let member = setup.member().clone();
+    setup.define_member1(member.ca_pem()).await.unwrap();
+    let (registry, mut events, driver) =
+        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let driver = tokio::spawn(driver.run());
+    let client = support::member_client(
+        &registry,
+        &support::next_upserted(&mut events).await.unwrap(),
+    )
+    .unwrap();
+
+    // Every watch of the registry ends with the control plane; it must reconnect by itself.
+    setup
+        .env
+        .restart(testkit::CONTROL_PLANE, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        registry.state("member1"),
+        Some(MemberState::Ready),
+        "an outage of the control plane changes no member"
+    );
+    let secrets = setup.secrets();
+    let mut rotated = secret("member1", setup.agents.token_b.as_bytes(), member.ca_pem());
+    rotated.metadata = secrets.get("member1").await.unwrap().metadata;
+    secrets
+        .replace("member1", &PostParams::default(), &rotated)
+        .await
+        .unwrap();
+    assert!(matches!(
+        support::next_event_of(&mut events, "member1")
+            .await
+            .unwrap(),
+        RegistryEvent::CredentialsRotated { .. }
+    ));
+    assert_eq!(
+        support::whoami(&client).await.unwrap(),
+        setup.agents.user("agent-b")
+    );
+    driver.abort();
+}
+
+/// Server-side applies `object` through `api` (the admin's).
+async fn apply<K>(api: Api<K>, object: serde_json::Value)
+where
+    K: kube::Resource
+        + Clone
+        + k8s_openapi::serde::de::DeserializeOwned
+        + k8s_openapi::serde::Serialize
+        + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(object).unwrap();
+    let name = object.meta().name.clone().unwrap();
+    api.patch(
+        &name,
+        &PatchParams::apply("tether-e2e"),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_allows_it() {
+    use k8s_openapi::api::{
+        core::v1::ServiceAccount,
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
+    };
+
+    let setup = KarmadaSetup::start().await.unwrap();
+    let (cp, admin, ns) = (setup.control_plane(), &setup.admin, &setup.ns);
+    setup.define_member1(setup.member().ca_pem()).await.unwrap();
+
+    // The registry's identity may read Clusters, and nothing else.
+    let home = cp.create_namespace("tether-system").await.unwrap();
+    let subject = json!([{ "kind": "ServiceAccount", "name": "registry", "namespace": home }]);
+    apply(
+        Api::<ServiceAccount>::namespaced(admin.clone(), &home),
+        json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "registry" } }),
+    )
+    .await;
+    apply(Api::<ClusterRole>::all(admin.clone()), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": { "name": "e2e-cluster-reader" },
+        "rules": [{ "apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["get", "list", "watch"] }],
+    }))
+    .await;
+    apply(Api::<ClusterRoleBinding>::all(admin.clone()), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": { "name": "e2e-cluster-reader" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-cluster-reader" },
+        "subjects": subject,
+    }))
+    .await;
+    let token = cp
+        .mint_token(&home, "registry", Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let limited = cp.client_with_token(&token).unwrap();
+
+    let (registry, mut events, driver) = RegistryBuilder::new().karmada(limited).build();
+    let driver = tokio::spawn(driver.run());
+    let event = support::next_event_of(&mut events, "member1")
+        .await
+        .unwrap();
+    support::expect_invalid(&event, "member1", "SecretForbidden").unwrap();
+    let RegistryEvent::Invalid { reason, .. } = event else {
+        unreachable!("expect_invalid checked it");
+    };
+    let detail = reason.detail().unwrap_or_default();
+    assert!(
+        detail.contains("secrets") && detail.contains(ns.as_str()),
+        "the apiserver's refusal is quoted: {detail}"
+    );
+
+    // Granting read access to that namespace is enough: the watch's retry lists it.
+    let granted = Instant::now();
+    apply(Api::<Role>::namespaced(admin.clone(), ns), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": { "name": "tether-secrets" },
+        "rules": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"] }],
+    }))
+    .await;
+    apply(Api::<RoleBinding>::namespaced(admin.clone(), ns), json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "tether-secrets" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tether-secrets" },
+        "subjects": subject,
+    }))
+    .await;
+    // The registry's watch backoff tops out at 10 s between retries; allow several.
+    let event = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if event.member() == "member1" {
+                return event;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(
+        matches!(event, RegistryEvent::Upserted { .. }),
+        "expected Upserted, got {event:?}"
+    );
+    eprintln!("member1 upserted {:?} after the grant", granted.elapsed());
+    assert_eq!(registry.state("member1"), Some(MemberState::Ready));
+    assert_eq!(
+        registry.sources().now().get(&Source::KarmadaClusters),
+        Some(&SourceState::Listed),
+        "the Clusters were readable throughout"
+    );
+    driver.abort();
+}

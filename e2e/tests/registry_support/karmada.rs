@@ -1,0 +1,127 @@
+//! A control plane serving the Karmada Cluster CRD, with member1 defined on it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use cluster_registry::karmada::Cluster as KarmadaCluster;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use testkit::{Cluster, Environment};
+
+use super::Agents;
+
+/// One member cluster with two agents, a control plane with the Cluster CRD installed, and a
+/// fresh `karmada-cluster` namespace on it for the member Secrets.
+pub struct KarmadaSetup {
+    pub env: Environment,
+    pub admin: kube::Client,
+    pub agents: Agents,
+    pub ns: String,
+}
+
+impl KarmadaSetup {
+    pub async fn start() -> Result<Self> {
+        let env = Environment::with_members(1).await?;
+        let admin = env.control_plane().admin_client()?;
+        install_crd(&admin).await?;
+        let agents = Agents::create(env.cluster(1)).await?;
+        let ns = env
+            .control_plane()
+            .create_namespace("karmada-cluster")
+            .await?;
+        Ok(Self {
+            env,
+            admin,
+            agents,
+            ns,
+        })
+    }
+
+    pub fn control_plane(&self) -> &Cluster {
+        self.env.control_plane()
+    }
+
+    pub fn member(&self) -> &Cluster {
+        self.env.cluster(1)
+    }
+
+    /// The Secrets of the member namespace, through the admin client.
+    pub fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.admin.clone(), &self.ns)
+    }
+
+    pub fn clusters(&self) -> Api<KarmadaCluster> {
+        Api::all(self.admin.clone())
+    }
+
+    /// Creates member1's Secret (agent-a's token and `ca`) and its Push Cluster pointing at
+    /// the member.
+    pub async fn define_member1(&self, ca: &str) -> Result<()> {
+        let pp = PostParams::default();
+        self.secrets()
+            .create(&pp, &secret("member1", self.agents.token_a.as_bytes(), ca))
+            .await?;
+        let member1 = cluster("member1", "Push", self.member().endpoint(), &self.ns);
+        self.clusters().create(&pp, &member1).await?;
+        Ok(())
+    }
+}
+
+/// Installs the committed Cluster CRD and waits until it is served.
+async fn install_crd(client: &kube::Client) -> Result<()> {
+    let yaml = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/crds/cluster.karmada.io_clusters.yaml"
+    ))?;
+    let crd: CustomResourceDefinition = serde_yaml::from_str(&yaml)?;
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .context("creating the Cluster CRD")?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let served = Api::<KarmadaCluster>::all(client.clone())
+            .list_metadata(&Default::default())
+            .await
+            .is_ok();
+        if served {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("the Cluster CRD is not served after 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A Karmada member Secret holding `token` and the PEM `ca`.
+pub fn secret(name: &str, token: &[u8], ca: &str) -> Secret {
+    let mut secret = Secret::default();
+    secret.metadata.name = Some(name.to_owned());
+    secret.data = Some(
+        [
+            ("token".to_owned(), ByteString(token.to_vec())),
+            ("caBundle".to_owned(), ByteString(ca.as_bytes().to_vec())),
+        ]
+        .into(),
+    );
+    secret
+}
+
+/// A Karmada Cluster in `mode` whose Secret is `secret_ns/name`.
+pub fn cluster(name: &str, mode: &str, endpoint: &str, secret_ns: &str) -> KarmadaCluster {
+    serde_json::from_value(json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": { "name": name },
+        "spec": {
+            "syncMode": mode,
+            "apiEndpoint": endpoint,
+            "secretRef": { "namespace": secret_ns, "name": name },
+        },
+    }))
+    .unwrap()
+}
