@@ -249,15 +249,14 @@ mod tests {
     ) {
         let path = Path::new("/etc/tether/members/m1.yaml");
         let def = MemberFile::parse(yaml).unwrap().definition(path);
-        let spec = def.spec.unwrap();
-        assert_eq!(spec.name, "m1");
-        assert_eq!(spec.api_endpoint, "https://h:6443");
-        assert_eq!(
-            spec.secret_ref,
-            SecretRef::new("", "/etc/tether/members/m1.yaml")
-        );
-        assert_eq!(spec.insecure_skip_tls_verify, insecure);
-        assert_eq!(spec.proxy_url.as_deref(), proxy);
+        let want = crate::MemberSpec {
+            name: "m1".into(),
+            api_endpoint: "https://h:6443".into(),
+            secret_ref: SecretRef::new("", "/etc/tether/members/m1.yaml"),
+            insecure_skip_tls_verify: insecure,
+            proxy_url: proxy.map(str::to_owned),
+        };
+        assert_eq!(def.spec, Ok(want));
     }
 
     #[rstest]

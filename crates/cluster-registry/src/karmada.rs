@@ -86,16 +86,16 @@ pub struct LocalSecretReference {
 
 /// The status of a Karmada `Cluster`, limited to what the collector writes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct ClusterStatus {
     /// The member's Kubernetes version (`git_version` of `/version`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
     /// `Ready` and `CredentialsValid` (and Karmada's own, when it runs too).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// Node counts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_summary: Option<NodeSummary>,
 }
 
@@ -243,15 +243,14 @@ mod tests {
     ) {
         let def = member_from_cluster(&cluster(spec));
         assert_eq!(def.name, "member1");
-        let spec = def.spec.unwrap();
-        assert_eq!(spec.name, "member1");
-        assert_eq!(spec.api_endpoint, "https://10.0.0.1:6443");
-        assert_eq!(
-            spec.secret_ref,
-            SecretRef::new("karmada-cluster", "member1")
-        );
-        assert_eq!(spec.insecure_skip_tls_verify, insecure);
-        assert_eq!(spec.proxy_url.as_deref(), proxy);
+        let want = crate::MemberSpec {
+            name: "member1".into(),
+            api_endpoint: "https://10.0.0.1:6443".into(),
+            secret_ref: SecretRef::new("karmada-cluster", "member1"),
+            insecure_skip_tls_verify: insecure,
+            proxy_url: proxy.map(str::to_owned),
+        };
+        assert_eq!(def.spec, Ok(want));
     }
 
     #[rstest]

@@ -168,13 +168,7 @@ where
 {
     let credential = ctx.credential().await?;
     let replay = try_clone(&request);
-    let response = inner
-        .ready()
-        .await
-        .map_err(Into::into)?
-        .call(authorize(request, &credential))
-        .await
-        .map_err(Into::into)?;
+    let response = call(&mut inner, request, &credential).await?;
     if response.status() != StatusCode::UNAUTHORIZED {
         ctx.observe(response.status());
         return Ok(response);
@@ -196,13 +190,7 @@ where
 
     ctx.health.count_retry();
     tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
-    let response = inner
-        .ready()
-        .await
-        .map_err(Into::into)?
-        .call(authorize(replay, &fresh))
-        .await
-        .map_err(Into::into)?;
+    let response = call(&mut inner, replay, &fresh).await?;
     if response.status() == StatusCode::UNAUTHORIZED {
         ctx.health.count_unauthorized();
         ctx.tokens.invalidate_if_current(&ctx.secret, &fresh).await;
@@ -210,6 +198,23 @@ where
     }
     ctx.observe(response.status());
     Ok(response)
+}
+
+/// Sends `request` with `credential`'s token once `inner` is ready.
+async fn call<S, B>(
+    inner: &mut S,
+    request: Request<Body>,
+    credential: &Credential,
+) -> Result<Response<B>, BoxError>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    let ready = inner.ready().await.map_err(Into::into)?;
+    ready
+        .call(authorize(request, credential))
+        .await
+        .map_err(Into::into)
 }
 
 impl Ctx {

@@ -23,7 +23,7 @@ use base64::Engine as _;
 use http::Request;
 use member_client::{CredentialState, FailureKind, TokenCacheConfig};
 use rstest::rstest;
-use support::{LoopbackApiserver, Member, ScriptedSource, wait_until};
+use support::{LoopbackApiserver, Member, ScriptedSource, member_with_token_a, wait_until};
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 
@@ -122,9 +122,7 @@ async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
 #[case::put(http::Method::PUT)]
 #[tokio::test]
 async fn request_bodies_are_replayed_byte_for_byte(#[case] method: http::Method) {
-    let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
-    let member = Member::new(&server.url(), &source);
+    let (server, source, member) = member_with_token_a().await;
     member.get(PATH).await.unwrap();
     source.set_token("token-b");
     server.accept_only(&["token-b"]);
@@ -159,9 +157,7 @@ async fn request_bodies_are_replayed_byte_for_byte(#[case] method: http::Method)
 
 #[tokio::test]
 async fn a_credential_still_rejected_after_refresh_fails_once_then_heals() {
-    let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
-    let member = Member::new(&server.url(), &source);
+    let (server, source, member) = member_with_token_a().await;
     member.get(PATH).await.unwrap();
     assert_eq!(member.health.current(), CredentialState::Valid);
 
@@ -188,9 +184,7 @@ async fn a_credential_still_rejected_after_refresh_fails_once_then_heals() {
 
 #[tokio::test]
 async fn a_refreshed_token_rejected_too_is_not_retried_again() {
-    let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
-    let member = Member::new(&server.url(), &source);
+    let (server, source, member) = member_with_token_a().await;
     member.get(PATH).await.unwrap();
 
     source.set_token("token-b");
@@ -220,9 +214,7 @@ async fn forbidden_and_not_found_touch_neither_cache_nor_state(
     #[case] path: &str,
     #[case] want: FailureKind,
 ) {
-    let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
-    let member = Member::new(&server.url(), &source);
+    let (server, _source, member) = member_with_token_a().await;
 
     let err = member.get(path).await.unwrap_err();
     assert_eq!(FailureKind::of(&err), want, "{err:?}");

@@ -239,6 +239,15 @@ impl CredentialSource for ScriptedSource {
     }
 }
 
+/// A loopback apiserver that accepts `token-a`, a source holding it, and a member client over
+/// both.
+pub async fn member_with_token_a() -> (LoopbackApiserver, Arc<ScriptedSource>, Member) {
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Member::new(&server.url(), &source);
+    (server, source, member)
+}
+
 /// A member client over `url` reading `source` through a fresh cache.
 pub struct Member {
     pub client: kube::Client,
