@@ -1,8 +1,8 @@
-//! The scale bench's collector phases (`crates/scale-bench`, run in full by `hack/bench.sh`)
-//! with 20 members instead of 1,000: the same code, from the `scale-bench` crate. It asserts the
-//! correctness goals and no timing: every member Ready, then after a mass rotation (new
-//! ServiceAccount tokens in every Secret, old ServiceAccounts deleted) every switch seen,
-//! exactly one token fetch per rotated Secret, no relist, no 401 and no `CredentialsValid=False`.
+//! The scale bench's collector phases (run in full by `hack/bench.sh`) with 20 members instead
+//! of 1,000: the same code, through the crate's library. It asserts the correctness goals and
+//! no timing: every member Ready, then after a mass rotation (new ServiceAccount tokens in every
+//! Secret, old ServiceAccounts deleted) every switch seen, exactly one token fetch per rotated
+//! Secret, no relist, no 401 and no `CredentialsValid=False`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
