@@ -60,6 +60,7 @@
 mod apiserver;
 mod assets;
 mod cluster;
+mod config;
 mod environment;
 mod etcd;
 #[cfg(feature = "k3s")]
@@ -75,7 +76,8 @@ mod workload;
 pub use apiserver::Apiserver;
 pub use assets::{ASSETS_ENV, Assets};
 pub use cluster::{Cluster, client_for, status_code};
-pub use environment::{CONTROL_PLANE, Config, Environment, RestartOptions};
+pub use config::Config;
+pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
