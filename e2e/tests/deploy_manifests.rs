@@ -36,7 +36,7 @@ use anyhow::{Context as _, bail, ensure};
 use clap::Parser as _;
 use collector::cli::{Args, LogFormat, MembersFrom};
 use e2e::{
-    collector_run::{RunningCollector, temp_file},
+    collector_run::{RunningCollector, control_plane_args},
     karmada_plane,
 };
 use k8s_openapi::{
@@ -1319,19 +1319,8 @@ async fn collector_as_the_base_service_account(
 
     let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap());
     let mut args = collector_container(&deployment).args.clone().unwrap();
+    args.extend(control_plane_args(cp, &own_token).unwrap());
     args.extend([
-        "--control-plane-url".to_owned(),
-        cp.endpoint().to_owned(),
-        "--control-plane-token-file".to_owned(),
-        temp_file("own-token", &own_token)
-            .unwrap()
-            .display()
-            .to_string(),
-        "--control-plane-ca-file".to_owned(),
-        temp_file("control-plane-ca", cp.ca_pem())
-            .unwrap()
-            .display()
-            .to_string(),
         "--leader-election-identity".to_owned(),
         "tether-collector-0".to_owned(),
         "--probe-period".to_owned(),
