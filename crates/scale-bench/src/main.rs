@@ -10,7 +10,6 @@ use scale_bench::{
     baselines::{self, BaselineOptions, BaselineReport, models::Model},
     overhead::{self, OverheadReport},
     scale::{
-        collector_process::CollectorProcess,
         fleet::Fleet,
         run::{self, PhaseOptions, RotationReport, ScaleReport},
     },
@@ -77,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let started = Instant::now();
-    let bin = CollectorProcess::locate()?;
+    let bin = testkit::locate_collector()?;
     progress(started, &format!("collector binary: {}", bin.display()));
 
     // 4. first: an idle machine for the microbenchmark.
