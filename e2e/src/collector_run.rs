@@ -1,6 +1,11 @@
 //! The collector run in-process against the harness, and a small HTTP client for its API.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::atomic::{AtomicU32, Ordering},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use clap::Parser as _;
@@ -123,20 +128,31 @@ impl Drop for RunningCollector {
     }
 }
 
-/// Writes `contents` to a fresh file in the system temp dir and returns its path.
+/// The flags that point a collector at `control_plane` with `token` as its own credential
+/// ([`testkit::control_plane_flags`]), the files in a fresh [`temp_dir`].
 ///
 /// # Errors
 /// I/O errors.
-pub fn temp_file(name: &str, contents: &str) -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("tether-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{name}-{}", rand_suffix()));
-    std::fs::write(&path, contents)?;
-    Ok(path)
+pub fn control_plane_args(
+    control_plane: &testkit::Cluster,
+    token: &str,
+) -> anyhow::Result<Vec<String>> {
+    testkit::control_plane_flags(control_plane, token, &temp_dir("collector")?)
 }
 
-fn rand_suffix() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
+/// Numbers the directories [`temp_dir`] makes in this process.
+static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
+
+/// Creates a fresh directory `tether-e2e-<pid>/<name>-<n>` in the system temp dir and returns
+/// its path. It is kept after the run, like the harness's logs.
+///
+/// # Errors
+/// I/O errors.
+pub fn temp_dir(name: &str) -> anyhow::Result<PathBuf> {
+    let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir()
+        .join(format!("tether-e2e-{}", std::process::id()))
+        .join(format!("{name}-{n}"));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }

@@ -1,72 +1,37 @@
-//! A Karmada-shaped control plane on the harness: the `Cluster` CRD, member Secrets and
-//! `Cluster` objects pointing at the harness's member apiservers.
+//! A Karmada-shaped control plane on the harness ([`testkit::Karmada`]: the `Cluster` CRD,
+//! member Secrets and `Cluster` objects pointing at the harness's member apiservers), read back
+//! through Tether's own `Cluster` type for the status the collector writes.
 
 use std::{collections::BTreeMap, time::Duration};
 
-use anyhow::Context as _;
-use cluster_registry::karmada::{
-    CA_BUNDLE_KEY, Cluster, ClusterSpec, LocalSecretReference, SyncMode, TOKEN_KEY, crd,
-};
-use k8s_openapi::{
-    ByteString,
-    api::core::v1::{Namespace, Secret},
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-};
-use kube::{
-    Api, Client,
-    api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams},
-};
-use testkit::Cluster as HarnessCluster;
+use cluster_registry::karmada::Cluster;
+use k8s_openapi::ByteString;
+use kube::{Api, Client};
+use testkit::{Cluster as HarnessCluster, Karmada, PushMember};
 
-/// Namespace of member Secrets, as Karmada uses it.
-pub const SECRET_NAMESPACE: &str = "karmada-cluster";
-
-/// How long the control plane may take to serve a new CRD.
-const CRD_READY: Duration = Duration::from_secs(30);
+pub use testkit::karmada::SECRET_NAMESPACE;
 
 /// The control plane's admin view of Karmada objects.
 #[derive(Clone)]
 pub struct KarmadaPlane {
-    client: Client,
+    karmada: Karmada,
 }
 
 impl KarmadaPlane {
-    /// Installs the `Cluster` CRD and the Secret namespace on `control_plane`.
+    /// Installs the `Cluster` CRD and the Secret namespace on `control_plane`
+    /// ([`Karmada::install`]).
     ///
     /// # Errors
     /// API errors, or the CRD not being served within 30 s.
     pub async fn install(control_plane: &HarnessCluster) -> anyhow::Result<Self> {
-        let client = control_plane.admin_client()?;
-        Api::<CustomResourceDefinition>::all(client.clone())
-            .create(&PostParams::default(), &crd())
-            .await
-            .context("creating the Cluster CRD")?;
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(SECRET_NAMESPACE.to_owned()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .context("creating the Secret namespace")?;
-        let clusters = Api::<Cluster>::all(client.clone());
-        let deadline = tokio::time::Instant::now() + CRD_READY;
-        while clusters.list(&ListParams::default()).await.is_err() {
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "the Cluster CRD was not served within {CRD_READY:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Ok(Self { client })
+        Ok(Self {
+            karmada: Karmada::install(control_plane).await?,
+        })
     }
 
     /// The admin client of the control plane.
     pub fn client(&self) -> &Client {
-        &self.client
+        self.karmada.client()
     }
 
     /// Registers `member` (a harness apiserver) as a push-mode `Cluster` named after it, with a
@@ -75,26 +40,7 @@ impl KarmadaPlane {
     /// # Errors
     /// API errors.
     pub async fn register(&self, member: &HarnessCluster, token: &str) -> anyhow::Result<()> {
-        self.write_secret(member.name(), token, member.ca_pem())
-            .await?;
-        let cluster = Cluster::new(
-            member.name(),
-            ClusterSpec {
-                sync_mode: SyncMode::Push,
-                api_endpoint: Some(member.endpoint().to_owned()),
-                secret_ref: Some(LocalSecretReference {
-                    namespace: SECRET_NAMESPACE.to_owned(),
-                    name: member.name().to_owned(),
-                }),
-                insecure_skip_tls_verification: false,
-                proxy_url: None,
-            },
-        );
-        Api::<Cluster>::all(self.client.clone())
-            .create(&PostParams::default(), &cluster)
-            .await
-            .context("creating the Cluster")?;
-        Ok(())
+        self.karmada.register(&PushMember::of(member, token)).await
     }
 
     /// Writes the member's Secret (creating or replacing it) with `token` and `ca_pem`.
@@ -102,14 +48,7 @@ impl KarmadaPlane {
     /// # Errors
     /// API errors.
     pub async fn write_secret(&self, name: &str, token: &str, ca_pem: &str) -> anyhow::Result<()> {
-        let data = BTreeMap::from([
-            (TOKEN_KEY.to_owned(), ByteString(token.as_bytes().to_vec())),
-            (
-                CA_BUNDLE_KEY.to_owned(),
-                ByteString(ca_pem.as_bytes().to_vec()),
-            ),
-        ]);
-        self.write_secret_data(name, data).await
+        self.karmada.write_secret(name, token, ca_pem).await
     }
 
     /// Writes arbitrary data into the member's Secret (for garbage-in tests).
@@ -121,24 +60,7 @@ impl KarmadaPlane {
         name: &str,
         data: BTreeMap<String, ByteString>,
     ) -> anyhow::Result<()> {
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                namespace: Some(SECRET_NAMESPACE.to_owned()),
-                ..ObjectMeta::default()
-            },
-            data: Some(data),
-            ..Secret::default()
-        };
-        Api::<Secret>::namespaced(self.client.clone(), SECRET_NAMESPACE)
-            .patch(
-                name,
-                &PatchParams::apply("e2e").force(),
-                &Patch::Apply(&secret),
-            )
-            .await
-            .context("writing the member Secret")?;
-        Ok(())
+        self.karmada.write_secret_data(name, data).await
     }
 
     /// Deletes the member's Secret.
@@ -146,11 +68,7 @@ impl KarmadaPlane {
     /// # Errors
     /// API errors.
     pub async fn delete_secret(&self, name: &str) -> anyhow::Result<()> {
-        Api::<Secret>::namespaced(self.client.clone(), SECRET_NAMESPACE)
-            .delete(name, &Default::default())
-            .await
-            .context("deleting the member Secret")?;
-        Ok(())
+        self.karmada.delete_secret(name).await
     }
 
     /// The member's `Cluster` as stored (with the status the collector wrote).
@@ -158,7 +76,7 @@ impl KarmadaPlane {
     /// # Errors
     /// API errors.
     pub async fn cluster(&self, name: &str) -> anyhow::Result<Cluster> {
-        Ok(Api::<Cluster>::all(self.client.clone()).get(name).await?)
+        Ok(Api::<Cluster>::all(self.client().clone()).get(name).await?)
     }
 
     /// The status and reason of condition `type_` on the member's `Cluster`, if written.

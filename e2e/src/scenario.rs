@@ -3,14 +3,12 @@
 
 use std::time::Duration;
 
-use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, api::PostParams};
-use secrecy::ExposeSecret as _;
 use testkit::{Cluster, Environment, deployment, set_deployment_status};
 
 use crate::{
-    collector_run::{RunningCollector, temp_file},
+    collector_run::{RunningCollector, control_plane_args},
     karmada_plane::KarmadaPlane,
 };
 
@@ -58,7 +56,7 @@ impl Scenario {
         let namespace = format!("tether-e2e-{}", std::process::id());
         let mut registered_tokens = Vec::with_capacity(members);
         for member in env.members() {
-            create_namespace(member, &namespace).await?;
+            member.create_namespace_named(&namespace).await?;
             for sa in ["agent-a", "agent-b"] {
                 member.create_service_account(&namespace, sa).await?;
             }
@@ -68,29 +66,14 @@ impl Scenario {
         }
         let control_plane = env.control_plane();
         // The collector's leader-election Lease lives in its own namespace.
-        create_namespace(control_plane, "tether-system").await?;
-        let admin = control_plane.admin_config();
-        let token = admin
-            .auth_info
-            .token
-            .as_ref()
-            .context("the harness admin config has a token")?
-            .expose_secret()
-            .to_owned();
-        let collector_args = vec![
-            "--control-plane-url".to_owned(),
-            control_plane.endpoint().to_owned(),
-            "--control-plane-token-file".to_owned(),
-            temp_file("control-plane-token", &token)?
-                .display()
-                .to_string(),
-            "--control-plane-ca-file".to_owned(),
-            temp_file("control-plane-ca", control_plane.ca_pem())?
-                .display()
-                .to_string(),
+        control_plane
+            .create_namespace_named("tether-system")
+            .await?;
+        let mut collector_args = control_plane_args(control_plane, &control_plane.admin_token()?)?;
+        collector_args.extend([
             "--probe-period".to_owned(),
             probe_period.as_secs().max(1).to_string(),
-        ];
+        ]);
         let mut first = collector_args.clone();
         first.extend(extra_args.iter().map(|a| (*a).to_owned()));
         let collector = RunningCollector::start(&first).await?;
@@ -239,18 +222,4 @@ impl Scenario {
             .metric(name, &format!("member=\"{member}\""))
             .await
     }
-}
-
-async fn create_namespace(member: &Cluster, name: &str) -> anyhow::Result<()> {
-    let namespace = k8s_openapi::api::core::v1::Namespace {
-        metadata: kube::api::ObjectMeta {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<k8s_openapi::api::core::v1::Namespace>::all(member.admin_client()?)
-        .create(&PostParams::default(), &namespace)
-        .await?;
-    Ok(())
 }

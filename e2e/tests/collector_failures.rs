@@ -10,7 +10,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use e2e::{
-    collector_run::{RunningCollector, temp_file},
+    collector_run::{RunningCollector, control_plane_args},
     karmada_plane::KarmadaPlane,
     scenario::{HOUR, Scenario},
 };
@@ -218,28 +218,16 @@ async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() {
         .unwrap();
 
     let grace = Duration::from_secs(3);
-    let mut collector = RunningCollector::start(&[
-        "--control-plane-url".to_owned(),
-        control_plane.endpoint().to_owned(),
-        "--control-plane-token-file".to_owned(),
-        temp_file("own-token", &token)
-            .unwrap()
-            .display()
-            .to_string(),
-        "--control-plane-ca-file".to_owned(),
-        temp_file("own-ca", control_plane.ca_pem())
-            .unwrap()
-            .display()
-            .to_string(),
+    let mut args = control_plane_args(&control_plane, &token).unwrap();
+    args.extend([
         "--probe-period".to_owned(),
         PROBE.as_secs().to_string(),
         "--self-rejected-grace".to_owned(),
         grace.as_secs().to_string(),
         "--leader-election-namespace".to_owned(),
         ns.clone(),
-    ])
-    .await
-    .unwrap();
+    ]);
+    let mut collector = RunningCollector::start(&args).await.unwrap();
     let deadline = tokio::time::Instant::now() + START;
     while collector.get("/readyz").await.unwrap().0 != 200 {
         assert!(tokio::time::Instant::now() < deadline, "never ready");

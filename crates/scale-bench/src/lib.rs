@@ -2,7 +2,7 @@
 //! clusters in one collector on real kube-apiservers ([`scale`]), a mass rotation, models of
 //! other systems' credential handling on a subset of the same members ([`baselines`]), and the
 //! per-request cost of the `BearerLayer` ([`overhead`]). `hack/bench.sh` runs it all and prints
-//! one table ([`table`]); `e2e/tests/scale_smoke.rs` runs [`scale`] with 20 members and asserts
+//! one table ([`table`], [`sections`]); `tests/scale_smoke.rs` runs [`scale`] with 20 members and asserts
 //! the correctness goals, no timing.
 //!
 //! # How a rotation is seen per member
@@ -21,4 +21,5 @@
 pub mod baselines;
 pub mod overhead;
 pub mod scale;
+pub mod sections;
 pub mod table;

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use kube::{Client, Config};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
+use secrecy::ExposeSecret as _;
 
 /// A connect timeout well above what loopback needs, but short enough that a test against a
 /// stopped or hung server fails in seconds, not kube's default 30 s.
@@ -89,6 +90,19 @@ impl Cluster {
     /// A `kube::Config` for the cluster admin (`system:masters`).
     pub fn admin_config(&self) -> Config {
         self.admin.clone()
+    }
+
+    /// The admin's bearer token, for a process that reads its credential from a file (such as
+    /// the collector's `--control-plane-token-file`).
+    ///
+    /// # Errors
+    /// If the admin authenticates without a token (a client certificate, as on k3s).
+    pub fn admin_token(&self) -> Result<String> {
+        let token =
+            self.admin.auth_info.token.as_ref().with_context(|| {
+                format!("the admin of {} authenticates without a token", self.name)
+            })?;
+        Ok(token.expose_secret().to_owned())
     }
 
     /// A client for the cluster admin (`system:masters`).

@@ -9,6 +9,7 @@ use tempfile::TempDir;
 use crate::apiserver::{Apiserver, ApiserverSpec};
 use crate::assets::Assets;
 use crate::cluster::Cluster;
+use crate::config::Config;
 use crate::etcd::Etcd;
 use crate::pki::{SigningKey, TestCa};
 use crate::ports::{free_ports, port_is_free, wait_port_free};
@@ -21,59 +22,6 @@ pub const CONTROL_PLANE: usize = 0;
 const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How long a stopped apiserver's port may stay bound after its process is reaped.
 const PORT_RELEASE: Duration = Duration::from_secs(10);
-
-/// What to start. Build one, then call [`Config::start`].
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Config {
-    /// Member clusters besides the control plane (`member1` … `memberN`).
-    pub members: usize,
-    /// Bound on each wait for etcd `/health` and apiserver `/readyz`.
-    pub ready_timeout: Duration,
-    /// The binaries; `None` means [`Assets::locate`].
-    pub assets: Option<Assets>,
-}
-
-impl Default for Config {
-    /// A control plane and two members, 60 s to get ready, binaries located the envtest way.
-    fn default() -> Self {
-        Self {
-            members: 2,
-            ready_timeout: Duration::from_secs(60),
-            assets: None,
-        }
-    }
-}
-
-impl Config {
-    /// Sets the number of member clusters.
-    pub fn members(mut self, members: usize) -> Self {
-        self.members = members;
-        self
-    }
-
-    /// Sets the bound on each readiness wait.
-    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
-        self.ready_timeout = timeout;
-        self
-    }
-
-    /// Uses these binaries instead of locating them.
-    pub fn assets(mut self, assets: Assets) -> Self {
-        self.assets = Some(assets);
-        self
-    }
-
-    /// Starts etcd, then every apiserver at once, and waits until all are ready.
-    ///
-    /// # Errors
-    /// If the binaries cannot be found, a process cannot start, or one is not ready within
-    /// [`ready_timeout`](Self::ready_timeout). The error names the log file and quotes its
-    /// tail. Whatever had started is stopped again.
-    pub async fn start(self) -> Result<Environment> {
-        Environment::start_with(self).await
-    }
-}
 
 /// What [`Environment::restart`] changes besides the process.
 #[derive(Clone, Copy, Debug, Default)]
@@ -142,7 +90,7 @@ impl Environment {
         Config::default().members(members).start().await
     }
 
-    async fn start_with(config: Config) -> Result<Self> {
+    pub(crate) async fn start_with(config: Config) -> Result<Self> {
         let assets = match config.assets {
             Some(a) => a,
             // It may run `hack/envtest.sh`, which may build for minutes: keep it off the runtime.

@@ -28,6 +28,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Karmada and the collector
+//! [`Karmada`] installs the `Cluster` CRD on a control plane and registers harness clusters as
+//! push-mode members, the way Karmada stores them. [`CollectorProcess`] runs Tether's
+//! `collector` binary against a control plane ([`control_plane_flags`]) as a child process.
+//!
 //! # What it needs
 //! The `kube-apiserver` and `etcd` binaries: from `$KUBEBUILDER_ASSETS` if set (the envtest
 //! convention), else the repository's `.envtest/<version>/` as printed by `hack/envtest.sh`,
@@ -60,10 +65,13 @@
 mod apiserver;
 mod assets;
 mod cluster;
+mod collector_process;
+mod config;
 mod environment;
 mod etcd;
 #[cfg(feature = "k3s")]
 mod k3s;
+pub mod karmada;
 mod namespace;
 mod pki;
 mod plain_http;
@@ -75,10 +83,15 @@ mod workload;
 pub use apiserver::Apiserver;
 pub use assets::{ASSETS_ENV, Assets};
 pub use cluster::{Cluster, client_for, status_code};
-pub use environment::{CONTROL_PLANE, Config, Environment, RestartOptions};
+pub use collector_process::{
+    COLLECTOR_BIN_ENV, CollectorProcess, control_plane_flags, locate_collector,
+};
+pub use config::Config;
+pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
+pub use karmada::{Karmada, PushMember};
 pub use plain_http::http_get;
 pub use ports::free_loopback_addr;
 pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};

@@ -34,11 +34,22 @@ impl Cluster {
             .map(|d| d.as_millis())
             .unwrap_or_default();
         let name = format!("{prefix}-{:x}{n}", millis & 0xff_ffff);
+        self.create_namespace_named(&name).await?;
+        Ok(name)
+    }
+
+    /// Creates namespace `name` as it is, for the few names a component expects (Karmada's
+    /// `karmada-cluster`, the collector's `tether-system`). Prefer
+    /// [`create_namespace`](Self::create_namespace) anywhere else.
+    ///
+    /// # Errors
+    /// If it exists already (even `Terminating`) or the API call fails.
+    pub async fn create_namespace_named(&self, name: &str) -> Result<()> {
         let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": name } }))?;
         Api::<Namespace>::all(self.admin_client()?)
             .create(&PostParams::default(), &ns)
             .await
             .with_context(|| format!("creating namespace {name} on {}", self.name()))?;
-        Ok(name)
+        Ok(())
     }
 }

@@ -50,23 +50,38 @@ impl Cluster {
             .create(&PostParams::default(), &sa)
             .await
             .with_context(|| format!("creating ServiceAccount {ns}/{name} on {}", self.name()))?;
-        let binding = format!("{FIELD_MANAGER}:{ns}:{name}");
-        let crb: ClusterRoleBinding = serde_json::from_value(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": { "name": binding },
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": READER_CLUSTER_ROLE,
-            },
-            "subjects": [{ "kind": "ServiceAccount", "name": name, "namespace": ns }],
-        }))?;
-        Api::<ClusterRoleBinding>::all(client)
-            .patch(&binding, &apply_params(), &Patch::Apply(&crb))
-            .await
-            .with_context(|| format!("binding {ns}/{name} to {READER_CLUSTER_ROLE}"))?;
+        bind_reader(
+            &client,
+            &format!("{FIELD_MANAGER}:{ns}:{name}"),
+            json!({ "kind": "ServiceAccount", "name": name, "namespace": ns }),
+        )
+        .await
+        .with_context(|| format!("binding {ns}/{name} to {READER_CLUSTER_ROLE}"))?;
         Ok(sa)
+    }
+
+    /// Binds [`READER_CLUSTER_ROLE`] (creating or updating it first) to every ServiceAccount
+    /// of namespace `ns`, through their group `system:serviceaccounts:<ns>`: one
+    /// ClusterRoleBinding `tether-testkit:<ns>` for any number of ServiceAccounts, where
+    /// [`create_service_account`](Self::create_service_account) makes one each.
+    ///
+    /// # Errors
+    /// If an API call fails.
+    pub async fn grant_reader_to_namespace(&self, ns: &str) -> Result<()> {
+        let client = self.admin_client()?;
+        apply_reader_role(&client).await?;
+        bind_reader(
+            &client,
+            &format!("{FIELD_MANAGER}:{ns}"),
+            json!({
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Group",
+                "name": format!("system:serviceaccounts:{ns}"),
+            }),
+        )
+        .await
+        .with_context(|| format!("binding the ServiceAccounts of {ns} to {READER_CLUSTER_ROLE}"))?;
+        Ok(())
     }
 
     /// Mints a token for ServiceAccount `ns/sa` through the TokenRequest API, valid for
@@ -217,6 +232,25 @@ async fn apply_reader_role(client: &kube::Client) -> Result<()> {
         .patch(READER_CLUSTER_ROLE, &apply_params(), &Patch::Apply(&role))
         .await
         .context("applying the reader ClusterRole")?;
+    Ok(())
+}
+
+/// Creates or updates ClusterRoleBinding `name` of [`READER_CLUSTER_ROLE`] to `subject` alone.
+async fn bind_reader(client: &kube::Client, name: &str, subject: serde_json::Value) -> Result<()> {
+    let crb: ClusterRoleBinding = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": { "name": name },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": READER_CLUSTER_ROLE,
+        },
+        "subjects": [subject],
+    }))?;
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch(name, &apply_params(), &Patch::Apply(&crb))
+        .await?;
     Ok(())
 }
 

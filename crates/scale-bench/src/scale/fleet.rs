@@ -14,37 +14,24 @@ use std::{
 };
 
 use anyhow::Context as _;
-use cluster_registry::karmada::{
-    CA_BUNDLE_KEY, Cluster as KarmadaCluster, ClusterSpec, LocalSecretReference, SyncMode,
-    TOKEN_KEY, crd,
-};
 use futures::{StreamExt as _, TryStreamExt as _, stream};
-use k8s_openapi::{
-    ByteString,
-    api::{
-        authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec},
-        core::v1::{Namespace, Secret, ServiceAccount},
-        rbac::v1::{ClusterRole, ClusterRoleBinding},
-    },
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+use k8s_openapi::api::{
+    authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec},
+    core::v1::{Secret, ServiceAccount},
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams},
+    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use testkit::Environment;
+use testkit::{Environment, Karmada, PushMember, karmada::TOKEN_KEY};
 
 /// Namespace of the member Secrets on the control plane, as Karmada uses it.
-pub const SECRET_NAMESPACE: &str = "karmada-cluster";
+pub use testkit::karmada::SECRET_NAMESPACE;
 /// Namespace of the collector's leader-election Lease (its default without `POD_NAMESPACE`).
 pub const LEASE_NAMESPACE: &str = "tether-system";
 /// How long minted tokens live: longer than any run, so expiry never triggers a refresh.
 pub const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
-/// The ClusterRole every member ServiceAccount gets (through its namespace's group).
-const READER_ROLE: &str = "tether-scale-reader";
-/// Field manager of the fleet's server-side applies.
-const MANAGER: &str = "tether-scale-bench";
 
 /// One member apiserver and what the fleet keeps on it.
 pub struct MemberApiserver {
@@ -88,6 +75,8 @@ pub struct Fleet {
     pub env: Environment,
     /// Admin client of the control plane.
     pub control_plane: Client,
+    /// Karmada's objects on the control plane, through the same client.
+    karmada: Karmada,
     /// The member apiservers.
     pub apiservers: Vec<MemberApiserver>,
     /// The members, `member1` first.
@@ -100,8 +89,9 @@ pub struct Fleet {
 
 impl Fleet {
     /// Starts a control plane and `apiservers` member apiservers, installs the Karmada `Cluster`
-    /// CRD, and registers `members` members, each with ServiceAccounts for generations 0 and 1,
-    /// a generation-0 token in its Secret, and its `Cluster`.
+    /// CRD ([`Karmada::install`]) and the collector's Lease namespace, and registers `members`
+    /// members, each with ServiceAccounts for generations 0 and 1, a generation-0 token in its
+    /// Secret, and its `Cluster`.
     ///
     /// # Errors
     /// The harness not starting, or any API call failing.
@@ -113,16 +103,19 @@ impl Fleet {
         anyhow::ensure!(apiservers > 0 && members > 0, "need members and apiservers");
         let env = Environment::with_members(apiservers).await?;
         let started = Instant::now();
-        let control_plane = env.control_plane().admin_client()?;
-        install_karmada(&control_plane).await?;
+        let karmada = Karmada::install(env.control_plane()).await?;
+        env.control_plane()
+            .create_namespace_named(LEASE_NAMESPACE)
+            .await?;
         let mut servers = Vec::with_capacity(apiservers);
         for (i, cluster) in env.members().iter().enumerate() {
-            let admin = cluster.admin_client()?;
             let namespace = cluster.create_namespace("tether-scale").await?;
-            grant_reader(&admin, &namespace).await?;
+            // Every member's ServiceAccounts read what the collector reads: one binding to the
+            // namespace's ServiceAccount group, instead of one per member.
+            cluster.grant_reader_to_namespace(&namespace).await?;
             servers.push(MemberApiserver {
                 env_index: i + 1,
-                admin,
+                admin: cluster.admin_client()?,
                 namespace,
                 endpoint: cluster.endpoint().to_owned(),
                 ca_pem: cluster.ca_pem().to_owned(),
@@ -130,7 +123,8 @@ impl Fleet {
         }
         let mut fleet = Self {
             env,
-            control_plane,
+            control_plane: karmada.client().clone(),
+            karmada,
             apiservers: servers,
             members: Vec::new(),
             concurrency: concurrency.max(1),
@@ -335,126 +329,17 @@ impl Fleet {
         Ok(SystemTime::now())
     }
 
-    /// Creates `member`'s Secret (its token and its apiserver's CA) and its push-mode
-    /// `Cluster`.
+    /// Registers `member` ([`Karmada::register`]): its Secret (its token and its apiserver's
+    /// CA) and its push-mode `Cluster`.
     async fn register(&self, member: &Member) -> anyhow::Result<()> {
         let server = self.apiserver_of(member);
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(member.name.clone()),
-                namespace: Some(SECRET_NAMESPACE.to_owned()),
-                ..ObjectMeta::default()
-            },
-            data: Some(
-                [
-                    (
-                        TOKEN_KEY.to_owned(),
-                        ByteString(member.token.as_bytes().to_vec()),
-                    ),
-                    (
-                        CA_BUNDLE_KEY.to_owned(),
-                        ByteString(server.ca_pem.as_bytes().to_vec()),
-                    ),
-                ]
-                .into(),
-            ),
-            ..Secret::default()
-        };
-        Api::<Secret>::namespaced(self.control_plane.clone(), SECRET_NAMESPACE)
-            .create(&PostParams::default(), &secret)
+        self.karmada
+            .register(&PushMember {
+                name: &member.name,
+                endpoint: &server.endpoint,
+                ca_pem: &server.ca_pem,
+                token: &member.token,
+            })
             .await
-            .with_context(|| format!("creating the Secret of {}", member.name))?;
-        let cluster = KarmadaCluster::new(
-            &member.name,
-            ClusterSpec {
-                sync_mode: SyncMode::Push,
-                api_endpoint: Some(server.endpoint.clone()),
-                secret_ref: Some(LocalSecretReference {
-                    namespace: SECRET_NAMESPACE.to_owned(),
-                    name: member.name.clone(),
-                }),
-                insecure_skip_tls_verification: false,
-                proxy_url: None,
-            },
-        );
-        Api::<KarmadaCluster>::all(self.control_plane.clone())
-            .create(&PostParams::default(), &cluster)
-            .await
-            .with_context(|| format!("creating the Cluster {}", member.name))?;
-        Ok(())
     }
-}
-
-/// The `Cluster` CRD, the Secret namespace and the collector's Lease namespace; returns once
-/// the CRD is served.
-async fn install_karmada(client: &Client) -> anyhow::Result<()> {
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &crd())
-        .await
-        .context("creating the Cluster CRD")?;
-    for name in [SECRET_NAMESPACE, LEASE_NAMESPACE] {
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .with_context(|| format!("creating namespace {name}"))?;
-    }
-    let clusters = Api::<KarmadaCluster>::all(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while clusters
-        .list_metadata(&ListParams::default().limit(1))
-        .await
-        .is_err()
-    {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the Cluster CRD is not served after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
-}
-
-/// Lets every ServiceAccount of `namespace` read what the collector reads: one ClusterRole and
-/// one binding to the namespace's ServiceAccount group, instead of one binding per member.
-async fn grant_reader(admin: &Client, namespace: &str) -> anyhow::Result<()> {
-    let read = ["get", "list", "watch"];
-    let role: ClusterRole = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": { "name": READER_ROLE },
-        "rules": [
-            { "apiGroups": [""], "resources": ["nodes", "namespaces", "configmaps"], "verbs": read },
-            { "apiGroups": ["apps"], "resources": ["deployments"], "verbs": read },
-            { "nonResourceURLs": ["/readyz", "/livez", "/healthz", "/version"], "verbs": ["get"] },
-        ],
-    }))?;
-    let params = PatchParams::apply(MANAGER).force();
-    Api::<ClusterRole>::all(admin.clone())
-        .patch(READER_ROLE, &params, &Patch::Apply(&role))
-        .await
-        .context("applying the reader ClusterRole")?;
-    let binding_name = format!("{READER_ROLE}:{namespace}");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": { "name": binding_name },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER_ROLE },
-        "subjects": [{
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "Group",
-            "name": format!("system:serviceaccounts:{namespace}"),
-        }],
-    }))?;
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .patch(&binding_name, &params, &Patch::Apply(&binding))
-        .await
-        .context("binding the reader ClusterRole")?;
-    Ok(())
 }

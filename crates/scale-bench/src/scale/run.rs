@@ -2,7 +2,7 @@
 //! window) and mass rotation (every Secret rewritten at once, old ServiceAccounts deleted).
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeMap,
     path::Path,
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
@@ -10,10 +10,16 @@ use std::{
 
 use anyhow::Context as _;
 use kube::api::GetParams;
+use testkit::CollectorProcess;
 
+pub use super::report::{RotationReport, ScaleReport};
 use super::{
-    collector_process::CollectorProcess, conditions::ConditionWatch, fleet::Fleet,
-    percentiles::Percentiles, proc_stats::ProcSample, prom,
+    collector_log::{CollectorLog, start_collector},
+    conditions::ConditionWatch,
+    fleet::Fleet,
+    percentiles::Percentiles,
+    proc_stats::ProcSample,
+    prom,
 };
 
 /// Knobs of the two phases.
@@ -31,84 +37,12 @@ pub struct PhaseOptions {
     pub rotation_limit: Duration,
 }
 
-/// What the scale phase measured.
-#[derive(Clone, Debug)]
-pub struct ScaleReport {
-    /// Logical members.
-    pub members: usize,
-    /// Member apiservers they share.
-    pub apiservers: usize,
-    /// Creating every ServiceAccount, token, Secret and Cluster.
-    pub setup: Duration,
-    /// Collector start → every member `Ready=True` on the control plane; `None` if not within
-    /// the limit.
-    pub all_ready: Option<Duration>,
-    /// Members Ready when the bench stopped waiting.
-    pub ready_count: usize,
-    /// Collector start → each member's first `Ready=True`.
-    pub ready: Percentiles,
-    /// Collector RSS at the end of the steady-state window.
-    pub rss_bytes: u64,
-    /// Collector peak RSS so far (`VmHWM`).
-    pub peak_rss_bytes: u64,
-    /// Collector CPU during the window, in cores.
-    pub cpu_cores: f64,
-    /// The window's length.
-    pub window: Duration,
-    /// The wait between all Ready and the window.
-    pub settle: Duration,
-    /// Watches open on the member apiservers at the end of the window, minus those open before
-    /// the collector started (the apiservers' own).
-    pub watches: f64,
-    /// What the collector should hold: members × (Nodes + mirrored kinds).
-    pub watches_expected: usize,
-    /// Requests per second the member apiservers served during the window (the bench's own
-    /// metric scrapes subtracted).
-    pub requests_per_second: f64,
-    /// Token-cache fetches per second during the window (reads of the in-memory Secret store).
-    pub fetches_per_second: f64,
-    /// The window's requests per second by `verb resource[/subresource]`, largest first.
-    pub requests_by_kind: Vec<(String, f64)>,
-}
-
-/// What the mass rotation measured.
-#[derive(Clone, Debug)]
-pub struct RotationReport {
-    /// Rotated members.
-    pub members: usize,
-    /// First Secret write sent → last acknowledged.
-    pub writes: Duration,
-    /// Per member: its Secret write acknowledged → the collector switched its cache entry
-    /// (logged `credentials rotated`); 0 when the switch was logged before the ack arrived.
-    pub switched: Percentiles,
-    /// Rotation start → the k-th member's first request with its new token (the k-th fetch of
-    /// the token cache after the start; each rotated member fetches once, on its next request).
-    pub in_use: Percentiles,
-    /// Token-cache fetches during the rotation.
-    pub fetches: f64,
-    /// Relists during the rotation.
-    pub relists: f64,
-    /// 401s the members answered during the rotation (before any refresh).
-    pub unauthorized: f64,
-    /// Rotation start → every old token rejected by its apiserver.
-    pub revoked_after: Duration,
-    /// Members seen with `CredentialsValid=False` during the rotation.
-    pub credentials_false: BTreeSet<String>,
-    /// Members whose switch the collector did not log.
-    pub not_switched: usize,
-}
-
-impl RotationReport {
-    /// Token-cache fetches per rotated Secret.
-    pub fn fetches_per_secret(&self) -> f64 {
-        self.fetches / self.members.max(1) as f64
-    }
-}
-
 /// A collector running against the fleet, and the watch on what it writes.
 pub struct Running {
     /// The child process.
     pub collector: CollectorProcess,
+    /// What it logs.
+    pub log: CollectorLog,
     /// The `Cluster` conditions it writes.
     pub conditions: ConditionWatch,
 }
@@ -192,8 +126,8 @@ pub async fn scale(
     let members = fleet.members.len();
     let before = apiserver_counters(fleet).await?.watches;
     let conditions = ConditionWatch::start(fleet.control_plane.clone());
-    let mut collector =
-        CollectorProcess::start(bin, fleet.env.control_plane(), options.probe_period).await?;
+    let (mut collector, log) =
+        start_collector(bin, fleet.env.control_plane(), options.probe_period).await?;
     let started = collector.started;
     let deadline = started + options.ready_limit;
     let all_ready = loop {
@@ -271,6 +205,7 @@ pub async fn scale(
     Ok((
         Running {
             collector,
+            log,
             conditions,
         },
         report,
@@ -308,7 +243,7 @@ pub async fn rotate_all(
 
     let collector = &running.collector;
     let before = collector_counters(collector).await?;
-    collector.clear_rotations();
+    running.log.clear_rotations();
     running.conditions.mark();
     let fetch_curve = Arc::new(Mutex::new(Vec::<(Duration, f64)>::new()));
     let start = Instant::now();
@@ -340,10 +275,10 @@ pub async fn rotate_all(
 
     // Every member's switch logged, or the limit.
     let deadline = Instant::now() + options.rotation_limit;
-    while collector.rotations().len() < members && Instant::now() < deadline {
+    while running.log.rotations().len() < members && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let rotations = collector.rotations();
+    let rotations = running.log.rotations();
     let switched = Percentiles::of(f.members.iter().zip(&acks).filter_map(|(m, ack)| {
         let at = rotations.get(&m.name)?;
         Some(at.duration_since(*ack).unwrap_or(Duration::ZERO))
@@ -394,5 +329,5 @@ pub async fn rotate_all(
 
 /// Collector warnings, for the report's footnotes.
 pub fn warnings(running: &Running) -> BTreeMap<String, u64> {
-    running.collector.warnings()
+    running.log.warnings()
 }

@@ -1,18 +1,13 @@
-//! The scale bench's collector phases (`crates/scale-bench`, run in full by `hack/bench.sh`)
-//! with 20 members instead of 1,000: the same code, from the `scale-bench` crate. It asserts the
-//! correctness goals and no timing: every member Ready, then after a mass rotation (new
-//! ServiceAccount tokens in every Secret, old ServiceAccounts deleted) every switch seen,
-//! exactly one token fetch per rotated Secret, no relist, no 401 and no `CredentialsValid=False`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
+//! The scale bench's collector phases (run in full by `hack/bench.sh`) with 20 members instead
+//! of 1,000: the same code, through the crate's library. It asserts the correctness goals and
+//! no timing: every member Ready, then after a mass rotation (new ServiceAccount tokens in every
+//! Secret, old ServiceAccounts deleted) every switch seen, exactly one token fetch per rotated
+//! Secret, no relist, no 401 and no `CredentialsValid=False`.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 use std::time::Duration;
 
 use scale_bench::scale::{
-    collector_process::CollectorProcess,
     fleet::Fleet,
     run::{self, PhaseOptions},
 };
@@ -22,15 +17,15 @@ const MEMBERS: usize = 20;
 /// Builds the collector binary of this profile (a no-op when it is fresh) and returns its path;
 /// the bench proper uses the release build made by `hack/bench.sh`.
 fn collector_binary() -> std::path::PathBuf {
-    if std::env::var_os("TETHER_COLLECTOR_BIN").is_none() {
+    if std::env::var_os(testkit::COLLECTOR_BIN_ENV).is_none() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = std::process::Command::new(cargo)
             .args(["build", "--quiet", "-p", "collector", "--bin", "collector"])
             .status()
-            .expect("running cargo build -p collector");
+            .unwrap_or_else(|err| panic!("running cargo build -p collector: {err}"));
         assert!(status.success(), "cargo build -p collector failed");
     }
-    CollectorProcess::locate().unwrap()
+    testkit::locate_collector().unwrap()
 }
 
 #[tokio::test]

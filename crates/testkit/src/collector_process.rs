@@ -1,0 +1,185 @@
+//! Tether's `collector` binary as a child process, pointed at a harness control plane: where
+//! to find the binary ([`locate_collector`]), the flags that give it a control plane and a
+//! credential ([`control_plane_flags`]), and the process itself ([`CollectorProcess`]), which
+//! listens on a free loopback port and is killed when dropped.
+//!
+//! A child process, unlike a collector run in the test's own process, has its own RSS and CPU
+//! in `/proc/<pid>` and its own log on stdout.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, ChildStdout, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::{cluster::Cluster, plain_http::http_get, ports::free_loopback_addr, process::POLL};
+
+/// The environment variable that names the collector binary, overriding the search of
+/// [`locate_collector`].
+pub const COLLECTOR_BIN_ENV: &str = "TETHER_COLLECTOR_BIN";
+
+/// Finds the collector binary: `$TETHER_COLLECTOR_BIN`, else `collector` next to the running
+/// executable or in one of its ancestors (so `target/release/scale-bench` finds
+/// `target/release/collector`, and a test in `target/debug/deps` finds
+/// `target/debug/collector`).
+///
+/// # Errors
+/// None found: build it first (`cargo build -p collector`).
+pub fn locate_collector() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(COLLECTOR_BIN_ENV) {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().context("locating the running executable")?;
+    exe.ancestors()
+        .skip(1)
+        .map(|dir| dir.join("collector"))
+        .find(|candidate| candidate.is_file())
+        .with_context(|| {
+            format!(
+                "no collector binary near {} (build it with `cargo build -p collector`, \
+                 or set {COLLECTOR_BIN_ENV})",
+                exe.display()
+            )
+        })
+}
+
+/// The collector flags that point it at `control_plane` with `token` as its own credential:
+/// `--control-plane-url`, `--control-plane-token-file` and `--control-plane-ca-file`, the
+/// token and the CA bundle written to `control-plane-token` and `control-plane-ca.crt` in
+/// `dir` (which must exist and must outlive the collector: it re-reads the token file).
+///
+/// # Errors
+/// I/O errors writing the files.
+pub fn control_plane_flags(
+    control_plane: &Cluster,
+    token: &str,
+    dir: &Path,
+) -> Result<Vec<String>> {
+    let token_file = dir.join("control-plane-token");
+    std::fs::write(&token_file, token)
+        .with_context(|| format!("writing {}", token_file.display()))?;
+    let ca_file = dir.join("control-plane-ca.crt");
+    std::fs::write(&ca_file, control_plane.ca_pem())
+        .with_context(|| format!("writing {}", ca_file.display()))?;
+    Ok(vec![
+        "--control-plane-url".to_owned(),
+        control_plane.endpoint().to_owned(),
+        "--control-plane-token-file".to_owned(),
+        token_file.display().to_string(),
+        "--control-plane-ca-file".to_owned(),
+        ca_file.display().to_string(),
+    ])
+}
+
+/// A running collector child process; killed (SIGKILL) and reaped when dropped.
+#[derive(Debug)]
+pub struct CollectorProcess {
+    child: Child,
+    /// Its HTTP address (`/healthz`, `/metrics`, `/api/v1/clusters`).
+    pub addr: SocketAddr,
+    /// When it was spawned.
+    pub started: Instant,
+    /// Where its stderr goes (`collector.stderr`), and where callers put the rest of its logs.
+    pub log_dir: PathBuf,
+}
+
+impl CollectorProcess {
+    /// Spawns `bin` with `--listen` on a free loopback port, then `args`, and `RUST_LOG=info`
+    /// (so the caller's environment doesn't change what it logs). Its stdout is a pipe: take
+    /// it with [`take_stdout`](Self::take_stdout) and keep reading it, or the collector blocks
+    /// once the pipe is full. Its stderr goes to `log_dir/collector.stderr`. It does not wait:
+    /// see [`wait_until_healthy`](Self::wait_until_healthy).
+    ///
+    /// # Errors
+    /// No free port, `log_dir` not writable, or the spawn failing.
+    pub fn spawn(bin: &Path, args: &[String], log_dir: &Path) -> Result<Self> {
+        let addr = free_loopback_addr()?;
+        let stderr_path = log_dir.join("collector.stderr");
+        let stderr = std::fs::File::create(&stderr_path)
+            .with_context(|| format!("creating {}", stderr_path.display()))?;
+        let started = Instant::now();
+        let child = Command::new(bin)
+            .arg("--listen")
+            .arg(addr.to_string())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .with_context(|| format!("spawning {}", bin.display()))?;
+        Ok(Self {
+            child,
+            addr,
+            started,
+            log_dir: log_dir.to_owned(),
+        })
+    }
+
+    /// Its stdout, the first time this is called.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Polls `GET /healthz` until it answers.
+    ///
+    /// # Errors
+    /// The process exiting, or no answer within `limit` (both name the log directory).
+    pub async fn wait_until_healthy(&mut self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        while self.get("/healthz").await.is_err() {
+            if !self.running() {
+                bail!(
+                    "the collector exited at start (logs in {})",
+                    self.log_dir.display()
+                );
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "the collector did not serve /healthz within {limit:?} (logs in {})",
+                    self.log_dir.display()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// `GET path`: status and body.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn get(&self, path: &str) -> Result<(u16, String)> {
+        http_get(self.addr, path).await
+    }
+
+    /// `GET /metrics`: the Prometheus text.
+    ///
+    /// # Errors
+    /// Connection errors or a status other than 200.
+    pub async fn metrics(&self) -> Result<String> {
+        let (status, body) = self.get("/metrics").await?;
+        anyhow::ensure!(status == 200, "GET /metrics: {status}");
+        Ok(body)
+    }
+}
+
+impl Drop for CollectorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,61 @@
+//! [`Config`]: what an [`Environment`] starts, and how long it waits for it.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::assets::Assets;
+use crate::environment::Environment;
+
+/// What to start. Build one, then call [`Config::start`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Config {
+    /// Member clusters besides the control plane (`member1` … `memberN`).
+    pub members: usize,
+    /// Bound on each wait for etcd `/health` and apiserver `/readyz`.
+    pub ready_timeout: Duration,
+    /// The binaries; `None` means [`Assets::locate`].
+    pub assets: Option<Assets>,
+}
+
+impl Default for Config {
+    /// A control plane and two members, 60 s to get ready, binaries located the envtest way.
+    fn default() -> Self {
+        Self {
+            members: 2,
+            ready_timeout: Duration::from_secs(60),
+            assets: None,
+        }
+    }
+}
+
+impl Config {
+    /// Sets the number of member clusters.
+    pub fn members(mut self, members: usize) -> Self {
+        self.members = members;
+        self
+    }
+
+    /// Sets the bound on each readiness wait.
+    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    /// Uses these binaries instead of locating them.
+    pub fn assets(mut self, assets: Assets) -> Self {
+        self.assets = Some(assets);
+        self
+    }
+
+    /// Starts etcd, then every apiserver at once, and waits until all are ready.
+    ///
+    /// # Errors
+    /// If the binaries cannot be found, a process cannot start, or one is not ready within
+    /// [`ready_timeout`](Self::ready_timeout). The error names the log file and quotes its
+    /// tail. Whatever had started is stopped again.
+    pub async fn start(self) -> Result<Environment> {
+        Environment::start_with(self).await
+    }
+}

@@ -1,0 +1,228 @@
+//! A Karmada control plane on a harness apiserver, as Karmada leaves it: the `Cluster` CRD,
+//! the member Secret namespace, and push-mode members registered as `karmadactl join` does
+//! (a Secret with the member's token and CA bundle, and a `Cluster` naming that Secret).
+//!
+//! The CRD is the one users install, `deploy/crds/cluster.karmada.io_clusters.yaml`, and the
+//! objects are written in Karmada's format here rather than through Tether's own types, so a
+//! test shows that Tether reads what Karmada writes.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use anyhow::{Context as _, Result, ensure};
+use k8s_openapi::{
+    ByteString, api::core::v1::Secret,
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client,
+    api::{
+        ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
+        PostParams,
+    },
+};
+use serde_json::json;
+
+use crate::cluster::Cluster;
+
+/// The `Cluster` CRD as `deploy/crds/cluster.karmada.io_clusters.yaml` holds it (YAML).
+pub const CLUSTER_CRD_YAML: &str =
+    include_str!("../../../deploy/crds/cluster.karmada.io_clusters.yaml");
+
+/// Namespace of the member Secrets, as Karmada uses it.
+pub const SECRET_NAMESPACE: &str = "karmada-cluster";
+
+/// The key of a member Secret that holds the bearer token (Karmada's format).
+pub const TOKEN_KEY: &str = "token";
+
+/// The key of a member Secret that holds the member's PEM CA bundle (Karmada's format).
+pub const CA_BUNDLE_KEY: &str = "caBundle";
+
+/// How long the control plane may take to serve a new CRD.
+const CRD_READY: Duration = Duration::from_secs(30);
+
+/// Field manager of the Secret applies.
+const FIELD_MANAGER: &str = "tether-testkit";
+
+/// One push-mode member as Karmada registers it.
+#[derive(Clone, Copy)]
+pub struct PushMember<'a> {
+    /// The `Cluster`'s and the Secret's name.
+    pub name: &'a str,
+    /// The member's API endpoint, `https://127.0.0.1:<port>`.
+    pub endpoint: &'a str,
+    /// The member's PEM CA bundle.
+    pub ca_pem: &'a str,
+    /// The bearer token the Secret holds.
+    pub token: &'a str,
+}
+
+impl std::fmt::Debug for PushMember<'_> {
+    // The token is a credential: show only where the member is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushMember")
+            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> PushMember<'a> {
+    /// A harness cluster registered under its own name, with `token`.
+    pub fn of(cluster: &'a Cluster, token: &'a str) -> Self {
+        Self {
+            name: cluster.name(),
+            endpoint: cluster.endpoint(),
+            ca_pem: cluster.ca_pem(),
+            token,
+        }
+    }
+}
+
+/// Karmada's objects on a control plane, through one admin client (cheap to clone).
+#[derive(Clone)]
+pub struct Karmada {
+    client: Client,
+}
+
+impl Karmada {
+    /// Installs the `Cluster` CRD ([`install_cluster_crd`]) and creates the
+    /// [`SECRET_NAMESPACE`] on `control_plane`.
+    ///
+    /// # Errors
+    /// API errors, or the CRD not being served within 30 s.
+    pub async fn install(control_plane: &Cluster) -> Result<Self> {
+        let client = control_plane.admin_client()?;
+        install_cluster_crd(&client).await?;
+        control_plane
+            .create_namespace_named(SECRET_NAMESPACE)
+            .await?;
+        Ok(Self { client })
+    }
+
+    /// The admin client of the control plane.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Writes `member`'s Secret ([`write_secret`](Self::write_secret)) and creates its
+    /// push-mode `Cluster`.
+    ///
+    /// # Errors
+    /// API errors, such as a `Cluster` of that name existing already.
+    pub async fn register(&self, member: &PushMember<'_>) -> Result<()> {
+        self.write_secret(member.name, member.token, member.ca_pem)
+            .await?;
+        let cluster: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": { "name": member.name },
+            "spec": {
+                "syncMode": "Push",
+                "apiEndpoint": member.endpoint,
+                "secretRef": { "namespace": SECRET_NAMESPACE, "name": member.name },
+            },
+        }))?;
+        Api::<DynamicObject>::all_with(self.client.clone(), &cluster_resource())
+            .create(&PostParams::default(), &cluster)
+            .await
+            .with_context(|| format!("creating the Cluster {}", member.name))?;
+        Ok(())
+    }
+
+    /// Writes Secret `name` (creating or replacing it) with `token` and `ca_pem` under
+    /// [`TOKEN_KEY`] and [`CA_BUNDLE_KEY`].
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn write_secret(&self, name: &str, token: &str, ca_pem: &str) -> Result<()> {
+        let data = BTreeMap::from([
+            (TOKEN_KEY.to_owned(), ByteString(token.as_bytes().to_vec())),
+            (
+                CA_BUNDLE_KEY.to_owned(),
+                ByteString(ca_pem.as_bytes().to_vec()),
+            ),
+        ]);
+        self.write_secret_data(name, data).await
+    }
+
+    /// Writes arbitrary `data` into Secret `name` (a forced server-side apply), for tests that
+    /// feed a registry garbage.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn write_secret_data(
+        &self,
+        name: &str,
+        data: BTreeMap<String, ByteString>,
+    ) -> Result<()> {
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                namespace: Some(SECRET_NAMESPACE.to_owned()),
+                ..ObjectMeta::default()
+            },
+            data: Some(data),
+            ..Secret::default()
+        };
+        Api::<Secret>::namespaced(self.client.clone(), SECRET_NAMESPACE)
+            .patch(
+                name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&secret),
+            )
+            .await
+            .with_context(|| format!("writing the member Secret {name}"))?;
+        Ok(())
+    }
+
+    /// Deletes Secret `name`.
+    ///
+    /// # Errors
+    /// API errors, such as no such Secret.
+    pub async fn delete_secret(&self, name: &str) -> Result<()> {
+        Api::<Secret>::namespaced(self.client.clone(), SECRET_NAMESPACE)
+            .delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting the member Secret {name}"))?;
+        Ok(())
+    }
+}
+
+/// Creates the `Cluster` CRD ([`CLUSTER_CRD_YAML`]) through `client` and returns once the
+/// apiserver serves `Cluster`s.
+///
+/// # Errors
+/// An unparsable CRD file, API errors, or the CRD not being served within 30 s.
+pub async fn install_cluster_crd(client: &Client) -> Result<()> {
+    let crd: CustomResourceDefinition =
+        serde_yaml::from_str(CLUSTER_CRD_YAML).context("parsing the Cluster CRD")?;
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .context("creating the Cluster CRD")?;
+    let clusters = Api::<DynamicObject>::all_with(client.clone(), &cluster_resource());
+    let deadline = tokio::time::Instant::now() + CRD_READY;
+    while clusters
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .is_err()
+    {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the Cluster CRD was not served within {CRD_READY:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// Karmada's `cluster.karmada.io/v1alpha1` `Cluster`, for dynamic requests.
+fn cluster_resource() -> ApiResource {
+    ApiResource {
+        group: "cluster.karmada.io".to_owned(),
+        version: "v1alpha1".to_owned(),
+        api_version: "cluster.karmada.io/v1alpha1".to_owned(),
+        kind: "Cluster".to_owned(),
+        plural: "clusters".to_owned(),
+    }
+}

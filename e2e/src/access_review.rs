@@ -1,0 +1,56 @@
+//! What the apiserver's own RBAC authorizer lets the collector's ServiceAccount do, asked with
+//! SubjectAccessReviews.
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
+use kube::{Api, Client, api::PostParams};
+
+use crate::rbac_grants::COLLECTOR_SA;
+
+/// A request by the collector's ServiceAccount: (namespace, group, resource, subresource,
+/// name, verb).
+pub type Request = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// Whether the apiserver's authorizer allows `request` to the collector's ServiceAccount (a
+/// SubjectAccessReview).
+///
+/// # Errors
+/// API errors.
+pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> {
+    let (namespace, group, resource, subresource, name, verb) = request;
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    let (sa_ns, sa) = COLLECTOR_SA;
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(format!("system:serviceaccount:{sa_ns}:{sa}")),
+            groups: Some(vec![
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{sa_ns}"),
+                "system:authenticated".to_owned(),
+            ]),
+            resource_attributes: Some(ResourceAttributes {
+                namespace: some(namespace),
+                group: Some(group.to_owned()),
+                resource: some(resource),
+                subresource: some(subresource),
+                name: some(name),
+                verb: some(verb),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}

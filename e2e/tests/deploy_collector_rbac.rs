@@ -1,0 +1,192 @@
+//! The collector run as the kustomize base's ServiceAccount with the base's RBAC alone and the
+//! Deployment's own arguments, against a real control plane: the access reviews of
+//! `deploy_kustomize.rs` check the requests we listed, this finds any we did not think of.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
+mod deploy_support;
+
+use std::time::{Duration, Instant};
+
+use deploy_support::{EVENTS_NAMESPACE, id, workload::collector_container};
+use e2e::{
+    collector_run::{RunningCollector, control_plane_args},
+    karmada_plane, kustomize,
+    manifest::{kustomize_dir, of_kind, typed},
+    manifest_apply::{apply_object, apply_rbac_for_real},
+    rbac_grants::COLLECTOR_SA,
+};
+use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease, events::v1::Event};
+use kube::{Api, api::ListParams};
+use serde_json::Value;
+use testkit::Environment;
+
+const HOUR: Duration = Duration::from_secs(3600);
+/// Bound for the collector's start-up and for each state it must reach.
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A Karmada control plane with member1 registered, the base's namespace, ServiceAccount and
+/// the RBAC among `objects` applied for real, and the collector running as that ServiceAccount
+/// with the Deployment's own arguments (plus what the pod would get from its environment).
+async fn collector_as_the_base_service_account(
+    env: &Environment,
+    objects: &[Value],
+) -> (karmada_plane::KarmadaPlane, RunningCollector) {
+    let (cp, member) = (env.control_plane(), env.cluster(1));
+    let admin = cp.admin_client().unwrap();
+    // What a user has before `kubectl apply -k`: the CRD (Karmada's or deploy/crds) and
+    // Karmada's Secret namespace; then a member registered the Karmada way.
+    let plane = karmada_plane::KarmadaPlane::install(cp).await.unwrap();
+    let agents = member.create_namespace("agents").await.unwrap();
+    member
+        .create_service_account(&agents, "agent-a")
+        .await
+        .unwrap();
+    let member_token = member.mint_token(&agents, "agent-a", HOUR).await.unwrap();
+    plane.register(member, &member_token).await.unwrap();
+
+    for namespace in of_kind(objects, "Namespace") {
+        apply_object(&admin, namespace).await.unwrap();
+    }
+    apply_rbac_for_real(&admin, objects).await.unwrap();
+    let (sa_namespace, sa_name) = COLLECTOR_SA;
+    let own_token = cp.mint_token(sa_namespace, sa_name, HOUR).await.unwrap();
+
+    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap()).unwrap();
+    let mut args = collector_container(&deployment).args.clone().unwrap();
+    args.extend(control_plane_args(cp, &own_token).unwrap());
+    args.extend([
+        "--leader-election-identity".to_owned(),
+        "tether-collector-0".to_owned(),
+        "--probe-period".to_owned(),
+        "1".to_owned(),
+    ]);
+    let collector = RunningCollector::start(&args).await.unwrap();
+    (plane, collector)
+}
+
+/// The access reviews above check the requests we listed; this runs the collector with the
+/// base's RBAC and nothing else, with the Deployment's own arguments, so a request we did not
+/// think of fails here.
+#[tokio::test]
+async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (cp, member) = (env.control_plane(), env.cluster(1));
+    let admin = cp.admin_client().unwrap();
+    let objects = kustomize::build(&kustomize_dir("base")).unwrap();
+    let (plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
+    let sa_namespace = COLLECTOR_SA.0;
+
+    // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
+    plane
+        .wait_condition("member1", "Ready", "True", "MemberReady", LIMIT)
+        .await
+        .unwrap();
+    let lease = Api::<Lease>::namespaced(admin.clone(), sa_namespace)
+        .get("tether-collector")
+        .await
+        .unwrap();
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("tether-collector-0")
+    );
+    // And the transition recorded as an Event on the Cluster.
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let events = Api::<Event>::namespaced(admin.clone(), EVENTS_NAMESPACE)
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        if events.iter().any(|e| {
+            e.reason.as_deref() == Some("MemberReady")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")
+        }) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no MemberReady Event for member1 in {EVENTS_NAMESPACE}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A Cluster whose Secret is in a namespace the base grants nothing in: said so, on it.
+    apply_object(
+        &admin,
+        &serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "elsewhere" },
+        }),
+    )
+    .await
+    .unwrap();
+    apply_object(
+        &admin,
+        &serde_json::json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": { "name": "member2" },
+            "spec": {
+                "syncMode": "Push",
+                "apiEndpoint": member.endpoint(),
+                "secretRef": { "namespace": "elsewhere", "name": "member2" },
+            },
+        }),
+    )
+    .await
+    .unwrap();
+    plane
+        .wait_condition("member2", "Ready", "False", "SecretForbidden", LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        plane
+            .condition("member2", "CredentialsValid")
+            .await
+            .unwrap(),
+        Some(("Unknown".to_owned(), "SecretForbidden".to_owned()))
+    );
+    assert_eq!(
+        plane.condition("member1", "Ready").await.unwrap(),
+        Some(("True".to_owned(), "MemberReady".to_owned())),
+        "member1 is unaffected"
+    );
+    collector.stop().await;
+}
+
+#[tokio::test]
+async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() {
+    let env = Environment::with_members(1).await.unwrap();
+    let admin = env.control_plane().admin_client().unwrap();
+    let objects = kustomize::build(&kustomize_dir("base")).unwrap();
+    // The base without the binding that lets the collector read Clusters.
+    let (without, binding): (Vec<Value>, Vec<Value>) = objects.iter().cloned().partition(|o| {
+        let id = id(o);
+        !(id.kind == "ClusterRoleBinding" && id.name == COLLECTOR_SA.1)
+    });
+    assert_eq!(binding.len(), 1, "the base binds its ClusterRole once");
+    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &without).await;
+
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (status, body) = collector.get("/readyz").await.unwrap();
+        // "not listed yet" first, then the apiserver's refusal.
+        if status == 503 && body.contains("Karmada Clusters") && body.contains("forbidden") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz is {status} ({body}) although the Clusters cannot be listed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listed = || collector.metric("tether_member_source_listed", r#"source="karmada""#);
+    assert_eq!(listed().await.unwrap(), 0.0);
+
+    // Granted: the watch's retry lists, and the collector is ready without a restart.
+    apply_rbac_for_real(&admin, &binding).await.unwrap();
+    let deadline = Instant::now() + 2 * LIMIT;
+    while collector.get("/readyz").await.unwrap().0 != 200 {
+        assert!(Instant::now() < deadline, "not ready after the grant");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed().await.unwrap(), 1.0);
+    collector.stop().await;
+}

@@ -1,0 +1,194 @@
+//! Shared by the `deploy_*` e2e suites: what the deploy manifests must grant the collector,
+//! checked on the rendered RBAC and by the apiserver's authorizer, and the collector's
+//! Deployment and Service ([`workload`]).
+#![allow(dead_code, reason = "each suite uses a different part")]
+
+pub mod workload;
+
+use std::{
+    collections::BTreeSet,
+    time::{Duration, Instant},
+};
+
+use e2e::{
+    access_review::{Request, allowed},
+    manifest::ObjectId,
+    manifest_apply::apply_rbac_for_real,
+    rbac_grants::rbac_grants,
+};
+use kube::Client;
+use serde_json::Value;
+
+/// Karmada's namespace of member Secrets: Karmada creates it, the manifests only use it.
+pub const KARMADA_SECRETS: &str = "karmada-cluster";
+/// Where Events about cluster-scoped `Cluster`s are recorded; every cluster has it.
+pub const EVENTS_NAMESPACE: &str = "default";
+
+/// The id of `object`, which the renderers have checked.
+pub fn id(object: &Value) -> ObjectId {
+    ObjectId::of(object).unwrap()
+}
+
+/// Expands `"<scope> <group>/<resource> <verb>,<verb>"` lines into [`rbac_grants`] lines.
+pub fn grants(lines: &[&str]) -> BTreeSet<String> {
+    lines
+        .iter()
+        .flat_map(|line| {
+            let (what, verbs) = line.rsplit_once(' ').unwrap();
+            verbs.split(',').map(move |verb| format!("{what} {verb}"))
+        })
+        .collect()
+}
+
+/// What the collector needs to read Karmada members: the only grants beside Karmada.
+pub const READ_GRANTS: &[&str] = &[
+    "cluster cluster.karmada.io/clusters get,list,watch",
+    "karmada-cluster core/secrets get,list,watch",
+];
+
+/// What writing status adds: the status subresource, Events, the leader-election Lease.
+pub const WRITE_GRANTS: &[&str] = &[
+    "cluster cluster.karmada.io/clusters/status update,patch",
+    "default events.k8s.io/events create,patch",
+    "tether-system coordination.k8s.io/leases create",
+    "tether-system coordination.k8s.io/leases[tether-collector] get,update,patch",
+];
+
+pub fn expected_grants(write_status: bool) -> BTreeSet<String> {
+    let mut expected = grants(READ_GRANTS);
+    if write_status {
+        expected.extend(grants(WRITE_GRANTS));
+    }
+    expected
+}
+
+pub fn assert_rbac(objects: &[Value], write_status: bool, what: &str) {
+    let actual = rbac_grants(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
+    let expected = expected_grants(write_status);
+    let extra: Vec<_> = actual.difference(&expected).collect();
+    let missing: Vec<_> = expected.difference(&actual).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "{what}: RBAC grants more than expected: {extra:#?}\nand lacks: {missing:#?}"
+    );
+}
+
+/// What the collector does; all must be allowed.
+pub const READS: &[Request] = &[
+    ("", "cluster.karmada.io", "clusters", "", "", "list"),
+    ("", "cluster.karmada.io", "clusters", "", "", "watch"),
+    (KARMADA_SECRETS, "", "secrets", "", "", "list"),
+    (KARMADA_SECRETS, "", "secrets", "", "", "watch"),
+    (KARMADA_SECRETS, "", "secrets", "", "member1", "get"),
+];
+pub const WRITES: &[Request] = &[
+    (
+        "",
+        "cluster.karmada.io",
+        "clusters",
+        "status",
+        "member1",
+        "patch",
+    ),
+    ("default", "events.k8s.io", "events", "", "", "create"),
+    ("default", "events.k8s.io", "events", "", "e", "patch"),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "",
+        "create",
+    ),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "tether-collector",
+        "patch",
+    ),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "tether-collector",
+        "get",
+    ),
+];
+/// What the collector must never be able to do.
+pub const FORBIDDEN: &[Request] = &[
+    ("kube-system", "events.k8s.io", "events", "", "", "create"),
+    ("default", "", "events", "", "", "create"),
+    ("", "", "secrets", "", "", "list"),
+    ("kube-system", "", "secrets", "", "", "list"),
+    ("tether-system", "", "secrets", "", "", "get"),
+    (KARMADA_SECRETS, "", "secrets", "", "member1", "update"),
+    (KARMADA_SECRETS, "", "secrets", "", "", "create"),
+    ("", "cluster.karmada.io", "clusters", "", "member1", "patch"),
+    (
+        "",
+        "cluster.karmada.io",
+        "clusters",
+        "",
+        "member1",
+        "delete",
+    ),
+    ("", "cluster.karmada.io", "clusters", "", "", "create"),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "someone-else",
+        "patch",
+    ),
+    (
+        "kube-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "",
+        "create",
+    ),
+    (
+        "",
+        "rbac.authorization.k8s.io",
+        "clusterroles",
+        "",
+        "",
+        "create",
+    ),
+];
+
+/// Applies the RBAC for real and asks the apiserver's authorizer what the collector may do.
+pub async fn assert_authorized(client: &Client, objects: &[Value], write_status: bool) {
+    apply_rbac_for_real(client, objects).await.unwrap();
+    let must_allow: Vec<Request> = READS
+        .iter()
+        .chain(if write_status { WRITES } else { &[] })
+        .copied()
+        .collect();
+    let mut must_deny: Vec<Request> = FORBIDDEN.to_vec();
+    if !write_status {
+        must_deny.extend_from_slice(WRITES);
+    }
+    // The RBAC authorizer reads roles through an informer: wait until the grants are seen.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for request in &must_allow {
+        while !allowed(client, *request).await.unwrap() {
+            assert!(
+                Instant::now() < deadline,
+                "the collector may not {request:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    for request in &must_deny {
+        assert!(
+            !allowed(client, *request).await.unwrap(),
+            "the collector may {request:?}"
+        );
+    }
+}

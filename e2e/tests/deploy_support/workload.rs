@@ -1,0 +1,213 @@
+//! The collector's Deployment and Service as the manifests render them.
+
+use std::{collections::BTreeMap, path::Path};
+
+use clap::Parser as _;
+use collector::cli::{Args, LogFormat, MembersFrom};
+use e2e::{
+    manifest::{of_kind, typed},
+    rbac_grants::COLLECTOR_SA,
+};
+use k8s_openapi::{
+    api::{
+        apps::v1::Deployment,
+        core::v1::{Container, Service},
+    },
+    apimachinery::pkg::{api::resource::Quantity, util::intstr::IntOrString},
+};
+use serde_json::Value;
+
+use super::id;
+
+/// Where kubelet mounts the pod's projected ServiceAccount token.
+const PROJECTED_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// The collector's container, the pod's only one.
+pub fn collector_container(deployment: &Deployment) -> &Container {
+    let Some(pod) = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+    else {
+        panic!("a pod spec")
+    };
+    assert_eq!(pod.containers.len(), 1, "one container");
+    &pod.containers[0]
+}
+
+/// Checks the collector's Deployment and Service in `objects`, and returns its parsed flags.
+pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
+    let deployments: Vec<_> = of_kind(objects, "Deployment").collect();
+    assert_eq!(deployments.len(), 1, "{what}: one Deployment");
+    let deployment_id = id(deployments[0]);
+    let deployment: Deployment = typed(deployments[0]).unwrap();
+    let template = &deployment.spec.as_ref().unwrap().template;
+    let pod = template.spec.as_ref().unwrap();
+    let container = collector_container(&deployment);
+
+    // The flags are the collector's real flags.
+    let argv =
+        std::iter::once("collector".to_owned()).chain(container.args.clone().unwrap_or_default());
+    let args = Args::try_parse_from(argv)
+        .unwrap_or_else(|err| panic!("{what}: the collector refuses its args: {err}"));
+    assert!(
+        container.command.is_none(),
+        "{what}: the image's entrypoint runs"
+    );
+    assert_eq!(args.members_from, MembersFrom::Karmada, "{what}");
+    assert_eq!(args.log_format, LogFormat::Json, "{what}");
+    assert!(
+        args.kubeconfig.is_none(),
+        "{what}: in-cluster, no kubeconfig"
+    );
+    assert_eq!(
+        args.control_plane_token_file,
+        Path::new(PROJECTED_TOKEN),
+        "{what}: the collector reads the projected token kubelet mounts"
+    );
+
+    // The ServiceAccount and its projected token.
+    assert_eq!(pod.automount_service_account_token, Some(true), "{what}");
+    assert_eq!(
+        (
+            deployment_id.namespace.as_deref(),
+            pod.service_account_name.as_deref()
+        ),
+        (Some(COLLECTOR_SA.0), Some(COLLECTOR_SA.1)),
+        "{what}: runs as the collector's ServiceAccount"
+    );
+    assert!(
+        of_kind(objects, "ServiceAccount")
+            .any(|sa| id(sa).namespace.as_deref() == Some(COLLECTOR_SA.0)
+                && id(sa).name == COLLECTOR_SA.1),
+        "{what}: the ServiceAccount is in the manifests"
+    );
+
+    // Non-root, read-only, no privileges.
+    let pod_security = pod.security_context.clone().unwrap_or_default();
+    let security = container.security_context.clone().unwrap_or_default();
+    assert_eq!(
+        security.run_as_non_root.or(pod_security.run_as_non_root),
+        Some(true),
+        "{what}"
+    );
+    assert_eq!(
+        security.run_as_user.or(pod_security.run_as_user),
+        Some(65532),
+        "{what}"
+    );
+    assert_eq!(security.read_only_root_filesystem, Some(true), "{what}");
+    assert_eq!(security.allow_privilege_escalation, Some(false), "{what}");
+    assert!(!security.privileged.unwrap_or(false), "{what}");
+    assert_eq!(
+        security.capabilities.as_ref().and_then(|c| c.drop.clone()),
+        Some(vec!["ALL".to_owned()]),
+        "{what}"
+    );
+    assert!(
+        security
+            .capabilities
+            .as_ref()
+            .and_then(|c| c.add.as_ref())
+            .is_none(),
+        "{what}: no added capability"
+    );
+    let seccomp = security
+        .seccomp_profile
+        .or(pod_security.seccomp_profile)
+        .map(|p| p.type_);
+    assert_eq!(seccomp.as_deref(), Some("RuntimeDefault"), "{what}");
+    assert!(
+        pod.host_network.is_none() && pod.host_pid.is_none(),
+        "{what}"
+    );
+
+    // Resources.
+    let resources = container.resources.clone().unwrap_or_default();
+    let quantity = |map: &Option<BTreeMap<String, Quantity>>, key: &str| {
+        map.as_ref().and_then(|m| m.get(key)).map(|q| q.0.clone())
+    };
+    assert_eq!(quantity(&resources.requests, "cpu").as_deref(), Some("50m"));
+    assert_eq!(
+        quantity(&resources.requests, "memory").as_deref(),
+        Some("64Mi")
+    );
+    assert_eq!(
+        quantity(&resources.limits, "memory").as_deref(),
+        Some("512Mi")
+    );
+
+    // The replica's identity and the Lease's namespace (the pod's) from the downward API.
+    let field = |name: &str| {
+        container
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value_from.as_ref())
+            .and_then(|v| v.field_ref.as_ref())
+            .map(|f| f.field_path.clone())
+    };
+    assert_eq!(
+        field("POD_NAME").as_deref(),
+        Some("metadata.name"),
+        "{what}"
+    );
+    assert_eq!(
+        field("POD_NAMESPACE").as_deref(),
+        Some("metadata.namespace"),
+        "{what}"
+    );
+
+    // The HTTP port is the one the collector listens on, and the probes use it.
+    let http = container
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| p.name.as_deref() == Some("http"))
+        .unwrap_or_else(|| panic!("{what}: a port named http"));
+    assert_eq!(
+        u16::try_from(http.container_port).ok(),
+        Some(args.listen.port()),
+        "{what}: the container port is --listen's"
+    );
+    let probe = |probe: &Option<k8s_openapi::api::core::v1::Probe>| {
+        let get = probe
+            .as_ref()
+            .and_then(|p| p.http_get.as_ref())
+            .unwrap_or_else(|| panic!("{what}: an HTTP probe"));
+        (get.path.clone(), get.port.clone())
+    };
+    let http_port = IntOrString::String("http".to_owned());
+    assert_eq!(
+        probe(&container.liveness_probe),
+        (Some("/healthz".to_owned()), http_port.clone()),
+        "{what}"
+    );
+    assert_eq!(
+        probe(&container.readiness_probe),
+        (Some("/readyz".to_owned()), http_port.clone()),
+        "{what}"
+    );
+
+    // The Service selects these pods and exposes the port.
+    let services: Vec<_> = of_kind(objects, "Service").collect();
+    assert_eq!(services.len(), 1, "{what}: one Service");
+    assert_eq!(id(services[0]).namespace, deployment_id.namespace, "{what}");
+    let service: Service = typed(services[0]).unwrap();
+    let spec = service.spec.unwrap();
+    let labels = template.metadata.as_ref().unwrap().labels.clone().unwrap();
+    let selector = spec.selector.unwrap();
+    assert!(
+        !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v)),
+        "{what}: the Service selects the collector's pods"
+    );
+    let ports = spec.ports.unwrap_or_default();
+    let http_service_port = ports.iter().find(|p| p.name.as_deref() == Some("http"));
+    assert_eq!(
+        http_service_port.map(|p| (p.port, p.target_port.clone())),
+        Some((8080, Some(http_port))),
+        "{what}: a Service port named http, 8080 to the container's"
+    );
+    args
+}
