@@ -1,20 +1,17 @@
-//! A member defined in a directory flows through cluster-registry into the collector's
-//! supervisor and member-client, and each broken input is reported with its own reason, with no
-//! apiserver anywhere: the member's endpoint is a closed loopback port.
+//! A member defined in a directory flows through cluster-registry into the collector and
+//! member-client, and each broken input is reported with its own reason on the read API, with
+//! no apiserver anywhere: the member's endpoint is a closed loopback port.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "tests: a panic is the failure report"
 )]
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::Path, time::Duration};
 
-use cluster_registry::{DirectoryConfig, RegistryBuilder};
-use collector::{
-    member_health::MemberHealth, member_task::Shared, metrics::Metrics, mirror::Mirror,
-    supervisor::Supervisor,
-};
-use member_client::ClientFactory;
+use clap::Parser as _;
+use collector::cli::Args;
+use serde_json::Value;
 
 fn write(path: &Path, content: &str) {
     let tmp = path.with_extension("tmp");
@@ -22,13 +19,32 @@ fn write(path: &Path, content: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-/// Polls the mirror until `member`'s health has `reason`.
-async fn wait_reason(mirror: &Mirror, member: &str, reason: &str) {
+/// The `Ready` and `CredentialsValid` conditions of `member`, as (status, reason) pairs.
+async fn conditions(addr: SocketAddr, member: &str) -> Option<Vec<(String, String)>> {
+    let (code, body) = testkit::http_get(addr, &format!("/api/v1/clusters/{member}"))
+        .await
+        .ok()?;
+    if code != 200 {
+        return None;
+    }
+    let cluster: Value = serde_json::from_str(&body).ok()?;
+    let text = |c: &Value, k: &str| c[k].as_str().unwrap_or_default().to_owned();
+    Some(
+        cluster["conditions"]
+            .as_array()?
+            .iter()
+            .map(|c| (text(c, "status"), text(c, "reason")))
+            .collect(),
+    )
+}
+
+/// Polls the read API until `member`'s `Ready` reason is `reason`; returns both conditions.
+async fn wait_reason(addr: SocketAddr, member: &str, reason: &str) -> Vec<(String, String)> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let now = mirror.status(member).map(|s| s.health().clone());
-        if now.as_ref().is_some_and(|h| h.reason() == reason) {
-            return;
+        let now = conditions(addr, member).await;
+        if let Some(now) = now.as_ref().filter(|c| c[0].1 == reason) {
+            return now.clone();
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -39,7 +55,7 @@ async fn wait_reason(mirror: &Mirror, member: &str, reason: &str) {
 }
 
 #[tokio::test]
-async fn directory_member_failures_reach_the_collector_with_their_own_reasons() {
+async fn directory_member_failures_reach_the_read_api_with_their_own_reasons() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("https://{}", closed.local_addr().unwrap());
     drop(closed);
@@ -54,44 +70,109 @@ async fn directory_member_failures_reach_the_collector_with_their_own_reasons() 
         ),
     );
 
-    let (registry, events, driver) = RegistryBuilder::new()
-        .directory(DirectoryConfig::new(dir.path()).poll_interval(Duration::from_millis(100)))
-        .build();
-    let mirror = Mirror::default();
-    let shared = Shared {
-        mirror: mirror.clone(),
-        metrics: Metrics::new(),
-        status_writer: None,
-        probe_period: Duration::from_millis(200),
-        resources: Arc::from(Vec::new()),
-    };
-    let supervisor = Supervisor::new(ClientFactory::new(registry.tokens().clone()), shared);
-    let running = tokio::spawn(async move {
-        tokio::select! {
-            () = driver.run() => {}
-            () = supervisor.run(events) => {}
-        }
-    });
+    let collector = Collector::start(dir.path()).await;
+    let addr = collector.addr;
 
     // Nothing listens there: unreachable, and not an auth failure.
-    wait_reason(&mirror, "m1", "Unreachable").await;
-    let health = mirror.status("m1").unwrap().health().clone();
-    assert_eq!(health.credentials_valid_status(), "Unknown");
+    let seen = wait_reason(addr, "m1", "Unreachable").await;
+    assert_eq!(seen[1], ("Unknown".to_owned(), "Unreachable".to_owned()));
 
     // An empty token file: the credential is unusable, whatever the network says.
     write(&token, "  \n");
-    wait_reason(&mirror, "m1", "SecretInvalid").await;
+    let seen = wait_reason(addr, "m1", "SecretInvalid").await;
+    assert_eq!(seen[1], ("False".to_owned(), "SecretInvalid".to_owned()));
 
     // No token file at all.
     std::fs::remove_file(&token).unwrap();
-    wait_reason(&mirror, "m1", "SecretNotFound").await;
-    assert_eq!(
-        mirror.status("m1").unwrap().health(),
-        &MemberHealth::SecretNotFound
-    );
+    let seen = wait_reason(addr, "m1", "SecretNotFound").await;
+    assert_eq!(seen[0], ("False".to_owned(), "SecretNotFound".to_owned()));
 
     // Fixed again: back to what the network says.
     write(&token, "b-token\n");
-    wait_reason(&mirror, "m1", "Unreachable").await;
-    running.abort();
+    wait_reason(addr, "m1", "Unreachable").await;
+
+    collector.stop().await;
+}
+
+#[tokio::test]
+async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("https://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("t"), "a-token\n");
+    write(&dir.path().join("not-pem.crt"), "not a certificate\n");
+    let member = |name: &str, extra: &str| {
+        let yaml = format!("name: {name}\napiEndpoint: {endpoint}\ntokenFile: t\n{extra}");
+        write(&dir.path().join(format!("{name}.yaml")), &yaml);
+    };
+    member("good", "insecureSkipTLSVerification: true\n");
+    member("socks", "proxyURL: socks5://127.0.0.1:1080\n");
+    member("bad-ca", "caFile: not-pem.crt\n");
+    write(
+        &dir.path().join("plain.yaml"),
+        "name: plain\napiEndpoint: http://127.0.0.1:1\ntokenFile: t\n",
+    );
+    write(
+        &dir.path().join("typo.yaml"),
+        "name: typo\napiEndpoint: https://h\ntokenfile: t\n",
+    );
+
+    let collector = Collector::start(dir.path()).await;
+    for (name, reason, credentials_valid) in [
+        ("socks", "ProxyInvalid", "Unknown"),
+        ("plain", "EndpointInvalid", "Unknown"),
+        ("typo", "DefinitionInvalid", "Unknown"),
+        ("bad-ca", "SecretInvalid", "False"),
+        ("good", "Unreachable", "Unknown"),
+    ] {
+        let seen = wait_reason(collector.addr, name, reason).await;
+        assert_eq!(seen[0].0, "False", "{name}: {seen:?}");
+        assert_eq!(
+            seen[1],
+            (credentials_valid.to_owned(), reason.to_owned()),
+            "{name}"
+        );
+    }
+    collector.stop().await;
+}
+
+/// The collector run in this process on a members directory, probing every second.
+struct Collector {
+    addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Collector {
+    async fn start(dir: &Path) -> Self {
+        let addr = testkit::free_loopback_addr().unwrap();
+        let args = Args::try_parse_from([
+            "collector",
+            "--members-from",
+            "directory",
+            "--members-dir",
+            dir.to_str().unwrap(),
+            "--listen",
+            &addr.to_string(),
+            "--probe-period",
+            "1",
+        ])
+        .unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(collector::app::run(args, async {
+            let _ = stopped.await;
+        }));
+        Self {
+            addr,
+            stop,
+            running,
+        }
+    }
+
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(10), self.running).await;
+        assert!(matches!(ended, Ok(Ok(Ok(())))), "{ended:?}");
+    }
 }

@@ -4,7 +4,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
 
-use crate::mirrored_resource::MirroredResource;
+pub use crate::mirror::MirroredResource;
 
 /// Watches every member cluster with credentials that survive rotation, and reports their
 /// health to the control plane.

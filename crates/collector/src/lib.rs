@@ -1,22 +1,55 @@
 //! The collector: long-lived informers on every member cluster that survive credential
-//! rotation, status written back to the control plane, and `/metrics`, `/healthz`, `/readyz`.
+//! rotation, status written back to the control plane, and `/metrics`, `/healthz`, `/readyz`
+//! and a read API.
 //!
-//! [`app::run`] is the whole program; `collector --help` lists its flags ([`cli::Args`]).
-//! Per member, [`supervisor::Supervisor`] runs a [`member_task::MemberTask`]: watches
-//! ([`informers`]) mirrored into [`mirror::Mirror`], a `/readyz` probe classified into
-//! [`member_health::MemberHealth`], and status written by [`status_writer::StatusWriter`].
+//! [`app::run`] is the whole program and [`cli::Args`] its flags (`collector --help`); nothing
+//! else is public. Run it as the `collector` binary, or in-process:
+//!
+//! ```no_run
+//! # async fn doc() -> anyhow::Result<()> {
+//! use clap::Parser as _;
+//! let args = collector::cli::Args::parse_from(["collector", "--members-from", "directory", "--members-dir", "/etc/tether/members"]);
+//! collector::app::run(args, async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+//!
+//! # How data flows
+//! ```text
+//! cluster-registry ──RegistryEvent──► Supervisor ──one per member──► MemberTask
+//!                                                                     │ informers fill stores
+//!                                                                     │ probe → MemberHealth
+//!                                                                     ▼
+//!                                      MemberStatus ─publish─► Mirror ──► read API (/api/v1)
+//!                                                   └─────────► StatusWriter ──► Cluster status + Events
+//! ```
+//! Each member task owns its `MemberStatus` and publishes it one way: into the
+//! mirror (what the read API and the metrics show) and, on the leader, into the Karmada
+//! `Cluster`. The control plane's own client is watched by a guard that decides `/readyz`.
+//!
+//! # Glossary
+//! Each concept has one name, used in code, logs, metrics and docs:
+//!
+//! | noun | type | what it is |
+//! | --- | --- | --- |
+//! | credential state | `member_client::CredentialState` | what the member last said of the credential: unknown, valid, rejected (401 after a refresh), unavailable (no credential could be read) |
+//! | member health | `member::health::MemberHealth` | the outcome of the latest probe of a member, or why it cannot be probed (`cluster_registry::InvalidReason`); decides the conditions' reasons |
+//! | member status | `member::status::MemberStatus` | a member's health with its version, node summary and transition times: what becomes the `Ready` and `CredentialsValid` conditions |
+//! | source state | `cluster_registry::SourceState` | whether a source of member definitions (Karmada Clusters, Argo CD Secrets, a directory) is listed |
+//! | readiness | `readiness::ReadyState` | whether the collector itself should receive traffic (`/readyz`) |
+//!
+//! # Modules
+//! - `member`: the supervisor and, per member, its task, informers, health, status and the
+//!   status writer.
+//! - `control_plane`: the collector's own client, the guard on its credential, leader election.
+//! - `readiness`: `/readyz`'s state and the inputs that block it.
+//! - `mirror`: the multi-cluster view the read API serves.
+//! - `metrics`, `http`: what is served.
 
 pub mod app;
 pub mod cli;
-pub mod http;
-pub mod informers;
-pub mod member_health;
-pub mod member_status;
-pub mod member_task;
-pub mod metrics;
-pub mod mirror;
-pub mod mirrored_resource;
-pub mod readiness;
-pub mod source_readiness;
-pub mod status_writer;
-pub mod supervisor;
+mod control_plane;
+mod http;
+mod member;
+mod metrics;
+mod mirror;
+mod readiness;

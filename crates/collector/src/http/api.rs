@@ -12,74 +12,26 @@ use axum::{
 use serde::Serialize;
 
 use super::HttpState;
+use crate::mirror::{ClusterSummary, MirroredResource};
 
 /// Read access to the mirrored member clusters.
 ///
 /// # Concurrent calls
 /// Called from request handlers on any worker thread, so implementations must answer quickly
 /// and without blocking on I/O: copy out of the cache and release any lock before returning.
-pub trait ClusterReader: Send + Sync + 'static {
+pub(crate) trait ClusterReader: Send + Sync + 'static {
     /// Summaries of all members, sorted by name.
     fn clusters(&self) -> Vec<ClusterSummary>;
     /// One member's summary.
     fn cluster(&self, name: &str) -> Option<ClusterSummary>;
-    /// The mirrored objects of one resource on one member (`group` is "core" for the core
-    /// group), or `None` if that member or resource is not mirrored.
-    fn objects(
-        &self,
-        name: &str,
-        group: &str,
-        version: &str,
-        resource: &str,
-    ) -> Option<Vec<serde_json::Value>>;
-}
-
-/// What the collector knows of one member, in Karmada's `Cluster.status` vocabulary.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterSummary {
-    /// The member's name.
-    pub name: String,
-    /// `Ready`, `CredentialsValid`, … as written back to the control plane.
-    pub conditions: Vec<ConditionSummary>,
-    /// The member's `gitVersion`, once `/version` has answered.
-    pub kubernetes_version: Option<String>,
-    /// Node counts, once the Node informer has synced.
-    pub node_summary: Option<NodeSummary>,
-    /// The mirrored resources, as `group/version/resource` (`core` for the core group).
-    pub resources: Vec<String>,
-}
-
-/// One condition of a member, as in `metav1.Condition`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ConditionSummary {
-    /// The condition type, e.g. `Ready`.
-    #[serde(rename = "type")]
-    pub r#type: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// A CamelCase reason, e.g. `Unauthorized`.
-    pub reason: String,
-    /// Details for a human. Never contains a token.
-    pub message: String,
-    /// When `status` last changed, RFC 3339.
-    pub last_transition_time: Option<String>,
-}
-
-/// Node counts of a member, as Karmada's `nodeSummary`.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeSummary {
-    /// All Nodes.
-    pub total_num: i32,
-    /// Nodes whose `Ready` condition is `True`.
-    pub ready_num: i32,
+    /// The mirrored objects of one resource on one member, sorted by namespace and name, or
+    /// `None` if that member or resource is not mirrored.
+    fn objects(&self, name: &str, resource: &MirroredResource) -> Option<Vec<serde_json::Value>>;
 }
 
 /// Why a read API request has no answer. Rendered as `{"error": "<message>"}` with a status.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     /// No member of that name is mirrored. 404.
     #[error("cluster {name:?} is not mirrored")]
     ClusterNotFound {
@@ -98,7 +50,7 @@ pub enum ApiError {
 
 impl ApiError {
     /// The HTTP status this error is answered with.
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::ClusterNotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
         }
@@ -137,7 +89,12 @@ pub(super) async fn list_objects(
     State(state): State<HttpState>,
     Path((name, group, version, resource)): Path<(String, String, String, String)>,
 ) -> Result<Response, ApiError> {
-    if let Some(items) = state.clusters.objects(&name, &group, &version, &resource) {
+    let path = format!("{group}/{version}/{resource}");
+    let items = path
+        .parse::<MirroredResource>()
+        .ok()
+        .and_then(|resource| state.clusters.objects(&name, &resource));
+    if let Some(items) = items {
         return Ok(Json(ObjectList { items }).into_response());
     }
     // Tell "no such member" from "member without that resource": they need different fixes.
@@ -146,7 +103,7 @@ pub(super) async fn list_objects(
     }
     Err(ApiError::ResourceNotFound {
         name,
-        resource: format!("{group}/{version}/{resource}"),
+        resource: path,
     })
 }
 

@@ -1,15 +1,5 @@
 //! The collector's HTTP surface: `/healthz`, `/readyz`, `/metrics` and a read API over the
 //! mirrored member clusters.
-//!
-//! ```no_run
-//! # async fn doc(clusters: std::sync::Arc<dyn collector::http::ClusterReader>) -> std::io::Result<()> {
-//! use collector::{http::{self, HttpState}, metrics::Metrics, readiness::Readiness};
-//!
-//! let state = HttpState { metrics: Metrics::new(), readiness: Readiness::new(), clusters };
-//! let listener = tokio::net::TcpListener::bind("0.0.0.0:8080").await?;
-//! http::serve(listener, http::router(state), async { let _ = tokio::signal::ctrl_c().await; }).await
-//! # }
-//! ```
 
 mod api;
 mod health;
@@ -20,28 +10,19 @@ use std::{future::Future, io, sync::Arc};
 use axum::{Router, routing::get};
 use tokio::net::TcpListener;
 
-pub use api::{ApiError, ClusterReader, ClusterSummary, ConditionSummary, NodeSummary};
+pub(crate) use api::ClusterReader;
 
 use crate::{metrics::Metrics, readiness::Readiness};
 
 /// What the handlers read. Every field is a cheap handle, so cloning per request is cheap.
 #[derive(Clone)]
-pub struct HttpState {
+pub(crate) struct HttpState {
     /// Encoded by `/metrics`.
-    pub metrics: Metrics,
+    pub(crate) metrics: Metrics,
     /// Reported by `/readyz`.
-    pub readiness: Readiness,
+    pub(crate) readiness: Readiness,
     /// Served by `/api/v1/clusters…`.
-    pub clusters: Arc<dyn ClusterReader>,
-}
-
-impl std::fmt::Debug for HttpState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpState")
-            .field("metrics", &self.metrics)
-            .field("readiness", &self.readiness)
-            .finish_non_exhaustive()
-    }
+    pub(crate) clusters: Arc<dyn ClusterReader>,
 }
 
 /// Every route, over `state`.
@@ -54,7 +35,7 @@ impl std::fmt::Debug for HttpState {
 /// | `GET /api/v1/clusters` | JSON list of [`ClusterSummary`] |
 /// | `GET /api/v1/clusters/{name}` | one [`ClusterSummary`], or 404 |
 /// | `GET /api/v1/clusters/{name}/{group}/{version}/{resource}` | `{"items": [...]}`, or 404 |
-pub fn router(state: HttpState) -> Router {
+pub(crate) fn router(state: HttpState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -73,7 +54,7 @@ pub fn router(state: HttpState) -> Router {
 ///
 /// # Errors
 /// Never in practice: axum retries failed accepts. The `io::Result` is axum's signature.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -88,10 +69,13 @@ pub(super) mod tests {
     //! Shared fixtures for the route tests in this module's files, and the `serve` test.
 
     use super::*;
+    use crate::mirror::{ClusterSummary, MirroredResource};
     use axum::{
         body::Body,
         http::{HeaderMap, Request, StatusCode},
     };
+    use cluster_registry::karmada::{ClusterStatus, NodeSummary};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
     use serde_json::json;
     use tower::ServiceExt;
 
@@ -101,18 +85,21 @@ pub(super) mod tests {
     pub(crate) fn m1() -> ClusterSummary {
         ClusterSummary {
             name: "m1".into(),
-            conditions: vec![ConditionSummary {
-                r#type: "Ready".into(),
-                status: "True".into(),
-                reason: "ClusterReady".into(),
-                message: "cluster is healthy and ready to accept workloads".into(),
-                last_transition_time: Some("2025-01-01T00:00:00Z".into()),
-            }],
-            kubernetes_version: Some("v1.34.1".into()),
-            node_summary: Some(NodeSummary {
-                total_num: 2,
-                ready_num: 1,
-            }),
+            status: ClusterStatus {
+                conditions: vec![Condition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    reason: "ClusterReady".into(),
+                    message: "cluster is healthy and ready to accept workloads".into(),
+                    last_transition_time: Time("2025-01-01T00:00:00Z".parse().unwrap()),
+                    observed_generation: None,
+                }],
+                kubernetes_version: Some("v1.34.1".into()),
+                node_summary: Some(NodeSummary {
+                    total_num: Some(2),
+                    ready_num: Some(1),
+                }),
+            },
             resources: vec!["apps/v1/deployments".into()],
         }
     }
@@ -127,11 +114,10 @@ pub(super) mod tests {
         fn objects(
             &self,
             name: &str,
-            group: &str,
-            version: &str,
-            resource: &str,
+            resource: &MirroredResource,
         ) -> Option<Vec<serde_json::Value>> {
-            ((name, group, version, resource) == ("m1", "apps", "v1", "deployments"))
+            let deployments: MirroredResource = "apps/v1/deployments".parse().unwrap();
+            (name == "m1" && *resource == deployments)
                 .then(|| vec![json!({"metadata": {"name": "web", "namespace": "default"}})])
         }
     }

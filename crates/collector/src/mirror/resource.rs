@@ -62,7 +62,7 @@ impl fmt::Display for MirroredResource {
 impl MirroredResource {
     /// The URL pieces kube needs to list and watch it. The kind is left empty: watching only
     /// needs the plural, and the objects carry their own `kind`.
-    pub fn api_resource(&self) -> ApiResource {
+    pub(crate) fn api_resource(&self) -> ApiResource {
         let api_version = if self.group.is_empty() {
             self.version.clone()
         } else {
@@ -75,12 +75,6 @@ impl MirroredResource {
             kind: String::new(),
             plural: self.resource.clone(),
         }
-    }
-
-    /// Whether this is `group/version/resource` as the read API spells it (`core` for "").
-    pub fn matches(&self, group: &str, version: &str, resource: &str) -> bool {
-        let group = if group == "core" { "" } else { group };
-        self.group == group && self.version == version && self.resource == resource
     }
 }
 

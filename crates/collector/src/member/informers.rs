@@ -14,19 +14,19 @@ use kube::{
 use member_client::{FailureKind, WatchBackoffExt as _, watch_backoff};
 use serde::de::DeserializeOwned;
 
-use crate::{metrics::Metrics, mirrored_resource::MirroredResource};
+use crate::{metrics::Metrics, mirror::MirroredResource};
 
 /// The stores one member's watches fill.
 #[derive(Clone)]
-pub struct MemberStores {
+pub(crate) struct MemberStores {
     /// The member's Nodes, for the node summary.
-    pub nodes: Store<Node>,
+    pub(crate) nodes: Store<Node>,
     /// One store per mirrored resource.
-    pub resources: Vec<(MirroredResource, Store<DynamicObject>)>,
+    pub(crate) resources: Vec<(MirroredResource, Store<DynamicObject>)>,
 }
 
 /// The watch tasks of one member; dropping it stops them.
-pub struct Informers {
+pub(crate) struct Informers {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -43,7 +43,7 @@ impl Drop for Informers {
 /// With `replacing` (the member's client was rebuilt), the first list of each watch counts as
 /// a relist too: from the member's point of view it is one, and a rotation that wrongly
 /// rebuilt clients must show in the metric.
-pub fn start(
+pub(crate) fn start(
     member: &str,
     client: &Client,
     mirror: &[MirroredResource],
@@ -124,7 +124,7 @@ where
 }
 
 /// Nodes in total and with `Ready=True`.
-pub fn node_summary(nodes: &Store<Node>) -> (i32, i32) {
+pub(crate) fn node_summary(nodes: &Store<Node>) -> (i32, i32) {
     let nodes = nodes.state();
     let ready = nodes
         .iter()

@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use cluster_registry::{Source, SourceState};
 use tokio::sync::watch;
 
-use crate::{metrics::Metrics, readiness::Readiness};
+use super::Readiness;
+use crate::metrics::Metrics;
 
 /// The readiness input this module raises.
 const INPUT: &str = "member-sources";
 
 /// Follows `sources`; returns only when the registry (every handle and its driver) is gone.
-pub async fn follow(
+pub(crate) async fn follow(
     mut sources: watch::Receiver<BTreeMap<Source, SourceState>>,
     readiness: Readiness,
     metrics: Metrics,

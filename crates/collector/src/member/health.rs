@@ -1,12 +1,14 @@
-//! What a member's probe says, and the conditions that follow from it.
+//! Member health: what a member's probe says, or why it cannot be probed, and the condition
+//! statuses and reasons that follow from it.
 
+use cluster_registry::InvalidReason;
 use member_client::{FailureKind, SourceError};
 
-/// The outcome of the last probe of a member, as a condition reason.
+/// The outcome of the latest probe of a member, or why there is none.
 ///
 /// An auth failure is always reported as such: never folded into "unreachable" or "not found".
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MemberHealth {
+pub(crate) enum MemberHealth {
     /// Not probed yet.
     Unknown,
     /// `/readyz` answered 200 with the member's credential.
@@ -15,35 +17,22 @@ pub enum MemberHealth {
     Unauthorized,
     /// The credential is accepted but may not read `/readyz` (403).
     Forbidden,
-    /// The Secret the member references does not exist.
-    SecretNotFound,
-    /// The Secret exists but holds no usable credential, or the definition is unusable.
-    SecretInvalid(String),
-    /// The collector may not list the Secrets of the member's Secret's namespace (403): it
-    /// cannot know the credential, so it cannot say whether it is valid.
-    SecretForbidden(String),
     /// The member could not be reached (connect, TLS, timeout) or answered with an error.
     Unreachable(String),
-    /// The member's definition is unusable (bad endpoint or proxy URL, …); nothing is sent.
-    DefinitionInvalid {
-        /// The condition reason, e.g. `EndpointInvalid`.
-        reason: &'static str,
-        /// What is wrong.
-        detail: String,
-    },
+    /// The member's definition or credential is unusable; the registry says why.
+    Invalid(InvalidReason),
 }
 
 impl MemberHealth {
     /// Classifies a failed probe.
-    pub fn from_error(err: &kube::Error) -> Self {
+    pub(crate) fn from_error(err: &kube::Error) -> Self {
         match FailureKind::of(err) {
             FailureKind::Unauthorized => Self::Unauthorized,
             FailureKind::Forbidden => Self::Forbidden,
-            FailureKind::CredentialUnavailable => match source_error(err) {
-                Some(SourceError::NotFound { .. }) => Self::SecretNotFound,
-                Some(other) => Self::SecretInvalid(other.to_string()),
-                None => Self::SecretInvalid(err.to_string()),
-            },
+            FailureKind::CredentialUnavailable => Self::Invalid(match source_error(err) {
+                Some(source) => InvalidReason::from(source),
+                None => InvalidReason::SecretInvalid(err.to_string()),
+            }),
             FailureKind::Unreachable | FailureKind::NotFound | FailureKind::Other => {
                 Self::Unreachable(describe(err))
             }
@@ -51,22 +40,19 @@ impl MemberHealth {
     }
 
     /// The reason written into both conditions (`Ready` and `CredentialsValid`).
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::Unknown => "Probing",
             Self::Healthy => "MemberReady",
             Self::Unauthorized => "Unauthorized",
             Self::Forbidden => "Forbidden",
-            Self::SecretNotFound => "SecretNotFound",
-            Self::SecretInvalid(_) => "SecretInvalid",
-            Self::SecretForbidden(_) => "SecretForbidden",
             Self::Unreachable(_) => "Unreachable",
-            Self::DefinitionInvalid { reason, .. } => reason,
+            Self::Invalid(reason) => reason.condition_reason(),
         }
     }
 
     /// A sentence for a person reading `kubectl describe`.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             Self::Unknown => "the member has not been probed yet".to_owned(),
             Self::Healthy => "the member's /readyz answers with its current credential".to_owned(),
@@ -76,21 +62,13 @@ impl MemberHealth {
                     .to_owned()
             }
             Self::Forbidden => "the credential is accepted but lacks permission (403)".to_owned(),
-            Self::SecretNotFound => "the Secret the member references does not exist".to_owned(),
-            Self::SecretInvalid(why) => format!("the member's Secret is unusable: {why}"),
-            Self::SecretForbidden(why) => format!(
-                "the collector may not read the member's Secret: {why}; grant it get, list and \
-                 watch on Secrets in that namespace"
-            ),
             Self::Unreachable(why) => format!("the member cannot be reached: {why}"),
-            Self::DefinitionInvalid { detail, .. } => {
-                format!("the member's definition is unusable: {detail}")
-            }
+            Self::Invalid(reason) => invalid_message(reason),
         }
     }
 
     /// The `Ready` condition's status.
-    pub fn ready_status(&self) -> &'static str {
+    pub(crate) fn ready_status(&self) -> &'static str {
         match self {
             Self::Unknown => "Unknown",
             Self::Healthy => "True",
@@ -99,26 +77,41 @@ impl MemberHealth {
     }
 
     /// The `CredentialsValid` condition's status: unknown when the member can't be asked.
-    pub fn credentials_valid_status(&self) -> &'static str {
+    pub(crate) fn credentials_valid_status(&self) -> &'static str {
         match self {
-            Self::Unknown
-            | Self::Unreachable(_)
-            | Self::SecretForbidden(_)
-            | Self::DefinitionInvalid { .. } => "Unknown",
             Self::Healthy => "True",
             Self::Unauthorized
             | Self::Forbidden
-            | Self::SecretNotFound
-            | Self::SecretInvalid(_) => "False",
+            | Self::Invalid(InvalidReason::SecretNotFound | InvalidReason::SecretInvalid(_)) => {
+                "False"
+            }
+            Self::Unknown | Self::Unreachable(_) | Self::Invalid(_) => "Unknown",
         }
     }
 
     /// The `CredentialsValid` reason: the credential is fine when the member is healthy.
-    pub fn credentials_valid_reason(&self) -> &'static str {
+    pub(crate) fn credentials_valid_reason(&self) -> &'static str {
         match self {
             Self::Healthy => "CredentialsAccepted",
             other => other.reason(),
         }
+    }
+}
+
+fn invalid_message(reason: &InvalidReason) -> String {
+    match reason {
+        InvalidReason::SecretNotFound => {
+            "the Secret the member references does not exist".to_owned()
+        }
+        InvalidReason::SecretInvalid(why) => format!("the member's Secret is unusable: {why}"),
+        InvalidReason::SecretForbidden(why) => format!(
+            "the collector may not read the member's Secret: {why}; grant it get, list and watch \
+             on Secrets in that namespace"
+        ),
+        other => format!(
+            "the member's definition is unusable: {}",
+            other.detail().unwrap_or_else(|| other.condition_reason())
+        ),
     }
 }
 
@@ -198,23 +191,36 @@ mod tests {
         #[case] credentials_valid: &str,
     ) {
         let health = MemberHealth::from_error(&err);
-        assert_eq!(health.reason(), reason);
-        assert_eq!(health.ready_status(), ready);
-        assert_eq!(health.credentials_valid_status(), credentials_valid);
-    }
-
-    #[test]
-    fn an_unreadable_secret_says_so_and_leaves_the_credential_unknown() {
-        let health = MemberHealth::SecretForbidden("secrets is forbidden".into());
         assert_eq!(
             (
                 health.reason(),
                 health.ready_status(),
                 health.credentials_valid_status()
             ),
-            ("SecretForbidden", "False", "Unknown")
+            (reason, ready, credentials_valid)
         );
-        assert!(health.message().contains("secrets is forbidden"));
+    }
+
+    #[rstest]
+    #[case::secret_forbidden(InvalidReason::SecretForbidden("secrets is forbidden".into()), "SecretForbidden", "Unknown", "secrets is forbidden")]
+    #[case::endpoint(InvalidReason::EndpointInvalid("\"ftp://h\" is not an https URL".into()), "EndpointInvalid", "Unknown", "not an https URL")]
+    #[case::secret_invalid(InvalidReason::SecretInvalid("the token is empty".into()), "SecretInvalid", "False", "the token is empty")]
+    fn an_unusable_member_keeps_the_registry_reason(
+        #[case] reason: InvalidReason,
+        #[case] want_reason: &str,
+        #[case] credentials_valid: &str,
+        #[case] message: &str,
+    ) {
+        let health = MemberHealth::Invalid(reason);
+        assert_eq!(
+            (
+                health.reason(),
+                health.ready_status(),
+                health.credentials_valid_status()
+            ),
+            (want_reason, "False", credentials_valid)
+        );
+        assert!(health.message().contains(message), "{}", health.message());
     }
 
     #[test]

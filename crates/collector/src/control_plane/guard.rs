@@ -1,144 +1,17 @@
-//! The collector's own readiness, and the guard that ties it to its control-plane credential.
+//! The guard on the collector's own control-plane credential.
 //!
 //! The collector talks to its control plane through the same `TokenCache` + `BearerLayer` as to
 //! members, with a `FileSource` on the projected ServiceAccount token. If the control plane
 //! still rejects that token after the file was re-read, the collector is blind: `/readyz`
 //! fails at once, and if the credential has not healed after a grace period the process exits
 //! non-zero, so that kubelet restarts it with a freshly mounted token. Loud, never silent.
-//!
-//! ```no_run
-//! # async fn doc(health: member_client::CredentialHealth) -> anyhow::Result<()> {
-//! use std::time::Duration;
-//! use collector::readiness::{Readiness, SelfCredentialGuard};
-//!
-//! let readiness = Readiness::new();
-//! let guard = SelfCredentialGuard::new(health, readiness.clone(), Duration::from_secs(120));
-//! // Drive it beside the other long-running futures; it only returns to end the process.
-//! let rejected = guard.run().await;
-//! Err(rejected.into())
-//! # }
-//! ```
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
-    time::Duration,
-};
+use std::time::Duration;
 
 use member_client::{CredentialHealth, CredentialState};
 use tokio::{sync::watch, time::Instant};
 
-/// Whether the collector should receive traffic, as `/readyz` reports it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum ReadyState {
-    /// Nothing has decided yet, e.g. the control-plane credential has not been used.
-    #[default]
-    Starting,
-    /// Serving.
-    Ready,
-    /// Not serving, for `reason` (shown by `/readyz`; never contains a token).
-    NotReady {
-        /// Why, in words an operator can act on.
-        reason: String,
-    },
-}
-
-/// The collector's readiness: the state its own credential decides, and blockers other parts
-/// raise (a source of member definitions that cannot list, say).
-///
-/// [`state`](Self::state) is `NotReady` for the credential's reason if it has one, else for
-/// the first blocker's, else the credential's state.
-///
-/// # Concurrent calls
-/// Cloning is cheap (one `Arc`); every clone sets and reads the same state.
-///
-/// ```
-/// use collector::readiness::{Readiness, ReadyState};
-/// let readiness = Readiness::new();
-/// assert_eq!(readiness.state(), ReadyState::Starting);
-/// readiness.mark_ready();
-/// readiness.block("members", "cannot list Karmada Clusters");
-/// assert_eq!(
-///     readiness.state(),
-///     ReadyState::NotReady { reason: "cannot list Karmada Clusters".into() }
-/// );
-/// readiness.unblock("members");
-/// assert_eq!(readiness.state(), ReadyState::Ready);
-/// ```
-#[derive(Clone, Debug)]
-pub struct Readiness {
-    inputs: Arc<Mutex<Inputs>>,
-}
-
-#[derive(Debug, Default)]
-struct Inputs {
-    credential: ReadyState,
-    blockers: BTreeMap<&'static str, String>,
-}
-
-impl Readiness {
-    /// A handle in [`ReadyState::Starting`], with no blockers.
-    pub fn new() -> Self {
-        Self {
-            inputs: Arc::new(Mutex::new(Inputs::default())),
-        }
-    }
-
-    /// Sets the credential's state to [`ReadyState::Ready`].
-    pub fn mark_ready(&self) {
-        self.set_credential(ReadyState::Ready);
-    }
-
-    /// Sets the credential's state to [`ReadyState::NotReady`] with `reason`.
-    pub fn mark_not_ready(&self, reason: impl Into<String>) {
-        self.set_credential(ReadyState::NotReady {
-            reason: reason.into(),
-        });
-    }
-
-    /// Keeps the collector not ready for `reason` until [`unblock`](Self::unblock)`(input)`;
-    /// a second call for `input` replaces its reason.
-    pub fn block(&self, input: &'static str, reason: impl Into<String>) {
-        self.inputs().blockers.insert(input, reason.into());
-    }
-
-    /// Lifts `input`'s blocker, if any.
-    pub fn unblock(&self, input: &'static str) {
-        self.inputs().blockers.remove(input);
-    }
-
-    /// The state now.
-    pub fn state(&self) -> ReadyState {
-        let inputs = self.inputs();
-        match (&inputs.credential, inputs.blockers.values().next()) {
-            (not_ready @ ReadyState::NotReady { .. }, _) => not_ready.clone(),
-            (_, Some(reason)) => ReadyState::NotReady {
-                reason: reason.clone(),
-            },
-            (credential, None) => credential.clone(),
-        }
-    }
-
-    fn set_credential(&self, next: ReadyState) {
-        let mut inputs = self.inputs();
-        if inputs.credential != next {
-            tracing::debug!(from = ?inputs.credential, to = ?next, "readiness changed");
-            inputs.credential = next;
-        }
-    }
-
-    /// NB: held only to read or write a field, never across an `.await`; a panic while held
-    /// cannot leave the inputs half-written, so a poisoned lock is used as it is.
-    fn inputs(&self) -> MutexGuard<'_, Inputs> {
-        self.inputs.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Default for Readiness {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+use crate::readiness::Readiness;
 
 /// What [`SelfCredentialGuard::run`] returns: the control plane kept rejecting the collector's
 /// own credential for the whole grace period. Not retryable in-process; exit non-zero so that
@@ -147,9 +20,9 @@ impl Default for Readiness {
 #[error(
     "the control plane rejected the collector's own credential for {grace:?}, also after re-reading the token file"
 )]
-pub struct SelfCredentialRejected {
+pub(crate) struct SelfCredentialRejected {
     /// The grace period that ran out.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
 }
 
 /// Ties [`Readiness`] to the [`CredentialHealth`] of the collector's control-plane client.
@@ -161,7 +34,7 @@ pub struct SelfCredentialRejected {
 /// | `Rejected` | `NotReady` at once | started; [`run`](Self::run) returns when it fires |
 /// | `Unavailable` | `NotReady` | — (the token file could not be read: not a rejection, so no exit) |
 #[derive(Debug)]
-pub struct SelfCredentialGuard {
+pub(crate) struct SelfCredentialGuard {
     health: CredentialHealth,
     readiness: Readiness,
     grace: Duration,
@@ -170,7 +43,7 @@ pub struct SelfCredentialGuard {
 impl SelfCredentialGuard {
     /// A guard that marks `readiness` from `health` and gives a rejected credential `grace`
     /// to heal.
-    pub fn new(health: CredentialHealth, readiness: Readiness, grace: Duration) -> Self {
+    pub(crate) fn new(health: CredentialHealth, readiness: Readiness, grace: Duration) -> Self {
         Self {
             health,
             readiness,
@@ -182,7 +55,7 @@ impl SelfCredentialGuard {
     ///
     /// Runs on the caller's task (nothing is spawned); dropping the future stops it. It never
     /// returns while the credential is anything but rejected.
-    pub async fn run(self) -> SelfCredentialRejected {
+    pub(crate) async fn run(self) -> SelfCredentialRejected {
         let mut changes = self.health.subscribe();
         loop {
             let state = changes.borrow_and_update().clone();
@@ -250,6 +123,7 @@ async fn next_change(changes: &mut watch::Receiver<CredentialState>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::readiness::ReadyState;
     use futures::poll;
     use std::pin::pin;
 
@@ -264,35 +138,6 @@ mod tests {
 
     fn is_not_ready(state: &ReadyState) -> bool {
         matches!(state, ReadyState::NotReady { reason } if reason.contains("rejected"))
-    }
-
-    #[test]
-    fn a_rejected_credential_outranks_blockers_and_blockers_outrank_ready() {
-        let readiness = Readiness::new();
-        readiness.block("members", "cannot list");
-        assert_eq!(
-            readiness.state(),
-            ReadyState::NotReady {
-                reason: "cannot list".into()
-            }
-        );
-        readiness.mark_not_ready("credential rejected");
-        assert_eq!(
-            readiness.state(),
-            ReadyState::NotReady {
-                reason: "credential rejected".into()
-            }
-        );
-        readiness.mark_ready();
-        readiness.block("members", "still cannot list");
-        assert_eq!(
-            readiness.state(),
-            ReadyState::NotReady {
-                reason: "still cannot list".into()
-            }
-        );
-        readiness.unblock("members");
-        assert_eq!(readiness.state(), ReadyState::Ready);
     }
 
     #[tokio::test(start_paused = true)]

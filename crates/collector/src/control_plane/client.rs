@@ -1,0 +1,112 @@
+//! The collector's own control-plane client, and the probe that keeps its credential state
+//! current.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use kube::{Client, config::KubeConfigOptions};
+use member_client::{
+    ClientFactory, CredentialHealth, FileSource, MemberClientConfig, TokenCache, TokenCacheConfig,
+};
+
+use crate::{
+    cli::{Args, MembersFrom},
+    metrics::Metrics,
+};
+
+/// How long the collector's own token file is trusted before it is read again, as kube does for
+/// in-cluster tokens; a 401 re-reads it at once anyway.
+const SELF_TOKEN_TTL: Duration = Duration::from_secs(60);
+
+/// The control-plane client, and the health of the collector's own credential when it reads a
+/// token file.
+pub(crate) struct ControlPlane {
+    /// Reads member definitions and writes status.
+    pub(crate) client: Client,
+    /// What the control plane says of the collector's token; `None` with a kubeconfig, whose
+    /// credential kube manages.
+    pub(crate) health: Option<CredentialHealth>,
+}
+
+impl ControlPlane {
+    /// The client `args` ask for, or `None` when members come from a directory and no control
+    /// plane is configured.
+    ///
+    /// # Errors
+    /// No kubeconfig, URL or in-cluster environment; an unreadable kubeconfig or CA file.
+    pub(crate) async fn connect(args: &Args, metrics: &Metrics) -> anyhow::Result<Option<Self>> {
+        if args.members_from == MembersFrom::Directory
+            && args.kubeconfig.is_none()
+            && args.control_plane_url.is_none()
+        {
+            return Ok(None);
+        }
+        if let Some(path) = &args.kubeconfig {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let config =
+                kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                    .await?;
+            return Ok(Some(Self {
+                client: Client::try_from(config)?,
+                health: None,
+            }));
+        }
+        // In-cluster, or a token file given by flags: the token goes through the same cache and
+        // bearer layer as the members', so a rotated projected token is picked up on its own.
+        let url = match &args.control_plane_url {
+            Some(url) => url.clone(),
+            None => in_cluster_url()?,
+        };
+        let source = FileSource::new(&args.control_plane_token_file);
+        let secret = source.secret_ref();
+        let ca = tokio::fs::read(&args.control_plane_ca_file)
+            .await
+            .with_context(|| format!("reading {}", args.control_plane_ca_file.display()))?;
+        let tokens = TokenCache::new(
+            source,
+            TokenCacheConfig {
+                ttl: SELF_TOKEN_TTL,
+                ..TokenCacheConfig::default()
+            },
+        );
+        metrics.watch_token_cache("self", tokens.clone());
+        let health = CredentialHealth::new();
+        let config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
+        let client = ClientFactory::new(tokens).build(&config, &health)?;
+        Ok(Some(Self {
+            client,
+            health: Some(health),
+        }))
+    }
+}
+
+fn in_cluster_url() -> anyhow::Result<String> {
+    let host = std::env::var("KUBERNETES_SERVICE_HOST")
+        .context("no --kubeconfig, no --control-plane-url, and not in a cluster")?;
+    let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_else(|_| "443".to_owned());
+    Ok(if host.contains(':') {
+        format!("https://[{host}]:{port}")
+    } else {
+        format!("https://{host}:{port}")
+    })
+}
+
+/// Asks the control plane for its version every `period` through the collector's own
+/// credential; the bearer layer turns a lasting 401 into `CredentialState::Rejected`.
+///
+/// Long-lived watches authenticated once and do not notice a revoked token until they
+/// reconnect; a periodic request does, so readiness reflects the credential within a period.
+pub(crate) async fn self_probe(client: Option<Client>, period: Duration) {
+    let Some(client) = client else {
+        return std::future::pending().await;
+    };
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if let Err(err) = client.apiserver_version().await {
+            tracing::debug!(error = %err, "control-plane probe failed");
+        }
+    }
+}

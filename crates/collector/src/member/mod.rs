@@ -1,0 +1,9 @@
+//! Everything per member: the supervisor that starts one task per member, and what a task
+//! runs — informers, a probe classified into a health, a status, the status writer.
+
+pub(crate) mod health;
+pub(crate) mod informers;
+pub(crate) mod status;
+pub(crate) mod status_writer;
+pub(crate) mod supervisor;
+pub(crate) mod task;

@@ -1,0 +1,171 @@
+//! Member status: a member's health with its version and node summary, and the Karmada
+//! `Cluster` status that follows from them.
+
+use cluster_registry::karmada::{ClusterStatus, NodeSummary};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
+
+use super::health::MemberHealth;
+
+/// The type of the condition that says whether a member is usable; its reason is the health.
+pub(crate) const READY_CONDITION: &str = "Ready";
+
+/// The type of the condition that says whether the member accepts its credential.
+pub(crate) const CREDENTIALS_VALID_CONDITION: &str = "CredentialsValid";
+
+/// What the collector last observed of one member, with condition transition times.
+///
+/// Owned by whoever observes the member (its task, or the supervisor for a member without a
+/// client) and published from there; nobody writes it back.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct MemberStatus {
+    health: MemberHealth,
+    kubernetes_version: Option<String>,
+    nodes: Option<NodeSummary>,
+    ready_since: Timestamp,
+    credentials_since: Timestamp,
+}
+
+impl Default for MemberStatus {
+    fn default() -> Self {
+        Self {
+            health: MemberHealth::Unknown,
+            kubernetes_version: None,
+            nodes: None,
+            ready_since: Timestamp::now(),
+            credentials_since: Timestamp::now(),
+        }
+    }
+}
+
+impl MemberStatus {
+    /// The latest health.
+    pub(crate) fn health(&self) -> &MemberHealth {
+        &self.health
+    }
+
+    /// Records a health; a condition's transition time moves only when its status does.
+    pub(crate) fn set_health(&mut self, health: MemberHealth) {
+        let now = Timestamp::now();
+        if health.ready_status() != self.health.ready_status() {
+            self.ready_since = now;
+        }
+        if health.credentials_valid_status() != self.health.credentials_valid_status() {
+            self.credentials_since = now;
+        }
+        self.health = health;
+    }
+
+    /// Records the member's Kubernetes version (from `/version`).
+    pub(crate) fn set_kubernetes_version(&mut self, version: String) {
+        self.kubernetes_version = Some(version);
+    }
+
+    /// The member's Kubernetes version, once known.
+    pub(crate) fn kubernetes_version(&self) -> Option<&str> {
+        self.kubernetes_version.as_deref()
+    }
+
+    /// Records the node summary: all Nodes, and those `Ready`.
+    pub(crate) fn set_nodes(&mut self, total: i32, ready: i32) {
+        self.nodes = Some(NodeSummary {
+            total_num: Some(total),
+            ready_num: Some(ready),
+        });
+    }
+
+    /// Whether a write of `self` would tell the control plane more than a write of `before`
+    /// did: a new health, version or node summary.
+    pub(crate) fn differs_from(&self, before: &Self) -> bool {
+        self.health != before.health
+            || self.kubernetes_version != before.kubernetes_version
+            || self.nodes != before.nodes
+    }
+
+    /// `Ready` and `CredentialsValid`, Karmada-style.
+    pub(crate) fn conditions(&self) -> Vec<Condition> {
+        let h = &self.health;
+        let condition = |type_: &str, status: &str, reason: &str, since: Timestamp| Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message: h.message(),
+            last_transition_time: Time(since),
+            observed_generation: None,
+        };
+        vec![
+            condition(
+                READY_CONDITION,
+                h.ready_status(),
+                h.reason(),
+                self.ready_since,
+            ),
+            condition(
+                CREDENTIALS_VALID_CONDITION,
+                h.credentials_valid_status(),
+                h.credentials_valid_reason(),
+                self.credentials_since,
+            ),
+        ]
+    }
+
+    /// The Karmada `Cluster` status this describes.
+    pub(crate) fn cluster_status(&self) -> ClusterStatus {
+        ClusterStatus {
+            kubernetes_version: self.kubernetes_version.clone(),
+            conditions: self.conditions(),
+            node_summary: self.nodes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn transition_time_moves_only_when_status_changes() {
+        let mut status = MemberStatus::default();
+        status.set_health(MemberHealth::Healthy);
+        let ready_since = status.ready_since;
+        status.set_health(MemberHealth::Healthy);
+        assert_eq!(status.ready_since, ready_since);
+        status.set_health(MemberHealth::Unreachable("down".into()));
+        assert!(status.ready_since >= ready_since);
+        let conditions = status.conditions();
+        assert_eq!(conditions[0].status, "False");
+        assert_eq!(conditions[0].reason, "Unreachable");
+        assert_eq!(conditions[1].status, "Unknown");
+    }
+
+    #[test]
+    fn cluster_status_is_karmada_shaped() {
+        let mut status = MemberStatus::default();
+        status.set_health(MemberHealth::Unauthorized);
+        status.set_kubernetes_version("v1.36.5".into());
+        status.set_nodes(3, 2);
+        let written = serde_json::to_value(status.cluster_status()).unwrap();
+        assert_eq!(written["kubernetesVersion"], "v1.36.5");
+        assert_eq!(
+            written["nodeSummary"],
+            json!({"totalNum": 3, "readyNum": 2})
+        );
+        assert_eq!(written["conditions"][1]["type"], "CredentialsValid");
+        assert_eq!(written["conditions"][1]["reason"], "Unauthorized");
+        assert_eq!(written["conditions"][1]["status"], "False");
+        assert!(written["conditions"][0]["lastTransitionTime"].is_string());
+    }
+
+    #[test]
+    fn a_new_version_or_node_count_is_worth_a_write() {
+        let mut before = MemberStatus::default();
+        before.set_health(MemberHealth::Healthy);
+        let mut after = before.clone();
+        assert!(!after.differs_from(&before));
+        after.set_nodes(1, 1);
+        assert!(after.differs_from(&before));
+    }
+}

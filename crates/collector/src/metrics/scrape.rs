@@ -1,0 +1,269 @@
+//! The scrape-time collector: families read from the handles that count (token caches, each
+//! member's credential health) and from what [`Metrics`](super::Metrics) recorded, described
+//! as tables and encoded by one loop.
+
+use std::{
+    collections::BTreeMap,
+    fmt,
+    sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
+};
+
+use member_client::{CredentialHealth, CredentialState, FailureKind, TokenCache};
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeMetric as _, MetricEncoder},
+    metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
+};
+
+/// Every value of the `state` label of `tether_credential_state`, in output order.
+const CREDENTIAL_STATES: [&str; 4] = ["unknown", "valid", "rejected", "unavailable"];
+
+/// What a member has that no handle counts for us, plus the handle that counts the rest.
+#[derive(Debug, Default)]
+pub(super) struct MemberEntry {
+    /// `None` for a member that only has recorded samples (its informers started before
+    /// `watch_member`); such a member is not counted in `tether_members`.
+    pub(super) health: Option<CredentialHealth>,
+    pub(super) ready: Option<bool>,
+    pub(super) relists: BTreeMap<String, u64>,
+    pub(super) watch_errors: BTreeMap<(String, &'static str), u64>,
+}
+
+/// The scrape-time collector. `BTreeMap`s so that samples come out sorted by label.
+#[derive(Debug, Default)]
+pub(super) struct Watched {
+    token_caches: RwLock<BTreeMap<String, TokenCache>>,
+    members: RwLock<BTreeMap<String, MemberEntry>>,
+}
+
+/// Label pairs of one sample.
+type Labels<'a> = Vec<(&'static str, &'a str)>;
+
+/// One family as a table: its name, help, type and samples.
+struct Family<'a> {
+    name: &'static str,
+    help: &'static str,
+    kind: MetricType,
+    samples: Vec<(Labels<'a>, u64)>,
+}
+
+impl Family<'_> {
+    fn encode(&self, encoder: &mut DescriptorEncoder) -> fmt::Result {
+        let mut family = encoder.encode_descriptor(self.name, self.help, None, self.kind)?;
+        if let [(labels, value)] = self.samples.as_slice()
+            && labels.is_empty()
+        {
+            // A family without labels has one sample, written as `name value`.
+            return self.encode_value(*value, family);
+        }
+        for (labels, value) in &self.samples {
+            self.encode_value(*value, family.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn encode_value(&self, value: u64, metric: MetricEncoder<'_>) -> fmt::Result {
+        match self.kind {
+            MetricType::Counter => ConstCounter::new(value).encode(metric),
+            _ => ConstGauge::new(i64::try_from(value).unwrap_or(i64::MAX)).encode(metric),
+        }
+    }
+}
+
+// The maps hold plain counters and handles, and every writer leaves them consistent before it
+// could panic, so a poisoned lock is recovered rather than failing every later scrape.
+impl Watched {
+    pub(super) fn token_caches(&self) -> RwLockReadGuard<'_, BTreeMap<String, TokenCache>> {
+        self.token_caches
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn token_caches_mut(&self) -> RwLockWriteGuard<'_, BTreeMap<String, TokenCache>> {
+        self.token_caches
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn members(&self) -> RwLockReadGuard<'_, BTreeMap<String, MemberEntry>> {
+        self.members.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn members_mut(&self) -> RwLockWriteGuard<'_, BTreeMap<String, MemberEntry>> {
+        self.members.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn token_cache_families<'a>(caches: &'a BTreeMap<String, TokenCache>) -> Vec<Family<'a>> {
+    let stats: Vec<_> = caches
+        .iter()
+        .map(|(name, cache)| (name.as_str(), cache.stats()))
+        .collect();
+    let counter = |name, help, value: fn(&member_client::TokenCacheStats) -> u64| Family {
+        name,
+        help,
+        kind: MetricType::Counter,
+        samples: stats
+            .iter()
+            .map(|(cache, s)| (vec![("cache", *cache)], value(s)))
+            .collect(),
+    };
+    vec![
+        counter(
+            "token_fetches",
+            "Reads of a credential source, successful or not.",
+            |s| s.fetches,
+        ),
+        counter(
+            "token_cache_hits",
+            "Token reads answered from the cache.",
+            |s| s.hits,
+        ),
+        counter(
+            "token_cache_misses",
+            "Token reads that found no valid entry.",
+            |s| s.misses,
+        ),
+        counter(
+            "token_invalidations",
+            "Cached tokens dropped because their Secret changed or a 401 rejected them.",
+            |s| s.invalidations,
+        ),
+    ]
+}
+
+fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family<'a>> {
+    let watched: Vec<(&str, &CredentialHealth)> = members
+        .iter()
+        .filter_map(|(name, entry)| Some((name.as_str(), entry.health.as_ref()?)))
+        .collect();
+    let per_watched = |value: fn(&CredentialHealth) -> u64| -> Vec<(Labels<'a>, u64)> {
+        watched
+            .iter()
+            .map(|(member, health)| (vec![("member", *member)], value(health)))
+            .collect()
+    };
+    let credential_state = watched
+        .iter()
+        .flat_map(|(member, health)| {
+            let current = credential_state_label(&health.current());
+            CREDENTIAL_STATES.map(|state| {
+                let labels = vec![("member", *member), ("state", state)];
+                (labels, u64::from(state == current))
+            })
+        })
+        .collect();
+    let ready = members
+        .iter()
+        .filter_map(|(member, entry)| {
+            Some((vec![("member", member.as_str())], u64::from(entry.ready?)))
+        })
+        .collect();
+    let relists = members
+        .iter()
+        .flat_map(|(member, entry)| {
+            entry.relists.iter().map(move |(resource, value)| {
+                (
+                    vec![("member", member.as_str()), ("resource", resource.as_str())],
+                    *value,
+                )
+            })
+        })
+        .collect();
+    let watch_errors = members
+        .iter()
+        .flat_map(|(member, entry)| {
+            entry
+                .watch_errors
+                .iter()
+                .map(move |((resource, kind), value)| {
+                    let labels = vec![
+                        ("member", member.as_str()),
+                        ("resource", resource.as_str()),
+                        ("kind", *kind),
+                    ];
+                    (labels, *value)
+                })
+        })
+        .collect();
+    vec![
+        Family {
+            name: "members",
+            help: "Member clusters being watched.",
+            kind: MetricType::Gauge,
+            samples: vec![(Vec::new(), u64::try_from(watched.len()).unwrap_or(u64::MAX))],
+        },
+        Family {
+            name: "unauthorized_responses",
+            help: "401 responses from a member, before and after token refreshes.",
+            kind: MetricType::Counter,
+            samples: per_watched(|h| h.stats().unauthorized_responses),
+        },
+        Family {
+            name: "retries",
+            help: "Requests sent again with a refreshed token after a 401.",
+            kind: MetricType::Counter,
+            samples: per_watched(|h| h.stats().retries),
+        },
+        Family {
+            name: "credential_state",
+            help: "1 for what the member last said of its credential, 0 for the other states.",
+            kind: MetricType::Gauge,
+            samples: credential_state,
+        },
+        Family {
+            name: "member_ready",
+            help: "1 while a member's Ready condition is True, else 0.",
+            kind: MetricType::Gauge,
+            samples: ready,
+        },
+        Family {
+            name: "relists",
+            help: "Full relists of a mirrored resource on a member.",
+            kind: MetricType::Counter,
+            samples: relists,
+        },
+        Family {
+            name: "watch_errors",
+            help: "Failed lists and watches of a mirrored resource on a member, by failure kind.",
+            kind: MetricType::Counter,
+            samples: watch_errors,
+        },
+    ]
+}
+
+impl Collector for Watched {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
+        let caches = self.token_caches();
+        let members = self.members();
+        for family in token_cache_families(&caches)
+            .iter()
+            .chain(&member_families(&members))
+        {
+            family.encode(&mut encoder)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `kind` label: the [`FailureKind`] in snake_case.
+pub(super) fn failure_kind_label(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::Unauthorized => "unauthorized",
+        FailureKind::Forbidden => "forbidden",
+        FailureKind::NotFound => "not_found",
+        FailureKind::CredentialUnavailable => "credential_unavailable",
+        FailureKind::Unreachable => "unreachable",
+        FailureKind::Other => "other",
+    }
+}
+
+/// The `state` label; the reason of `Unavailable` stays out of labels (unbounded values).
+fn credential_state_label(state: &CredentialState) -> &'static str {
+    match state {
+        CredentialState::Unknown => "unknown",
+        CredentialState::Valid => "valid",
+        CredentialState::Rejected => "rejected",
+        CredentialState::Unavailable { .. } => "unavailable",
+    }
+}
