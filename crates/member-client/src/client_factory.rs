@@ -1,14 +1,19 @@
 //! Builds a member's `kube::Client` on kube's own stack, with the token coming from the cache.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
 use tower::{layer::layer_fn, limit::ConcurrencyLimitLayer};
 
 use crate::{
-    BearerLayer, CredentialHealth, Error, Result, SecretRef, TokenCache,
+    BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, Result, SecretRef, TokenCache,
     shared_service::SharedService,
     validation::{self, EndpointSchemes},
 };
+
+/// The default [`MemberClientConfig::request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything needed to reach one member cluster.
 ///
@@ -39,6 +44,9 @@ pub struct MemberClientConfig {
     /// Requests in flight to this member at once; more wait. Watches hold a slot only until
     /// their response headers arrive. Default: 64.
     pub max_concurrent_requests: usize,
+    /// How long a request that is not a watch may wait for its response headers before it
+    /// fails as unreachable. Default: 10 s.
+    pub request_timeout: Duration,
 }
 
 impl MemberClientConfig {
@@ -56,6 +64,7 @@ impl MemberClientConfig {
             proxy_url: None,
             secret_ref,
             max_concurrent_requests: 64,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 
@@ -87,6 +96,7 @@ impl ClientFactory {
     /// credential.
     ///
     /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`] → a
+    /// deadline for requests that are not watches ([`RequestDeadlineLayer`]) → a
     /// concurrency limit → a shared handle that makes the inner stack cloneable for the one
     /// retry → kube's default stack (base URI, retries of 429/503/504, tracing, TLS, timeouts).
     ///
@@ -134,6 +144,7 @@ impl ClientFactory {
             .with_layer(&ConcurrencyLimitLayer::new(
                 config.max_concurrent_requests.max(1),
             ))
+            .with_layer(&RequestDeadlineLayer::new(config.request_timeout))
             .with_layer(&bearer)
             .build();
         Ok(client)
