@@ -153,6 +153,24 @@ impl Apiserver {
         rss_bytes(self.pid())
     }
 
+    /// Freezes the process (SIGSTOP): it keeps its port and its connections, and the kernel
+    /// still accepts and acknowledges, but nothing answers, like a hung apiserver or a
+    /// blackholed network.
+    ///
+    /// # Errors
+    /// If the process is not running.
+    pub fn freeze(&self) -> Result<()> {
+        self.process.signal(rustix::process::Signal::STOP)
+    }
+
+    /// Resumes a frozen process (SIGCONT).
+    ///
+    /// # Errors
+    /// If the process is not running.
+    pub fn thaw(&self) -> Result<()> {
+        self.process.signal(rustix::process::Signal::CONT)
+    }
+
     /// SIGKILL and reap, without a grace period.
     pub(crate) fn kill_now(&mut self) {
         self.process.kill_now();

@@ -98,6 +98,13 @@ impl ServerProcess {
         Ok(())
     }
 
+    /// Sends `signal` to the running process.
+    pub(crate) fn signal(&self, signal: Signal) -> Result<()> {
+        let child = self.child.as_ref().context("the process is not running")?;
+        kill_process(pid_of(child), signal)
+            .with_context(|| format!("signalling {} (pid {})", self.what, self.pid))
+    }
+
     /// SIGKILL and reap without waiting for a graceful exit (used by `Drop`).
     pub(crate) fn kill_now(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -109,6 +116,8 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
+        // A stopped process ignores SIGKILL until it is continued.
+        let _ = self.signal(Signal::CONT);
         self.kill_now();
     }
 }
