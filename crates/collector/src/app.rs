@@ -1,6 +1,6 @@
 //! Wires the registry, the supervisor, the HTTP server and the control-plane guard together.
 
-use std::{future::Future, sync::Arc};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use cluster_registry::{ArgoCdConfig, DirectoryConfig, KarmadaConfig, RegistryBuilder};
@@ -8,13 +8,16 @@ use member_client::ClientFactory;
 
 use crate::{
     cli::{Args, MembersFrom},
-    control_plane::{ControlPlane, SelfCredentialGuard, join_election, self_probe},
+    control_plane::{ControlPlane, Lease, SelfCredentialGuard, join_election, self_probe},
     http::{self, HttpState},
     member::{status_writer::StatusWriter, supervisor::Supervisor, task::MemberContext},
     metrics::Metrics,
     mirror::Mirror,
     readiness::{Readiness, sources},
 };
+
+/// How long shutting down may wait for the Lease to be given up.
+const LEASE_RELEASE_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Runs the collector until `shutdown` resolves (Ok) or something fails for good (Err): the
 /// registry or supervisor stopping, the HTTP listener failing, or the control plane rejecting
@@ -58,27 +61,34 @@ pub async fn run(
 
     let mirror = Mirror::default();
     let identity = args.identity();
-    let (status_writer, _lease) = match (&control_plane, args.members_from, args.write_status) {
-        (Some(cp), MembersFrom::Karmada, true) => {
-            let lease = if args.leader_elect {
-                Some(join_election(cp.client.clone(), &args, &identity, &metrics).await?)
-            } else {
-                metrics.set_leader(true);
-                None
-            };
-            let leader = lease.as_ref().map(|lease| lease.leader.clone());
-            (
-                Some(StatusWriter::new(cp.client.clone(), identity, leader)),
-                lease,
-            )
+    let (status_writer, writes, lease) =
+        match (&control_plane, args.members_from, args.write_status) {
+            (Some(cp), MembersFrom::Karmada, true) => {
+                let lease = if args.leader_elect {
+                    Some(join_election(cp.client.clone(), &args, &identity, &metrics).await?)
+                } else {
+                    metrics.set_leader(true);
+                    None
+                };
+                let leader = lease.as_ref().and_then(Lease::leader);
+                let (writer, writes) = StatusWriter::new(cp.client.clone(), identity, leader);
+                (Some(writer), Some(writes), lease)
+            }
+            _ => (None, None, None),
+        };
+    let writes = async move {
+        match writes {
+            Some(writes) => writes.await,
+            None => std::future::pending().await,
         }
-        _ => (None, None),
     };
     let context = MemberContext {
         mirror: mirror.clone(),
         metrics: metrics.clone(),
         status_writer,
         probe_period: args.probe_period(),
+        probe_timeout: args.probe_timeout(),
+        request_timeout: args.request_timeout(),
         resources: Arc::from(args.mirror.clone()),
     };
     let supervisor = Supervisor::new(ClientFactory::new(registry.tokens().clone()), context);
@@ -116,12 +126,19 @@ pub async fn run(
         metrics.clone(),
     );
 
-    tokio::select! {
-        () = driver.run() => anyhow::bail!("the registry stopped"),
-        () = sources => anyhow::bail!("the registry's source states closed"),
-        () = supervisor.run(events) => anyhow::bail!("the registry's event channel closed"),
+    let outcome = tokio::select! {
+        () = driver.run() => Err(anyhow::anyhow!("the registry stopped")),
+        () = sources => Err(anyhow::anyhow!("the registry's source states closed")),
+        () = supervisor.run(events) => Err(anyhow::anyhow!("the registry's event channel closed")),
+        () = writes => Err(anyhow::anyhow!("the status writer stopped")),
         served = server => served.context("the HTTP server failed"),
         rejected = guard => Err(rejected.into()),
-        () = self_probe => anyhow::bail!("the control-plane probe stopped"),
+        () = self_probe => Err(anyhow::anyhow!("the control-plane probe stopped")),
+    };
+    // Everything that watched leadership is gone with the select: give the Lease up, so that
+    // another replica takes over in about a second rather than after the Lease expires.
+    if let Some(lease) = lease {
+        lease.release(LEASE_RELEASE_DEADLINE).await;
     }
+    outcome
 }

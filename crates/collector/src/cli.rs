@@ -66,6 +66,18 @@ pub struct Args {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub probe_period: u64,
 
+    /// Seconds a probe waits for a member's `/readyz` before the member counts as unreachable
+    /// (`Ready=False`, reason `Unreachable`): a frozen member turns unready within the probe
+    /// period plus this.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub probe_timeout: u64,
+
+    /// Seconds any request that is not a watch (to a member or to the control plane) waits for
+    /// its response before it fails. Open watches are bounded separately: one that stays
+    /// silent for over two minutes is reconnected from where it was.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout: u64,
+
     /// Write `Ready`/`CredentialsValid` conditions, version and node summary into each Karmada
     /// `Cluster`'s status, and an Event per transition. Turn off beside Karmada's own status
     /// controller.
@@ -117,6 +129,16 @@ impl Args {
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
             format!("{}-{}", host.trim(), std::process::id())
         })
+    }
+
+    /// The probe timeout as a duration.
+    pub fn probe_timeout(&self) -> Duration {
+        Duration::from_secs(self.probe_timeout)
+    }
+
+    /// The request timeout as a duration.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout)
     }
 
     /// The self-credential grace period as a duration.

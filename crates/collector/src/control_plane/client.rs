@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use kube::{Client, config::KubeConfigOptions};
+use kube::{Client, client::ClientBuilder, config::KubeConfigOptions};
 use member_client::{
-    ClientFactory, CredentialHealth, FileSource, MemberClientConfig, TokenCache, TokenCacheConfig,
+    ClientFactory, CredentialHealth, FileSource, MemberClientConfig, RequestDeadlineLayer,
+    TokenCache, TokenCacheConfig,
 };
 
 use crate::{
@@ -47,8 +48,11 @@ impl ControlPlane {
             let config =
                 kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                     .await?;
+            let client = ClientBuilder::try_from(config)?
+                .with_layer(&RequestDeadlineLayer::new(args.request_timeout()))
+                .build();
             return Ok(Some(Self {
-                client: Client::try_from(config)?,
+                client,
                 health: None,
             }));
         }
@@ -72,7 +76,8 @@ impl ControlPlane {
         );
         metrics.watch_token_cache("self", tokens.clone());
         let health = CredentialHealth::new();
-        let config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
+        let mut config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
+        config.request_timeout = args.request_timeout();
         let client = ClientFactory::new(tokens).build(&config, &health)?;
         Ok(Some(Self {
             client,

@@ -1,8 +1,14 @@
 //! Member health: what a member's probe says, or why it cannot be probed, and the condition
 //! statuses and reasons that follow from it.
 
+use std::{collections::BTreeMap, time::Duration};
+
 use cluster_registry::InvalidReason;
 use member_client::{FailureKind, SourceError};
+
+use tokio::time::Instant;
+
+use super::informer_state::InformerState;
 
 /// The outcome of the latest probe of a member, or why there is none.
 ///
@@ -15,8 +21,17 @@ pub(crate) enum MemberHealth {
     Healthy,
     /// The member rejects the credential (401), also after re-reading its Secret.
     Unauthorized,
-    /// The credential is accepted but may not read `/readyz` (403).
-    Forbidden,
+    /// The credential is accepted but may not do what the collector needs (403): read
+    /// `/readyz`, or list or watch a mirrored kind. The `String` says which.
+    Forbidden(String),
+    /// `/readyz` answers, but a mirrored kind cannot be listed or watched for another reason
+    /// (the resource is not served, say), on two probes in a row.
+    MirrorFailing(String),
+    /// `/readyz` answers, and the informers have not finished their first list.
+    Syncing,
+    /// A refusal seen once, not yet confirmed by a second probe: an apiserver that just
+    /// started answers 403 until its RBAC caches load, which is no reason to report it.
+    Settling(String),
     /// The member could not be reached (connect, TLS, timeout) or answered with an error.
     Unreachable(String),
     /// The member's definition or credential is unusable; the registry says why.
@@ -28,7 +43,9 @@ impl MemberHealth {
     pub(crate) fn from_error(err: &kube::Error) -> Self {
         match FailureKind::of(err) {
             FailureKind::Unauthorized => Self::Unauthorized,
-            FailureKind::Forbidden => Self::Forbidden,
+            FailureKind::Forbidden => {
+                Self::Forbidden(format!("may not get /readyz: {}", describe(err)))
+            }
             FailureKind::CredentialUnavailable => Self::Invalid(match source_error(err) {
                 Some(source) => InvalidReason::from(source),
                 None => InvalidReason::SecretInvalid(err.to_string()),
@@ -45,7 +62,10 @@ impl MemberHealth {
             Self::Unknown => "Probing",
             Self::Healthy => "MemberReady",
             Self::Unauthorized => "Unauthorized",
-            Self::Forbidden => "Forbidden",
+            Self::Forbidden(_) => "Forbidden",
+            Self::MirrorFailing(_) => "MirrorFailing",
+            Self::Syncing => "Syncing",
+            Self::Settling(_) => "Settling",
             Self::Unreachable(_) => "Unreachable",
             Self::Invalid(reason) => reason.condition_reason(),
         }
@@ -61,7 +81,15 @@ impl MemberHealth {
                  write a valid token to the Secret"
                     .to_owned()
             }
-            Self::Forbidden => "the credential is accepted but lacks permission (403)".to_owned(),
+            Self::Forbidden(what) => format!(
+                "the credential is accepted but {what}; grant the member's identity that permission \
+                 on the member"
+            ),
+            Self::MirrorFailing(what) => format!("the mirror cannot be filled: {what}"),
+            Self::Syncing => "the member answers; its informers are still listing".to_owned(),
+            Self::Settling(what) => {
+                format!("the member just reported {what}; waiting for the next probe to confirm it")
+            }
             Self::Unreachable(why) => format!("the member cannot be reached: {why}"),
             Self::Invalid(reason) => invalid_message(reason),
         }
@@ -70,7 +98,7 @@ impl MemberHealth {
     /// The `Ready` condition's status.
     pub(crate) fn ready_status(&self) -> &'static str {
         match self {
-            Self::Unknown => "Unknown",
+            Self::Unknown | Self::Syncing | Self::Settling(_) => "Unknown",
             Self::Healthy => "True",
             _ => "False",
         }
@@ -79,9 +107,13 @@ impl MemberHealth {
     /// The `CredentialsValid` condition's status: unknown when the member can't be asked.
     pub(crate) fn credentials_valid_status(&self) -> &'static str {
         match self {
-            Self::Healthy => "True",
+            // Anything but 401 proves the apiserver authenticated the token.
+            Self::Healthy
+            | Self::Forbidden(_)
+            | Self::MirrorFailing(_)
+            | Self::Syncing
+            | Self::Settling(_) => "True",
             Self::Unauthorized
-            | Self::Forbidden
             | Self::Invalid(InvalidReason::SecretNotFound | InvalidReason::SecretInvalid(_)) => {
                 "False"
             }
@@ -91,10 +123,83 @@ impl MemberHealth {
 
     /// The `CredentialsValid` reason: the credential is fine when the member is healthy.
     pub(crate) fn credentials_valid_reason(&self) -> &'static str {
-        match self {
-            Self::Healthy => "CredentialsAccepted",
-            other => other.reason(),
+        match self.credentials_valid_status() {
+            "True" => "CredentialsAccepted",
+            _ => self.reason(),
         }
+    }
+
+    /// What the informers say of a member whose `/readyz` answered: the first refusal, else
+    /// the first other failure, else whether they are still listing. Transport failures and
+    /// credential failures are left to the probe, which sees them too.
+    pub(crate) fn of_mirror(states: &BTreeMap<String, InformerState>) -> Self {
+        let failure = |wanted: fn(FailureKind) -> bool| {
+            states.iter().find_map(|(resource, state)| match state {
+                InformerState::Failing(f) if wanted(f.kind) => {
+                    Some(format!("may not {} {resource}: {}", f.verb, f.message))
+                }
+                _ => None,
+            })
+        };
+        if let Some(what) = failure(|kind| kind == FailureKind::Forbidden) {
+            return Self::Forbidden(what);
+        }
+        if let Some(what) =
+            failure(|kind| matches!(kind, FailureKind::NotFound | FailureKind::Other))
+        {
+            return Self::MirrorFailing(what.replacen("may not", "cannot", 1));
+        }
+        // A store that was filled once stays in use while its watch reconnects.
+        let in_use = |state: &InformerState| match state {
+            InformerState::Synced => true,
+            InformerState::Failing(failure) => failure.after_sync,
+            InformerState::Syncing => false,
+        };
+        if !states.values().all(in_use) {
+            return Self::Syncing;
+        }
+        Self::Healthy
+    }
+
+    /// Whether a first sighting waits for a second probe before it is reported.
+    pub(crate) fn needs_confirmation(&self) -> bool {
+        matches!(self, Self::Forbidden(_) | Self::MirrorFailing(_))
+    }
+}
+
+/// How long a refusal must last before it is reported. A kube-apiserver that just started
+/// answers 403 until its RBAC caches load, for a few seconds; a restart is no refusal.
+const CONFIRM_AFTER: Duration = Duration::from_secs(10);
+
+/// Holds back a refusal as [`MemberHealth::Settling`] until it has lasted [`CONFIRM_AFTER`]
+/// over at least two probes.
+#[derive(Debug, Default)]
+pub(crate) struct Confirmation {
+    /// The reason of the refusal being held back, and when it was first seen.
+    unconfirmed: Option<(&'static str, Instant)>,
+}
+
+impl Confirmation {
+    /// What to report, given what is reported now and what this probe observed.
+    pub(crate) fn judge(
+        &mut self,
+        reported: &MemberHealth,
+        observed: MemberHealth,
+    ) -> MemberHealth {
+        if !observed.needs_confirmation() || observed.reason() == reported.reason() {
+            self.unconfirmed = None;
+            return observed;
+        }
+        match self.unconfirmed {
+            Some((reason, since)) if reason == observed.reason() => {
+                if since.elapsed() >= CONFIRM_AFTER {
+                    self.unconfirmed = None;
+                    return observed;
+                }
+            }
+            _ => self.unconfirmed = Some((observed.reason(), Instant::now())),
+        }
+        MemberHealth::Settling(observed.reason().to_owned())
     }
 }
 
@@ -143,6 +248,7 @@ fn describe(err: &kube::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::member::informer_state::InformerFailure;
     use member_client::SecretRef;
     use rstest::rstest;
     use std::sync::Arc;
@@ -167,7 +273,7 @@ mod tests {
         "Unauthorized", "False", "False"
     )]
     #[case::plain_401(api(401), "Unauthorized", "False", "False")]
-    #[case::forbidden(api(403), "Forbidden", "False", "False")]
+    #[case::forbidden(api(403), "Forbidden", "False", "True")]
     #[case::secret_missing(unavailable(SourceError::NotFound { key: SecretRef::new("ns", "s") }), "SecretNotFound", "False", "False")]
     #[case::token_empty(
         unavailable(SourceError::EmptyToken),
@@ -221,6 +327,104 @@ mod tests {
             (want_reason, "False", credentials_valid)
         );
         assert!(health.message().contains(message), "{}", health.message());
+    }
+
+    fn failing(kind: FailureKind) -> InformerState {
+        InformerState::Failing(InformerFailure {
+            kind,
+            verb: "list",
+            message: "nope".into(),
+            after_sync: true,
+            at: tokio::time::Instant::now(),
+        })
+    }
+
+    fn unreachable() -> InformerFailure {
+        InformerFailure {
+            kind: FailureKind::Unreachable,
+            verb: "watch",
+            message: "reset".into(),
+            after_sync: true,
+            at: tokio::time::Instant::now(),
+        }
+    }
+
+    #[rstest]
+    #[case::all_synced(&[InformerState::Synced, InformerState::Synced], "MemberReady", "True")]
+    #[case::one_listing(&[InformerState::Synced, InformerState::Syncing], "Syncing", "Unknown")]
+    #[case::refused(&[failing(FailureKind::NotFound), failing(FailureKind::Forbidden)], "Forbidden", "False")]
+    #[case::not_served(&[InformerState::Syncing, failing(FailureKind::NotFound)], "MirrorFailing", "False")]
+    // the probe sees transport and credential failures itself
+    #[case::transport(&[InformerState::Synced, failing(FailureKind::Unreachable)], "MemberReady", "True")]
+    #[case::transport_before_the_first_list(&[InformerState::Failing(InformerFailure { after_sync: false, ..unreachable() })], "Syncing", "Unknown")]
+    fn the_informers_decide_whether_a_reachable_member_is_ready(
+        #[case] states: &[InformerState],
+        #[case] reason: &str,
+        #[case] ready: &str,
+    ) {
+        let states: BTreeMap<String, InformerState> = states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("r{i}"), s.clone()))
+            .collect();
+        let health = MemberHealth::of_mirror(&states);
+        assert_eq!((health.reason(), health.ready_status()), (reason, ready));
+        assert_eq!(
+            health.credentials_valid_status(),
+            "True",
+            "a 403 is not a 401"
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_the_kind_and_the_verb() {
+        let states = BTreeMap::from([(
+            "apps/v1/deployments".to_owned(),
+            failing(FailureKind::Forbidden),
+        )]);
+        let health = MemberHealth::of_mirror(&states);
+        assert!(
+            health
+                .message()
+                .contains("may not list apps/v1/deployments"),
+            "{}",
+            health.message()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_is_reported_once_it_lasted() {
+        let mut confirmation = Confirmation::default();
+        let refused = MemberHealth::Forbidden("may not get /readyz".into());
+        let reported = MemberHealth::Unreachable("restarting".into());
+        let first = confirmation.judge(&reported, refused.clone());
+        assert_eq!(
+            (first.reason(), first.credentials_valid_status()),
+            ("Settling", "True")
+        );
+        assert_eq!(first.ready_status(), "Unknown");
+        tokio::time::advance(CONFIRM_AFTER / 2).await;
+        assert_eq!(
+            confirmation.judge(&first, refused.clone()).reason(),
+            "Settling"
+        );
+        tokio::time::advance(CONFIRM_AFTER / 2).await;
+        assert_eq!(confirmation.judge(&first, refused.clone()), refused);
+        // Once reported, it stays reported without waiting.
+        assert_eq!(confirmation.judge(&refused, refused.clone()), refused);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_that_goes_away_is_never_reported() {
+        let mut confirmation = Confirmation::default();
+        let refused = MemberHealth::Forbidden("may not get /readyz".into());
+        let first = confirmation.judge(&MemberHealth::Unknown, refused.clone());
+        assert_eq!(first.reason(), "Settling");
+        tokio::time::advance(CONFIRM_AFTER).await;
+        let second = confirmation.judge(&first, MemberHealth::Healthy);
+        assert_eq!(second, MemberHealth::Healthy);
+        // A later refusal starts over.
+        assert_eq!(confirmation.judge(&second, refused).reason(), "Settling");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use kube::{
 use member_client::{FailureKind, WatchBackoffExt as _, watch_backoff};
 use serde::de::DeserializeOwned;
 
+use super::informer_state::InformerStates;
 use crate::{metrics::Metrics, mirror::MirroredResource};
 
 /// The stores one member's watches fill.
@@ -30,12 +31,38 @@ pub(crate) struct Informers {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
+impl Informers {
+    /// Stops every watch and waits until none runs, so that nothing records for the member
+    /// afterwards.
+    pub(crate) async fn stop(mut self) {
+        for task in std::mem::take(&mut self.tasks) {
+            task.abort();
+            // An aborted task ends with a cancellation error: that is the point.
+            let _ = task.await;
+        }
+    }
+}
+
 impl Drop for Informers {
     fn drop(&mut self) {
         for task in &self.tasks {
             task.abort();
         }
     }
+}
+
+/// How long the apiserver keeps one watch request open. The watcher reconnects from the last
+/// resourceVersion after it (no relist), and treats a watch silent for this long plus a
+/// margin as dead: that bounds how long a stream to a frozen member or over a dead network can
+/// stay open unnoticed. kube's default is 290 s.
+const WATCH_TIMEOUT_SECONDS: u32 = 120;
+
+/// What every watch of one member reports to.
+struct Reporting<'a> {
+    member: &'a str,
+    metrics: &'a Metrics,
+    states: &'a InformerStates,
+    replacing: bool,
 }
 
 /// Starts watching Nodes and every resource in `mirror` on `member` through `client`.
@@ -49,42 +76,42 @@ pub(crate) fn start(
     mirror: &[MirroredResource],
     metrics: &Metrics,
     replacing: bool,
-) -> (MemberStores, Informers) {
+) -> (MemberStores, InformerStates, Informers) {
+    let states = InformerStates::default();
+    let reporting = Reporting {
+        member,
+        metrics,
+        states: &states,
+        replacing,
+    };
     let mut tasks = Vec::with_capacity(mirror.len() + 1);
     let (nodes, task) = watch(
-        member,
+        &reporting,
         "core/v1/nodes",
         Api::<Node>::all(client.clone()),
         (),
-        metrics,
-        replacing,
     );
     tasks.push(task);
     let mut resources = Vec::with_capacity(mirror.len());
     for resource in mirror {
         let api_resource = resource.api_resource();
         let api = Api::<DynamicObject>::all_with(client.clone(), &api_resource);
-        let (store, task) = watch(
-            member,
-            &resource.to_string(),
-            api,
-            api_resource,
-            metrics,
-            replacing,
-        );
+        let (store, task) = watch(&reporting, &resource.to_string(), api, api_resource);
         resources.push((resource.clone(), store));
         tasks.push(task);
     }
-    (MemberStores { nodes, resources }, Informers { tasks })
+    (
+        MemberStores { nodes, resources },
+        states,
+        Informers { tasks },
+    )
 }
 
 fn watch<K>(
-    member: &str,
+    reporting: &Reporting<'_>,
     resource: &str,
     api: Api<K>,
     dyntype: K::DynamicType,
-    metrics: &Metrics,
-    replacing: bool,
 ) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
@@ -92,13 +119,18 @@ where
 {
     let writer = reflector::store::Writer::new(dyntype);
     let store = writer.as_reader();
-    let member = member.to_owned();
+    let member = reporting.member.to_owned();
     let resource = resource.to_owned();
-    let metrics = metrics.clone();
+    let metrics = reporting.metrics.clone();
+    let states = reporting.states.clone();
+    states.add(&resource);
+    let observed = resource.clone();
     // Every Init but the very first list of this member's watch is a relist.
-    let mut inits = u64::from(replacing);
-    let stream = watcher(api, watcher::Config::default())
+    let mut inits = u64::from(reporting.replacing);
+    let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
+    let stream = watcher(api, config)
         .backoff_until_progress(watch_backoff())
+        .inspect(move |event| states.observe(&observed, event))
         .inspect(move |event| match event {
             Ok(watcher::Event::Init) => {
                 inits += 1;

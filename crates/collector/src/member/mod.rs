@@ -2,6 +2,7 @@
 //! runs — informers, a probe classified into a health, a status, the status writer.
 
 pub(crate) mod health;
+pub(crate) mod informer_state;
 pub(crate) mod informers;
 pub(crate) mod status;
 pub(crate) mod status_writer;

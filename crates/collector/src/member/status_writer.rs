@@ -1,6 +1,18 @@
 //! Writes members' status back to the control plane: Karmada `Cluster` status and Events.
+//!
+//! Whoever observes a member submits its status and goes on: the writes happen in one task of
+//! their own, so a control plane that is slow or frozen delays no probe and no registry event.
+//! Only the latest status of each member waits to be written (memory is bounded by the member
+//! count), and a write that fails is tried again.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
 
 use cluster_registry::karmada::{Cluster, ClusterStatus};
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Api, Client, Resource as _,
@@ -8,7 +20,7 @@ use kube::{
     runtime::events::{Event, EventType, Recorder, Reporter},
 };
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::{
     health::MemberHealth,
@@ -18,78 +30,173 @@ use super::{
 /// Field manager for status patches, and the reporting controller of Events.
 const MANAGER: &str = "tether-collector";
 
+/// How often statuses whose write failed are tried again.
+const RETRY_PERIOD: Duration = Duration::from_secs(5);
+
+/// Writes in flight at once.
+const CONCURRENT_WRITES: usize = 16;
+
 /// The merge patch of a `Cluster`'s status subresource.
 #[derive(Debug, Serialize)]
 struct StatusPatch {
     status: ClusterStatus,
 }
 
-/// Patches Karmada `Cluster` status and records an Event per transition.
-///
-/// With leader election, only the leader writes; [`is_leader`](Self::is_leader) says whether
-/// this replica may.
+/// The handle members' observers submit statuses through. Cloning is cheap.
 #[derive(Clone)]
 pub(crate) struct StatusWriter {
-    clusters: Api<Cluster>,
-    recorder: Recorder,
-    leader: Option<watch::Receiver<bool>>,
+    queue: Arc<Queue>,
+}
+
+/// The latest status submitted for each member, and the bell that wakes the writer.
+#[derive(Default)]
+struct Queue {
+    latest: Mutex<BTreeMap<String, MemberStatus>>,
+    wake: Notify,
+}
+
+impl Queue {
+    // Held only to copy or replace entries; a panic cannot leave one half-written.
+    fn latest(&self) -> MutexGuard<'_, BTreeMap<String, MemberStatus>> {
+        self.latest.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl StatusWriter {
     /// A writer over the control plane's `client`, reporting Events as `identity`, writing only
-    /// while `leader` (if given) says this replica leads.
+    /// while `leader` (if given) says this replica leads; and the future that writes. Nothing
+    /// is written unless the future runs.
     pub(crate) fn new(
         client: Client,
         identity: String,
         leader: Option<watch::Receiver<bool>>,
-    ) -> Self {
+    ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let reporter = Reporter {
             controller: MANAGER.to_owned(),
             instance: Some(identity),
         };
-        Self {
+        let queue = Arc::new(Queue::default());
+        let writes = Writes {
             clusters: Api::all(client.clone()),
             recorder: Recorder::new(client, reporter),
-            leader,
+            queue: queue.clone(),
+            written: BTreeMap::new(),
+        };
+        (Self { queue }, writes.run(leader))
+    }
+
+    /// Submits `member`'s status; it is written (with an Event if its reason changed) when this
+    /// replica leads and the Cluster does not already say it. Never waits for the control plane.
+    pub(crate) fn submit(&self, member: &str, status: &MemberStatus) {
+        let mut latest = self.queue.latest();
+        if latest.get(member) == Some(status) {
+            return;
+        }
+        latest.insert(member.to_owned(), status.clone());
+        drop(latest);
+        self.queue.wake.notify_one();
+    }
+
+    /// Stops writing for `member`.
+    pub(crate) fn forget(&self, member: &str) {
+        self.queue.latest().remove(member);
+    }
+}
+
+/// The writing side: what it wrote while leading, to write only what changed.
+struct Writes {
+    clusters: Api<Cluster>,
+    recorder: Recorder,
+    queue: Arc<Queue>,
+    /// What this replica wrote since it last became leader.
+    written: BTreeMap<String, MemberStatus>,
+}
+
+impl Writes {
+    async fn run(mut self, mut leader: Option<watch::Receiver<bool>>) {
+        // Without leader election this replica always writes; with it, only while it leads.
+        let mut election_over = false;
+        let mut retry = tokio::time::interval(RETRY_PERIOD);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = self.queue.wake.notified() => {}
+                _ = retry.tick() => {}
+                changed = leadership_change(leader.as_mut()) => {
+                    if !changed {
+                        // The election ended: this replica cannot know it leads any more.
+                        leader = None;
+                        election_over = true;
+                    }
+                    // A new leader writes everything again: the previous one may have died
+                    // before writing the last transitions.
+                    self.written.clear();
+                }
+            }
+            let leading = !election_over && leader.as_ref().is_none_or(|leader| *leader.borrow());
+            if leading {
+                self.write_due().await;
+            }
         }
     }
 
-    /// Whether this replica may write now (always, without leader election).
-    pub(crate) fn is_leader(&self) -> bool {
-        self.leader.as_ref().is_none_or(|leader| *leader.borrow())
+    /// Writes every submitted status that differs from what this replica wrote.
+    async fn write_due(&mut self) {
+        let due: Vec<(String, MemberStatus, Option<MemberHealth>)> = self
+            .queue
+            .latest()
+            .iter()
+            .filter(|(member, status)| {
+                self.written
+                    .get(*member)
+                    .is_none_or(|written| status.differs_from(written))
+            })
+            .map(|(member, status)| {
+                let previous = self.written.get(member).map(|w| w.health().clone());
+                (member.clone(), status.clone(), previous)
+            })
+            .collect();
+        let this = &*self;
+        let done: Vec<(String, MemberStatus)> = futures::stream::iter(due)
+            .map(|(member, status, previous)| async move {
+                let written = this.publish(&member, &status, previous.as_ref()).await;
+                written.then_some((member, status))
+            })
+            .buffer_unordered(CONCURRENT_WRITES)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
+        for (member, status) in done {
+            // Forgotten meanwhile: keep it forgotten.
+            if self.queue.latest().contains_key(&member) {
+                self.written.insert(member, status);
+            }
+        }
     }
 
-    /// Leadership changes, with leader election; `None` without (this replica always writes).
-    pub(crate) fn leadership(&self) -> Option<watch::Receiver<bool>> {
-        self.leader.clone()
-    }
-
-    /// Writes `status` and, if its health is a transition, records an Event. Returns whether
-    /// the status was written; failures are logged, and the caller writes again later.
-    ///
-    /// `previous` is this replica's last view of the member. On the replica's first write
-    /// since it became leader (`first_as_leader`), the transition is judged against the
-    /// `Cluster`'s `Ready` reason instead (one GET): a transition it saw while following was
-    /// written, and recorded, by no one.
-    pub(crate) async fn publish(
+    /// Writes `status` and, if its reason changed, records an Event. Returns whether the status
+    /// was written. `previous` is what this replica last wrote; without it (the first write
+    /// since it became leader) the transition is judged against the `Cluster`'s `Ready` reason
+    /// (one GET): a transition it saw while following was written, and recorded, by no one.
+    async fn publish(
         &self,
         member: &str,
         status: &MemberStatus,
-        previous: &MemberHealth,
-        first_as_leader: bool,
+        previous: Option<&MemberHealth>,
     ) -> bool {
         let next = status.health();
-        let transition = if first_as_leader {
-            match self.written_ready_reason(member).await {
+        let transition = match previous {
+            Some(previous) => {
+                (previous.reason() != next.reason()).then(|| previous.reason().to_owned())
+            }
+            None => match self.written_ready_reason(member).await {
                 Ok(Some(written)) => (written != next.reason()).then_some(written),
                 Ok(None) => Some(MemberHealth::Unknown.reason().to_owned()),
                 Err(err) => {
                     tracing::warn!(member, error = %err, "reading Cluster status failed");
-                    (previous != next).then(|| previous.reason().to_owned())
+                    None
                 }
-            }
-        } else {
-            (previous != next).then(|| previous.reason().to_owned())
+            },
         };
         if let Err(err) = self.write(member, status).await {
             tracing::warn!(member, error = %err, "writing Cluster status failed");
@@ -129,17 +236,17 @@ impl StatusWriter {
     }
 
     /// Records an Event on the member's `Cluster` for a change of health from the condition
-    /// reason `previous`.
+    /// reason `previous`: a Warning when the member is not Ready, else Normal.
     async fn record_transition(
         &self,
         member: &str,
         previous: &str,
         next: &MemberHealth,
     ) -> Result<(), kube::Error> {
-        let type_ = if *next == MemberHealth::Healthy {
-            EventType::Normal
-        } else {
+        let type_ = if next.ready_status() == "False" {
             EventType::Warning
+        } else {
+            EventType::Normal
         };
         let event = Event {
             type_,
@@ -155,5 +262,14 @@ impl StatusWriter {
             ..ObjectReference::default()
         };
         self.recorder.publish(&event, &reference).await
+    }
+}
+
+/// Resolves with `true` at the next change of leadership, with `false` if the election ended;
+/// never without leader election.
+async fn leadership_change(leader: Option<&mut watch::Receiver<bool>>) -> bool {
+    match leader {
+        Some(leader) => leader.changed().await.is_ok(),
+        None => std::future::pending().await,
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 use cluster_registry::{InvalidReason, MemberSpec, RegistryEvent};
 use member_client::{ClientFactory, CredentialHealth};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use super::{
     health::MemberHealth,
@@ -19,8 +19,7 @@ pub(crate) struct Supervisor {
     context: MemberContext,
     tasks: HashMap<String, MemberTask>,
     /// The status of each member reported without a client (unusable definition or Secret).
-    /// No task owns it, so the supervisor does, and writes it again when this replica becomes
-    /// leader.
+    /// No task owns it, so the supervisor does.
     clientless: BTreeMap<String, MemberStatus>,
 }
 
@@ -37,30 +36,8 @@ impl Supervisor {
 
     /// Applies registry events until the channel closes.
     pub(crate) async fn run(mut self, mut events: mpsc::Receiver<RegistryEvent>) {
-        let mut leadership = self
-            .context
-            .status_writer
-            .as_ref()
-            .and_then(|writer| writer.leadership());
-        loop {
-            tokio::select! {
-                event = events.recv() => match event {
-                    Some(event) => self.apply(event).await,
-                    None => return,
-                },
-                () = became_leader(leadership.as_mut()) => self.write_clientless().await,
-            }
-        }
-    }
-
-    /// This replica just became leader: write the status of members no task writes for,
-    /// which a follower only published to its mirror.
-    async fn write_clientless(&self) {
-        let Some(writer) = &self.context.status_writer else {
-            return;
-        };
-        for (name, status) in &self.clientless {
-            writer.publish(name, status, status.health(), true).await;
+        while let Some(event) = events.recv().await {
+            self.apply(event).await;
         }
     }
 
@@ -76,7 +53,7 @@ impl Supervisor {
                 }
             }
             RegistryEvent::Removed(name) => {
-                self.forget(&name);
+                self.forget(&name).await;
                 tracing::info!(member = %name, "member removed");
             }
             RegistryEvent::Invalid {
@@ -84,7 +61,7 @@ impl Supervisor {
                 reason: InvalidReason::PullMode,
             } => {
                 // Karmada's agent on the member manages pull-mode clusters; stay out of its way.
-                self.forget(&name);
+                self.forget(&name).await;
                 tracing::debug!(member = %name, "pull-mode cluster ignored");
             }
             RegistryEvent::Invalid { name, reason } => self.invalid(name, reason).await,
@@ -92,11 +69,18 @@ impl Supervisor {
         }
     }
 
-    fn forget(&mut self, name: &str) {
-        self.tasks.remove(name);
+    /// Stops the member's task, then clears what it published, so that nothing brings it
+    /// back.
+    async fn forget(&mut self, name: &str) {
+        if let Some(task) = self.tasks.remove(name) {
+            task.stop().await;
+        }
         self.clientless.remove(name);
         self.context.mirror.remove(name);
         self.context.metrics.forget_member(name);
+        if let Some(writer) = &self.context.status_writer {
+            writer.forget(name);
+        }
     }
 
     /// The status the member had last, whoever owned it.
@@ -108,11 +92,19 @@ impl Supervisor {
     }
 
     async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
-        let previous = self.last_status(&spec.name);
         // Stop the old client first: a new CA or endpoint means new connections.
-        let replacing = self.tasks.remove(&spec.name).is_some();
+        let replacing = match self.tasks.remove(&spec.name) {
+            Some(task) => {
+                task.stop().await;
+                true
+            }
+            None => false,
+        };
+        let previous = self.last_status(&spec.name);
         let health = CredentialHealth::new();
-        match self.factory.build(&spec.client_config(ca_bundle), &health) {
+        let mut config = spec.client_config(ca_bundle);
+        config.request_timeout = self.context.request_timeout;
+        match self.factory.build(&config, &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.api_endpoint, "member client started");
                 self.clientless.remove(&spec.name);
@@ -154,33 +146,17 @@ impl Supervisor {
     }
 
     async fn report_without_client(&mut self, name: &str, health: MemberHealth) {
+        if let Some(task) = self.tasks.remove(name) {
+            task.stop().await;
+        }
         let mut status = self.last_status(name).unwrap_or_default();
-        self.tasks.remove(name);
         tracing::warn!(member = %name, reason = health.reason(), message = %health.message(), "member cannot be watched");
-        let previous = status.health().clone();
         status.set_health(health);
         self.context.mirror.publish(name, status.clone());
         self.context.metrics.set_member_ready(name, false);
-        if let Some(writer) = self
-            .context
-            .status_writer
-            .as_ref()
-            .filter(|w| w.is_leader())
-        {
-            writer.publish(name, &status, &previous, false).await;
+        if let Some(writer) = &self.context.status_writer {
+            writer.submit(name, &status);
         }
         self.clientless.insert(name.to_owned(), status);
     }
-}
-
-/// Resolves when `leadership` turns true; never without leader election.
-async fn became_leader(leadership: Option<&mut watch::Receiver<bool>>) {
-    if let Some(leadership) = leadership {
-        while leadership.changed().await.is_ok() {
-            if *leadership.borrow_and_update() {
-                return;
-            }
-        }
-    }
-    std::future::pending().await
 }

@@ -10,8 +10,9 @@ use tokio::{
 };
 
 use super::{
-    health::MemberHealth,
-    informers::{self, MemberStores},
+    health::{Confirmation, MemberHealth},
+    informer_state::InformerStates,
+    informers::{self, Informers, MemberStores},
     status::MemberStatus,
     status_writer::StatusWriter,
 };
@@ -31,19 +32,27 @@ pub(crate) struct MemberContext {
     pub(crate) status_writer: Option<StatusWriter>,
     /// How often `/readyz` of each member is probed.
     pub(crate) probe_period: Duration,
+    /// How long a probe may wait for `/readyz` before the member counts as unreachable.
+    pub(crate) probe_timeout: Duration,
+    /// How long any other request to a member may wait for its response.
+    pub(crate) request_timeout: Duration,
     /// The kinds mirrored from every member.
     pub(crate) resources: Arc<[MirroredResource]>,
 }
 
 /// A running member; dropping it stops its probe and watches.
 pub(crate) struct MemberTask {
-    task: tokio::task::JoinHandle<()>,
+    /// `None` only after [`stop`](Self::stop) took it.
+    prober: Option<tokio::task::JoinHandle<()>>,
+    informers: Option<Informers>,
     rotated: Arc<Notify>,
 }
 
 impl Drop for MemberTask {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(prober) = &self.prober {
+            prober.abort();
+        }
     }
 }
 
@@ -61,7 +70,7 @@ impl MemberTask {
         replacing: bool,
     ) -> Self {
         let rotated = Arc::new(Notify::new());
-        let (stores, informers) = informers::start(
+        let (stores, informer_states, informers) = informers::start(
             &member,
             &client,
             &context.resources,
@@ -76,14 +85,29 @@ impl MemberTask {
             client,
             context,
             stores,
-            written_as_leader: false,
+            informers: informer_states,
+            confirmation: Confirmation::default(),
         };
         let notified = rotated.clone();
-        let task = tokio::spawn(async move {
-            let _informers = informers;
-            prober.run(health, notified).await;
-        });
-        Self { task, rotated }
+        let prober = tokio::spawn(prober.run(health, notified));
+        Self {
+            prober: Some(prober),
+            informers: Some(informers),
+            rotated,
+        }
+    }
+
+    /// Stops the probe and the watches and waits until neither runs: after this, nothing
+    /// publishes or records for the member.
+    pub(crate) async fn stop(mut self) {
+        if let Some(prober) = self.prober.take() {
+            prober.abort();
+            // An aborted task ends with a cancellation error: that is the point.
+            let _ = prober.await;
+        }
+        if let Some(informers) = self.informers.take() {
+            informers.stop().await;
+        }
     }
 
     /// The member's token was just rotated: probe now, and record in
@@ -99,9 +123,9 @@ struct Prober {
     client: Client,
     context: MemberContext,
     stores: MemberStores,
+    informers: InformerStates,
     status: MemberStatus,
-    /// Whether this task has written since this replica last became leader.
-    written_as_leader: bool,
+    confirmation: Confirmation,
 }
 
 impl Prober {
@@ -110,11 +134,13 @@ impl Prober {
         let mut ticker = tokio::time::interval(self.context.probe_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
-            // Probe on schedule, and at once when a request learns the credential changed
-            // state: a rejected credential shows in the conditions without waiting a tick.
+            // Probe on schedule, at once when a request learns the credential changed state (a
+            // rejected credential shows without waiting a tick), and when an informer syncs or
+            // starts failing.
             let mut rotation = None;
             tokio::select! {
                 _ = ticker.tick() => {}
+                () = self.informers.changed() => {}
                 changed = credential_changes.changed() => {
                     if changed.is_err() {
                         return;
@@ -135,13 +161,13 @@ impl Prober {
         }
     }
 
-    /// Probes `/readyz`, publishes the status and metrics, and writes status and an Event on
-    /// change.
+    /// Probes `/readyz`, judges the informers, publishes the status and metrics, and submits
+    /// the status for writing.
     async fn probe_once(&mut self) {
-        let health = probe(&self.client).await;
+        let probed = probe(&self.client, self.context.probe_timeout).await;
         // The version rarely changes; asking once per client halves the steady-state load.
         let version =
-            if health == MemberHealth::Healthy && self.status.kubernetes_version().is_none() {
+            if probed == MemberHealth::Healthy && self.status.kubernetes_version().is_none() {
                 self.client
                     .apiserver_version()
                     .await
@@ -150,7 +176,14 @@ impl Prober {
             } else {
                 None
             };
-        let before = self.status.clone();
+        let health = self.confirmation.judge(
+            self.status.health(),
+            match probed {
+                MemberHealth::Healthy => MemberHealth::of_mirror(&self.informers.now()),
+                other => other,
+            },
+        );
+        let before = self.status.health().clone();
         self.status.set_health(health);
         if let Some(version) = version {
             self.status.set_kubernetes_version(version);
@@ -161,9 +194,10 @@ impl Prober {
         self.context.mirror.publish(member, self.status.clone());
         let healthy = *self.status.health() == MemberHealth::Healthy;
         self.context.metrics.set_member_ready(member, healthy);
-
-        let changed = before.health() != self.status.health();
-        if changed {
+        if let Some(writer) = &self.context.status_writer {
+            writer.submit(member, &self.status);
+        }
+        if before != *self.status.health() {
             match self.status.health() {
                 MemberHealth::Healthy => tracing::info!(member, "member is ready"),
                 other => {
@@ -171,31 +205,17 @@ impl Prober {
                 }
             }
         }
-        let Some(writer) = &self.context.status_writer else {
-            return;
-        };
-        if !writer.is_leader() {
-            self.written_as_leader = false;
-            return;
-        }
-        // A replica that just became leader writes what it sees even if nothing changed
-        // since: the previous leader may have died before writing the last transition.
-        let first_as_leader = !self.written_as_leader;
-        if first_as_leader || self.status.differs_from(&before) {
-            self.written_as_leader = writer
-                .publish(member, &self.status, before.health(), first_as_leader)
-                .await;
-        }
     }
 }
 
-async fn probe(client: &Client) -> MemberHealth {
+async fn probe(client: &Client, timeout: Duration) -> MemberHealth {
     let request = http::Request::get("/readyz").body(Vec::new());
     let Ok(request) = request else {
         return MemberHealth::Unreachable("could not build the /readyz request".to_owned());
     };
-    match client.request_text(request).await {
-        Ok(_) => MemberHealth::Healthy,
-        Err(err) => MemberHealth::from_error(&err),
+    match tokio::time::timeout(timeout, client.request_text(request)).await {
+        Ok(Ok(_)) => MemberHealth::Healthy,
+        Ok(Err(err)) => MemberHealth::from_error(&err),
+        Err(_) => MemberHealth::Unreachable(format!("/readyz did not answer within {timeout:?}")),
     }
 }
