@@ -158,6 +158,30 @@ impl CollectorProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Sends SIGTERM, as kubelet does, and waits up to `limit` for the process to exit.
+    /// Returns how long it took.
+    ///
+    /// # Errors
+    /// The signal failing, or the process still running after `limit`.
+    pub async fn terminate(&mut self, limit: Duration) -> Result<Duration> {
+        let sent = Instant::now();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        )
+        .context("sending SIGTERM to the collector")?;
+        while self.running() {
+            if sent.elapsed() >= limit {
+                bail!(
+                    "the collector still runs {limit:?} after SIGTERM (logs in {})",
+                    self.log_dir.display()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(sent.elapsed())
+    }
+
     /// `GET path`: status and body.
     ///
     /// # Errors

@@ -1,0 +1,102 @@
+//! On SIGTERM the collector gives its Lease up and exits within seconds, open watches and all.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::{Duration, Instant};
+
+use e2e::{
+    collector_run::{RunningCollector, control_plane_args, temp_dir},
+    scenario::Scenario,
+};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use testkit::CollectorProcess;
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+/// Long, so that a takeover well within it can only come from a released Lease.
+const LEASE: &str = "15";
+
+async fn leading(collector: &RunningCollector) -> bool {
+    collector.metric("tether_leader", "").await.unwrap_or(0.0) == 1.0
+}
+
+#[tokio::test]
+async fn sigterm_releases_the_lease_and_exits_promptly() {
+    let mut s = Scenario::start(1, PROBE).await.unwrap();
+    s.wait_healthy("member1", START).await.unwrap();
+    // The scenario's own replica stops: the process below is then the only candidate.
+    s.collector.stop().await;
+
+    let control_plane = s.env.control_plane();
+    let mut args =
+        control_plane_args(control_plane, &control_plane.admin_token().unwrap()).unwrap();
+    args.extend(
+        [
+            "--probe-period",
+            "1",
+            "--leader-election-identity",
+            "replica-p",
+            "--leader-election-lease-seconds",
+            LEASE,
+        ]
+        .map(str::to_owned),
+    );
+    let bin = testkit::locate_collector().unwrap();
+    let logs = temp_dir("shutdown").unwrap();
+    let mut process = CollectorProcess::spawn(&bin, &args, &logs).unwrap();
+    // Its stdout is a pipe: keep it in a file, so that logging never blocks.
+    let mut stdout = process.take_stdout().unwrap();
+    let mut log = std::fs::File::create(logs.join("collector.stdout")).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut log));
+    process.wait_until_healthy(START).await.unwrap();
+    let deadline = Instant::now() + START;
+    while !process
+        .metrics()
+        .await
+        .is_ok_and(|m| m.lines().any(|l| l == "tether_leader 1"))
+    {
+        assert!(Instant::now() < deadline, "the process never led");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let follower = s
+        .start_collector(&[
+            "--leader-election-identity",
+            "replica-f",
+            "--leader-election-lease-seconds",
+            LEASE,
+        ])
+        .await
+        .unwrap();
+    assert!(!leading(&follower).await, "replica-f follows");
+
+    let exited = process.terminate(Duration::from_secs(5)).await.unwrap();
+    let lease = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system")
+        .get("tether-collector")
+        .await
+        .unwrap();
+    let holder = lease.spec.and_then(|spec| spec.holder_identity);
+    assert_ne!(
+        holder.as_deref(),
+        Some("replica-p"),
+        "the Lease is still held by the process that exited"
+    );
+    // kube-lease-manager's followers sleep until the expiry they last saw, so the other
+    // replica takes over within the Lease duration, not at once.
+    let since = Instant::now();
+    while !leading(&follower).await {
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "replica-f did not take over within 20 s of the exit (the Lease lasts {LEASE} s)"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "SIGTERM → exit and Lease released in {exited:?}; the other replica led {:?} later",
+        since.elapsed()
+    );
+}
