@@ -1,8 +1,8 @@
-//! What the apiserver's own RBAC authorizer lets the collector's ServiceAccount do, asked with
-//! SubjectAccessReviews.
+//! What the apiserver's own RBAC authorizer lets the collector's ServiceAccount (and readers of
+//! its API) do, asked with SubjectAccessReviews.
 
 use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::{Api, Client, api::PostParams};
 
@@ -44,6 +44,30 @@ pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> 
                 name: some(name),
                 verb: some(verb),
                 ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+/// Whether the apiserver's authorizer lets `user` (in group `system:authenticated`) `get` the
+/// non-resource URL `path`: what the collector asks for each reader of its API.
+///
+/// # Errors
+/// API errors.
+pub async fn allowed_url(client: &Client, user: &str, path: &str) -> anyhow::Result<bool> {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.to_owned()),
+            groups: Some(vec!["system:authenticated".to_owned()]),
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some(path.to_owned()),
+                verb: Some("get".to_owned()),
             }),
             ..SubjectAccessReviewSpec::default()
         },

@@ -79,6 +79,9 @@ app.kubernetes.io/part-of: tether
 - --probe-period={{ int .Values.probePeriod }}
 - --write-status={{ .Values.writeStatus }}
 - --self-rejected-grace={{ int .Values.selfRejectedGrace }}
+{{- if .Values.insecureServeApi }}
+- --insecure-serve-api
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . }}
 {{- end }}
