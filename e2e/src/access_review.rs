@@ -28,8 +28,9 @@ pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> 
     let (namespace, group, resource, subresource, name, verb) = request;
     let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
     let (sa_ns, sa) = COLLECTOR_SA;
-    let review = SubjectAccessReview {
-        spec: SubjectAccessReviewSpec {
+    ask(
+        client,
+        SubjectAccessReviewSpec {
             user: Some(format!("system:serviceaccount:{sa_ns}:{sa}")),
             groups: Some(vec![
                 "system:serviceaccounts".to_owned(),
@@ -47,12 +48,8 @@ pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> 
             }),
             ..SubjectAccessReviewSpec::default()
         },
-        ..SubjectAccessReview::default()
-    };
-    let answer = Api::<SubjectAccessReview>::all(client.clone())
-        .create(&PostParams::default(), &review)
-        .await?;
-    Ok(answer.status.is_some_and(|s| s.allowed))
+    )
+    .await
 }
 
 /// Whether the apiserver's authorizer lets `user` (in group `system:authenticated`) `get` the
@@ -61,8 +58,9 @@ pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> 
 /// # Errors
 /// API errors.
 pub async fn allowed_url(client: &Client, user: &str, path: &str) -> anyhow::Result<bool> {
-    let review = SubjectAccessReview {
-        spec: SubjectAccessReviewSpec {
+    ask(
+        client,
+        SubjectAccessReviewSpec {
             user: Some(user.to_owned()),
             groups: Some(vec!["system:authenticated".to_owned()]),
             non_resource_attributes: Some(NonResourceAttributes {
@@ -71,6 +69,14 @@ pub async fn allowed_url(client: &Client, user: &str, path: &str) -> anyhow::Res
             }),
             ..SubjectAccessReviewSpec::default()
         },
+    )
+    .await
+}
+
+/// Creates a SubjectAccessReview of `spec` and returns whether it is allowed.
+async fn ask(client: &Client, spec: SubjectAccessReviewSpec) -> anyhow::Result<bool> {
+    let review = SubjectAccessReview {
+        spec,
         ..SubjectAccessReview::default()
     };
     let answer = Api::<SubjectAccessReview>::all(client.clone())

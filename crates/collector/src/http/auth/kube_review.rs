@@ -1,11 +1,17 @@
 //! [`AccessReview`] answered by the control plane's kube-apiserver.
 
-use k8s_openapi::api::{
-    authentication::v1::{TokenReview, TokenReviewSpec},
-    authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
+use std::fmt::Debug;
+
+use k8s_openapi::{
+    ClusterResourceScope,
+    api::{
+        authentication::v1::{TokenReview, TokenReviewSpec},
+        authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
+    },
 };
-use kube::{Api, Client, api::PostParams};
+use kube::{Api, Client, Resource, api::PostParams};
 use secrecy::{ExposeSecret as _, SecretString};
+use serde::{Serialize, de::DeserializeOwned};
 
 use super::{AccessReview, ReviewError, User};
 
@@ -21,6 +27,19 @@ impl KubeAccessReview {
     pub(crate) fn new(client: Client) -> Self {
         Self { client }
     }
+
+    /// Creates the cluster-scoped review `object` (named `review` in errors): the answer is
+    /// the object returned, with its status.
+    async fn create<K>(&self, review: &'static str, object: &K) -> Result<K, ReviewError>
+    where
+        K: Resource<Scope = ClusterResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+        K::DynamicType: Default,
+    {
+        Api::<K>::all(self.client.clone())
+            .create(&PostParams::default(), object)
+            .await
+            .map_err(|source| ReviewError::Failed { review, source })
+    }
 }
 
 #[async_trait::async_trait]
@@ -33,13 +52,7 @@ impl AccessReview for KubeAccessReview {
             },
             ..TokenReview::default()
         };
-        let answer = Api::<TokenReview>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|source| ReviewError::Failed {
-                review: "TokenReview",
-                source,
-            })?;
+        let answer = self.create("TokenReview", &review).await?;
         let Some(status) = answer.status.filter(|s| s.authenticated == Some(true)) else {
             return Ok(None);
         };
@@ -67,13 +80,7 @@ impl AccessReview for KubeAccessReview {
             },
             ..SubjectAccessReview::default()
         };
-        let answer = Api::<SubjectAccessReview>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|source| ReviewError::Failed {
-                review: "SubjectAccessReview",
-                source,
-            })?;
+        let answer = self.create("SubjectAccessReview", &review).await?;
         Ok(answer.status.is_some_and(|s| s.allowed))
     }
 }
