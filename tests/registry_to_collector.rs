@@ -157,6 +157,8 @@ impl Collector {
             &addr.to_string(),
             "--probe-period",
             "1",
+            // No control plane to review readers against: the API is served openly.
+            "--insecure-serve-api",
         ])
         .unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -16,6 +16,8 @@ use tokio::{sync::oneshot, task::JoinHandle};
 pub struct RunningCollector {
     /// Where its HTTP server listens.
     pub addr: SocketAddr,
+    /// The bearer token [`get`](Self::get) sends, if any ([`with_reader`](Self::with_reader)).
+    reader: Option<String>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -41,6 +43,7 @@ impl RunningCollector {
         }));
         let mut running = Self {
             addr,
+            reader: None,
             shutdown: Some(tx),
             task: Some(task),
         };
@@ -62,12 +65,25 @@ impl RunningCollector {
         Ok(running)
     }
 
-    /// `GET path`: the status code and body.
+    /// Makes [`get`](Self::get) (and what uses it) send `token` as a bearer token: the
+    /// collector authenticates and authorizes `/metrics` and `/api/...` readers against the
+    /// control plane, so the token must be one it accepts with an identity allowed to `get`
+    /// those paths (the harness's admin token is).
+    #[must_use]
+    pub fn with_reader(mut self, token: &str) -> Self {
+        self.reader = Some(token.to_owned());
+        self
+    }
+
+    /// `GET path` with the reader token if one is set: the status code and body.
     ///
     /// # Errors
     /// Connection errors.
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        testkit::http_get(self.addr, path).await
+        match &self.reader {
+            Some(token) => get_as(self.addr, path, Some(token)).await,
+            None => testkit::http_get(self.addr, path).await,
+        }
     }
 
     /// `GET path` as JSON, expecting 200.
@@ -126,6 +142,30 @@ impl Drop for RunningCollector {
             task.abort();
         }
     }
+}
+
+/// `GET path` from `addr` over HTTP/1.0 with `Authorization: Bearer <token>` when `token` is
+/// given: the status code and body ([`testkit::http_get`] plus the header).
+///
+/// # Errors
+/// Connection errors, or a response without a status line.
+pub async fn get_as(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n{authorization}\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await?;
+    let (head, body) = raw.split_once("\r\n\r\n").context("no header end")?;
+    let status = head.split(' ').nth(1).context("no status code")?.parse()?;
+    Ok((status, body.to_owned()))
 }
 
 /// The flags that point a collector at `control_plane` with `token` as its own credential

@@ -1,6 +1,8 @@
 //! What rendered RBAC grants the collector, read from the objects: [`rbac_grants`] checks
 //! the rules (no wildcards, no dangerous verbs, Secrets only through Roles, bindings only to
-//! the collector's ServiceAccount) and lists every grant, one line per verb.
+//! the collector's ServiceAccount) and lists every grant, one line per verb. The ClusterRole
+//! for readers of the collector's API ([`API_READER_COMPONENT`]) is not the collector's: it is
+//! checked apart by [`api_reader_role`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,6 +17,40 @@ use crate::manifest::{ObjectId, of_kind, typed};
 /// The collector's ServiceAccount (namespace, name), as every binding must name it.
 pub const COLLECTOR_SA: (&str, &str) = ("tether-system", "tether-collector");
 
+/// The `app.kubernetes.io/component` label of the ClusterRole (and any binding) for readers of
+/// the collector's `/metrics` and `/api/...`.
+pub const API_READER_COMPONENT: &str = "api-reader";
+
+/// The non-resource URLs the API reader role grants `get` on (the collector reviews its read
+/// API's paths under `/tether`).
+pub const API_READER_URLS: &[&str] = &["/metrics", "/tether/api/*"];
+
+fn is_api_reader(object: &Value) -> bool {
+    object.pointer("/metadata/labels/app.kubernetes.io~1component")
+        == Some(&Value::from(API_READER_COMPONENT))
+}
+
+/// The name of the one ClusterRole for readers of the collector's API, after checking that it
+/// grants exactly `get` on [`API_READER_URLS`] and nothing else.
+///
+/// # Errors
+/// None or several such roles, or other rules.
+pub fn api_reader_role(objects: &[Value]) -> anyhow::Result<String> {
+    let roles: Vec<&Value> = of_kind(objects, "ClusterRole")
+        .filter(|o| is_api_reader(o))
+        .collect();
+    ensure!(roles.len() == 1, "{} API reader ClusterRoles", roles.len());
+    let role: ClusterRole = typed(roles[0])?;
+    let rules = role.rules.unwrap_or_default();
+    let expected = PolicyRule {
+        non_resource_urls: Some(API_READER_URLS.iter().map(|&u| u.to_owned()).collect()),
+        verbs: vec!["get".to_owned()],
+        ..PolicyRule::default()
+    };
+    ensure!(rules == [expected], "the API reader role grants {rules:?}");
+    Ok(ObjectId::of(roles[0])?.name)
+}
+
 /// Checks the rendered RBAC and returns what it grants the collector, one line per verb:
 /// `<cluster|namespace> <group>/<resource>[<names>] <verb>` (group `core` for "").
 ///
@@ -24,7 +60,7 @@ pub const COLLECTOR_SA: (&str, &str) = ("tether-system", "tether-collector");
 pub fn rbac_grants(objects: &[Value]) -> anyhow::Result<BTreeSet<String>> {
     // (namespace, name) -> rules; namespace None for ClusterRoles.
     let mut roles = BTreeMap::<(Option<String>, String), Vec<PolicyRule>>::new();
-    for object in of_kind(objects, "ClusterRole") {
+    for object in of_kind(objects, "ClusterRole").filter(|o| !is_api_reader(o)) {
         let role: ClusterRole = typed(object)?;
         let id = ObjectId::of(object)?;
         ensure!(role.aggregation_rule.is_none(), "{id}: aggregation");
@@ -80,7 +116,7 @@ pub fn rbac_grants(objects: &[Value]) -> anyhow::Result<BTreeSet<String>> {
     let mut grants = BTreeSet::new();
     let mut used = BTreeSet::new();
     let mut bindings = Vec::new();
-    for object in of_kind(objects, "ClusterRoleBinding") {
+    for object in of_kind(objects, "ClusterRoleBinding").filter(|o| !is_api_reader(o)) {
         let binding: ClusterRoleBinding = typed(object)?;
         let id = ObjectId::of(object)?;
         ensure!(

@@ -29,6 +29,8 @@ pub struct Scenario {
     pub registered_tokens: Vec<String>,
     /// The flags every collector of this scenario gets (control plane, probe period).
     collector_args: Vec<String>,
+    /// The token the scenario's collectors are read with.
+    admin_token: String,
 }
 
 impl Scenario {
@@ -69,14 +71,18 @@ impl Scenario {
         control_plane
             .create_namespace_named("tether-system")
             .await?;
-        let mut collector_args = control_plane_args(control_plane, &control_plane.admin_token()?)?;
+        let admin_token = control_plane.admin_token()?;
+        let mut collector_args = control_plane_args(control_plane, &admin_token)?;
         collector_args.extend([
             "--probe-period".to_owned(),
             probe_period.as_secs().max(1).to_string(),
         ]);
         let mut first = collector_args.clone();
         first.extend(extra_args.iter().map(|a| (*a).to_owned()));
-        let collector = RunningCollector::start(&first).await?;
+        // The admin token reads the API through the access reviews, as a scraper would.
+        let collector = RunningCollector::start(&first)
+            .await?
+            .with_reader(&admin_token);
         Ok(Self {
             env,
             plane,
@@ -84,6 +90,7 @@ impl Scenario {
             collector,
             registered_tokens,
             collector_args,
+            admin_token,
         })
     }
 
@@ -94,7 +101,9 @@ impl Scenario {
     pub async fn start_collector(&self, extra_args: &[&str]) -> anyhow::Result<RunningCollector> {
         let mut args = self.collector_args.clone();
         args.extend(extra_args.iter().map(|a| (*a).to_owned()));
-        RunningCollector::start(&args).await
+        Ok(RunningCollector::start(&args)
+            .await?
+            .with_reader(&self.admin_token))
     }
 
     /// Member `i` (1-based, as in the environment).

@@ -40,6 +40,8 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
             "1",
             "--leader-election-identity",
             "replica-p",
+            // This test reads its /metrics without a token.
+            "--insecure-serve-api",
             "--leader-election-lease-seconds",
             LEASE,
         ]

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, assert_authorized, assert_rbac, id,
-    workload::assert_collector_workload,
+    network::assert_network_policy, workload::assert_collector_workload,
 };
 use e2e::{
     helm::helm_template,
@@ -68,6 +68,7 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     );
     assert_rbac(&objects, true, "helm defaults");
     assert!(assert_collector_workload(&objects, "helm defaults").write_status);
+    assert_network_policy(&objects, "helm defaults");
     apply(
         &client,
         &objects,

@@ -20,7 +20,7 @@ mod deploy_support;
 
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, assert_authorized, assert_rbac, id,
-    workload::assert_collector_workload,
+    network::assert_network_policy, workload::assert_collector_workload,
 };
 use e2e::{
     kustomize,
@@ -42,6 +42,7 @@ fn kustomize_rbac_is_least_privilege() {
 fn kustomize_deployments_match_the_collector_cli() {
     let base = kustomize::build(&kustomize_dir("base")).unwrap();
     let args = assert_collector_workload(&base, "base");
+    assert_network_policy(&base, "base");
     assert!(args.write_status, "the base writes status");
     assert!(
         of_kind(&base, "CustomResourceDefinition").next().is_none(),
@@ -50,6 +51,7 @@ fn kustomize_deployments_match_the_collector_cli() {
 
     let beside = kustomize::build(&kustomize_dir("overlays/beside-karmada")).unwrap();
     let args = assert_collector_workload(&beside, "beside-karmada");
+    assert_network_policy(&beside, "beside-karmada");
     assert!(!args.write_status, "beside Karmada, Karmada writes status");
     assert!(
         of_kind(&beside, "CustomResourceDefinition")
@@ -80,6 +82,10 @@ fn servicemonitor_component_scrapes_the_service() {
     let endpoint = monitor.pointer("/spec/endpoints/0").unwrap();
     assert_eq!(endpoint["port"], "http");
     assert_eq!(endpoint["path"], "/metrics");
+    assert!(
+        endpoint["bearerTokenFile"].is_string(),
+        "Prometheus authenticates its scrapes"
+    );
     let kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
     assert!(
         kustomization.contains("kind: Component") && kustomization.contains("servicemonitor.yaml")

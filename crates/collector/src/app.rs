@@ -9,7 +9,10 @@ use member_client::ClientFactory;
 use crate::{
     cli::{Args, MembersFrom},
     control_plane::{ControlPlane, Lease, SelfCredentialGuard, join_election, self_probe},
-    http::{self, HttpState},
+    http::{
+        self, HttpState, ServerLimits,
+        auth::{AccessGate, KubeAccessReview, ReviewConfig},
+    },
     member::{status_writer::StatusWriter, supervisor::Supervisor, task::MemberContext},
     metrics::Metrics,
     mirror::Mirror,
@@ -32,6 +35,7 @@ pub async fn run(
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let control_plane = ControlPlane::connect(&args, &metrics).await?;
+    let gate = access_gate(&args, control_plane.as_ref())?;
 
     let builder = RegistryBuilder::new();
     let builder = match (args.members_from, &control_plane) {
@@ -97,12 +101,17 @@ pub async fn run(
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     tracing::info!(address = %listener.local_addr()?, "serving /metrics, /healthz, /readyz, /api/v1/clusters");
-    let router = http::router(HttpState {
-        metrics: metrics.clone(),
-        readiness: readiness.clone(),
-        clusters: Arc::new(mirror),
-    });
-    let server = http::serve(listener, router, shutdown);
+    let limits = ServerLimits::default();
+    let router = http::router(
+        HttpState {
+            metrics: metrics.clone(),
+            readiness: readiness.clone(),
+            clusters: Arc::new(mirror),
+        },
+        gate,
+        limits.request_timeout,
+    );
+    let server = async move { http::serve(listener, router, &limits, shutdown).await };
 
     // The guard decides readiness when there is an own credential to watch; otherwise the
     // collector is ready once it runs.
@@ -136,9 +145,62 @@ pub async fn run(
         () = self_probe => Err(anyhow::anyhow!("the control-plane probe stopped")),
     };
     // Everything that watched leadership is gone with the select: give the Lease up, so that
-    // another replica takes over in about a second rather than after the Lease expires.
+    // the Lease is free the moment this replica is gone.
     if let Some(lease) = lease {
         lease.release(LEASE_RELEASE_DEADLINE).await;
     }
     outcome
+}
+
+/// The gate in front of `/metrics` and `/api/...`: reviews through the control plane, or none
+/// with `--insecure-serve-api`.
+///
+/// # Errors
+/// No control plane to review against and no `--insecure-serve-api`.
+fn access_gate(
+    args: &Args,
+    control_plane: Option<&ControlPlane>,
+) -> anyhow::Result<Option<AccessGate>> {
+    if args.insecure_serve_api {
+        tracing::warn!("--insecure-serve-api: /metrics and /api/... answer anyone who can connect");
+        return Ok(None);
+    }
+    let Some(control_plane) = control_plane else {
+        anyhow::bail!(
+            "no control plane to authenticate readers of /metrics and /api/... against: \
+             give --kubeconfig or --control-plane-url, or --insecure-serve-api to serve them \
+             to anyone who can reach --listen"
+        );
+    };
+    let review = KubeAccessReview::new(control_plane.client.clone());
+    Ok(Some(AccessGate::new(
+        Arc::new(review),
+        &ReviewConfig::default(),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn directory(extra: &[&str]) -> Args {
+        let mut argv = vec![
+            "collector",
+            "--members-from",
+            "directory",
+            "--members-dir",
+            "/m",
+        ];
+        argv.extend(extra);
+        Args::try_parse_from(argv).unwrap()
+    }
+
+    #[test]
+    fn without_a_control_plane_the_api_needs_an_explicit_opt_out() {
+        let err = access_gate(&directory(&[]), None).unwrap_err().to_string();
+        assert!(err.contains("--insecure-serve-api"), "{err}");
+        let open = access_gate(&directory(&["--insecure-serve-api"]), None).unwrap();
+        assert!(open.is_none());
+    }
 }

@@ -58,7 +58,8 @@ pub struct Args {
     pub secret_label_selector: Option<String>,
 
     /// Kinds to mirror from every member, as group/version/resource (Nodes are always watched
-    /// for the node summary).
+    /// for the node summary). Secrets, CertificateSigningRequests and the authentication.k8s.io
+    /// and authorization.k8s.io kinds are refused: the read API would publish them.
     #[arg(long, value_delimiter = ',', default_value = "apps/v1/deployments")]
     pub mirror: Vec<MirroredResource>,
 
@@ -87,6 +88,16 @@ pub struct Args {
     /// Address of the HTTP server (/metrics, /healthz, /readyz, /api/v1/clusters).
     #[arg(long, default_value = "0.0.0.0:8080", env = "TETHER_LISTEN")]
     pub listen: SocketAddr,
+
+    /// Serve `/metrics` and `/api/...` to anyone who can reach `--listen`. By default a caller
+    /// needs a bearer token that the control plane accepts (TokenReview) and whose identity may
+    /// `get` the request path as a non-resource URL (SubjectAccessReview; `/api/...` paths are
+    /// reviewed as `/tether/api/...`, since Kubernetes grants `/api/*` to everyone), e.g.
+    /// through a ClusterRole with `nonResourceURLs: ["/metrics", "/tether/api/*"]`. Required with
+    /// `--members-from directory` and no control plane, where there is nothing to review
+    /// against. `/healthz` and `/readyz` are always open.
+    #[arg(long, env = "TETHER_INSECURE_SERVE_API")]
+    pub insecure_serve_api: bool,
 
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TETHER_LOG_FORMAT")]
@@ -183,6 +194,10 @@ mod tests {
         assert_eq!(args.members_from, MembersFrom::Karmada);
         assert_eq!(args.mirror, vec!["apps/v1/deployments".parse().unwrap()]);
         assert!(args.write_status);
+        assert!(
+            !args.insecure_serve_api,
+            "the API is authenticated by default"
+        );
         assert_eq!(args.probe_period(), Duration::from_secs(10));
     }
 
@@ -200,5 +215,16 @@ mod tests {
         .unwrap();
         assert_eq!(args.mirror.len(), 2);
         assert!(!args.write_status);
+    }
+
+    #[test]
+    fn mirroring_secrets_is_refused_at_start_saying_why() {
+        let err = Args::try_parse_from(["collector", "--mirror", "apps/v1/deployments,v1/secrets"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("v1/secrets may not be mirrored: Secrets hold tokens and keys"),
+            "{err}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! Deployment and Service ([`workload`]).
 #![allow(dead_code, reason = "each suite uses a different part")]
 
+pub mod network;
 pub mod workload;
 
 use std::{
@@ -11,10 +12,10 @@ use std::{
 };
 
 use e2e::{
-    access_review::{Request, allowed},
+    access_review::{Request, allowed, allowed_url},
     manifest::ObjectId,
-    manifest_apply::apply_rbac_for_real,
-    rbac_grants::rbac_grants,
+    manifest_apply::{apply_object, apply_rbac_for_real},
+    rbac_grants::{API_READER_COMPONENT, api_reader_role, rbac_grants},
 };
 use kube::Client;
 use serde_json::Value;
@@ -40,10 +41,13 @@ pub fn grants(lines: &[&str]) -> BTreeSet<String> {
         .collect()
 }
 
-/// What the collector needs to read Karmada members: the only grants beside Karmada.
+/// What the collector needs to read Karmada members and to review readers of its API: the
+/// only grants beside Karmada.
 pub const READ_GRANTS: &[&str] = &[
     "cluster cluster.karmada.io/clusters get,list,watch",
     "karmada-cluster core/secrets get,list,watch",
+    "cluster authentication.k8s.io/tokenreviews create",
+    "cluster authorization.k8s.io/subjectaccessreviews create",
 ];
 
 /// What writing status adds: the status subresource, Events, the leader-election Lease.
@@ -71,6 +75,7 @@ pub fn assert_rbac(objects: &[Value], write_status: bool, what: &str) {
         extra.is_empty() && missing.is_empty(),
         "{what}: RBAC grants more than expected: {extra:#?}\nand lacks: {missing:#?}"
     );
+    api_reader_role(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
 }
 
 /// What the collector does; all must be allowed.
@@ -80,6 +85,22 @@ pub const READS: &[Request] = &[
     (KARMADA_SECRETS, "", "secrets", "", "", "list"),
     (KARMADA_SECRETS, "", "secrets", "", "", "watch"),
     (KARMADA_SECRETS, "", "secrets", "", "member1", "get"),
+    (
+        "",
+        "authentication.k8s.io",
+        "tokenreviews",
+        "",
+        "",
+        "create",
+    ),
+    (
+        "",
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "",
+        "",
+        "create",
+    ),
 ];
 pub const WRITES: &[Request] = &[
     (
@@ -189,6 +210,47 @@ pub async fn assert_authorized(client: &Client, objects: &[Value], write_status:
         assert!(
             !allowed(client, *request).await.unwrap(),
             "the collector may {request:?}"
+        );
+    }
+    assert_api_readers(client, objects).await;
+}
+
+/// Binds the API reader ClusterRole to a scraper, as the docs tell users to, and asks the
+/// authorizer the collector's questions: the scraper may `get` /metrics and /api/..., and
+/// nothing else; an unbound identity may not.
+async fn assert_api_readers(client: &Client, objects: &[Value]) {
+    let role = api_reader_role(objects).unwrap();
+    let binding = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {
+            "name": "scraper-tether-api-reader",
+            "labels": { "app.kubernetes.io/component": API_READER_COMPONENT },
+        },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "scraper" }],
+    });
+    apply_object(client, &binding).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // The paths the collector reviews for /metrics, /api/v1/clusters and a member's objects.
+    for path in [
+        "/metrics",
+        "/tether/api/v1/clusters",
+        "/tether/api/v1/clusters/m1/apps/v1/deployments",
+    ] {
+        while !allowed_url(client, "scraper", path).await.unwrap() {
+            assert!(Instant::now() < deadline, "the scraper may not get {path}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            !allowed_url(client, "someone-else", path).await.unwrap(),
+            "anyone may get {path}"
+        );
+    }
+    // Not granted by the role, nor by Kubernetes' defaults to every authenticated identity.
+    for path in ["/debug/pprof/", "/logs/", "/tether/other"] {
+        assert!(
+            !allowed_url(client, "scraper", path).await.unwrap(),
+            "the scraper may get {path}"
         );
     }
 }

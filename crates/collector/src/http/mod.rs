@@ -2,15 +2,18 @@
 //! mirrored member clusters.
 
 mod api;
+pub(crate) mod auth;
 mod health;
 mod metrics;
+mod server;
 
-use std::{future::Future, io, sync::Arc};
+use std::sync::Arc;
 
-use axum::{Router, routing::get};
-use tokio::net::TcpListener;
+use axum::{Router, http::StatusCode, middleware, routing::get};
+use tower_http::timeout::TimeoutLayer;
 
 pub(crate) use api::ClusterReader;
+pub(crate) use server::{ServerLimits, serve};
 
 use crate::{metrics::Metrics, readiness::Readiness};
 
@@ -25,43 +28,54 @@ pub(crate) struct HttpState {
     pub(crate) clusters: Arc<dyn ClusterReader>,
 }
 
-/// Every route, over `state`.
+/// Every route, over `state`. With a `gate`, `/metrics` and `/api/...` answer only callers it
+/// allows ([`auth`]); without one (`--insecure-serve-api`) they answer anyone. `/healthz` and
+/// `/readyz` are always open and say nothing about identities or RBAC.
 ///
 /// | route | answer |
 /// | --- | --- |
 /// | `GET /healthz` | 200 `ok` while the process serves (liveness) |
-/// | `GET /readyz` | 200 `ok` when ready, else 503 with the reason |
+/// | `GET /readyz` | 200 `ok` when ready, else 503 with a short reason |
 /// | `GET /metrics` | OpenMetrics text |
+/// | `GET /api/v1/readiness` | `{"ready": bool, "reason": "<full reason>"}` |
 /// | `GET /api/v1/clusters` | JSON list of [`ClusterSummary`] |
 /// | `GET /api/v1/clusters/{name}` | one [`ClusterSummary`], or 404 |
 /// | `GET /api/v1/clusters/{name}/{group}/{version}/{resource}` | `{"items": [...]}`, or 404 |
-pub(crate) fn router(state: HttpState) -> Router {
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+///
+/// Every request gets 503 after `request_timeout`.
+///
+/// [`ClusterSummary`]: crate::mirror::ClusterSummary
+pub(crate) fn router(
+    state: HttpState,
+    gate: Option<auth::AccessGate>,
+    request_timeout: std::time::Duration,
+) -> Router {
+    let protected = Router::new()
         .route("/metrics", get(metrics::metrics))
+        .route("/api/v1/readiness", get(health::readiness))
         .route("/api/v1/clusters", get(api::list_clusters))
         .route("/api/v1/clusters/{name}", get(api::get_cluster))
         .route(
             "/api/v1/clusters/{name}/{group}/{version}/{resource}",
             get(api::list_objects),
-        )
+        );
+    // `route_layer`: only matched routes are reviewed, so an unknown path is a plain 404 and
+    // costs the control plane nothing.
+    let protected = match gate {
+        Some(gate) => {
+            protected.route_layer(middleware::from_fn_with_state(gate, auth::require_access))
+        }
+        None => protected,
+    };
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .merge(protected)
         .with_state(state)
-}
-
-/// Serves `router` on `listener` until `shutdown` completes, then finishes the requests in
-/// flight and returns.
-///
-/// # Errors
-/// Never in practice: axum retries failed accepts. The `io::Result` is axum's signature.
-pub(crate) async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            request_timeout,
+        ))
 }
 
 #[cfg(test)]
@@ -130,10 +144,18 @@ pub(super) mod tests {
         }
     }
 
-    /// Sends `GET uri` through the router, without a socket.
+    /// Sends `GET uri` through the open router (no access gate), without a socket.
     pub(crate) async fn get(state: &HttpState, uri: &str) -> (StatusCode, HeaderMap, String) {
-        let request = Request::get(uri).body(Body::empty()).unwrap();
-        let response = router(state.clone()).oneshot(request).await.unwrap();
+        let open = router(state.clone(), None, ServerLimits::default().request_timeout);
+        send(open, Request::get(uri).body(Body::empty()).unwrap()).await
+    }
+
+    /// Sends `request` through `router`, without a socket.
+    pub(crate) async fn send(
+        router: Router,
+        request: Request<Body>,
+    ) -> (StatusCode, HeaderMap, String) {
+        let response = router.oneshot(request).await.unwrap();
         let status = response.status();
         let headers = response.headers().clone();
         let body = axum::body::to_bytes(response.into_body(), usize::MAX)
@@ -146,37 +168,5 @@ pub(super) mod tests {
     async fn unknown_route_is_404() {
         let (status, _, _) = get(&state(), "/nope").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
-    }
-
-    #[tokio::test]
-    async fn serve_answers_on_the_socket_and_returns_after_shutdown() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, router(state()), async {
-            let _ = stopped.await;
-        }));
-
-        // A blocking client keeps the test free of an HTTP client dependency.
-        let response = tokio::task::spawn_blocking(move || {
-            use std::io::{Read, Write};
-            let mut stream = std::net::TcpStream::connect(addr)?;
-            stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-            let mut response = String::new();
-            stream.read_to_string(&mut response)?;
-            Ok::<_, std::io::Error>(response)
-        })
-        .await
-        .unwrap()
-        .unwrap();
-        assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
-        assert!(response.ends_with("\r\n\r\nok"), "{response}");
-
-        stop.send(()).unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(10), server)
-            .await
-            .expect("serve did not return after shutdown")
-            .unwrap()
-            .unwrap();
     }
 }

@@ -17,9 +17,42 @@ pub struct MirroredResource {
 }
 
 /// Why a `--mirror` value was refused.
-#[derive(Debug, thiserror::Error)]
-#[error("{0:?} is not group/version/resource (e.g. apps/v1/deployments or v1/configmaps)")]
-pub struct ParseResourceError(String);
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ParseResourceError {
+    /// Not `group/version/resource` in lowercase.
+    #[error("{0:?} is not group/version/resource (e.g. apps/v1/deployments or v1/configmaps)")]
+    Syntax(String),
+    /// A kind that holds credentials or answers access questions: mirroring it would publish
+    /// members' secrets through the read API.
+    #[error("{resource} may not be mirrored: {why}")]
+    Denied {
+        /// The refused `group/version/resource`.
+        resource: String,
+        /// Why this kind is on the deny list.
+        why: &'static str,
+    },
+}
+
+/// Kinds `--mirror` refuses, by (group, resource, why), whatever the version. A whole group is
+/// refused when `resource` is `None`.
+const DENIED: &[(&str, Option<&str>, &str)] = &[
+    ("", Some("secrets"), "Secrets hold tokens and keys"),
+    (
+        "certificates.k8s.io",
+        Some("certificatesigningrequests"),
+        "CSRs carry issued client certificates",
+    ),
+    (
+        "authentication.k8s.io",
+        None,
+        "token reviews and requests carry tokens",
+    ),
+    (
+        "authorization.k8s.io",
+        None,
+        "access reviews are questions, not state",
+    ),
+];
 
 impl FromStr for MirroredResource {
     type Err = ParseResourceError;
@@ -30,7 +63,7 @@ impl FromStr for MirroredResource {
             [version, resource] => ("", *version, *resource),
             ["core", version, resource] => ("", *version, *resource),
             [group, version, resource] => (*group, *version, *resource),
-            _ => return Err(ParseResourceError(text.to_owned())),
+            _ => return Err(ParseResourceError::Syntax(text.to_owned())),
         };
         let valid = |s: &str| {
             !s.is_empty()
@@ -38,7 +71,16 @@ impl FromStr for MirroredResource {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-')
         };
         if !(valid(version) && valid(resource) && (group.is_empty() || valid(group))) {
-            return Err(ParseResourceError(text.to_owned()));
+            return Err(ParseResourceError::Syntax(text.to_owned()));
+        }
+        if let Some((_, _, why)) = DENIED
+            .iter()
+            .find(|(g, r, _)| *g == group && r.is_none_or(|r| r == resource))
+        {
+            return Err(ParseResourceError::Denied {
+                resource: text.to_owned(),
+                why,
+            });
         }
         Ok(Self {
             group: group.to_owned(),
@@ -118,6 +160,31 @@ mod tests {
     #[case("")]
     fn refuses(#[case] text: &str) {
         assert!(text.parse::<MirroredResource>().is_err());
+    }
+
+    #[rstest]
+    #[case("v1/secrets")]
+    #[case("core/v1/secrets")]
+    #[case("core/v2/secrets")]
+    #[case("certificates.k8s.io/v1/certificatesigningrequests")]
+    #[case("authentication.k8s.io/v1/tokenreviews")]
+    #[case("authorization.k8s.io/v1/subjectaccessreviews")]
+    #[case("authorization.k8s.io/v1/selfsubjectrulesreviews")]
+    fn refuses_credentials_and_reviews(#[case] text: &str) {
+        let err = text.parse::<MirroredResource>().unwrap_err();
+        assert!(
+            matches!(err, ParseResourceError::Denied { .. }),
+            "{text}: {err}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{text} may not be mirrored: "))
+        );
+    }
+
+    #[test]
+    fn a_secrets_lookalike_in_another_group_is_allowed() {
+        assert!("example.com/v1/secrets".parse::<MirroredResource>().is_ok());
     }
 
     #[test]

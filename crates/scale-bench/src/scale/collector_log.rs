@@ -71,6 +71,9 @@ pub async fn start_collector(
         probe_period.as_secs().max(1).to_string(),
         "--log-format".to_owned(),
         "json".to_owned(),
+        // The bench scrapes /metrics on loopback without a token and measures the collector,
+        // not the control plane's access reviews.
+        "--insecure-serve-api".to_owned(),
     ]);
     let mut process = CollectorProcess::spawn(bin, &args, &log_dir)?;
     let stdout = process.take_stdout().context("the child has no stdout")?;

@@ -37,6 +37,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: tether
 {{- end }}
 
+{{/* Labels of the API reader role and binding: not the collector's (component api-reader). */}}
+{{- define "tether.readerLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "tether.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: api-reader
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tether
+{{- end }}
+
 {{/* Whether the collector reads Karmada Clusters. */}}
 {{- define "tether.karmada" -}}
 {{- if eq .Values.membersFrom "karmada" }}true{{ end }}
@@ -79,6 +90,9 @@ app.kubernetes.io/part-of: tether
 - --probe-period={{ int .Values.probePeriod }}
 - --write-status={{ .Values.writeStatus }}
 - --self-rejected-grace={{ int .Values.selfRejectedGrace }}
+{{- if .Values.insecureServeApi }}
+- --insecure-serve-api
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . }}
 {{- end }}

@@ -1,0 +1,135 @@
+//! [`AccessGate`]: the reviews, bounded by a deadline and cached under a hash of the token.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use moka::future::Cache;
+use ring::digest::{Context, SHA256};
+use secrecy::{ExposeSecret as _, SecretString};
+
+use super::{AccessReview, ReviewConfig, ReviewError, User};
+
+/// A SHA-256: the cache key standing for a token (with the path, for decisions).
+type Digest = [u8; 32];
+
+/// What the gate decided for one request.
+#[derive(Debug)]
+pub(crate) enum Access {
+    /// The token is accepted and its identity may `get` the path.
+    Allowed,
+    /// The control plane does not accept the token (401).
+    Unauthenticated,
+    /// The token is accepted; its identity may not `get` the path (403).
+    Forbidden {
+        /// Whose request was refused, for the logs.
+        user: String,
+    },
+    /// A review failed or timed out: fail closed (503).
+    Unavailable(Arc<ReviewError>),
+}
+
+/// Asks [`AccessReview`] and remembers the answers for [`ReviewConfig::ttl`].
+///
+/// # Concurrent calls
+/// Cloning is cheap (handles only) and no lock is held: concurrent requests with the same token
+/// (and path) wait for one review and share its answer or its failure; failures are not cached,
+/// so the next request asks again. An answer can be up to `ttl` stale: a revoked binding or
+/// token keeps working that long, as with kube-rbac-proxy's caches.
+///
+/// ## Memory usage
+/// At most `capacity` identities and `capacity` decisions, keyed by 32-byte digests.
+#[derive(Clone)]
+pub(crate) struct AccessGate {
+    review: Arc<dyn AccessReview>,
+    users: Cache<Digest, Option<User>>,
+    decisions: Cache<Digest, bool>,
+    deadline: Duration,
+}
+
+impl AccessGate {
+    /// A gate asking `review`, configured by `config`.
+    pub(crate) fn new(review: Arc<dyn AccessReview>, config: &ReviewConfig) -> Self {
+        Self {
+            review,
+            users: bounded_cache(config),
+            decisions: bounded_cache(config),
+            deadline: config.deadline,
+        }
+    }
+
+    /// Whether the holder of `token` may `get` `path`.
+    pub(crate) async fn check(&self, token: &SecretString, path: &str) -> Access {
+        let token_key = digest(&[token.expose_secret().as_bytes()]);
+        let user = self
+            .users
+            .try_get_with(
+                token_key,
+                bounded(
+                    "TokenReview",
+                    self.deadline,
+                    self.review.authenticate(token),
+                ),
+            )
+            .await;
+        let user = match user {
+            Ok(Some(user)) => user,
+            Ok(None) => return Access::Unauthenticated,
+            Err(err) => return Access::Unavailable(err),
+        };
+        // Length-prefixed, so that no (token, path) pair collides with another by construction.
+        let decision_key = digest(&[&token_key, &path.len().to_be_bytes(), path.as_bytes()]);
+        let allowed = self
+            .decisions
+            .try_get_with(
+                decision_key,
+                bounded(
+                    "SubjectAccessReview",
+                    self.deadline,
+                    self.review.authorize(&user, path),
+                ),
+            )
+            .await;
+        match allowed {
+            Ok(true) => Access::Allowed,
+            Ok(false) => Access::Forbidden { user: user.name },
+            Err(err) => Access::Unavailable(err),
+        }
+    }
+}
+
+impl std::fmt::Debug for AccessGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessGate")
+            .field("identities", &self.users.entry_count())
+            .field("decisions", &self.decisions.entry_count())
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+fn bounded_cache<V: Clone + Send + Sync + 'static>(config: &ReviewConfig) -> Cache<Digest, V> {
+    Cache::builder()
+        .max_capacity(config.capacity)
+        .time_to_live(config.ttl)
+        .build()
+}
+
+/// `review` or, once `deadline` passes, [`ReviewError::Timeout`].
+async fn bounded<T>(
+    review: &'static str,
+    deadline: Duration,
+    answer: impl Future<Output = Result<T, ReviewError>>,
+) -> Result<T, ReviewError> {
+    tokio::time::timeout(deadline, answer)
+        .await
+        .map_err(|_| ReviewError::Timeout { review, deadline })?
+}
+
+fn digest(parts: &[&[u8]]) -> Digest {
+    let mut context = Context::new(&SHA256);
+    for part in parts {
+        context.update(part);
+    }
+    let mut out = [0; 32];
+    out.copy_from_slice(context.finish().as_ref());
+    out
+}

@@ -1,0 +1,74 @@
+//! The axum middleware that puts [`AccessGate`] in front of the protected routes.
+
+use axum::{
+    Json,
+    extract::{Request, State},
+    http::{HeaderValue, StatusCode, header::WWW_AUTHENTICATE},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+
+use super::{Access, AccessGate, bearer::bearer_token};
+
+/// Read API paths are reviewed under this prefix: Kubernetes' default `system:discovery`
+/// ClusterRole grants every authenticated identity `get` on `/api/*` (the apiserver's own
+/// discovery), so reviewing `/api/v1/clusters` as is would let anyone with any token read
+/// member data. `/metrics` is reviewed as is, so the grants scrapers already hold apply.
+pub(crate) const API_REVIEW_PREFIX: &str = "/tether";
+
+/// The non-resource URL a SubjectAccessReview asks about for a request to `path`.
+pub(crate) fn reviewed_path(path: &str) -> String {
+    if path.starts_with("/api/") {
+        format!("{API_REVIEW_PREFIX}{path}")
+    } else {
+        path.to_owned()
+    }
+}
+
+/// Lets the request through only when [`AccessGate::check`] allows it; otherwise answers 401,
+/// 403 or 503 with `{"error": "<short reason>"}`. Neither the token nor the identity is echoed.
+pub(crate) async fn require_access(
+    State(gate): State<AccessGate>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = reviewed_path(request.uri().path());
+    let token = match bearer_token(request.headers()) {
+        Ok(token) => token,
+        Err(why) => {
+            tracing::debug!(%path, reason = %why, "read API request without a usable token");
+            return unauthenticated();
+        }
+    };
+    match gate.check(&token, &path).await {
+        Access::Allowed => next.run(request).await,
+        Access::Unauthenticated => {
+            tracing::debug!(%path, "read API token not accepted by the control plane");
+            unauthenticated()
+        }
+        Access::Forbidden { user } => {
+            tracing::debug!(%path, %user, "read API request forbidden by RBAC");
+            refusal(StatusCode::FORBIDDEN, "forbidden")
+        }
+        Access::Unavailable(err) => {
+            tracing::warn!(%path, error = %err, source = ?std::error::Error::source(&*err).map(ToString::to_string), "read API access review failed; answering 503");
+            refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the access review did not complete",
+            )
+        }
+    }
+}
+
+fn unauthenticated() -> Response {
+    let mut response = refusal(StatusCode::UNAUTHORIZED, "unauthorized");
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static(r#"Bearer realm="tether""#),
+    );
+    response
+}
+
+fn refusal(status: StatusCode, message: &'static str) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}

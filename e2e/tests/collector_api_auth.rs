@@ -1,0 +1,103 @@
+//! Who may read the collector's `/metrics` and `/api/...`, against a real control plane: a
+//! ServiceAccount bound to the shipped `tether-api-reader` ClusterRole reads (200), one without
+//! the binding is refused (403), no token or a token the apiserver does not accept is 401, and
+//! `/healthz`/`/readyz` stay open without saying who or why.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
+use std::time::{Duration, Instant};
+
+use e2e::{
+    collector_run::get_as,
+    kustomize,
+    manifest::kustomize_dir,
+    manifest_apply::{apply_object, apply_rbac_for_real},
+    rbac_grants::api_reader_role,
+    scenario::{HOUR, Scenario},
+};
+
+const PROBE: Duration = Duration::from_secs(1);
+const LIMIT: Duration = Duration::from_secs(30);
+const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
+
+#[tokio::test]
+async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
+    let s = Scenario::start(1, PROBE).await.unwrap();
+    s.wait_healthy("member1", LIMIT).await.unwrap();
+    let cp = s.env.control_plane();
+    let admin = cp.admin_client().unwrap();
+
+    // The shipped reader role, bound to `reader` only, as the docs say to.
+    let base = kustomize::build(&kustomize_dir("base")).unwrap();
+    let role = api_reader_role(&base).unwrap();
+    apply_rbac_for_real(
+        &admin,
+        &base
+            .iter()
+            .filter(|o| o["metadata"]["name"] == role.as_str())
+            .cloned()
+            .collect::<Vec<_>>(),
+    )
+    .await
+    .unwrap();
+    let ns = cp.create_namespace("readers").await.unwrap();
+    for sa in ["reader", "stranger"] {
+        cp.create_service_account(&ns, sa).await.unwrap();
+    }
+    apply_object(
+        &admin,
+        &serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "reader-tether-api-reader" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+            "subjects": [{ "kind": "ServiceAccount", "name": "reader", "namespace": ns }],
+        }),
+    )
+    .await
+    .unwrap();
+    let reader = cp.mint_token(&ns, "reader", HOUR).await.unwrap();
+    let stranger = cp.mint_token(&ns, "stranger", HOUR).await.unwrap();
+    let addr = s.collector.addr;
+
+    // The binding reaches the apiserver's authorizer through an informer: wait for it. A 403
+    // seen meanwhile is cached for the gate's TTL, so this can take that long.
+    for path in PATHS {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let (status, body) = get_as(addr, path, Some(&reader)).await.unwrap();
+            if status == 200 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "reader: {path} is {status} {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let (_, clusters) = get_as(addr, "/api/v1/clusters", Some(&reader))
+        .await
+        .unwrap();
+    assert!(clusters.contains("\"member1\""), "{clusters}");
+
+    for path in PATHS {
+        let (status, body) = get_as(addr, path, Some(&stranger)).await.unwrap();
+        assert_eq!(status, 403, "stranger: {path} {body}");
+        assert!(!body.contains("stranger") && !body.contains(&ns), "{body}");
+        let (status, _) = get_as(addr, path, None).await.unwrap();
+        assert_eq!(status, 401, "no token: {path}");
+        let forged = format!("{reader}x");
+        let (status, body) = get_as(addr, path, Some(&forged)).await.unwrap();
+        assert_eq!(status, 401, "a forged token: {path}");
+        assert!(!body.contains(&forged), "{body}");
+    }
+
+    // Open, and saying nothing about identities.
+    assert_eq!(
+        get_as(addr, "/healthz", None).await.unwrap(),
+        (200, "ok".to_owned())
+    );
+    assert_eq!(
+        get_as(addr, "/readyz", None).await.unwrap(),
+        (200, "ok".to_owned())
+    );
+}

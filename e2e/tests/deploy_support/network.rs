@@ -1,0 +1,64 @@
+//! The collector's NetworkPolicy as the manifests render it.
+
+use e2e::manifest::{of_kind, typed};
+use k8s_openapi::{
+    api::{apps::v1::Deployment, networking::v1::NetworkPolicy},
+    apimachinery::pkg::util::intstr::IntOrString,
+};
+use serde_json::Value;
+
+use super::id;
+
+/// One NetworkPolicy beside the collector's Deployment selects its pods and admits TCP to the
+/// `http` port only.
+pub fn assert_network_policy(objects: &[Value], what: &str) {
+    let deployment = of_kind(objects, "Deployment").next().unwrap();
+    let policies: Vec<_> = of_kind(objects, "NetworkPolicy").collect();
+    assert_eq!(policies.len(), 1, "{what}: one NetworkPolicy");
+    assert_eq!(
+        id(policies[0]).namespace,
+        id(deployment).namespace,
+        "{what}"
+    );
+    let policy: NetworkPolicy = typed(policies[0]).unwrap();
+    let deployment: Deployment = typed(deployment).unwrap();
+    let spec = policy.spec.unwrap();
+    let pod_labels = deployment
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .labels
+        .unwrap();
+    let selector = spec
+        .pod_selector
+        .unwrap_or_default()
+        .match_labels
+        .unwrap_or_default();
+    assert!(
+        !selector.is_empty() && selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
+        "{what}: the NetworkPolicy selects the collector's pods"
+    );
+    assert_eq!(
+        spec.policy_types,
+        Some(vec!["Ingress".to_owned()]),
+        "{what}"
+    );
+    let ingress = spec.ingress.unwrap_or_default();
+    assert_eq!(ingress.len(), 1, "{what}: one ingress rule");
+    let ports: Vec<_> = ingress[0]
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| (p.port.clone(), p.protocol.clone()))
+        .collect();
+    assert_eq!(
+        ports,
+        [(
+            Some(IntOrString::String("http".to_owned())),
+            Some("TCP".to_owned())
+        )],
+        "{what}: only the HTTP port"
+    );
+}
