@@ -11,7 +11,7 @@ mod registry_support;
 
 use std::time::{Duration, Instant};
 
-use cluster_registry::{MemberState, RegistryBuilder, RegistryEvent, Source, SourceState};
+use cluster_registry::{MemberState, RegistryEvent, Source, SourceState};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use member_client::SecretRef;
@@ -36,8 +36,7 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
         .await
         .unwrap();
     setup.define_member1(member.ca_pem()).await.unwrap();
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
     assert!(matches!(
         support::next_event(&mut events).await.unwrap(),
@@ -57,8 +56,7 @@ async fn watches_resume_after_a_control_plane_restart() {
     let mut setup = KarmadaSetup::start().await.unwrap();
     let member = setup.member().clone();
     setup.define_member1(member.ca_pem()).await.unwrap();
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
     let client = support::member_client(
         &registry,
@@ -155,7 +153,7 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         .unwrap();
     let limited = cp.client_with_token(&token).unwrap();
 
-    let (registry, mut events, driver) = RegistryBuilder::new().karmada(limited).build();
+    let (registry, mut events, driver) = setup.registry(limited).build();
     let driver = tokio::spawn(driver.run());
     let event = support::next_event_of(&mut events, "member1")
         .await

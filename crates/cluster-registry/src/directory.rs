@@ -267,7 +267,7 @@ mod tests {
         "name: m1\napiEndpoint: https://h\ntokenfile: t\n",
         "DefinitionInvalid"
     )]
-    #[case::http_endpoint("name: m1\napiEndpoint: http://h\ntokenFile: t\n", "EndpointInvalid")]
+    #[case::ftp_endpoint("name: m1\napiEndpoint: ftp://h\ntokenFile: t\n", "EndpointInvalid")]
     #[case::no_scheme("name: m1\napiEndpoint: h:6443\ntokenFile: t\n", "EndpointInvalid")]
     #[case::socks_proxy(
         "name: m1\napiEndpoint: https://h\ntokenFile: t\nproxyURL: socks5://p\n",

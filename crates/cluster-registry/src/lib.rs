@@ -84,6 +84,7 @@
 //! still listing, or failing with which error ([`SourceState`]). A consumer that cannot list
 //! its definitions sees no new member and no removal; the collector reports that as not ready.
 
+mod admission;
 pub mod argocd;
 pub mod directory;
 mod driver;
@@ -103,6 +104,7 @@ mod source_state;
 mod test_ca;
 mod watch;
 
+pub use admission::DEFAULT_SECRET_NAMESPACE;
 pub use argocd::ArgoCdConfig;
 pub use directory::DirectoryConfig;
 pub use driver::RegistryDriver;

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::{
     InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
+    admission::Admission,
     secret_store::{SecretStore, StoredSecret},
 };
 
@@ -59,6 +60,7 @@ pub(crate) struct MemberTable {
     store: SecretStore,
     events: mpsc::Sender<RegistryEvent>,
     views: SharedViews,
+    admission: Admission,
     definitions: BTreeMap<Origin, MemberDefinition>,
     /// Which origin a member name belongs to: the first to claim it.
     owners: BTreeMap<String, Origin>,
@@ -76,12 +78,14 @@ impl MemberTable {
         store: SecretStore,
         events: mpsc::Sender<RegistryEvent>,
         views: SharedViews,
+        admission: Admission,
     ) -> Self {
         Self {
             tokens,
             store,
             events,
             views,
+            admission,
             definitions: BTreeMap::new(),
             owners: BTreeMap::new(),
             told: BTreeMap::new(),
@@ -111,6 +115,9 @@ impl MemberTable {
         origin: Origin,
         definition: MemberDefinition,
     ) -> Result<(), Closed> {
+        let definition = self
+            .admission
+            .admit(matches!(origin, Origin::Karmada(_)), definition);
         let name = definition.name.clone();
         let previous = self.definitions.insert(origin.clone(), definition);
         if let Some(previous) = previous.filter(|p| p.name != name) {

@@ -30,7 +30,9 @@ pub async fn run(
     let readiness = Readiness::new();
     let control_plane = ControlPlane::connect(&args, &metrics).await?;
 
-    let builder = RegistryBuilder::new();
+    let builder = RegistryBuilder::new()
+        .endpoint_policy(args.endpoint_policy())
+        .secret_namespaces(args.secret_namespace.clone());
     let builder = match (args.members_from, &control_plane) {
         (MembersFrom::Directory, _) => {
             let dir = args
@@ -55,6 +57,7 @@ pub async fn run(
     };
     let (registry, events, driver) = builder.build();
     metrics.watch_token_cache("members", registry.tokens().clone());
+    metrics.watch_registry(registry.clone());
 
     let mirror = Mirror::default();
     let identity = args.identity();
@@ -81,7 +84,10 @@ pub async fn run(
         probe_period: args.probe_period(),
         resources: Arc::from(args.mirror.clone()),
     };
-    let supervisor = Supervisor::new(ClientFactory::new(registry.tokens().clone()), context);
+    let supervisor = Supervisor::new(
+        ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),
+        context,
+    );
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -49,10 +49,13 @@ mod credential_state;
 mod error;
 mod failure_kind;
 mod file_source;
+mod guarded_resolver;
 mod secret_ref;
 mod shared_service;
 mod source;
+mod text;
 mod token_cache;
+mod transport;
 pub mod validation;
 mod watch_backoff;
 
@@ -65,8 +68,9 @@ pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};
+pub use text::Text;
 pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};
-pub use validation::ValidationError;
+pub use validation::{EndpointPolicy, ValidationError};
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
 /// The README's Rust examples, compiled as doctests so that they cannot rot.

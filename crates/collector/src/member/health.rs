@@ -31,7 +31,7 @@ impl MemberHealth {
             FailureKind::Forbidden => Self::Forbidden,
             FailureKind::CredentialUnavailable => Self::Invalid(match source_error(err) {
                 Some(source) => InvalidReason::from(source),
-                None => InvalidReason::SecretInvalid(err.to_string()),
+                None => InvalidReason::SecretInvalid(describe(err)),
             }),
             FailureKind::Unreachable | FailureKind::NotFound | FailureKind::Other => {
                 Self::Unreachable(describe(err))
@@ -125,7 +125,8 @@ fn source_error(err: &kube::Error) -> Option<&SourceError> {
     }
 }
 
-/// The error and its causes on one line (tokens never reach errors, so this is safe to log).
+/// The error and its causes on one line (tokens never reach errors, so this is safe to log),
+/// [`Text`](member_client::Text)-sanitized: the member writes its error bodies.
 fn describe(err: &kube::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
@@ -137,7 +138,7 @@ fn describe(err: &kube::Error) -> String {
         }
         source = cause.source();
     }
-    text
+    member_client::Text::new(&text).into()
 }
 
 #[cfg(test)]
@@ -221,6 +222,21 @@ mod tests {
             (want_reason, "False", credentials_valid)
         );
         assert!(health.message().contains(message), "{}", health.message());
+    }
+
+    #[test]
+    fn a_members_error_body_is_cut_and_cannot_forge_lines() {
+        let body = format!("evil\nlevel=ERROR msg=forged {}", "x".repeat(100_000));
+        let err = kube::Error::Api(Box::new(
+            kube::core::Status::failure(&body, "y").with_code(500),
+        ));
+        let message = MemberHealth::from_error(&err).message();
+        assert!(!message.contains('\n'), "{message}");
+        assert!(
+            message.len() <= 2 * member_client::Text::MAX_BYTES,
+            "{}",
+            message.len()
+        );
     }
 
     #[test]
