@@ -86,6 +86,7 @@
 
 mod admission;
 pub mod argocd;
+mod bounded_file;
 pub mod directory;
 mod driver;
 mod error;
