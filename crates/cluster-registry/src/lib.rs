@@ -96,6 +96,8 @@ pub mod karmada;
 pub mod labels;
 mod member;
 mod member_table;
+#[cfg(test)]
+mod parser_properties;
 mod registry;
 mod secret_store;
 mod secret_watches;

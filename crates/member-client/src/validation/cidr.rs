@@ -29,9 +29,14 @@ impl Cidr {
         Self { addr, prefix }
     }
 
-    /// Whether `ip` is in the range. An IPv4-mapped IPv6 address counts as its IPv4 address.
+    /// Whether `ip` is in the range. An IPv4-mapped IPv6 address counts both as itself and
+    /// as its IPv4 address.
     pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, ip.to_canonical()) {
+        self.matches(ip) || self.matches(ip.to_canonical())
+    }
+
+    fn matches(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
                 prefix_eq(&net.octets(), &ip.octets(), self.prefix)
             }
@@ -99,6 +104,7 @@ mod tests {
     #[case("::1/128", "::1", true)]
     #[case("127.0.0.1/32", "::ffff:127.0.0.1", true)]
     #[case("::1/128", "127.0.0.1", false)]
+    #[case("::ffff:0.0.0.0/96", "::ffff:10.0.0.1", true)]
     fn ranges_contain_their_addresses(#[case] cidr: &str, #[case] ip: &str, #[case] want: bool) {
         let cidr: Cidr = cidr.parse().unwrap();
         assert_eq!(cidr.contains(ip.parse().unwrap()), want, "{cidr} {ip}");
