@@ -73,6 +73,13 @@ impl Admission {
             spec.proxy_url.as_deref(),
             spec.insecure_skip_tls_verify,
         )?;
+        if spec.insecure_skip_tls_verify {
+            tracing::warn!(
+                member = %spec.name,
+                "the member skips TLS verification (allowed by --allow-insecure-members): \
+                 anyone on the path can read its token"
+            );
+        }
         Ok(spec)
     }
 }

@@ -72,8 +72,8 @@ pub struct Args {
     pub allow_plain_http: bool,
 
     /// Accept members with `insecureSkipTLSVerification`. Without it they are
-    /// `EndpointForbidden`; with it they run with a warning in their `Ready` message and are
-    /// counted in `tether_insecure_members`.
+    /// `EndpointForbidden`; with it each is logged at `warn` when defined and counted in
+    /// `tether_insecure_members`.
     #[arg(long)]
     pub allow_insecure_members: bool,
 
