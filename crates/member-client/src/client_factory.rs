@@ -276,7 +276,7 @@ mod policy_tests {
     };
 
     use super::*;
-    use crate::{Credential, CredentialSource, SourceError, TokenCacheConfig};
+    use crate::{Credential, CredentialSource, SourceError, TokenCacheConfig, ValidationError};
 
     struct Fixed;
 
@@ -337,6 +337,13 @@ mod policy_tests {
         .collect::<Vec<_>>()
         .join(": ");
         assert!(chain.contains("loopback"), "{chain}");
+        assert!(
+            matches!(
+                validation::refusal_in(&err),
+                Some(ValidationError::Forbidden(_))
+            ),
+            "the refusal is found in {chain}"
+        );
         assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing may be dialled");
     }
 

@@ -26,6 +26,10 @@ pub(crate) enum MemberHealth {
 impl MemberHealth {
     /// Classifies a failed probe.
     pub(crate) fn from_error(err: &kube::Error) -> Self {
+        // A host name that resolved to a forbidden address: EndpointForbidden, not Unreachable.
+        if let Some(refusal) = member_client::validation::refusal_in(err) {
+            return Self::Invalid(InvalidReason::from(refusal.clone()));
+        }
         match FailureKind::of(err) {
             FailureKind::Unauthorized => Self::Unauthorized,
             FailureKind::Forbidden => Self::Forbidden,
@@ -185,6 +189,14 @@ mod tests {
         "Unknown"
     )]
     #[case::server_error(api(500), "Unreachable", "False", "Unknown")]
+    #[case::resolved_to_a_forbidden_address(
+        kube::Error::Service(Box::new(std::io::Error::other(member_client::ValidationError::Forbidden(
+            "169.254.169.254 is a cloud metadata address".into()
+        )))),
+        "EndpointForbidden",
+        "False",
+        "Unknown"
+    )]
     fn each_failure_gets_its_own_reason(
         #[case] err: kube::Error,
         #[case] reason: &str,

@@ -100,6 +100,24 @@ pub fn route(
     Ok(Route { endpoint, proxy })
 }
 
+/// The [`EndpointPolicy`]'s refusal somewhere in `err`'s chain of causes: how a request that
+/// failed because its host name resolved to a forbidden address is told from an unreachable
+/// member.
+pub fn refusal_in<'e>(err: &'e (dyn std::error::Error + 'static)) -> Option<&'e ValidationError> {
+    let mut source = Some(err);
+    while let Some(cause) = source {
+        if let Some(refusal @ ValidationError::Forbidden(_)) = cause.downcast_ref() {
+            return Some(refusal);
+        }
+        // io::Error's `source` skips the error it wraps; connectors wrap in io::Error.
+        source = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as _),
+            None => cause.source(),
+        };
+    }
+    None
+}
+
 /// `url` as an error message may quote it: sanitized, or not at all if it holds user info.
 fn quoted(url: &str) -> String {
     if url.contains('@') {
