@@ -70,6 +70,9 @@ pub(crate) struct MemberTable {
     /// Namespaces not listed yet whose list was refused (403), with what the apiserver said:
     /// their members are told so instead of waiting silently.
     forbidden: BTreeMap<String, String>,
+    /// Secrets a Karmada watch saw that no Cluster named then, by name only (see
+    /// [`unreferenced`]).
+    unreferenced: BTreeSet<SecretRef>,
 }
 
 impl MemberTable {
@@ -91,6 +94,7 @@ impl MemberTable {
             told: BTreeMap::new(),
             listed: BTreeSet::new(),
             forbidden: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
         }
     }
 
@@ -153,12 +157,14 @@ impl MemberTable {
         key: SecretRef,
         secret: StoredSecret,
     ) -> Result<(), Closed> {
+        self.unreferenced.remove(&key);
         let old = self.store.insert(key.clone(), secret);
         self.secret_changed(&key, old).await
     }
 
     /// A Secret was deleted.
     pub(crate) async fn remove_secret(&mut self, key: &SecretRef) -> Result<(), Closed> {
+        self.unreferenced.remove(key);
         match self.store.remove(key) {
             Some(old) => self.secret_changed(key, Some(old)).await,
             None => Ok(()),
@@ -195,6 +201,7 @@ impl MemberTable {
     pub(crate) fn namespace_unlisted(&mut self, namespace: &str) {
         self.listed.remove(namespace);
         self.forbidden.remove(namespace);
+        self.unreferenced.retain(|key| key.namespace != namespace);
     }
 
     async fn settle_namespace(&mut self, namespace: &str) -> Result<(), Closed> {
@@ -280,6 +287,10 @@ impl MemberTable {
             Ok(spec) => spec,
         };
         let key = &spec.secret_ref;
+        if matches!(origin, Origin::Karmada(_)) && self.unreferenced.contains(key) {
+            // Seen and dropped before this Cluster named it; the driver lists it again.
+            return Some(Told::Pending);
+        }
         if matches!(origin, Origin::Karmada(_)) && !self.listed.contains(&key.namespace) {
             return Some(match self.forbidden.get(&key.namespace) {
                 Some(detail) => Told::Invalid(InvalidReason::SecretForbidden(detail.clone())),
@@ -378,3 +389,4 @@ fn credential_change(
 
 #[cfg(test)]
 mod tests;
+mod unreferenced;
