@@ -118,10 +118,24 @@ async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
         "name: typo\napiEndpoint: https://h\ntokenfile: t\n",
     );
 
+    // Refused before anything is dialled.
+    write(
+        &dir.path().join("meta.yaml"),
+        "name: meta\napiEndpoint: https://169.254.169.254\ntokenFile: t\n",
+    );
+    write(
+        &dir.path().join("escape.yaml"),
+        &format!(
+            "name: escape\napiEndpoint: {endpoint}\ntokenFile: ../t\ninsecureSkipTLSVerification: true\n"
+        ),
+    );
+
     let collector = Collector::start(dir.path()).await;
     for (name, reason, credentials_valid) in [
         ("socks", "ProxyInvalid", "Unknown"),
-        ("plain", "EndpointInvalid", "Unknown"),
+        ("plain", "EndpointForbidden", "Unknown"),
+        ("meta", "EndpointForbidden", "Unknown"),
+        ("escape", "SecretInvalid", "False"),
         ("typo", "DefinitionInvalid", "Unknown"),
         ("bad-ca", "SecretInvalid", "False"),
         ("good", "Unreachable", "Unknown"),
@@ -137,6 +151,29 @@ async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
     collector.stop().await;
 }
 
+#[tokio::test]
+async fn loopback_and_insecure_members_need_their_opt_ins() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("t"), "a-token\n");
+    write(
+        &dir.path().join("local.yaml"),
+        "name: local\napiEndpoint: https://127.0.0.1:1\ntokenFile: t\n",
+    );
+    write(
+        &dir.path().join("insecure.yaml"),
+        "name: insecure\napiEndpoint: https://10.0.0.1:1\ntokenFile: t\ninsecureSkipTLSVerification: true\n",
+    );
+    let collector = Collector::start_with(dir.path(), &[]).await;
+    for name in ["local", "insecure"] {
+        let seen = wait_reason(collector.addr, name, "EndpointForbidden").await;
+        assert_eq!(
+            seen[1],
+            ("Unknown".to_owned(), "EndpointForbidden".to_owned())
+        );
+    }
+    collector.stop().await;
+}
+
 /// The collector run in this process on a members directory, probing every second.
 struct Collector {
     addr: SocketAddr,
@@ -145,22 +182,34 @@ struct Collector {
 }
 
 impl Collector {
+    /// With the opt-ins these tests' loopback members need.
     async fn start(dir: &Path) -> Self {
+        let opt_ins = [
+            "--allow-endpoint",
+            "127.0.0.1/32",
+            "--allow-insecure-members",
+        ];
+        Self::start_with(dir, &opt_ins).await
+    }
+
+    async fn start_with(dir: &Path, extra: &[&str]) -> Self {
         let addr = testkit::free_loopback_addr().unwrap();
-        let args = Args::try_parse_from([
+        let listen = addr.to_string();
+        let mut argv = vec![
             "collector",
             "--members-from",
             "directory",
             "--members-dir",
             dir.to_str().unwrap(),
             "--listen",
-            &addr.to_string(),
+            &listen,
             "--probe-period",
             "1",
             // No control plane to review readers against: the API is served openly.
             "--insecure-serve-api",
-        ])
-        .unwrap();
+        ];
+        argv.extend_from_slice(extra);
+        let args = Args::try_parse_from(argv).unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let running = tokio::spawn(collector::app::run(args, async {
             let _ = stopped.await;

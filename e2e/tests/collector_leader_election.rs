@@ -254,10 +254,10 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     )
     .await
     .unwrap();
-    s.wait_condition("broken", "Ready", "False", "EndpointInvalid", CONVERGE)
+    s.wait_condition("broken", "Ready", "False", "EndpointForbidden", CONVERGE)
         .await
         .unwrap();
     wait_reported(&s, "member1", "MemberReady", "replica-b").await;
-    wait_reported(&s, "broken", "EndpointInvalid", "replica-b").await;
+    wait_reported(&s, "broken", "EndpointForbidden", "replica-b").await;
     b.stop().await;
 }

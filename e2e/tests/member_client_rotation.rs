@@ -98,6 +98,7 @@ fn member_client(cluster: &Cluster, token: &str) -> Member {
     let config = MemberClientConfig::new(cluster.name(), cluster.endpoint(), key.clone())
         .with_ca_bundle(cluster.ca_pem().as_bytes().to_vec());
     let client = ClientFactory::new(tokens.clone())
+        .with_policy(member_client::EndpointPolicy::loopback())
         .build(&config, &health)
         .unwrap();
     Member {

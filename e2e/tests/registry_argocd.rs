@@ -8,6 +8,8 @@
 
 mod registry_support;
 
+use registry_support::loopback_policy;
+
 use base64::Engine as _;
 use cluster_registry::{ArgoCdConfig, RegistryBuilder, RegistryEvent};
 use k8s_openapi::api::core::v1::Secret;
@@ -69,8 +71,10 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
     let argocd = ArgoCdConfig {
         namespaces: vec![ns.clone()],
     };
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().argocd(admin.clone(), argocd).build();
+    let (registry, mut events, driver) = RegistryBuilder::new()
+        .endpoint_policy(loopback_policy())
+        .argocd(admin.clone(), argocd)
+        .build();
     let driver = tokio::spawn(driver.run());
 
     let upserted = next_upserted(&mut events).await.unwrap();

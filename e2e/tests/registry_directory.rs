@@ -8,6 +8,8 @@
 
 mod registry_support;
 
+use registry_support::loopback_policy;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -46,7 +48,10 @@ async fn member_files_follow_token_file_rotation_garbage_and_deletion() {
     write_atomically(&dir.path().join("broken.yaml"), "name: [unterminated");
 
     let directory = DirectoryConfig::new(dir.path()).poll_interval(Duration::from_millis(100));
-    let (registry, mut events, driver) = RegistryBuilder::new().directory(directory).build();
+    let (registry, mut events, driver) = RegistryBuilder::new()
+        .endpoint_policy(loopback_policy())
+        .directory(directory)
+        .build();
     let driver = tokio::spawn(driver.run());
 
     // Files are read in name order: broken.yaml first.

@@ -9,7 +9,7 @@
 
 mod registry_support;
 
-use cluster_registry::{MemberState, RegistryBuilder, RegistryEvent};
+use cluster_registry::{MemberState, RegistryEvent};
 use k8s_openapi::ByteString;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use member_client::{FailureKind, SecretRef};
@@ -28,8 +28,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
     let pp = PostParams::default();
     setup.define_member1(member.ca_pem()).await.unwrap();
 
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
 
     // Upserted, and a working client that authenticates as agent-a.
@@ -59,10 +58,37 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
         )
         .await
         .unwrap();
+    // Never dialled: the registry refuses these before any client exists.
+    for (name, endpoint, secret_ns) in [
+        ("metadata", "https://169.254.169.254", ns.as_str()),
+        ("userinfo", "https://admin:hunter2@127.0.0.1:1", ns.as_str()),
+        ("elsewhere", member.endpoint(), "kube-system"),
+    ] {
+        clusters
+            .create(&pp, &cluster(name, "Push", endpoint, secret_ns))
+            .await
+            .unwrap();
+    }
     let event = next_event_of(&mut events, "pulled").await.unwrap();
     expect_invalid(&event, "pulled", "PullMode").unwrap();
     let event = next_event_of(&mut events, "plain-http").await.unwrap();
-    expect_invalid(&event, "plain-http", "EndpointInvalid").unwrap();
+    expect_invalid(&event, "plain-http", "EndpointForbidden").unwrap();
+    for (name, reason) in [
+        ("metadata", "EndpointForbidden"),
+        ("userinfo", "EndpointForbidden"),
+        ("elsewhere", "SecretForbidden"),
+    ] {
+        let event = next_event_of(&mut events, name).await.unwrap();
+        expect_invalid(&event, name, reason).unwrap();
+        assert!(!format!("{event:?}").contains("hunter2"), "{event:?}");
+    }
+    assert!(
+        registry
+            .secrets()
+            .get(&SecretRef::new("kube-system", "elsewhere"))
+            .is_none(),
+        "a namespace outside --secret-namespace is never read"
+    );
     assert_eq!(registry.state("member1"), Some(MemberState::Ready));
 
     // Rotate to agent-b: the same client's next request carries the new token.
@@ -142,8 +168,7 @@ async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() {
         .define_member1(setup.control_plane().ca_pem())
         .await
         .unwrap();
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
     let upserted = next_upserted(&mut events).await.unwrap();
     let wrong_ca = member_client(&registry, &upserted).unwrap();

@@ -11,7 +11,7 @@ mod registry_support;
 
 use std::time::{Duration, Instant};
 
-use cluster_registry::{MemberState, RegistryBuilder, RegistryEvent, Source, SourceState};
+use cluster_registry::{MemberState, RegistryEvent, Source, SourceState};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use member_client::SecretRef;
@@ -36,8 +36,7 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
         .await
         .unwrap();
     setup.define_member1(member.ca_pem()).await.unwrap();
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
     assert!(matches!(
         support::next_event(&mut events).await.unwrap(),
@@ -53,12 +52,54 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
 }
 
 #[tokio::test]
+async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secret() {
+    let setup = KarmadaSetup::start().await.unwrap();
+    let member = setup.member();
+    let pp = PostParams::default();
+    // member2's Secret exists before any Cluster names it.
+    setup
+        .secrets()
+        .create(
+            &pp,
+            &secret("member2", setup.agents.token_b.as_bytes(), member.ca_pem()),
+        )
+        .await
+        .unwrap();
+    setup.define_member1(member.ca_pem()).await.unwrap();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
+    let driver = tokio::spawn(driver.run());
+    let first = support::next_event_of(&mut events, "member1")
+        .await
+        .unwrap();
+    assert!(matches!(first, RegistryEvent::Upserted { .. }), "{first:?}");
+    let stored = |name: &str| registry.secrets().get(&SecretRef::new(&setup.ns, name));
+    assert!(stored("member1").is_some());
+    assert!(stored("member2").is_none(), "no Cluster names it: not kept");
+
+    // A Cluster that names it now: the namespace is listed again and member2 is Ready.
+    let member2 = support::karmada::cluster("member2", "Push", member.endpoint(), &setup.ns);
+    setup.clusters().create(&pp, &member2).await.unwrap();
+    let second = support::next_event_of(&mut events, "member2")
+        .await
+        .unwrap();
+    assert!(
+        matches!(second, RegistryEvent::Upserted { .. }),
+        "{second:?}"
+    );
+    assert!(stored("member2").is_some());
+    assert!(
+        stored("member1").is_some(),
+        "the relist keeps what was kept"
+    );
+    driver.abort();
+}
+
+#[tokio::test]
 async fn watches_resume_after_a_control_plane_restart() {
     let mut setup = KarmadaSetup::start().await.unwrap();
     let member = setup.member().clone();
     setup.define_member1(member.ca_pem()).await.unwrap();
-    let (registry, mut events, driver) =
-        RegistryBuilder::new().karmada(setup.admin.clone()).build();
+    let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
     let client = support::member_client(
         &registry,
@@ -155,7 +196,7 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         .unwrap();
     let limited = cp.client_with_token(&token).unwrap();
 
-    let (registry, mut events, driver) = RegistryBuilder::new().karmada(limited).build();
+    let (registry, mut events, driver) = setup.registry(limited).build();
     let driver = tokio::spawn(driver.run());
     let event = support::next_event_of(&mut events, "member1")
         .await

@@ -30,7 +30,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use member_client::{ClientFactory, CredentialHealth};
+use member_client::{ClientFactory, CredentialHealth, EndpointPolicy};
 use serde_json::json;
 use testkit::Environment;
 
@@ -79,14 +79,19 @@ async fn main() -> Result<()> {
         .await?;
 
     // The registry, and a member client built the way the collector builds it.
-    let (registry, mut events, driver) = RegistryBuilder::new().karmada(admin.clone()).build();
+    let (registry, mut events, driver) = RegistryBuilder::new()
+        .endpoint_policy(EndpointPolicy::loopback())
+        .secret_namespaces([ns.clone()])
+        .karmada(admin.clone())
+        .build();
     let driver = tokio::spawn(driver.run());
     let config = match tokio::time::timeout(GIVE_UP, events.recv()).await? {
         Some(RegistryEvent::Upserted { spec, ca_bundle }) => spec.client_config(ca_bundle),
         other => bail!("expected Upserted, got {other:?}"),
     };
-    let client =
-        ClientFactory::new(registry.tokens().clone()).build(&config, &CredentialHealth::new())?;
+    let client = ClientFactory::new(registry.tokens().clone())
+        .with_policy(EndpointPolicy::loopback())
+        .build(&config, &CredentialHealth::new())?;
     let (tx, mut rotated_at) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move {
         while let Some(event) = events.recv().await {

@@ -219,7 +219,7 @@ mod tests {
     #[rstest]
     // the endpoint
     #[case::no_server(json!({"name": "m1", "config": "{}"}), "EndpointInvalid")]
-    #[case::http_server(json!({"name": "m1", "server": "http://10.0.0.1", "config": "{}"}), "EndpointInvalid")]
+    #[case::ftp_server(json!({"name": "m1", "server": "ftp://10.0.0.1", "config": "{}"}), "EndpointInvalid")]
     #[case::server_not_a_url(json!({"name": "m1", "server": "not a url", "config": "{}"}), "EndpointInvalid")]
     // the config document
     #[case::no_config(json!({"name": "m1", "server": "https://h"}), "SecretInvalid")]

@@ -5,7 +5,7 @@
 //! # /etc/tether/members/member1.yaml
 //! name: member1
 //! apiEndpoint: https://10.0.0.1:6443
-//! tokenFile: member1.token        # relative paths resolve beside this file
+//! tokenFile: member1.token        # relative to this directory, and inside it
 //! caFile: member1-ca.crt          # optional, PEM
 //! insecureSkipTLSVerification: false  # optional
 //! proxyURL: http://proxy:3128     # optional
@@ -19,20 +19,28 @@
 //! [`CredentialsRotated`](crate::RegistryEvent::CredentialsRotated), a changed CA file an
 //! [`Upserted`](crate::RegistryEvent::Upserted), a deleted token file
 //! [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
+//!
+//! A definition's author picks the files Tether reads, so `tokenFile` and `caFile` must
+//! resolve inside the directory (its `..data` symlinks are fine; `..`, absolute paths and
+//! symlinks out are not), and only regular files of at most 16 KiB (token), 1 MiB (CA) and
+//! 64 KiB (member file) are read: anything else is `SecretInvalid` (`DefinitionInvalid` for
+//! the member file) at once.
 
 use std::{
     collections::BTreeMap,
-    io,
     path::{Path, PathBuf},
     time::Duration,
 };
 
 use bytes::Bytes;
-use member_client::{SecretRef, SourceError};
+use member_client::{SecretRef, SourceError, Text};
 use serde::Deserialize;
 
 use crate::{
-    Error, InvalidReason, MemberDefinition, Result, karmada, member::checked_spec,
+    Error, InvalidReason, MemberDefinition, Result,
+    bounded_file::{self, FileError},
+    karmada,
+    member::checked_spec,
     secret_store::StoredSecret,
 };
 
@@ -99,8 +107,8 @@ impl MemberFile {
         serde_yaml::from_str(yaml)
     }
 
-    /// The member definition of this file, read from `path`: relative `tokenFile` and `caFile`
-    /// resolve beside it, and its [`secret_ref`](crate::MemberSpec::secret_ref) is
+    /// The member definition of this file, read from `path` (its `tokenFile` and `caFile`
+    /// resolve inside the directory holding it), and its [`secret_ref`](crate::MemberSpec::secret_ref) is
     /// [`secret_ref_for(path)`](secret_ref_for).
     pub fn definition(&self, path: &Path) -> MemberDefinition {
         MemberDefinition {
@@ -155,12 +163,23 @@ pub(crate) async fn scan(dir: &Path) -> Result<Vec<ScannedMember>> {
     paths.sort();
     let mut members = Vec::with_capacity(paths.len());
     for path in paths {
-        members.push(read_member(path).await);
+        members.push(read_member(dir, path).await);
     }
     Ok(members)
 }
 
-async fn read_member(path: PathBuf) -> ScannedMember {
+async fn read_member(dir: &Path, path: PathBuf) -> ScannedMember {
+    let dir = dir.to_owned();
+    let read = tokio::task::spawn_blocking(move || read_member_blocking(&dir, path));
+    match read.await {
+        Ok(member) => member,
+        // Only a panic ends the blocking read early, and the reads do not panic.
+        Err(err) => std::panic::resume_unwind(err.into_panic()),
+    }
+}
+
+/// Reads one member file and its credential files, each through [`bounded_file::read`].
+fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -168,30 +187,29 @@ async fn read_member(path: PathBuf) -> ScannedMember {
     let invalid = |path: PathBuf, why: String| ScannedMember {
         definition: MemberDefinition {
             name: stem.clone(),
-            spec: Err(InvalidReason::DefinitionInvalid(format!(
-                "{}: {why}",
-                path.display()
-            ))),
+            spec: Err(InvalidReason::DefinitionInvalid(
+                Text::new(&format!("{}: {why}", path.display())).into(),
+            )),
         },
         path,
         secret: None,
     };
-    let text = match tokio::fs::read_to_string(&path).await {
-        Ok(text) => text,
-        Err(err) => return invalid(path, format!("unreadable ({err})")),
+    let text = match bounded_file::read(dir, &path, bounded_file::MEMBER_FILE_CAP) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(FileError::NotFound) => return invalid(path, "vanished while being read".into()),
+        Err(FileError::Refused(why)) => return invalid(path, why),
     };
     let file = match MemberFile::parse(&text) {
         Ok(file) => file,
         Err(err) => return invalid(path, format!("not a member file ({err})")),
     };
     let definition = file.definition(&path);
-    let beside = |p: &Path| path.parent().unwrap_or(Path::new("")).join(p);
     let secret = read_credential_files(
+        dir,
         &secret_ref_for(&path),
-        &beside(&file.token_file),
-        file.ca_file.as_deref().map(beside),
-    )
-    .await;
+        &file.token_file,
+        file.ca_file.as_deref(),
+    );
     ScannedMember {
         path,
         definition,
@@ -201,171 +219,33 @@ async fn read_member(path: PathBuf) -> ScannedMember {
 
 /// The token and CA files, parsed as a Karmada Secret with the same keys would be; `None`
 /// when the token file is missing.
-async fn read_credential_files(
+fn read_credential_files(
+    dir: &Path,
     key: &SecretRef,
     token: &Path,
-    ca: Option<PathBuf>,
+    ca: Option<&Path>,
 ) -> Option<StoredSecret> {
-    let unreadable = |what: &str, path: &Path, err: io::Error| {
+    let refused = |what: &str, path: &Path, why: String| {
         StoredSecret::parsed(Err(SourceError::Invalid {
             key: key.clone(),
-            reason: format!("{what} {}: unreadable ({err})", path.display()),
+            reason: Text::new(&format!("{what} {}: {why}", path.display())).into(),
         }))
     };
     let mut data = BTreeMap::new();
-    match tokio::fs::read(token).await {
+    match bounded_file::read(dir, token, bounded_file::TOKEN_FILE_CAP) {
         Ok(bytes) => data.insert(karmada::TOKEN_KEY.to_owned(), Bytes::from(bytes)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return None,
-        Err(err) => return Some(unreadable("tokenFile", token, err)),
+        Err(FileError::NotFound) => return None,
+        Err(FileError::Refused(why)) => return Some(refused("tokenFile", token, why)),
     };
     if let Some(ca) = ca {
-        match tokio::fs::read(&ca).await {
+        match bounded_file::read(dir, ca, bounded_file::CA_FILE_CAP) {
             Ok(bytes) => data.insert(karmada::CA_BUNDLE_KEY.to_owned(), Bytes::from(bytes)),
-            Err(err) => return Some(unreadable("caFile", &ca, err)),
+            Err(FileError::NotFound) => return Some(refused("caFile", ca, "not found".into())),
+            Err(FileError::Refused(why)) => return Some(refused("caFile", ca, why)),
         };
     }
     Some(StoredSecret::parsed(karmada::credential(key, &data)))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_ca::ca_pem;
-    use rstest::rstest;
-    use secrecy::ExposeSecret as _;
-
-    #[rstest]
-    #[case::minimal("name: m1\napiEndpoint: https://h:6443\ntokenFile: t\n", false, None)]
-    #[case::every_field(
-        "name: m1\napiEndpoint: https://h:6443\ntokenFile: t\ncaFile: ca.crt\n\
-         insecureSkipTLSVerification: true\nproxyURL: http://p:3128\n",
-        true,
-        Some("http://p:3128")
-    )]
-    fn member_files_become_members(
-        #[case] yaml: &str,
-        #[case] insecure: bool,
-        #[case] proxy: Option<&str>,
-    ) {
-        let path = Path::new("/etc/tether/members/m1.yaml");
-        let def = MemberFile::parse(yaml).unwrap().definition(path);
-        let want = crate::MemberSpec {
-            name: "m1".into(),
-            api_endpoint: "https://h:6443".into(),
-            secret_ref: SecretRef::new("", "/etc/tether/members/m1.yaml"),
-            insecure_skip_tls_verify: insecure,
-            proxy_url: proxy.map(str::to_owned),
-        };
-        assert_eq!(def.spec, Ok(want));
-    }
-
-    #[rstest]
-    #[case::not_yaml("{{{", "DefinitionInvalid")]
-    #[case::no_name("apiEndpoint: https://h\ntokenFile: t\n", "DefinitionInvalid")]
-    #[case::no_token_file("name: m1\napiEndpoint: https://h\n", "DefinitionInvalid")]
-    #[case::typo(
-        "name: m1\napiEndpoint: https://h\ntokenfile: t\n",
-        "DefinitionInvalid"
-    )]
-    #[case::http_endpoint("name: m1\napiEndpoint: http://h\ntokenFile: t\n", "EndpointInvalid")]
-    #[case::no_scheme("name: m1\napiEndpoint: h:6443\ntokenFile: t\n", "EndpointInvalid")]
-    #[case::socks_proxy(
-        "name: m1\napiEndpoint: https://h\ntokenFile: t\nproxyURL: socks5://p\n",
-        "ProxyInvalid"
-    )]
-    #[tokio::test]
-    async fn bad_member_files_are_invalid_members(#[case] yaml: &str, #[case] want: &str) {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-        std::fs::write(dir.path().join("t"), "tok").unwrap();
-        let scanned = scan(dir.path()).await.unwrap();
-        assert_eq!(scanned.len(), 1);
-        let def = &scanned[0].definition;
-        assert_eq!(
-            def.name, "m1",
-            "named after the file when the name is unreadable"
-        );
-        assert_eq!(def.spec.as_ref().unwrap_err().condition_reason(), want);
-    }
-
-    #[tokio::test]
-    async fn relative_paths_resolve_beside_the_member_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let ca = ca_pem();
-        std::fs::create_dir(dir.path().join("creds")).unwrap();
-        std::fs::write(dir.path().join("creds/t"), "tok\n").unwrap();
-        std::fs::write(dir.path().join("creds/ca.crt"), &ca).unwrap();
-        std::fs::write(
-            dir.path().join("m1.yaml"),
-            "name: m1\napiEndpoint: https://h\ntokenFile: creds/t\ncaFile: creds/ca.crt\n",
-        )
-        .unwrap();
-        let scanned = scan(dir.path()).await.unwrap();
-        let cred = scanned[0].secret.as_ref().unwrap().credential().unwrap();
-        assert_eq!(cred.token().expose_secret(), "tok");
-        assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
-    }
-
-    #[tokio::test]
-    async fn only_visible_yaml_files_are_member_files() {
-        let dir = tempfile::tempdir().unwrap();
-        for name in ["a.yaml", "b.yml", ".hidden.yaml", "c.txt", "t"] {
-            std::fs::write(
-                dir.path().join(name),
-                "name: x\napiEndpoint: https://h\ntokenFile: t\n",
-            )
-            .unwrap();
-        }
-        std::fs::create_dir(dir.path().join("..data")).unwrap();
-        let names: Vec<_> = scan(dir.path())
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.path.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["a.yaml", "b.yml"]);
-    }
-
-    #[rstest]
-    // the token file
-    #[case::missing_token(None, None, "NotFound")]
-    #[case::empty_token(Some(&b""[..]), None, "EmptyToken")]
-    #[case::non_utf8_token(Some(&[0xff, 0xfe][..]), None, "TokenNotUtf8")]
-    // the CA file
-    #[case::missing_ca(Some(&b"t"[..]), Some(None), "Invalid")]
-    #[case::ca_not_pem(Some(&b"t"[..]), Some(Some(&b"garbage"[..])), "Invalid")]
-    #[tokio::test]
-    async fn bad_credential_files_are_typed_errors(
-        #[case] token: Option<&[u8]>,
-        #[case] ca: Option<Option<&[u8]>>,
-        #[case] want: &str,
-    ) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut yaml = "name: m1\napiEndpoint: https://h\ntokenFile: t\n".to_owned();
-        if let Some(token) = token {
-            std::fs::write(dir.path().join("t"), token).unwrap();
-        }
-        if let Some(ca) = ca {
-            yaml.push_str("caFile: ca.crt\n");
-            if let Some(ca) = ca {
-                std::fs::write(dir.path().join("ca.crt"), ca).unwrap();
-            }
-        }
-        std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-        let scanned = scan(dir.path()).await.unwrap();
-        let key = secret_ref_for(&scanned[0].path);
-        let err = match &scanned[0].secret {
-            None => SourceError::NotFound { key },
-            Some(secret) => secret.credential().unwrap_err().clone(),
-        };
-        assert!(format!("{err:?}").starts_with(want), "{err:?}");
-    }
-
-    #[tokio::test]
-    async fn a_missing_directory_is_an_error() {
-        let err = scan(Path::new("/nonexistent/tether-members"))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, Error::ReadDirectory { .. }), "{err:?}");
-    }
-}
+mod tests;

@@ -44,7 +44,7 @@ pub struct RegistryDriver {
 }
 
 /// Which source a Secret watch serves: what a Secret coming and going means differs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SecretSource {
     /// The Secrets hold the credentials of Karmada Clusters, defined elsewhere.
     Karmada,
@@ -179,13 +179,33 @@ impl RegistryDriver {
             .iter()
             .filter(|ns| !watches.namespaces.contains_key(*ns))
             .collect();
-        for ns in new {
-            let mut cfg = watcher::Config::default();
-            if let Some(selector) = &config.secret_label_selector {
-                cfg = cfg.labels(selector);
+        let secret_watch = || {
+            let cfg = watcher::Config::default();
+            match &config.secret_label_selector {
+                Some(selector) => cfg.labels(selector),
+                None => cfg,
             }
+        };
+        for ns in new {
             tracing::debug!(namespace = %ns, "watching Secrets");
-            watches.start(client, ns, cfg);
+            watches.start(client, ns, secret_watch());
+        }
+        // A newly named Secret that its namespace's watch saw and dropped: watch again, so that
+        // the list brings it; the keys the old watch knew stay known, so that the relist still
+        // removes what is gone.
+        let dropped: BTreeSet<String> = (self.table.dropped_but_named().into_iter())
+            .map(|key| key.namespace)
+            .filter(|ns| watches.namespaces.contains_key(ns))
+            .collect();
+        for ns in dropped {
+            tracing::debug!(namespace = %ns, "a Cluster names a Secret not kept; listing Secrets again");
+            let known = watches.stop(&ns);
+            watches.start(client, &ns, secret_watch());
+            if let Some((_, relist)) = watches.namespaces.get_mut(&ns) {
+                for key in &known {
+                    relist.applied(key, false);
+                }
+            }
         }
         for ns in stale {
             tracing::debug!(namespace = %ns, "no member references it any more; unwatching Secrets");
@@ -209,6 +229,14 @@ impl RegistryDriver {
             Ok(Event::Apply(secret) | Event::InitApply(secret)) => {
                 let key = SecretRef::new(ns, secret.name_any());
                 relist.applied(&key, listed);
+                if source == SecretSource::Karmada
+                    && !self.table.karmada_secret_refs().contains(&key)
+                {
+                    // A namespace's watch sees all its Secrets; one that no Cluster names is
+                    // neither parsed nor kept, nor does its change invalidate anything. A
+                    // Cluster that names it later restarts the watch (sync_karmada_watches).
+                    return self.table.secret_unreferenced(key).await;
+                }
                 // The Secret first, so that a new Argo CD member is Ready at its first settle
                 // and a token change is a rotation of the definition in use.
                 let stored = StoredSecret::from_secret(&key, &secret);

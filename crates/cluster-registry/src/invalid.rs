@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use member_client::{SourceError, ValidationError};
+use member_client::{SourceError, Text, ValidationError};
 
 /// Why a member's definition or credential is unusable.
 ///
@@ -30,6 +30,11 @@ pub enum InvalidReason {
     SecretInvalid(String),
     /// The API endpoint is missing or not an `https://host[:port]` URL.
     EndpointInvalid(String),
+    /// The endpoint or proxy is well formed, but Tether may not send a token there: a
+    /// loopback, link-local, unspecified or cloud-metadata address (as written or as resolved)
+    /// outside `--allow-endpoint`, `http://` without `--allow-plain-http`, user info in the
+    /// URL, or `insecureSkipTLSVerification` without `--allow-insecure-members`.
+    EndpointForbidden(String),
     /// The proxy URL is not an `http://` or `https://` URL.
     ProxyInvalid(String),
     /// A Karmada Cluster in Pull mode: its agent reaches the control plane, Tether does not
@@ -48,6 +53,7 @@ impl InvalidReason {
             Self::SecretForbidden(_) => "SecretForbidden",
             Self::SecretInvalid(_) => "SecretInvalid",
             Self::EndpointInvalid(_) => "EndpointInvalid",
+            Self::EndpointForbidden(_) => "EndpointForbidden",
             Self::ProxyInvalid(_) => "ProxyInvalid",
             Self::PullMode => "PullMode",
             Self::DefinitionInvalid(_) => "DefinitionInvalid",
@@ -61,6 +67,7 @@ impl InvalidReason {
             Self::SecretForbidden(d)
             | Self::SecretInvalid(d)
             | Self::EndpointInvalid(d)
+            | Self::EndpointForbidden(d)
             | Self::ProxyInvalid(d)
             | Self::DefinitionInvalid(d) => Some(d),
         }
@@ -81,13 +88,15 @@ impl fmt::Display for InvalidReason {
 
 /// The one mapping from member-client's [`validation`](member_client::validation) rules to
 /// reasons. A CA bundle arrives with the token, in the Secret, so a bad one is the Secret's
-/// fault.
+/// fault. Details are [`Text`]-sanitized: they quote what a definition's author wrote.
 impl From<ValidationError> for InvalidReason {
     fn from(err: ValidationError) -> Self {
+        let text = |detail: String| Text::new(&detail).into();
         match err {
-            ValidationError::Endpoint(detail) => Self::EndpointInvalid(detail),
-            ValidationError::Proxy(detail) => Self::ProxyInvalid(detail),
-            ValidationError::CaBundle(detail) => Self::SecretInvalid(detail),
+            ValidationError::Endpoint(detail) => Self::EndpointInvalid(text(detail)),
+            ValidationError::Forbidden(detail) => Self::EndpointForbidden(text(detail)),
+            ValidationError::Proxy(detail) => Self::ProxyInvalid(text(detail)),
+            ValidationError::CaBundle(detail) => Self::SecretInvalid(text(detail)),
         }
     }
 }
@@ -98,7 +107,7 @@ impl From<&SourceError> for InvalidReason {
     fn from(err: &SourceError) -> Self {
         match err {
             SourceError::NotFound { .. } => Self::SecretNotFound,
-            other => Self::SecretInvalid(other.to_string()),
+            other => Self::SecretInvalid(Text::new(&other.to_string()).into()),
         }
     }
 }
@@ -131,6 +140,7 @@ mod tests {
     #[case(InvalidReason::SecretForbidden("x".into()), "SecretForbidden")]
     #[case(InvalidReason::SecretInvalid("x".into()), "SecretInvalid")]
     #[case(InvalidReason::EndpointInvalid("x".into()), "EndpointInvalid")]
+    #[case(InvalidReason::EndpointForbidden("x".into()), "EndpointForbidden")]
     #[case(InvalidReason::ProxyInvalid("x".into()), "ProxyInvalid")]
     #[case(InvalidReason::PullMode, "PullMode")]
     #[case(InvalidReason::DefinitionInvalid("x".into()), "DefinitionInvalid")]
@@ -141,7 +151,9 @@ mod tests {
 
     #[rstest]
     #[case::endpoint(ValidationError::Endpoint("e".into()), InvalidReason::EndpointInvalid("e".into()))]
+    #[case::forbidden(ValidationError::Forbidden("f".into()), InvalidReason::EndpointForbidden("f".into()))]
     #[case::proxy(ValidationError::Proxy("p".into()), InvalidReason::ProxyInvalid("p".into()))]
+    #[case::sanitized(ValidationError::Endpoint("a\nb".into()), InvalidReason::EndpointInvalid("a b".into()))]
     #[case::ca_bundle(ValidationError::CaBundle("c".into()), InvalidReason::SecretInvalid("c".into()))]
     fn each_validation_rule_has_its_reason(
         #[case] err: ValidationError,

@@ -256,7 +256,7 @@ mod tests {
     #[rstest]
     #[case::pull_mode(push(json!({"syncMode": "Pull"})), "PullMode")]
     #[case::no_endpoint(json!({"syncMode": "Push", "secretRef": {"namespace": "n", "name": "s"}}), "EndpointInvalid")]
-    #[case::http_endpoint(push(json!({"apiEndpoint": "http://10.0.0.1"})), "EndpointInvalid")]
+    #[case::ftp_endpoint(push(json!({"apiEndpoint": "ftp://10.0.0.1"})), "EndpointInvalid")]
     #[case::endpoint_not_a_url(push(json!({"apiEndpoint": "10.0.0.1:6443"})), "EndpointInvalid")]
     #[case::no_secret_ref(json!({"syncMode": "Push", "apiEndpoint": "https://h"}), "DefinitionInvalid")]
     #[case::socks_proxy(push(json!({"proxyURL": "socks5://p:1080"})), "ProxyInvalid")]

@@ -61,8 +61,12 @@
 //! also its condition reason: `SecretNotFound` (the Secret or token file is missing),
 //! `SecretForbidden` (listing the Secrets of its namespace was refused with 403),
 //! `SecretInvalid` (missing key, empty / non-UTF-8 / non-header-safe token, CA not PEM,
-//! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `ProxyInvalid`
-//! (not `http://` or `https://`). The endpoint, proxy and CA rules are member-client's
+//! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `EndpointForbidden`
+//! (where the [`EndpointPolicy`](member_client::EndpointPolicy) given to
+//! [`RegistryBuilder::endpoint_policy`] does not let a token go: loopback, link-local, metadata,
+//! `http://`, user info, skipping TLS), `ProxyInvalid` (not `http://` or `https://`). A Karmada
+//! `secretRef` outside [`RegistryBuilder::secret_namespaces`] is `SecretForbidden`; a name that
+//! is not DNS-1123 is `DefinitionInvalid`. The endpoint, proxy and CA rules are member-client's
 //! [`validation`](member_client::validation), mapped by `From<ValidationError>`; a credential
 //! source's failure maps by `From<&SourceError>`.
 //! `PullMode` (a Karmada Cluster in Pull mode, ignored on purpose), `DefinitionInvalid` (a
@@ -84,7 +88,9 @@
 //! still listing, or failing with which error ([`SourceState`]). A consumer that cannot list
 //! its definitions sees no new member and no removal; the collector reports that as not ready.
 
+mod admission;
 pub mod argocd;
+mod bounded_file;
 pub mod directory;
 mod driver;
 mod error;
@@ -94,6 +100,8 @@ pub mod karmada;
 pub mod labels;
 mod member;
 mod member_table;
+#[cfg(test)]
+mod parser_properties;
 mod registry;
 mod secret_store;
 mod secret_watches;
@@ -103,6 +111,7 @@ mod source_state;
 mod test_ca;
 mod watch;
 
+pub use admission::DEFAULT_SECRET_NAMESPACE;
 pub use argocd::ArgoCdConfig;
 pub use directory::DirectoryConfig;
 pub use driver::RegistryDriver;

@@ -1,10 +1,7 @@
 //! [`MemberSpec`]: one member cluster as a source defines it.
 
 use bytes::Bytes;
-use member_client::{
-    MemberClientConfig, SecretRef,
-    validation::{self, EndpointSchemes},
-};
+use member_client::{MemberClientConfig, SecretRef, validation};
 
 use crate::InvalidReason;
 
@@ -70,8 +67,9 @@ pub struct MemberDefinition {
     pub spec: Result<MemberSpec, InvalidReason>,
 }
 
-/// Builds a [`MemberSpec`] after checking its endpoint (`https://` only) and proxy with
-/// member-client's [`validation`] rules. An empty proxy means none.
+/// Builds a [`MemberSpec`] after checking the shape of its endpoint and proxy with
+/// member-client's [`validation`] rules. An empty proxy means none. Where they may point is
+/// the [`Admission`](crate::admission::Admission)'s call, made for every source at once.
 pub(crate) fn checked_spec(
     name: String,
     api_endpoint: String,
@@ -79,7 +77,7 @@ pub(crate) fn checked_spec(
     insecure_skip_tls_verify: bool,
     proxy_url: Option<String>,
 ) -> Result<MemberSpec, InvalidReason> {
-    validation::endpoint(&api_endpoint, EndpointSchemes::HttpsOnly)?;
+    validation::endpoint(&api_endpoint)?;
     let proxy_url = proxy_url.filter(|p| !p.trim().is_empty());
     if let Some(proxy) = &proxy_url {
         validation::proxy_url(proxy)?;
@@ -109,7 +107,7 @@ mod tests {
     }
 
     #[rstest]
-    #[case::http_endpoint("http://10.0.0.1:6443", None, "EndpointInvalid")]
+    #[case::ftp_endpoint("ftp://10.0.0.1:6443", None, "EndpointInvalid")]
     #[case::no_endpoint("", None, "EndpointInvalid")]
     #[case::socks_proxy("https://h", Some("socks5://p:1080"), "ProxyInvalid")]
     fn definitions_are_checked_by_member_clients_rules(

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::{
     InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
+    admission::Admission,
     secret_store::{SecretStore, StoredSecret},
 };
 
@@ -59,6 +60,7 @@ pub(crate) struct MemberTable {
     store: SecretStore,
     events: mpsc::Sender<RegistryEvent>,
     views: SharedViews,
+    admission: Admission,
     definitions: BTreeMap<Origin, MemberDefinition>,
     /// Which origin a member name belongs to: the first to claim it.
     owners: BTreeMap<String, Origin>,
@@ -68,6 +70,9 @@ pub(crate) struct MemberTable {
     /// Namespaces not listed yet whose list was refused (403), with what the apiserver said:
     /// their members are told so instead of waiting silently.
     forbidden: BTreeMap<String, String>,
+    /// Secrets a Karmada watch saw that no Cluster named then, by name only (see
+    /// [`unreferenced`]).
+    unreferenced: BTreeSet<SecretRef>,
 }
 
 impl MemberTable {
@@ -76,17 +81,20 @@ impl MemberTable {
         store: SecretStore,
         events: mpsc::Sender<RegistryEvent>,
         views: SharedViews,
+        admission: Admission,
     ) -> Self {
         Self {
             tokens,
             store,
             events,
             views,
+            admission,
             definitions: BTreeMap::new(),
             owners: BTreeMap::new(),
             told: BTreeMap::new(),
             listed: BTreeSet::new(),
             forbidden: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
         }
     }
 
@@ -111,6 +119,9 @@ impl MemberTable {
         origin: Origin,
         definition: MemberDefinition,
     ) -> Result<(), Closed> {
+        let definition = self
+            .admission
+            .admit(matches!(origin, Origin::Karmada(_)), definition);
         let name = definition.name.clone();
         let previous = self.definitions.insert(origin.clone(), definition);
         if let Some(previous) = previous.filter(|p| p.name != name) {
@@ -146,12 +157,14 @@ impl MemberTable {
         key: SecretRef,
         secret: StoredSecret,
     ) -> Result<(), Closed> {
+        self.unreferenced.remove(&key);
         let old = self.store.insert(key.clone(), secret);
         self.secret_changed(&key, old).await
     }
 
     /// A Secret was deleted.
     pub(crate) async fn remove_secret(&mut self, key: &SecretRef) -> Result<(), Closed> {
+        self.unreferenced.remove(key);
         match self.store.remove(key) {
             Some(old) => self.secret_changed(key, Some(old)).await,
             None => Ok(()),
@@ -188,6 +201,7 @@ impl MemberTable {
     pub(crate) fn namespace_unlisted(&mut self, namespace: &str) {
         self.listed.remove(namespace);
         self.forbidden.remove(namespace);
+        self.unreferenced.retain(|key| key.namespace != namespace);
     }
 
     async fn settle_namespace(&mut self, namespace: &str) -> Result<(), Closed> {
@@ -273,6 +287,10 @@ impl MemberTable {
             Ok(spec) => spec,
         };
         let key = &spec.secret_ref;
+        if matches!(origin, Origin::Karmada(_)) && self.unreferenced.contains(key) {
+            // Seen and dropped before this Cluster named it; the driver lists it again.
+            return Some(Told::Pending);
+        }
         if matches!(origin, Origin::Karmada(_)) && !self.listed.contains(&key.namespace) {
             return Some(match self.forbidden.get(&key.namespace) {
                 Some(detail) => Told::Invalid(InvalidReason::SecretForbidden(detail.clone())),
@@ -371,3 +389,4 @@ fn credential_change(
 
 #[cfg(test)]
 mod tests;
+mod unreferenced;

@@ -4,11 +4,12 @@
 use std::{collections::BTreeMap, sync::PoisonError};
 
 use kube::Client;
-use member_client::{TokenCache, TokenCacheConfig};
+use member_client::{EndpointPolicy, TokenCache, TokenCacheConfig};
 use tokio::sync::mpsc;
 
 use crate::{
     MemberSpec, MemberState, RegistryEvent,
+    admission::Admission,
     argocd::ArgoCdConfig,
     directory::DirectoryConfig,
     driver::RegistryDriver,
@@ -48,6 +49,7 @@ pub struct RegistryBuilder {
     token_cache: TokenCacheConfig,
     event_capacity: Option<usize>,
     sources: SourceConfigs,
+    admission: Admission,
 }
 
 impl RegistryBuilder {
@@ -83,6 +85,26 @@ impl RegistryBuilder {
         self
     }
 
+    /// Judge every definition's endpoint, proxy and TLS setting by `policy` (default: the
+    /// strict [`EndpointPolicy::default`]); a definition that breaks it is
+    /// [`EndpointForbidden`](crate::InvalidReason::EndpointForbidden).
+    #[must_use]
+    pub fn endpoint_policy(mut self, policy: EndpointPolicy) -> Self {
+        self.admission.policy = policy;
+        self
+    }
+
+    /// The namespaces a Karmada `Cluster`'s `secretRef` may name (default:
+    /// [`DEFAULT_SECRET_NAMESPACE`](crate::DEFAULT_SECRET_NAMESPACE)). Any other is
+    /// [`SecretForbidden`](crate::InvalidReason::SecretForbidden), and no watch is started on
+    /// it: whoever may write a `Cluster` could otherwise have Tether read, and send, a token from
+    /// any namespace its RBAC covers.
+    #[must_use]
+    pub fn secret_namespaces(mut self, namespaces: impl IntoIterator<Item = String>) -> Self {
+        self.admission.secret_namespaces = namespaces.into_iter().collect();
+        self
+    }
+
     /// Configure the [`TokenCache`] the registry creates.
     #[must_use]
     pub fn token_cache(mut self, config: TokenCacheConfig) -> Self {
@@ -105,7 +127,13 @@ impl RegistryBuilder {
         let tokens = TokenCache::new(store.clone(), self.token_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();
-        let table = MemberTable::new(tokens.clone(), store.clone(), tx, views.clone());
+        let table = MemberTable::new(
+            tokens.clone(),
+            store.clone(),
+            tx,
+            views.clone(),
+            self.admission,
+        );
         let sources = SourceStates::new(self.sources.sources());
         let registry = Registry {
             tokens,
@@ -156,6 +184,17 @@ impl Registry {
     /// The spec of member `name`, if its definition is usable.
     pub fn spec(&self, name: &str) -> Option<MemberSpec> {
         self.read(|views| views.get(name).and_then(|v| v.spec.clone()))
+    }
+
+    /// How many usable members skip verifying their apiserver's certificate (admitted by an
+    /// [`EndpointPolicy`] that allows it).
+    pub fn insecure_members(&self) -> usize {
+        self.read(|views| {
+            views
+                .values()
+                .filter(|v| v.spec.as_ref().is_some_and(|s| s.insecure_skip_tls_verify))
+                .count()
+        })
     }
 
     /// Every defined member's state, by name.

@@ -37,7 +37,9 @@ pub async fn run(
     let control_plane = ControlPlane::connect(&args, &metrics).await?;
     let gate = access_gate(&args, control_plane.as_ref())?;
 
-    let builder = RegistryBuilder::new();
+    let builder = RegistryBuilder::new()
+        .endpoint_policy(args.endpoint_policy())
+        .secret_namespaces(args.secret_namespace.clone());
     let builder = match (args.members_from, &control_plane) {
         (MembersFrom::Directory, _) => {
             let dir = args
@@ -62,6 +64,7 @@ pub async fn run(
     };
     let (registry, events, driver) = builder.build();
     metrics.watch_token_cache("members", registry.tokens().clone());
+    metrics.watch_registry(registry.clone());
 
     let mirror = Mirror::default();
     let identity = args.identity();
@@ -95,7 +98,10 @@ pub async fn run(
         request_timeout: args.request_timeout(),
         resources: Arc::from(args.mirror.clone()),
     };
-    let supervisor = Supervisor::new(ClientFactory::new(registry.tokens().clone()), context);
+    let supervisor = Supervisor::new(
+        ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),
+        context,
+    );
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

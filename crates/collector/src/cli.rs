@@ -3,6 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
+use member_client::{EndpointPolicy, validation::Cidr};
 
 pub use crate::mirror::MirroredResource;
 
@@ -51,6 +52,30 @@ pub struct Args {
     /// Namespaces holding Argo CD cluster Secrets (with `--members-from argocd`).
     #[arg(long, value_delimiter = ',', default_value = "argocd")]
     pub argocd_namespace: Vec<String>,
+
+    /// Namespaces a Karmada `Cluster`'s `secretRef` may name (repeatable, or comma-separated).
+    /// A Cluster naming another is `SecretForbidden` and no Secret of that namespace is read,
+    /// so whoever may write a Cluster cannot make Tether read a token from anywhere its RBAC
+    /// reaches.
+    #[arg(long, value_delimiter = ',', default_value = cluster_registry::DEFAULT_SECRET_NAMESPACE)]
+    pub secret_namespace: Vec<String>,
+
+    /// Also let member tokens go to addresses in this range (CIDR, repeatable), even loopback,
+    /// link-local or cloud-metadata ones, which are refused by default (`EndpointForbidden`),
+    /// whether a definition names them or a host name resolves to them.
+    #[arg(long, value_name = "CIDR")]
+    pub allow_endpoint: Vec<Cidr>,
+
+    /// Accept `http://` endpoints, for members and for `--control-plane-url` / the
+    /// kubeconfig's server. The token then crosses the network in clear.
+    #[arg(long)]
+    pub allow_plain_http: bool,
+
+    /// Accept members with `insecureSkipTLSVerification`. Without it they are
+    /// `EndpointForbidden`; with it each is logged at `warn` when defined and counted in
+    /// `tether_insecure_members`.
+    #[arg(long)]
+    pub allow_insecure_members: bool,
 
     /// Only watch member Secrets with these labels (Karmada), e.g. `tether.io/member=true`.
     /// By default the Secrets referenced by Clusters are watched in their namespaces.
@@ -152,6 +177,18 @@ impl Args {
         Duration::from_secs(self.request_timeout)
     }
 
+    /// Where member tokens may go, from `--allow-endpoint`, `--allow-plain-http` and
+    /// `--allow-insecure-members`.
+    pub fn endpoint_policy(&self) -> EndpointPolicy {
+        self.allow_endpoint
+            .iter()
+            .fold(EndpointPolicy::default(), |policy, range| {
+                policy.allow(*range)
+            })
+            .allow_plain_http(self.allow_plain_http)
+            .allow_insecure_tls(self.allow_insecure_members)
+    }
+
     /// The self-credential grace period as a duration.
     pub fn self_rejected_grace(&self) -> Duration {
         Duration::from_secs(self.self_rejected_grace)
@@ -199,6 +236,32 @@ mod tests {
             "the API is authenticated by default"
         );
         assert_eq!(args.probe_period(), Duration::from_secs(10));
+        assert_eq!(args.secret_namespace, ["karmada-cluster"]);
+        assert_eq!(args.endpoint_policy(), EndpointPolicy::default());
+    }
+
+    #[test]
+    fn endpoint_flags_build_the_policy() {
+        let args = Args::try_parse_from([
+            "collector",
+            "--allow-endpoint",
+            "127.0.0.1/32",
+            "--allow-endpoint",
+            "::1",
+            "--allow-plain-http",
+            "--allow-insecure-members",
+            "--secret-namespace",
+            "a,b",
+        ])
+        .unwrap();
+        let want = EndpointPolicy::default()
+            .allow("127.0.0.1/32".parse().unwrap())
+            .allow("::1/128".parse().unwrap())
+            .allow_plain_http(true)
+            .allow_insecure_tls(true);
+        assert_eq!(args.endpoint_policy(), want);
+        assert_eq!(args.secret_namespace, ["a", "b"]);
+        assert!(Args::try_parse_from(["collector", "--allow-endpoint", "localhost"]).is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Builds a member's `kube::Client` on kube's own stack, with the token coming from the cache.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
@@ -8,8 +8,10 @@ use tower::{layer::layer_fn, limit::ConcurrencyLimitLayer};
 
 use crate::{
     BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, Result, SecretRef, TokenCache,
+    guarded_resolver::{self, GuardedResolver, Lookup},
     shared_service::SharedService,
-    validation::{self, EndpointSchemes},
+    transport,
+    validation::{self, EndpointPolicy},
 };
 
 /// The default [`MemberClientConfig::request_timeout`].
@@ -81,15 +83,49 @@ impl MemberClientConfig {
 /// The client's own auth is cleared: the only `Authorization` header is the one
 /// [`BearerLayer`] sets from the cache, so a rotated token is used by the next request without
 /// rebuilding anything. A changed CA bundle or endpoint, on the other hand, needs a new client.
-#[derive(Clone, Debug)]
+///
+/// Every client checks its endpoint against the factory's [`EndpointPolicy`] when it is built,
+/// and every address a host name resolves to before it dials it. The default policy refuses
+/// loopback; tests against a loopback apiserver use [`EndpointPolicy::loopback`].
+#[derive(Clone)]
 pub struct ClientFactory {
     tokens: TokenCache,
+    policy: Arc<EndpointPolicy>,
+    lookup: Lookup,
+}
+
+impl std::fmt::Debug for ClientFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientFactory")
+            .field("tokens", &self.tokens)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientFactory {
-    /// A factory whose clients read tokens from `tokens`.
+    /// A factory whose clients read tokens from `tokens`, under the default (strict)
+    /// [`EndpointPolicy`].
     pub fn new(tokens: TokenCache) -> Self {
-        Self { tokens }
+        Self {
+            tokens,
+            policy: Arc::new(EndpointPolicy::default()),
+            lookup: guarded_resolver::system_lookup(),
+        }
+    }
+
+    /// Judge endpoints by `policy` instead.
+    #[must_use]
+    pub fn with_policy(mut self, policy: EndpointPolicy) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// Resolve host names with `lookup` instead of the system resolver (tests).
+    #[cfg(test)]
+    pub(crate) fn with_lookup(mut self, lookup: Lookup) -> Self {
+        self.lookup = lookup;
+        self
     }
 
     /// Builds the client for one member; `health` receives what the member says of its
@@ -102,8 +138,7 @@ impl ClientFactory {
     ///
     /// # Errors
     /// [`Error::Invalid`] when the endpoint, proxy or CA bundle breaks its
-    /// [`validation`](crate::validation) rule (`http://` endpoints are accepted here, for
-    /// loopback tests), or [`Error::BuildClient`].
+    /// [`validation`](crate::validation) rule or the policy, or [`Error::BuildClient`].
     ///
     /// # Panics
     /// Outside a Tokio runtime, like `kube::Client::try_from`.
@@ -112,15 +147,15 @@ impl ClientFactory {
             member: config.member.clone(),
             source,
         };
-        let endpoint = validation::endpoint(&config.api_endpoint, EndpointSchemes::HttpOrHttps)
-            .map_err(invalid)?;
-        let mut kube_config = kube::Config::new(endpoint);
-        kube_config.proxy_url = config
-            .proxy_url
-            .as_deref()
-            .map(validation::proxy_url)
-            .transpose()
-            .map_err(invalid)?;
+        let route = validation::route(
+            &self.policy,
+            &config.api_endpoint,
+            config.proxy_url.as_deref(),
+            config.insecure_skip_tls_verify,
+        )
+        .map_err(invalid)?;
+        let mut kube_config = kube::Config::new(route.endpoint);
+        kube_config.proxy_url = route.proxy;
         if config.insecure_skip_tls_verify {
             kube_config.accept_invalid_certs = true;
         } else if let Some(pem) = &config.ca_bundle {
@@ -135,11 +170,13 @@ impl ClientFactory {
             self.tokens.clone(),
             health.clone(),
         );
-        let client = ClientBuilder::try_from(kube_config)
-            .map_err(|source| Error::BuildClient {
+        let resolver = GuardedResolver::new(Arc::clone(&self.policy), Arc::clone(&self.lookup));
+        let service =
+            transport::service(&kube_config, resolver).map_err(|source| Error::BuildClient {
                 member: config.member.clone(),
                 source,
-            })?
+            })?;
+        let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
             .with_layer(&layer_fn(SharedService::new))
             .with_layer(&ConcurrencyLimitLayer::new(
                 config.max_concurrent_requests.max(1),
@@ -166,8 +203,12 @@ mod tests {
         }
     }
 
-    fn factory() -> ClientFactory {
+    fn strict_factory() -> ClientFactory {
         ClientFactory::new(TokenCache::new(NoSource, TokenCacheConfig::default()))
+    }
+
+    fn factory() -> ClientFactory {
+        strict_factory().with_policy(EndpointPolicy::loopback().allow_insecure_tls(true))
     }
 
     /// The rule `config` broke, by asking the factory to build it.
@@ -191,8 +232,11 @@ mod tests {
 
     #[rstest]
     #[case::not_a_url(config("::::"), "Endpoint", "not a URL")]
+    #[case::metadata(config("https://169.254.169.254"), "Forbidden", "cloud metadata")]
+    #[case::link_local(config("https://[fe80::1]:6443"), "Forbidden", "link-local")]
+    #[case::userinfo(config("https://u:p@127.0.0.1:6443"), "Forbidden", "user info")]
     #[case::no_scheme(config("10.0.0.1:6443"), "Endpoint", "no scheme")]
-    #[case::wrong_scheme(config("ftp://10.0.0.1"), "Endpoint", "not an https (or http) URL")]
+    #[case::wrong_scheme(config("ftp://10.0.0.1"), "Endpoint", "not an https URL")]
     #[case::space(config("https://exa mple"), "Endpoint", "not a URL")]
     #[case::garbage_ca(config("https://127.0.0.1:6443").with_ca_bundle(&b"not a certificate"[..]), "CaBundle", "no CERTIFICATE block")]
     #[case::empty_ca(config("https://127.0.0.1:6443").with_ca_bundle(&b""[..]), "CaBundle", "no CERTIFICATE block")]
@@ -230,5 +274,92 @@ mod tests {
     #[tokio::test]
     async fn good_configs_build(#[case] config: MemberClientConfig) {
         assert!(factory().build(&config, &CredentialHealth::new()).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod policy_tests {
+    use std::{
+        sync::atomic::{AtomicUsize, Ordering},
+        time::Duration,
+    };
+
+    use super::*;
+    use crate::{Credential, CredentialSource, SourceError, TokenCacheConfig, ValidationError};
+
+    struct Fixed;
+
+    #[async_trait::async_trait]
+    impl CredentialSource for Fixed {
+        async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+            Credential::from_token_bytes(b"t0ken")
+        }
+    }
+
+    /// A loopback listener that counts the connections it accepts.
+    async fn listener() -> (u16, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((_stream, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        (port, accepted)
+    }
+
+    /// `member.test` resolves to 127.0.0.1, by stub: the policy sees only the answer.
+    fn factory(policy: EndpointPolicy) -> ClientFactory {
+        let lookup: Lookup =
+            Arc::new(|_name: String| Box::pin(async { Ok(vec!["127.0.0.1:0".parse().unwrap()]) }));
+        ClientFactory::new(TokenCache::new(Fixed, TokenCacheConfig::default()))
+            .with_policy(policy)
+            .with_lookup(lookup)
+    }
+
+    async fn get_version(policy: EndpointPolicy, port: u16) -> kube::Error {
+        let config = MemberClientConfig::new(
+            "m1",
+            format!("http://member.test:{port}"),
+            SecretRef::new("ns", "m1"),
+        );
+        let client = factory(policy)
+            .build(&config, &CredentialHealth::new())
+            .unwrap();
+        let request = tokio::time::timeout(Duration::from_secs(2), client.apiserver_version());
+        match request.await {
+            Ok(Err(err)) => err,
+            other => panic!("expected a connection error, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_resolving_to_a_refused_address_is_never_dialled() {
+        let (port, accepted) = listener().await;
+        let err = get_version(EndpointPolicy::default().allow_plain_http(true), port).await;
+        let chain = std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
+            e.source()
+        })
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+        assert!(chain.contains("loopback"), "{chain}");
+        assert!(
+            matches!(
+                validation::refusal_in(&err),
+                Some(ValidationError::Forbidden(_))
+            ),
+            "the refusal is found in {chain}"
+        );
+        assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing may be dialled");
+    }
+
+    #[tokio::test]
+    async fn the_same_name_is_dialled_once_its_range_is_allowed() {
+        let (port, accepted) = listener().await;
+        let _ = get_version(EndpointPolicy::loopback(), port).await;
+        assert!(accepted.load(Ordering::SeqCst) >= 1);
     }
 }

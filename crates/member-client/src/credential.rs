@@ -33,6 +33,10 @@ pub struct Credential {
 }
 
 impl Credential {
+    /// The longest token accepted from any source, in bytes (16 KiB; service-account JWTs are
+    /// around 1 KiB).
+    pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
     /// Parses a token as it is stored in a Secret or a file.
     ///
     /// Surrounding whitespace (a trailing newline from `echo` or `kubectl create secret
@@ -42,9 +46,14 @@ impl Credential {
     /// treated as opaque and has no expiry.
     ///
     /// # Errors
-    /// [`SourceError::TokenNotUtf8`], [`SourceError::EmptyToken`] and
-    /// [`SourceError::TokenNotHeaderSafe`].
+    /// [`SourceError::TokenTooLong`], [`SourceError::TokenNotUtf8`],
+    /// [`SourceError::EmptyToken`] and [`SourceError::TokenNotHeaderSafe`].
     pub fn from_token_bytes(raw: &[u8]) -> Result<Self, SourceError> {
+        if raw.len() > Self::MAX_TOKEN_BYTES {
+            return Err(SourceError::TokenTooLong {
+                max: Self::MAX_TOKEN_BYTES,
+            });
+        }
         let text = std::str::from_utf8(raw).map_err(|_| SourceError::TokenNotUtf8)?;
         let token = text.trim();
         if token.is_empty() {
@@ -155,6 +164,7 @@ mod tests {
     #[case::plain(b"abc".to_vec(), "abc")]
     #[case::trailing_newline(b"abc\n".to_vec(), "abc")]
     #[case::crlf_and_spaces(b"  abc \r\n".to_vec(), "abc")]
+    #[case::at_the_cap(vec![b'a'; Credential::MAX_TOKEN_BYTES], &"a".repeat(Credential::MAX_TOKEN_BYTES))]
     fn token_is_trimmed(#[case] raw: Vec<u8>, #[case] want: &str) {
         let cred = Credential::from_token_bytes(&raw).unwrap();
         assert_eq!(cred.token().expose_secret(), want);
@@ -171,6 +181,8 @@ mod tests {
     #[case::inner_newline(b"abc\ndef".to_vec(), "TokenNotHeaderSafe")]
     #[case::nul_byte(b"abc\0def".to_vec(), "TokenNotHeaderSafe")]
     #[case::escape(b"abc\x1bdef".to_vec(), "TokenNotHeaderSafe")]
+    // longer than any issuer writes
+    #[case::too_long(vec![b'a'; Credential::MAX_TOKEN_BYTES + 1], "TokenTooLong { max: 16384 }")]
     fn unusable_tokens_are_typed_errors(#[case] raw: Vec<u8>, #[case] want: &str) {
         let err = Credential::from_token_bytes(&raw).unwrap_err();
         assert_eq!(format!("{err:?}"), want);

@@ -49,11 +49,14 @@ mod credential_state;
 mod error;
 mod failure_kind;
 mod file_source;
+mod guarded_resolver;
 mod request_deadline;
 mod secret_ref;
 mod shared_service;
 mod source;
+mod text;
 mod token_cache;
+mod transport;
 pub mod validation;
 mod watch_backoff;
 
@@ -67,8 +70,9 @@ pub use file_source::FileSource;
 pub use request_deadline::{DeadlineExceeded, RequestDeadline, RequestDeadlineLayer};
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};
+pub use text::Text;
 pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};
-pub use validation::ValidationError;
+pub use validation::{EndpointPolicy, ValidationError};
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
 /// The README's Rust examples, compiled as doctests so that they cannot rot.

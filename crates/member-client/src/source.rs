@@ -67,6 +67,14 @@ pub enum SourceError {
     /// HTTP header. Permanent until the Secret changes.
     #[error("the token holds characters that cannot be sent in an HTTP header")]
     TokenNotHeaderSafe,
+    /// The token is longer than [`Credential::MAX_TOKEN_BYTES`](crate::Credential::MAX_TOKEN_BYTES):
+    /// no issuer writes such tokens, and each request would carry it. Permanent until the
+    /// Secret changes.
+    #[error("the token is longer than {max} bytes")]
+    TokenTooLong {
+        /// The cap.
+        max: usize,
+    },
     /// The Secret's content is unusable for another reason (a field that is not JSON, say).
     /// Permanent until the Secret changes.
     #[error("{key} is invalid: {reason}")]

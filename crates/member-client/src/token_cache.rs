@@ -9,6 +9,10 @@ use std::{
 };
 
 use dashmap::DashMap;
+use futures::{
+    FutureExt as _,
+    future::{BoxFuture, Shared},
+};
 use moka::{
     Expiry,
     future::Cache,
@@ -101,17 +105,28 @@ pub struct TokenCache {
     inner: Arc<Inner>,
 }
 
+/// One load, shared by every reader that missed while it ran.
+type Load = Shared<BoxFuture<'static, Result<Arc<Credential>, Arc<SourceError>>>>;
+
 struct Inner {
     entries: Cache<SecretRef, Arc<Credential>>,
     source: Arc<dyn CredentialSource>,
-    /// Bumped by every `invalidate`; a load compares it before and after fetching.
+    /// The loads in flight, one per key at most.
+    loads: DashMap<SecretRef, Load>,
+    /// For a key invalidated while its load was in flight: the clock at that invalidation.
+    /// That load may not store what it read. Emptied as those loads end, so it holds at most
+    /// one entry per load in flight.
     epochs: DashMap<SecretRef, u64>,
-    generations: AtomicU64,
+    /// One clock for load generations and invalidations: a load is stale if an invalidation
+    /// of its key ticked after the load began.
+    clock: AtomicU64,
     counters: Counters,
+    #[cfg(test)]
+    before_store: std::sync::Mutex<Option<Arc<tokio::sync::Barrier>>>,
 }
 
 /// How often a load fetches again because invalidations kept arriving while it fetched. After
-/// that it stores what it has; the next invalidation removes it anyway.
+/// that it hands out what it has without storing it; the next read fetches again.
 const MAX_LOAD_ATTEMPTS: usize = 3;
 
 impl TokenCache {
@@ -130,9 +145,12 @@ impl TokenCache {
             inner: Arc::new(Inner {
                 entries,
                 source,
+                loads: DashMap::new(),
                 epochs: DashMap::new(),
-                generations: AtomicU64::new(0),
+                clock: AtomicU64::new(0),
                 counters: Counters::default(),
+                #[cfg(test)]
+                before_store: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -148,15 +166,38 @@ impl TokenCache {
             return Ok(credential);
         }
         inner.counters.misses.fetch_add(1, Ordering::Relaxed);
-        inner.entries.try_get_with_by_ref(key, self.load(key)).await
+        let load = inner
+            .loads
+            .entry(key.clone())
+            .or_insert_with(|| {
+                let (cache, key) = (self.clone(), key.clone());
+                async move {
+                    let loaded = cache.load(&key).await.map_err(Arc::new);
+                    cache.inner.loads.remove(&key);
+                    loaded
+                }
+                .boxed()
+                .shared()
+            })
+            .clone();
+        load.await
     }
 
     /// Forgets `key`, so that the next [`get`](Self::get) reads the source. Call it when the
     /// Secret changed.
     pub async fn invalidate(&self, key: &SecretRef) {
-        // Bump the epoch first: a load already past its fetch then knows its value is stale.
-        *self.inner.epochs.entry(key.clone()).or_default() += 1;
-        self.inner.entries.invalidate(key).await;
+        let inner = &self.inner;
+        // Tick before removing: a load already past its fetch then cannot store (its store is
+        // a compute that reads the epoch, serialized with the removal below).
+        let now = inner.clock.fetch_add(1, Ordering::SeqCst) + 1;
+        if inner.loads.contains_key(key) {
+            inner.epochs.insert(key.clone(), now);
+        }
+        inner
+            .entries
+            .entry_by_ref(key)
+            .and_compute_with(|_| std::future::ready(Op::Remove))
+            .await;
         self.inner
             .counters
             .invalidations
@@ -204,27 +245,74 @@ impl TokenCache {
         }
     }
 
-    fn epoch(&self, key: &SecretRef) -> u64 {
-        self.inner.epochs.get(key).map_or(0, |epoch| *epoch)
-    }
-
+    /// Fetches `key` and stores the result, unless an invalidation ticked since the fetch
+    /// began; then fetches again, up to [`MAX_LOAD_ATTEMPTS`].
     async fn load(&self, key: &SecretRef) -> Result<Arc<Credential>, SourceError> {
         let inner = &self.inner;
         let mut attempt = 1;
         loop {
-            let epoch = self.epoch(key);
+            let generation = inner.clock.fetch_add(1, Ordering::SeqCst) + 1;
             inner.counters.fetches.fetch_add(1, Ordering::Relaxed);
             let fetched = inner.source.fetch(key).await;
             if let Err(err) = &fetched {
                 tracing::debug!(secret = %key, error = %err, "credential fetch failed");
             }
-            let credential = fetched?;
-            if self.epoch(key) == epoch || attempt == MAX_LOAD_ATTEMPTS {
-                let generation = inner.generations.fetch_add(1, Ordering::Relaxed) + 1;
+            let credential = Arc::new(fetched?.with_generation(generation));
+            #[cfg(test)]
+            self.pause_before_store().await;
+            if self.store(key, &credential).await {
+                inner.epochs.remove_if(key, |_, epoch| *epoch < generation);
                 tracing::debug!(secret = %key, generation, "credential fetched");
-                return Ok(Arc::new(credential.with_generation(generation)));
+                return Ok(credential);
+            }
+            if attempt == MAX_LOAD_ATTEMPTS {
+                inner.epochs.remove_if(key, |_, epoch| *epoch < generation);
+                return Ok(credential);
             }
             attempt += 1;
+        }
+    }
+
+    /// Stores `credential` unless `key` was invalidated after its load began. A compute, so
+    /// that the epoch check and the insert are one step with respect to
+    /// [`invalidate`](Self::invalidate)'s removal.
+    async fn store(&self, key: &SecretRef, credential: &Arc<Credential>) -> bool {
+        let epochs = &self.inner.epochs;
+        let outcome = self
+            .inner
+            .entries
+            .entry_by_ref(key)
+            .and_compute_with(|_| {
+                let stale = epochs
+                    .get(key)
+                    .is_some_and(|epoch| *epoch > credential.generation());
+                std::future::ready(if stale {
+                    Op::Nop
+                } else {
+                    Op::Put(Arc::clone(credential))
+                })
+            })
+            .await;
+        !matches!(outcome, CompResult::Unchanged(_) | CompResult::StillNone(_))
+    }
+
+    /// How many keys have an epoch recorded (for tests of its bound).
+    #[cfg(test)]
+    pub(crate) fn epoch_count(&self) -> usize {
+        self.inner.epochs.len()
+    }
+
+    #[cfg(test)]
+    async fn pause_before_store(&self) {
+        let barrier = self
+            .inner
+            .before_store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(barrier) = barrier {
+            barrier.wait().await;
+            barrier.wait().await;
         }
     }
 }
@@ -274,41 +362,4 @@ fn entry_lifetime(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    const S: fn(u64) -> Duration = Duration::from_secs;
-
-    #[rstest]
-    #[case::opaque_token_gets_the_ttl(None, S(300))]
-    #[case::far_exp_is_capped_by_ttl(Some(S(3600)), S(300))]
-    #[case::near_exp_minus_skew(Some(S(100)), S(70))]
-    #[case::exp_within_skew_gets_min_ttl(Some(S(20)), S(1))]
-    #[case::expired_gets_min_ttl(Some(Duration::ZERO), S(1))]
-    fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<Duration>, #[case] want: Duration) {
-        let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-        let got = entry_lifetime(&TokenCacheConfig::default(), exp_in.map(|d| now + d), now);
-        assert_eq!(got, want);
-    }
-
-    #[test]
-    fn token_expired_long_ago_gets_min_ttl() {
-        let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-        let got = entry_lifetime(&TokenCacheConfig::default(), Some(now - S(50)), now);
-        assert_eq!(got, S(1));
-    }
-
-    #[test]
-    fn min_ttl_never_exceeds_ttl() {
-        let config = TokenCacheConfig {
-            ttl: Duration::from_millis(10),
-            ..TokenCacheConfig::default()
-        };
-        let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-        assert_eq!(
-            entry_lifetime(&config, Some(now), now),
-            Duration::from_millis(10)
-        );
-    }
-}
+mod tests;

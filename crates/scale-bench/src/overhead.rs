@@ -15,8 +15,8 @@ use http_body_util::Full;
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
-    ClientFactory, Credential, CredentialHealth, CredentialSource, MemberClientConfig, SecretRef,
-    SourceError, TokenCache, TokenCacheConfig,
+    ClientFactory, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
+    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
 };
 use secrecy::SecretString;
 use tokio::net::TcpListener;
@@ -63,10 +63,12 @@ pub async fn measure(rounds: usize, batch: usize) -> anyhow::Result<OverheadRepo
     config.auth_info.token = Some(SecretString::from(TOKEN));
     let plain = kube::Client::try_from(config)?;
     let tokens = TokenCache::new(StaticSource, TokenCacheConfig::default());
-    let layered = ClientFactory::new(tokens).build(
-        &MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench")),
-        &CredentialHealth::new(),
-    )?;
+    let layered = ClientFactory::new(tokens)
+        .with_policy(EndpointPolicy::loopback())
+        .build(
+            &MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench")),
+            &CredentialHealth::new(),
+        )?;
     // Warm both connection pools and the cache.
     get(&plain).await?;
     get(&layered).await?;

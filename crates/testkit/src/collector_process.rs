@@ -104,6 +104,8 @@ impl CollectorProcess {
         let child = Command::new(bin)
             .arg("--listen")
             .arg(addr.to_string())
+            // The test apiservers listen on loopback, which members may not name by default.
+            .args(["--allow-endpoint", "127.0.0.1/32"])
             .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())

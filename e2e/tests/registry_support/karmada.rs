@@ -40,6 +40,15 @@ impl KarmadaSetup {
         })
     }
 
+    /// A registry over `client`'s Karmada Clusters that admits the test's loopback member and
+    /// its Secret namespace.
+    pub fn registry(&self, client: kube::Client) -> cluster_registry::RegistryBuilder {
+        cluster_registry::RegistryBuilder::new()
+            .endpoint_policy(super::loopback_policy())
+            .secret_namespaces([self.ns.clone()])
+            .karmada(client)
+    }
+
     pub fn control_plane(&self) -> &Cluster {
         self.env.control_plane()
     }

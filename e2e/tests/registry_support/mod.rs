@@ -69,6 +69,13 @@ impl Agents {
     }
 }
 
+/// What the tests' loopback apiservers need: `127.0.0.1` allowed, `http://` still refused.
+pub fn loopback_policy() -> member_client::EndpointPolicy {
+    member_client::EndpointPolicy::default().allow(member_client::validation::Cidr::from_ip(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+    ))
+}
+
 /// Waits for the next event, which must be `Upserted`, and returns what it carries.
 pub async fn next_upserted(
     events: &mut mpsc::Receiver<RegistryEvent>,
@@ -85,7 +92,7 @@ pub fn member_client(
     registry: &Registry,
     (spec, ca_bundle): &(MemberSpec, Option<Bytes>),
 ) -> Result<kube::Client> {
-    let factory = ClientFactory::new(registry.tokens().clone());
+    let factory = ClientFactory::new(registry.tokens().clone()).with_policy(loopback_policy());
     Ok(factory.build(
         &spec.client_config(ca_bundle.clone()),
         &CredentialHealth::new(),

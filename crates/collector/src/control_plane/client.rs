@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::{Client, client::ClientBuilder, config::KubeConfigOptions};
 use member_client::{
-    ClientFactory, CredentialHealth, FileSource, MemberClientConfig, RequestDeadlineLayer,
-    TokenCache, TokenCacheConfig,
+    ClientFactory, CredentialHealth, EndpointPolicy, FileSource, MemberClientConfig,
+    RequestDeadlineLayer, TokenCache, TokenCacheConfig, validation::Cidr,
 };
 
 use crate::{
@@ -48,6 +48,12 @@ impl ControlPlane {
             let config =
                 kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                     .await?;
+            if config.cluster_url.scheme_str() == Some("http") && !args.allow_plain_http {
+                anyhow::bail!(
+                    "the kubeconfig's server is http://, which would send credentials in clear; \
+                     use https:// or pass --allow-plain-http"
+                );
+            }
             let client = ClientBuilder::try_from(config)?
                 .with_layer(&RequestDeadlineLayer::new(args.request_timeout()))
                 .build();
@@ -78,12 +84,26 @@ impl ControlPlane {
         let health = CredentialHealth::new();
         let mut config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
         config.request_timeout = args.request_timeout();
-        let client = ClientFactory::new(tokens).build(&config, &health)?;
+        let client = ClientFactory::new(tokens)
+            .with_policy(control_plane_policy(args))
+            .build(&config, &health)?;
         Ok(Some(Self {
             client,
             health: Some(health),
         }))
     }
+}
+
+/// The operator names the control plane (not a member definition's author), so any address
+/// is fine; `http://` still needs its opt-in, since the collector's own token would cross in
+/// clear.
+fn control_plane_policy(args: &Args) -> EndpointPolicy {
+    let any = |cidr: &str| cidr.parse::<Cidr>().ok();
+    ["0.0.0.0/0", "::/0"]
+        .into_iter()
+        .filter_map(any)
+        .fold(EndpointPolicy::default(), EndpointPolicy::allow)
+        .allow_plain_http(args.allow_plain_http)
 }
 
 fn in_cluster_url() -> anyhow::Result<String> {

@@ -41,6 +41,10 @@ pub(crate) enum MemberHealth {
 impl MemberHealth {
     /// Classifies a failed probe.
     pub(crate) fn from_error(err: &kube::Error) -> Self {
+        // A host name that resolved to a forbidden address: EndpointForbidden, not Unreachable.
+        if let Some(refusal) = member_client::validation::refusal_in(err) {
+            return Self::Invalid(InvalidReason::from(refusal.clone()));
+        }
         match FailureKind::of(err) {
             FailureKind::Unauthorized => Self::Unauthorized,
             FailureKind::Forbidden => {
@@ -48,7 +52,7 @@ impl MemberHealth {
             }
             FailureKind::CredentialUnavailable => Self::Invalid(match source_error(err) {
                 Some(source) => InvalidReason::from(source),
-                None => InvalidReason::SecretInvalid(err.to_string()),
+                None => InvalidReason::SecretInvalid(describe(err)),
             }),
             FailureKind::Unreachable | FailureKind::NotFound | FailureKind::Other => {
                 Self::Unreachable(describe(err))
@@ -230,7 +234,8 @@ fn source_error(err: &kube::Error) -> Option<&SourceError> {
     }
 }
 
-/// The error and its causes on one line (tokens never reach errors, so this is safe to log).
+/// The error and its causes on one line (tokens never reach errors, so this is safe to log),
+/// [`Text`](member_client::Text)-sanitized: the member writes its error bodies.
 fn describe(err: &kube::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
@@ -242,7 +247,7 @@ fn describe(err: &kube::Error) -> String {
         }
         source = cause.source();
     }
-    text
+    member_client::Text::new(&text).into()
 }
 
 #[cfg(test)]
@@ -290,6 +295,14 @@ mod tests {
         "Unknown"
     )]
     #[case::server_error(api(500), "Unreachable", "False", "Unknown")]
+    #[case::resolved_to_a_forbidden_address(
+        kube::Error::Service(Box::new(std::io::Error::other(member_client::ValidationError::Forbidden(
+            "169.254.169.254 is a cloud metadata address".into()
+        )))),
+        "EndpointForbidden",
+        "False",
+        "Unknown"
+    )]
     fn each_failure_gets_its_own_reason(
         #[case] err: kube::Error,
         #[case] reason: &str,
@@ -425,6 +438,21 @@ mod tests {
         assert_eq!(second, MemberHealth::Healthy);
         // A later refusal starts over.
         assert_eq!(confirmation.judge(&second, refused).reason(), "Settling");
+    }
+
+    #[test]
+    fn a_members_error_body_is_cut_and_cannot_forge_lines() {
+        let body = format!("evil\nlevel=ERROR msg=forged {}", "x".repeat(100_000));
+        let err = kube::Error::Api(Box::new(
+            kube::core::Status::failure(&body, "y").with_code(500),
+        ));
+        let message = MemberHealth::from_error(&err).message();
+        assert!(!message.contains('\n'), "{message}");
+        assert!(
+            message.len() <= 2 * member_client::Text::MAX_BYTES,
+            "{}",
+            message.len()
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! sync. Only what no handle counts (relists, watch errors, readiness, rotation latency) is
 //! recorded through [`Metrics`].
 
+mod insecure;
 mod scrape;
 
 use std::{fmt, sync::Arc, time::Duration};
@@ -16,6 +17,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
+use insecure::InsecureMembers;
 use scrape::{MemberEntry, Watched, failure_kind_label};
 
 /// Upper bounds of `tether_rotation_to_use_seconds`, from 1 ms to 60 s. A rotation picked up
@@ -50,6 +52,7 @@ struct Inner {
     rotation_to_use: Histogram,
     leader: Gauge,
     source_listed: Family<Vec<(String, String)>, Gauge>,
+    insecure: Arc<InsecureMembers>,
 }
 
 impl Metrics {
@@ -77,6 +80,8 @@ impl Metrics {
         );
         let watched = Arc::new(Watched::default());
         registry.register_collector(Box::new(Arc::clone(&watched)));
+        let insecure = Arc::new(InsecureMembers::default());
+        registry.register_collector(Box::new(Arc::clone(&insecure)));
         Self {
             inner: Arc::new(Inner {
                 registry,
@@ -84,6 +89,7 @@ impl Metrics {
                 rotation_to_use,
                 leader,
                 source_listed,
+                insecure,
             }),
         }
     }
@@ -95,6 +101,11 @@ impl Metrics {
             .watched
             .token_caches_mut()
             .insert(name.to_owned(), cache);
+    }
+
+    /// Reports `tether_insecure_members` from `registry` at each scrape.
+    pub(crate) fn watch_registry(&self, registry: cluster_registry::Registry) {
+        self.inner.insecure.watch(registry);
     }
 
     /// Reports `member`'s 401s, retries and credential state from `health`, and counts it in

@@ -293,6 +293,7 @@ impl Member {
         let tokens = TokenCache::from_arc(source.clone(), config);
         let health = CredentialHealth::new();
         let client = ClientFactory::new(tokens.clone())
+            .with_policy(member_client::EndpointPolicy::loopback())
             .build(&client_config, &health)
             .unwrap();
         Self {

@@ -33,7 +33,7 @@ use kube::{
     api::PostParams,
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
-use member_client::{ClientFactory, CredentialHealth, FailureKind};
+use member_client::{ClientFactory, CredentialHealth, EndpointPolicy, FailureKind};
 use testkit::RestartOptions;
 
 use crate::scale::{
@@ -155,10 +155,12 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
 
     // Tether: the registry over the control plane, its token cache, the collector's factory.
     let (registry, mut events, driver) = RegistryBuilder::new()
+        .endpoint_policy(EndpointPolicy::loopback())
         .karmada(fleet.control_plane.clone())
         .build();
     let driver = AbortOnDrop(tokio::spawn(driver.run()));
-    let factory = ClientFactory::new(registry.tokens().clone());
+    let factory =
+        ClientFactory::new(registry.tokens().clone()).with_policy(EndpointPolicy::loopback());
     // Each member's client config, from its Upserted event (which carries the CA bundle).
     let mut configs = BTreeMap::new();
     let deadline = tokio::time::Instant::now() + options.limit;

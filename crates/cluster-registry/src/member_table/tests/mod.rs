@@ -19,12 +19,20 @@ struct Harness {
     views: SharedViews,
 }
 
+/// Tests define members at `https://h...` and loopback, in `ns`.
+fn test_admission() -> crate::admission::Admission {
+    crate::admission::Admission {
+        policy: member_client::EndpointPolicy::loopback().allow_insecure_tls(true),
+        secret_namespaces: ["ns", "karmada-cluster"].map(str::to_owned).into(),
+    }
+}
+
 fn harness() -> Harness {
     let store = SecretStore::new();
     let tokens = TokenCache::new(store.clone(), TokenCacheConfig::default());
     let (tx, events) = mpsc::channel(64);
     let views = SharedViews::default();
-    let table = MemberTable::new(tokens.clone(), store, tx, views.clone());
+    let table = MemberTable::new(tokens.clone(), store, tx, views.clone(), test_admission());
     Harness {
         table,
         events,

@@ -1,0 +1,94 @@
+//! Entry lifetimes, the epoch guard and its bound.
+
+use super::*;
+use rstest::rstest;
+use secrecy::ExposeSecret as _;
+use std::sync::Mutex;
+
+/// A source whose token the test sets.
+struct Settable(Mutex<&'static str>);
+
+#[async_trait::async_trait]
+impl CredentialSource for Arc<Settable> {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        let token = *self.0.lock().unwrap();
+        Credential::from_token_bytes(token.as_bytes())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalidation_between_fetch_and_store_is_not_lost() {
+    let source = Arc::new(Settable(Mutex::new("old")));
+    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    *cache.inner.before_store.lock().unwrap() = Some(Arc::clone(&barrier));
+    let key = SecretRef::new("ns", "s");
+    let reader = tokio::spawn({
+        let (cache, key) = (cache.clone(), key.clone());
+        async move { cache.get(&key).await }
+    });
+    // The load has fetched "old" and waits just before its store.
+    barrier.wait().await;
+    *cache.inner.before_store.lock().unwrap() = None;
+    *source.0.lock().unwrap() = "new";
+    cache.invalidate(&key).await;
+    barrier.wait().await;
+    let _ = reader.await.unwrap().unwrap();
+    let after = cache.get(&key).await.unwrap();
+    assert_eq!(
+        after.token().expose_secret(),
+        "new",
+        "a value read before the invalidation was stored"
+    );
+    assert_eq!(
+        cache.epoch_count(),
+        0,
+        "the epoch map shrinks once the load ends"
+    );
+}
+
+#[tokio::test]
+async fn epochs_are_not_kept_for_keys_without_a_load() {
+    let source = Arc::new(Settable(Mutex::new("t")));
+    let cache = TokenCache::new(source, TokenCacheConfig::default());
+    for i in 0..1000 {
+        let key = SecretRef::new("ns", format!("s{i}"));
+        cache.get(&key).await.unwrap();
+        cache.invalidate(&key).await;
+    }
+    assert_eq!(cache.epoch_count(), 0);
+}
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+#[rstest]
+#[case::opaque_token_gets_the_ttl(None, S(300))]
+#[case::far_exp_is_capped_by_ttl(Some(S(3600)), S(300))]
+#[case::near_exp_minus_skew(Some(S(100)), S(70))]
+#[case::exp_within_skew_gets_min_ttl(Some(S(20)), S(1))]
+#[case::expired_gets_min_ttl(Some(Duration::ZERO), S(1))]
+fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<Duration>, #[case] want: Duration) {
+    let now = SystemTime::UNIX_EPOCH + S(1_000_000);
+    let got = entry_lifetime(&TokenCacheConfig::default(), exp_in.map(|d| now + d), now);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn token_expired_long_ago_gets_min_ttl() {
+    let now = SystemTime::UNIX_EPOCH + S(1_000_000);
+    let got = entry_lifetime(&TokenCacheConfig::default(), Some(now - S(50)), now);
+    assert_eq!(got, S(1));
+}
+
+#[test]
+fn min_ttl_never_exceeds_ttl() {
+    let config = TokenCacheConfig {
+        ttl: Duration::from_millis(10),
+        ..TokenCacheConfig::default()
+    };
+    let now = SystemTime::UNIX_EPOCH + S(1_000_000);
+    assert_eq!(
+        entry_lifetime(&config, Some(now), now),
+        Duration::from_millis(10)
+    );
+}

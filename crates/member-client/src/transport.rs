@@ -1,0 +1,75 @@
+//! The HTTP stack under a member client: kube's own default stack, rebuilt so that its
+//! connector resolves through the [`GuardedResolver`].
+//!
+//! `kube::client::ClientBuilder::try_from(Config)` hard-wires a plain `HttpConnector`, whose
+//! resolver cannot be replaced; this module is that same stack (TLS from kube's config, connect
+//! / read / write timeouts, base URI, retries of 429/503/504) with the one difference. Proxy
+//! user info is refused by validation, so no proxy `Authorization` is set here.
+
+use hyper_timeout::TimeoutConnector;
+use hyper_util::{
+    client::legacy::connect::{HttpConnector, proxy::Tunnel},
+    rt::TokioExecutor,
+};
+use kube::client::{Body, ConfigExt as _, DynBody, retry::RetryPolicy};
+use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxService};
+
+/// What kube's default stack is (`kube::client::GenericService`, not exported).
+pub(crate) type GenericService =
+    BoxService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
+
+use crate::guarded_resolver::GuardedResolver;
+
+/// kube's default service for `config`, dialling only what `resolver` lets through.
+pub(crate) fn service(
+    config: &kube::Config,
+    resolver: GuardedResolver,
+) -> Result<GenericService, kube::Error> {
+    let mut connector = HttpConnector::new_with_resolver(resolver);
+    connector.enforce_http(false);
+    match &config.proxy_url {
+        None => finish(config, connector),
+        Some(proxy) if proxy.scheme_str() == Some("https") => {
+            let tls_to_proxy = config.rustls_https_connector_with_connector(connector)?;
+            finish(config, Tunnel::new(proxy.clone(), tls_to_proxy))
+        }
+        Some(proxy) => finish(config, Tunnel::new(proxy.clone(), connector)),
+    }
+}
+
+fn finish<H>(config: &kube::Config, connector: H) -> Result<GenericService, kube::Error>
+where
+    H: tower::Service<http::Uri> + Clone + Send + Sync + 'static,
+    H::Response: hyper_util::client::legacy::connect::Connection
+        + hyper::rt::Read
+        + hyper::rt::Write
+        + Send
+        + Unpin
+        + 'static,
+    H::Future: Send + 'static,
+    H::Error: std::error::Error + Send + Sync + 'static,
+{
+    let connector = config.rustls_https_connector_with_connector(connector)?;
+    let mut connector = TimeoutConnector::new(connector);
+    connector.set_connect_timeout(config.connect_timeout);
+    connector.set_read_timeout(config.read_timeout);
+    connector.set_write_timeout(config.write_timeout);
+    let client: hyper_util::client::legacy::Client<_, Body> =
+        hyper_util::client::legacy::Builder::new(TokioExecutor::new()).build(connector);
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(
+            config
+                .default_retry
+                .then(|| RetryLayer::new(RetryPolicy::server_retry())),
+        )
+        .map_err(BoxError::from)
+        .service(client);
+    Ok(service
+        .map_response(|response| {
+            response.map(|body| {
+                Box::new(http_body_util::BodyExt::map_err(body, BoxError::from)) as Box<DynBody>
+            })
+        })
+        .boxed())
+}

@@ -1,0 +1,229 @@
+//! Properties of every member-client parser of untrusted input: the endpoint and proxy URL
+//! checks, the endpoint policy, CIDRs, PEM bundles, tokens and their JWT `exp`, and the text
+//! sanitizer. Each holds for any input: no panic, a typed error, and no token in the error.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails by panicking"
+)]
+
+use std::net::IpAddr;
+
+use base64::Engine as _;
+use member_client::{
+    Credential, EndpointPolicy, SourceError, Text, ValidationError,
+    validation::{self, Cidr},
+};
+use proptest::prelude::*;
+
+/// 2,000 cases per property; with the registry's, well over 10,000 in all.
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 2_000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// A password that must never be echoed.
+const PASSWORD: &str = "hunter2-never-echo";
+
+/// URL-shaped strings: schemes, user info, hosts of every class, ports and paths, or noise.
+fn url() -> impl Strategy<Value = String> {
+    let scheme = prop_oneof![
+        Just("https://"),
+        Just("http://"),
+        Just("ftp://"),
+        Just(""),
+        Just("HTTPS://")
+    ];
+    let userinfo = prop_oneof![
+        Just(String::new()),
+        Just(format!("admin:{PASSWORD}@")),
+        Just(format!("{PASSWORD}@"))
+    ];
+    let host = prop_oneof![
+        any::<std::net::Ipv4Addr>().prop_map(|ip| ip.to_string()),
+        any::<std::net::Ipv6Addr>().prop_map(|ip| format!("[{ip}]")),
+        "[a-z0-9.-]{0,30}",
+        Just("metadata.google.internal".to_owned()),
+        Just("localhost".to_owned()),
+        "\\PC{0,20}",
+    ];
+    let port = prop_oneof![
+        Just(String::new()),
+        (0u32..70_000).prop_map(|p| format!(":{p}"))
+    ];
+    let path = prop_oneof![Just(String::new()), "/[ -~]{0,20}"];
+    prop_oneof![
+        (scheme, userinfo, host, port, path).prop_map(|(s, u, h, p, q)| format!("{s}{u}{h}{p}{q}")),
+        "\\PC{0,80}",
+        any::<String>(),
+    ]
+}
+
+fn policy() -> impl Strategy<Value = EndpointPolicy> {
+    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(loopback, http, insecure)| {
+        let base = if loopback {
+            EndpointPolicy::loopback()
+        } else {
+            EndpointPolicy::default()
+        };
+        base.allow_plain_http(http).allow_insecure_tls(insecure)
+    })
+}
+
+fn assert_clean(text: &str) {
+    assert!(!text.contains(PASSWORD), "user info echoed: {text}");
+    assert!(
+        !text.chars().any(char::is_control),
+        "control character in: {text:?}"
+    );
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn endpoint_and_proxy_checks_are_total_and_never_echo_user_info(
+        endpoint in url(),
+        proxy in proptest::option::of(url()),
+        insecure in any::<bool>(),
+        policy in policy(),
+    ) {
+        match validation::route(&policy, &endpoint, proxy.as_deref(), insecure) {
+            Ok(route) => {
+                prop_assert!(matches!(route.endpoint.scheme_str(), Some("https" | "http")));
+                prop_assert!(!route.endpoint.to_string().contains(PASSWORD));
+                prop_assert!(!insecure || policy.insecure_tls_allowed());
+            }
+            Err(err) => {
+                let typed = matches!(
+                    err,
+                    ValidationError::Endpoint(_) | ValidationError::Forbidden(_) | ValidationError::Proxy(_)
+                );
+                prop_assert!(typed, "{:?}", err);
+                assert_clean(&err.to_string());
+                assert_clean(&format!("{:?}", err).replace('\\', ""));
+            }
+        }
+    }
+
+    #[test]
+    fn forbidden_address_classes_are_refused_by_default(ip in any::<IpAddr>()) {
+        let refused = EndpointPolicy::default().check_ip(ip).is_err();
+        let canonical = ip.to_canonical();
+        let must_refuse = match canonical {
+            IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local() || v4.is_unspecified()
+                || v4.is_multicast() || v4.is_broadcast() || v4.octets()[0] == 0,
+            IpAddr::V6(v6) => v6.is_loopback() || v6.is_unicast_link_local() || v6.is_unspecified()
+                || v6.is_multicast(),
+        };
+        prop_assert!(!must_refuse || refused, "{} must be refused", ip);
+        let everything = EndpointPolicy::default()
+            .allow("0.0.0.0/0".parse().unwrap())
+            .allow("::/0".parse().unwrap());
+        prop_assert!(everything.check_ip(ip).is_ok(), "an allowed range wins: {}", ip);
+    }
+
+    #[test]
+    fn cidr_parsing_is_total(s in "\\PC{0,50}", ip in any::<IpAddr>(), prefix in 0u8..=140) {
+        let _ = s.parse::<Cidr>();
+        let written = format!("{ip}/{prefix}");
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        prop_assert_eq!(written.parse::<Cidr>().is_ok(), prefix <= max);
+        if let Ok(cidr) = written.parse::<Cidr>() {
+            prop_assert!(cidr.contains(ip));
+        }
+    }
+
+    #[test]
+    fn pem_bundles_are_certificates_or_a_typed_error(
+        bytes in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..512),
+            ("[A-Za-z0-9+/=\n]{0,300}", "[A-Z ]{0,20}").prop_map(|(body, label)| format!(
+                "-----BEGIN {label}-----\n{body}\n-----END {label}-----\n"
+            ).into_bytes()),
+            "[A-Za-z0-9+/=]{0,200}".prop_map(|body| format!(
+                "-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+            ).into_bytes()),
+        ],
+    ) {
+        match validation::ca_bundle(&bytes) {
+            Ok(certs) => prop_assert!(!certs.is_empty()),
+            Err(err) => {
+                prop_assert!(matches!(err, ValidationError::CaBundle(_)));
+                prop_assert!(err.detail().len() <= Text::MAX_BYTES + 64);
+            }
+        }
+    }
+
+    #[test]
+    fn tokens_parse_or_fail_typed_and_are_never_in_the_error(
+        raw in prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..64),
+            "[ -~\t\n\r]{0,64}".prop_map(String::into_bytes),
+            Just(vec![b'a'; Credential::MAX_TOKEN_BYTES + 1]),
+        ],
+    ) {
+        match Credential::from_token_bytes(&raw) {
+            Ok(credential) => {
+                let token = String::from_utf8_lossy(raw.trim_ascii()).to_string();
+                let printed = format!("{:?}", credential);
+                prop_assert!(token.len() < 12 || !printed.contains(&token), "{}", printed);
+            }
+            Err(err) => {
+                let typed = matches!(
+                    err,
+                    SourceError::EmptyToken | SourceError::TokenNotUtf8
+                        | SourceError::TokenNotHeaderSafe | SourceError::TokenTooLong { .. }
+                );
+                prop_assert!(typed, "{:?}", err);
+                let token = String::from_utf8_lossy(raw.trim_ascii()).to_string();
+                let text = format!("{} {:?}", err, err);
+                prop_assert!(token.len() < 8 || !text.contains(&token), "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn jwt_exp_extraction_is_total(
+        exp in prop_oneof![
+            any::<f64>().prop_map(|f| serde_json::json!(f)),
+            any::<i64>().prop_map(|i| serde_json::json!(i)),
+            any::<u64>().prop_map(|i| serde_json::json!(i)),
+            "\\PC{0,10}".prop_map(|s| serde_json::json!(s)),
+            Just(serde_json::json!(null)),
+            Just(serde_json::json!({"nested": [1, 2]})),
+        ],
+        noise in "[A-Za-z0-9_=-]{0,20}",
+        padded in any::<bool>(),
+    ) {
+        let engine = if padded {
+            base64::engine::general_purpose::URL_SAFE
+        } else {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+        };
+        let payload = engine.encode(serde_json::json!({ "exp": exp }).to_string());
+        for token in [
+            format!("eyJhbGciOiJSUzI1NiJ9.{payload}.sig"),
+            format!("eyJ.{noise}.sig"),
+            format!("{noise}.{payload}"),
+            format!("a.{payload}.b.c"),
+        ] {
+            let credential = Credential::from_token_bytes(token.as_bytes()).unwrap();
+            if let Some(at) = credential.expires_at() {
+                prop_assert!(at >= std::time::SystemTime::UNIX_EPOCH);
+            }
+        }
+    }
+
+    #[test]
+    fn sanitized_text_is_bounded_and_has_no_control_characters(raw in any::<String>(), bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        for text in [Text::new(&raw), Text::from_bytes(&bytes)] {
+            prop_assert!(text.as_str().len() <= Text::MAX_BYTES);
+            prop_assert!(!text.as_str().chars().any(char::is_control));
+        }
+    }
+}
