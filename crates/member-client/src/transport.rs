@@ -3,7 +3,7 @@
 //!
 //! `kube::client::ClientBuilder::try_from(Config)` hard-wires a plain `HttpConnector`, whose
 //! resolver cannot be replaced; this module is that same stack (TLS from kube's config, connect
-//! / read / write timeouts, base URI, retries of 429/503/504) with the one difference. Proxy
+//! / read / write timeouts, base URI, retries of 429/503/504) with the one difference, plus TCP keepalive. Proxy
 //! user info is refused by validation, so no proxy `Authorization` is set here.
 
 use hyper_timeout::TimeoutConnector;
@@ -20,6 +20,9 @@ pub(crate) type GenericService =
 
 use crate::guarded_resolver::GuardedResolver;
 
+/// Idle time before the first TCP keepalive probe on every connection to a member.
+const TCP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// kube's default service for `config`, dialling only what `resolver` lets through.
 pub(crate) fn service(
     config: &kube::Config,
@@ -27,6 +30,9 @@ pub(crate) fn service(
 ) -> Result<GenericService, kube::Error> {
     let mut connector = HttpConnector::new_with_resolver(resolver);
     connector.enforce_http(false);
+    // A peer that vanished (a host gone, a dropped route) never closes the connection: an open
+    // watch would wait on it for its whole idle deadline. Keepalive probes find it sooner.
+    connector.set_keepalive(Some(TCP_KEEPALIVE));
     match &config.proxy_url {
         None => finish(config, connector),
         Some(proxy) if proxy.scheme_str() == Some("https") => {

@@ -24,6 +24,8 @@ pub(crate) struct MemberStatus {
     health: MemberHealth,
     kubernetes_version: Option<String>,
     nodes: Option<NodeSummary>,
+    /// The member's serving certificate is not verified (`--allow-insecure-members`).
+    tls_unverified: bool,
     ready_since: Timestamp,
     credentials_since: Timestamp,
 }
@@ -34,6 +36,7 @@ impl Default for MemberStatus {
             health: MemberHealth::Unknown,
             kubernetes_version: None,
             nodes: None,
+            tls_unverified: false,
             ready_since: Timestamp::now(),
             credentials_since: Timestamp::now(),
         }
@@ -56,6 +59,12 @@ impl MemberStatus {
             self.credentials_since = now;
         }
         self.health = health;
+    }
+
+    /// Records whether the member's serving certificate goes unverified; every condition
+    /// message then says so.
+    pub(crate) fn set_tls_unverified(&mut self, unverified: bool) {
+        self.tls_unverified = unverified;
     }
 
     /// Records the member's Kubernetes version (from `/version`).
@@ -87,11 +96,18 @@ impl MemberStatus {
     /// `Ready` and `CredentialsValid`, Karmada-style.
     pub(crate) fn conditions(&self) -> Vec<Condition> {
         let h = &self.health;
+        let mut message = h.message();
+        if self.tls_unverified {
+            message.push_str(
+                ". Warning: the member's serving certificate is not verified \
+                 (insecureSkipTLSVerification, allowed by --allow-insecure-members)",
+            );
+        }
         let condition = |type_: &str, status: &str, reason: &str, since: Timestamp| Condition {
             type_: type_.to_owned(),
             status: status.to_owned(),
             reason: reason.to_owned(),
-            message: h.message(),
+            message: message.clone(),
             last_transition_time: Time(since),
             observed_generation: None,
         };
@@ -157,6 +173,21 @@ mod tests {
         assert_eq!(written["conditions"][1]["reason"], "Unauthorized");
         assert_eq!(written["conditions"][1]["status"], "False");
         assert!(written["conditions"][0]["lastTransitionTime"].is_string());
+    }
+
+    #[test]
+    fn an_unverified_member_says_so_in_every_condition() {
+        let mut status = MemberStatus::default();
+        status.set_health(MemberHealth::Healthy);
+        assert!(!status.conditions()[0].message.contains("not verified"));
+        status.set_tls_unverified(true);
+        for condition in status.conditions() {
+            assert!(
+                condition.message.contains("not verified"),
+                "{}",
+                condition.message
+            );
+        }
     }
 
     #[test]

@@ -100,7 +100,8 @@ impl Supervisor {
             }
             None => false,
         };
-        let previous = self.last_status(&spec.name);
+        let mut status = self.last_status(&spec.name).unwrap_or_default();
+        status.set_tls_unverified(spec.insecure_skip_tls_verify);
         let health = CredentialHealth::new();
         let mut config = spec.client_config(ca_bundle);
         config.request_timeout = self.context.request_timeout;
@@ -113,7 +114,7 @@ impl Supervisor {
                     client,
                     health,
                     self.context.clone(),
-                    previous,
+                    status,
                     replacing,
                 );
                 self.tasks.insert(spec.name, task);

@@ -58,7 +58,7 @@ impl Drop for MemberTask {
 
 impl MemberTask {
     /// Starts watching and probing `member` through `client`, whose credential reports to
-    /// `health`. The task goes on from the member's `previous` status, so that a rebuilt
+    /// `health`. The task goes on from the member's `status` so far, so that a rebuilt
     /// client is no transition; `replacing` says an earlier client was just stopped, whose
     /// watches the new ones relist.
     pub(crate) fn start(
@@ -66,7 +66,7 @@ impl MemberTask {
         client: Client,
         health: CredentialHealth,
         context: MemberContext,
-        previous: Option<MemberStatus>,
+        status: MemberStatus,
         replacing: bool,
     ) -> Self {
         let rotated = Arc::new(Notify::new());
@@ -80,7 +80,7 @@ impl MemberTask {
         context.mirror.set_stores(&member, stores.clone());
         context.metrics.watch_member(&member, health.clone());
         let prober = Prober {
-            status: previous.unwrap_or_default(),
+            status,
             member,
             client,
             context,
