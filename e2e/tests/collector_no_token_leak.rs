@@ -1,0 +1,132 @@
+//! No token reaches anything the collector puts out — conditions, Events, the read API,
+//! `/readyz`, `/metrics`, or its logs at TRACE level, `log` records from rustls and hyper
+//! included — across a rotation, a Secret holding garbage around the token, and a revocation.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use e2e::scenario::{HOUR, Scenario};
+use k8s_openapi::{ByteString, api::events::v1::Event};
+use kube::{Api, api::ListParams};
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(20);
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn no_output_of_the_collector_holds_a_token() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    // Global, and bridging the `log` crate, so records of every thread and library land here.
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .try_init()
+        .unwrap();
+
+    let s = Scenario::start(1, PROBE).await.unwrap();
+    s.wait_healthy("member1", START).await.unwrap();
+    let ns = s.namespace.clone();
+    let first = s.registered_tokens[0].clone();
+    let ca = s.member(1).ca_pem().to_owned();
+
+    // Rotation.
+    let second = s.member(1).mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    s.plane.write_secret("member1", &second, &ca).await.unwrap();
+    s.wait_healthy("member1", CONVERGE).await.unwrap();
+
+    // Garbage around the token: an inner newline, and the token where the CA should be.
+    let garbage = BTreeMap::from([
+        (
+            "token".to_owned(),
+            ByteString(format!("{second}\n{second}").into_bytes()),
+        ),
+        (
+            "caBundle".to_owned(),
+            ByteString(second.clone().into_bytes()),
+        ),
+    ]);
+    s.plane.write_secret_data("member1", garbage).await.unwrap();
+    s.wait_condition("member1", "Ready", "False", "SecretInvalid", CONVERGE)
+        .await
+        .unwrap();
+
+    // A token the member does not know: rejected.
+    let forged = format!("{}x", &first[..first.len() - 1]);
+    s.plane.write_secret("member1", &forged, &ca).await.unwrap();
+    s.wait_condition(
+        "member1",
+        "CredentialsValid",
+        "False",
+        "Unauthorized",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+
+    let mut outputs = Vec::new();
+    let cluster = s.plane.cluster("member1").await.unwrap();
+    outputs.push((
+        "Cluster status",
+        serde_json::to_string(&cluster.status).unwrap(),
+    ));
+    let events = Api::<Event>::all(s.plane.client().clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    outputs.push(("Events", serde_json::to_string(&events.items).unwrap()));
+    for path in [
+        "/api/v1/clusters",
+        "/api/v1/clusters/member1",
+        "/api/v1/readiness",
+        "/readyz",
+        "/metrics",
+    ] {
+        let (_, body) = s.collector.get(path).await.unwrap();
+        outputs.push((path, body));
+    }
+    let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    assert!(
+        logs.contains("member1"),
+        "the capture saw the collector's logs"
+    );
+    assert!(
+        logs.contains("rustls"),
+        "the capture saw the log crate's records"
+    );
+    outputs.push(("logs", logs));
+
+    for (what, text) in &outputs {
+        for (name, token) in [("first", &first), ("second", &second), ("forged", &forged)] {
+            // A JWT's header is the same for every token; its signature is what is secret.
+            let signature = token.rsplit('.').next().unwrap();
+            assert!(
+                !text.contains(signature),
+                "the {name} token's signature is in the {what}"
+            );
+        }
+    }
+}
