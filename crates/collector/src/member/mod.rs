@@ -1,6 +1,7 @@
 //! Everything per member: the supervisor that starts one task per member, and what a task
 //! runs — informers, a probe classified into a health, a status, the status writer.
 
+pub(crate) mod confirmation;
 pub(crate) mod health;
 pub(crate) mod informer_state;
 pub(crate) mod informers;

@@ -10,7 +10,8 @@ use tokio::{
 };
 
 use super::{
-    health::{Confirmation, MemberHealth},
+    confirmation::Confirmation,
+    health::MemberHealth,
     informer_state::InformerStates,
     informers::{self, Informers, MemberStores},
     status::MemberStatus,

@@ -14,6 +14,7 @@
 //!    `blind_after` later the members whose watch has not seen the change are counted as blind.
 
 pub mod models;
+mod probe;
 
 use std::{
     collections::BTreeMap,
@@ -41,6 +42,7 @@ use crate::scale::{
     percentiles::Percentiles,
 };
 use models::{Model, ModelAuthLayer, SecretReader, TTL};
+use probe::{Probe, lock, start_probe};
 
 /// The canary Deployment whose status change the watches must see after the restart.
 const CANARY: &str = "canary";
@@ -87,37 +89,6 @@ pub struct BaselineReport {
     pub models: BTreeMap<Model, ModelReport>,
     /// Rotation start → every old token rejected.
     pub revoked_after: Duration,
-}
-
-/// One (model, member) client and what it saw.
-struct Probe {
-    model: Model,
-    member: String,
-    /// When its Secret write was acknowledged.
-    acked: Option<SystemTime>,
-    /// First request (its send time) that carried the new token.
-    first_new: Arc<Mutex<Option<SystemTime>>>,
-    failed_401: Arc<AtomicU64>,
-    store: reflector::Store<Deployment>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Probe {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
-impl Probe {
-    fn canary_ready(&self) -> Option<i32> {
-        self.store
-            .state()
-            .iter()
-            .find(|d| d.name_any() == CANARY)
-            .and_then(|d| d.status.as_ref()?.ready_replicas)
-    }
 }
 
 /// Runs the baselines on the first `options.members` members served by `member1`'s apiserver
@@ -359,87 +330,6 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
         models: report,
         revoked_after,
     })
-}
-
-fn start_probe(
-    model: Model,
-    member: &Member,
-    namespace: &str,
-    next: u32,
-    client: Client,
-    period: Duration,
-) -> Probe {
-    let failed_401 = Arc::new(AtomicU64::new(0));
-    let first_new = Arc::new(Mutex::new(None));
-    let new_user = format!(
-        "system:serviceaccount:{namespace}:{}",
-        member.service_account(next)
-    );
-
-    let (store, writer) = reflector::store();
-    let failures = Arc::clone(&failed_401);
-    let watch = reflector(
-        writer,
-        watcher(
-            Api::<Deployment>::namespaced(client.clone(), namespace),
-            watcher::Config::default(),
-        ),
-    )
-    .default_backoff()
-    .for_each(move |event| {
-        if let Err(
-            watcher::Error::InitialListFailed(err)
-            | watcher::Error::WatchStartFailed(err)
-            | watcher::Error::WatchFailed(err),
-        ) = &event
-            && FailureKind::of(err) == FailureKind::Unauthorized
-        {
-            failures.fetch_add(1, Ordering::Relaxed);
-        }
-        std::future::ready(())
-    });
-
-    let (failures, seen, want) = (Arc::clone(&failed_401), Arc::clone(&first_new), new_user);
-    let requests = async move {
-        let reviews = Api::<SelfSubjectReview>::all(client);
-        let mut ticker = tokio::time::interval(period);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticker.tick().await;
-            let sent = SystemTime::now();
-            match reviews
-                .create(&PostParams::default(), &SelfSubjectReview::default())
-                .await
-            {
-                Ok(review) => {
-                    let user = review
-                        .status
-                        .and_then(|s| s.user_info)
-                        .and_then(|u| u.username);
-                    if user.as_deref() == Some(want.as_str()) {
-                        lock(&seen).get_or_insert(sent);
-                    }
-                }
-                Err(err) if FailureKind::of(&err) == FailureKind::Unauthorized => {
-                    failures.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(_) => {}
-            }
-        }
-    };
-    Probe {
-        model,
-        member: member.name.clone(),
-        acked: None,
-        first_new,
-        failed_401,
-        store,
-        tasks: vec![tokio::spawn(watch), tokio::spawn(requests)],
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Aborts a task when dropped.
