@@ -19,7 +19,7 @@ mod probe;
 use std::{
     collections::BTreeMap,
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc,
         atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant, SystemTime},
@@ -27,14 +27,9 @@ use std::{
 
 use anyhow::Context as _;
 use cluster_registry::{RegistryBuilder, RegistryEvent};
-use futures::StreamExt as _;
-use k8s_openapi::api::{apps::v1::Deployment, authentication::v1::SelfSubjectReview};
-use kube::{
-    Api, Client, ResourceExt as _,
-    api::PostParams,
-    runtime::{WatchStreamExt as _, reflector, watcher},
-};
-use member_client::{ClientFactory, CredentialHealth, EndpointPolicy, FailureKind};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{Api, api::PostParams};
+use member_client::{ClientFactory, CredentialHealth, EndpointPolicy};
 use testkit::RestartOptions;
 
 use crate::scale::{
