@@ -75,7 +75,10 @@ async fn no_output_of_the_collector_holds_a_token() {
         .unwrap();
 
     // A token the member does not know: rejected.
-    let forged = format!("{}x", &first[..first.len() - 1]);
+    // The signature's first character carries six bits of it (its last may carry only padding).
+    let (signed, signature) = first.rsplit_once('.').unwrap();
+    let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
+    let forged = format!("{signed}.{flipped}{}", &signature[1..]);
     s.plane.write_secret("member1", &forged, &ca).await.unwrap();
     s.wait_condition(
         "member1",
