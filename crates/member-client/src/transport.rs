@@ -79,3 +79,79 @@ where
         })
         .boxed())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{
+        ClientFactory, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
+        MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    };
+
+    struct Fixed;
+
+    #[async_trait::async_trait]
+    impl CredentialSource for Fixed {
+        async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+            Credential::from_token_bytes(b"t0ken")
+        }
+    }
+
+    /// The kernel's timer on the connection from a client port to `server_port`, from
+    /// `/proc/net/tcp` (`tr`: 0 none, 1 retransmit, 2 keepalive): the keepalive timer if it
+    /// shows within 2 s, else the last timer seen.
+    async fn client_socket_timer(server_port: u16) -> Option<u8> {
+        let wanted = format!("{server_port:04X}");
+        let mut seen = None;
+        for _ in 0..100 {
+            let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+            let timer = table.lines().skip(1).find_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let (remote, state, timer) = (fields.get(2)?, fields.get(3)?, fields.get(5)?);
+                let established = *state == "01";
+                (established && remote.rsplit(':').next() == Some(wanted.as_str()))
+                    .then(|| u8::from_str_radix(timer.split(':').next()?, 16).ok())
+                    .flatten()
+            });
+            if timer == Some(2) {
+                return timer;
+            }
+            seen = timer.or(seen);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        seen
+    }
+
+    /// A member that accepted the connection and went silent must still be probed by the
+    /// kernel: the client's socket has its keepalive timer armed.
+    #[tokio::test]
+    async fn every_member_connection_has_tcp_keepalive() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (held, mut accepted) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            // Accept and never answer; keep the stream open.
+            if let Ok((stream, _)) = listener.accept().await {
+                let _ = held.send(stream).await;
+            }
+        });
+        let factory = ClientFactory::new(TokenCache::new(Fixed, TokenCacheConfig::default()))
+            .with_policy(EndpointPolicy::loopback());
+        let config = MemberClientConfig::new(
+            "m1",
+            format!("http://127.0.0.1:{port}"),
+            SecretRef::new("ns", "m1"),
+        );
+        let client = factory.build(&config, &CredentialHealth::new()).unwrap();
+        let request = tokio::spawn(async move { client.apiserver_version().await });
+        let _stream = accepted.recv().await.unwrap();
+        let timer = client_socket_timer(port).await;
+        request.abort();
+        assert_eq!(
+            timer,
+            Some(2),
+            "the client's connection has no keepalive timer (tr=2 in /proc/net/tcp)"
+        );
+    }
+}
