@@ -28,9 +28,14 @@ pub struct TokenCacheConfig {
     /// event-driven invalidation (a missed Secret event, a file rewritten in place), not the main
     /// path. Default: 5 minutes, the period Karmada re-reads member Secrets.
     pub ttl: Duration,
-    /// How long before a JWT's `exp` its entry expires, so that the next request fetches the
-    /// renewed token before the old one is rejected. Default: 30 s.
+    /// How long before a credential's expiry (JWT `exp`, an exec plugin's
+    /// `expirationTimestamp`, a certificate's `notAfter`) its entry expires, so that the next
+    /// request fetches the renewed credential before the old one is rejected. Default: 30 s.
     pub expiry_skew: Duration,
+    /// The share of a credential's remaining lifetime, counted from when it was fetched,
+    /// after which it is fetched again. Default: 0.8, as OCM renews: a 24 h EKS token is
+    /// renewed after 19.2 h, a 10-minute token after 8. Values outside `(0, 1]` are taken as 1.
+    pub refresh_fraction: f64,
     /// The shortest an entry is kept, so that a source that keeps returning an expired token
     /// is not read on every request. Default: 1 s.
     pub min_ttl: Duration,
@@ -43,6 +48,7 @@ impl Default for TokenCacheConfig {
         Self {
             ttl: Duration::from_secs(300),
             expiry_skew: Duration::from_secs(30),
+            refresh_fraction: 0.8,
             min_ttl: Duration::from_secs(1),
             max_capacity: 100_000,
         }
@@ -85,7 +91,8 @@ struct Counters {
 /// - [`invalidate_if_current`](Self::invalidate_if_current) removes an entry only if it is the
 ///   very value a request was rejected with, so N requests rejected with the same token cause
 ///   one refetch, not N.
-/// - An entry lives `min(ttl, exp - expiry_skew)`, never less than `min_ttl`.
+/// - An entry lives `min(ttl, exp - expiry_skew, refresh_fraction × (exp - fetched))`, never
+///   less than `min_ttl`.
 ///
 /// Not guaranteed: that the fetched token is accepted by the member. That is the
 /// [`BearerLayer`](crate::BearerLayer)'s job.
@@ -326,7 +333,7 @@ impl std::fmt::Debug for TokenCache {
     }
 }
 
-/// Per-entry lifetime: `min(ttl, exp - skew)`, at least `min_ttl`.
+/// Per-entry lifetime: `min(ttl, exp - skew, fraction × (exp - now))`, at least `min_ttl`.
 struct EntryLifetime(TokenCacheConfig);
 
 impl Expiry<SecretRef, Arc<Credential>> for EntryLifetime {
@@ -352,11 +359,15 @@ fn entry_lifetime(
     let Some(expires_at) = expires_at else {
         return config.ttl;
     };
-    let until_refresh = expires_at
-        .duration_since(now)
-        .unwrap_or(Duration::ZERO)
-        .saturating_sub(config.expiry_skew);
-    until_refresh
+    let remaining = expires_at.duration_since(now).unwrap_or(Duration::ZERO);
+    let fraction = if config.refresh_fraction > 0.0 && config.refresh_fraction <= 1.0 {
+        config.refresh_fraction
+    } else {
+        1.0
+    };
+    remaining
+        .saturating_sub(config.expiry_skew)
+        .min(remaining.mul_f64(fraction))
         .min(config.ttl)
         .max(config.min_ttl.min(config.ttl))
 }

@@ -73,6 +73,29 @@ fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<Duration>, #[case] w
     assert_eq!(got, want);
 }
 
+#[rstest]
+// 80 % of 600 s (480) comes before exp - skew (570)
+#[case::short_lived_refreshed_at_80_percent(0.8, S(600), S(480))]
+#[case::a_day_long_eks_token(0.8, S(86_400), Duration::from_secs_f64(69_120.0))]
+// the skew wins when it leaves less
+#[case::skew_wins_close_to_exp(0.8, S(100), S(70))]
+#[case::fraction_one_is_exp_minus_skew(1.0, S(600), S(570))]
+#[case::nonsense_fraction_is_one(7.0, S(600), S(570))]
+#[case::zero_fraction_is_one(0.0, S(600), S(570))]
+fn short_lived_credentials_refresh_at_a_fraction_of_their_lifetime(
+    #[case] fraction: f64,
+    #[case] exp_in: Duration,
+    #[case] want: Duration,
+) {
+    let config = TokenCacheConfig {
+        ttl: S(100_000),
+        refresh_fraction: fraction,
+        ..TokenCacheConfig::default()
+    };
+    let now = SystemTime::UNIX_EPOCH + S(1_000_000);
+    assert_eq!(entry_lifetime(&config, Some(now + exp_in), now), want);
+}
+
 #[test]
 fn token_expired_long_ago_gets_min_ttl() {
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
