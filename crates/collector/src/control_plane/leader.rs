@@ -1,14 +1,26 @@
 //! Leader election on the `tether-collector` Lease: of several replicas, exactly one writes
 //! status and Events.
+//!
+//! kube-lease-manager does the locking. Its own loop (`LeaseManager::watch`) lets a follower
+//! sleep until the expiry it last read, so a Lease given up on shutdown would sit free for up
+//! to its whole duration. A follower here reads the Lease again every
+//! [`FOLLOWER_POLL`] instead, as client-go's elector does every `RetryPeriod`, and so takes a
+//! released Lease within about a second.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use kube::Client;
-use kube_lease_manager::{LeaseManager, LeaseManagerError};
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{cli::Args, metrics::Metrics};
+
+/// How often a follower reads the Lease again: the longest a released Lease stays free.
+const FOLLOWER_POLL: Duration = Duration::from_secs(1);
+
+/// How long to wait after a failed step (the control plane unreachable, say) before the next.
+const RETRY_AFTER_ERROR: Duration = Duration::from_secs(2);
 
 /// The leader-election Lease: whether this replica leads, and the tasks that keep it.
 ///
@@ -18,8 +30,8 @@ pub(crate) struct Lease {
     leader: Option<watch::Receiver<bool>>,
     /// Mirrors leadership into the metric and the log.
     follower: Option<JoinHandle<()>>,
-    /// kube-lease-manager's election; it releases the Lease once every receiver is gone.
-    election: Option<JoinHandle<Result<LeaseManager, LeaseManagerError>>>,
+    /// The election; it releases the Lease once every receiver is gone.
+    election: Option<JoinHandle<Result<(), LeaseManagerError>>>,
 }
 
 impl Drop for Lease {
@@ -53,7 +65,7 @@ impl Lease {
             return;
         };
         match tokio::time::timeout(deadline, election).await {
-            Ok(Ok(Ok(_))) => tracing::info!("released the leader-election Lease"),
+            Ok(Ok(Ok(()))) => tracing::info!("released the leader-election Lease"),
             Ok(Ok(Err(err))) => {
                 tracing::warn!(error = %err, "releasing the leader-election Lease failed");
             }
@@ -74,15 +86,16 @@ pub(crate) async fn join_election(
     let duration = args.leader_election_lease_seconds;
     // The renewal margin: renew a third of the duration before expiry (at least 1 s).
     let grace = (duration / 3).max(1);
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client, "tether-collector")
-        .with_namespace(&args.leader_election_namespace)
-        .with_identity(identity)
-        .with_duration(duration)
-        .with_grace(grace)
-        .build()
-        .await
-        .context("joining leader election")?;
-    let (leader, election) = manager.watch().await;
+    let lease = LeaseSpec {
+        client,
+        namespace: args.leader_election_namespace.clone(),
+        identity: identity.to_owned(),
+        duration,
+        grace,
+    };
+    let manager = lease.manager().await.context("joining leader election")?;
+    let (sender, leader) = watch::channel(false);
+    let election = tokio::spawn(elect(lease, manager, sender, FOLLOWER_POLL));
     let mut changes = leader.clone();
     let metrics = metrics.clone();
     let identity = identity.to_owned();
@@ -101,4 +114,71 @@ pub(crate) async fn join_election(
         follower: Some(follower),
         election: Some(election),
     })
+}
+
+/// What a [`LeaseManager`] is built from, kept to build a fresh one (a fresh read of the Lease).
+struct LeaseSpec {
+    client: Client,
+    namespace: String,
+    identity: String,
+    duration: u64,
+    grace: u64,
+}
+
+impl LeaseSpec {
+    async fn manager(&self) -> Result<LeaseManager, LeaseManagerError> {
+        LeaseManagerBuilder::new(self.client.clone(), "tether-collector")
+            .with_namespace(&self.namespace)
+            .with_identity(&self.identity)
+            .with_duration(self.duration)
+            .with_grace(self.grace)
+            .build()
+            .await
+    }
+}
+
+/// Runs the election until every receiver of `sender` is gone, then releases the Lease.
+///
+/// A leader waits in [`LeaseManager::changed`], which renews. A follower waits there at most
+/// `poll`, then builds a fresh manager, whose first step reads the Lease: a Lease released by
+/// its holder is then taken within `poll`, not when its last renewal would have expired.
+async fn elect(
+    lease: LeaseSpec,
+    mut manager: LeaseManager,
+    sender: watch::Sender<bool>,
+    poll: Duration,
+) -> Result<(), LeaseManagerError> {
+    let mut leading = false;
+    loop {
+        let step = async {
+            if leading {
+                Some(manager.changed().await)
+            } else {
+                tokio::time::timeout(poll, manager.changed()).await.ok()
+            }
+        };
+        tokio::select! {
+            biased;
+            () = sender.closed() => return manager.release().await,
+            step = step => match step {
+                Some(Ok(now_leading)) => {
+                    leading = now_leading;
+                    if sender.send(leading).is_err() {
+                        return manager.release().await;
+                    }
+                }
+                Some(Err(err)) => {
+                    tracing::warn!(error = %err, "leader election step failed; retrying");
+                    tokio::time::sleep(RETRY_AFTER_ERROR).await;
+                }
+                None => match lease.manager().await {
+                    Ok(fresh) => manager = fresh,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "reading the leader-election Lease failed; retrying");
+                        tokio::time::sleep(RETRY_AFTER_ERROR).await;
+                    }
+                },
+            },
+        }
+    }
 }
