@@ -66,7 +66,9 @@ pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientCon
 pub use credential::Credential;
 pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
-pub use exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure};
+pub use exec::{
+    ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure, ExecOutput,
+};
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use request_deadline::{DeadlineExceeded, RequestDeadline, RequestDeadlineLayer};

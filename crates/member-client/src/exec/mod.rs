@@ -2,6 +2,10 @@
 
 mod config;
 mod error;
+mod exec_credential;
+mod exec_info;
+mod timestamp;
 
 pub use config::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, UnsupportedApiVersion};
 pub use error::{BadExecOutput, ExecError, ExecFailure};
+pub use exec_credential::ExecOutput;
