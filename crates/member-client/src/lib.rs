@@ -68,6 +68,7 @@ pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
 pub use exec::{
     ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure, ExecOutput,
+    ExecPolicy,
 };
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
