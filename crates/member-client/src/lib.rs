@@ -47,6 +47,7 @@ mod client_factory;
 mod credential;
 mod credential_state;
 mod error;
+pub mod exec;
 mod failure_kind;
 mod file_source;
 mod guarded_resolver;
@@ -65,6 +66,10 @@ pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientCon
 pub use credential::Credential;
 pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
+pub use exec::{
+    ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure, ExecOutput,
+    ExecPolicy,
+};
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use request_deadline::{DeadlineExceeded, RequestDeadline, RequestDeadlineLayer};

@@ -1,0 +1,248 @@
+//! Running an allowed plugin under a deadline, as client-go's exec authenticator does.
+
+use std::{path::PathBuf, process::Stdio, time::Duration};
+
+use tokio::{
+    io::{AsyncRead, AsyncReadExt as _},
+    process::{Child, Command},
+    time::Instant,
+};
+
+use crate::Text;
+
+use super::{
+    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, exec_credential, exec_info,
+};
+
+/// How long to wait for a killed plugin to be reaped. SIGKILL cannot be caught, so this only
+/// covers a process stuck in the kernel (on a dead NFS mount, say); tokio reaps it later.
+const REAP_WAIT: Duration = Duration::from_secs(1);
+
+/// Runs `config`'s plugin if `policy` allows it and reads the credential it prints.
+///
+/// The command is resolved and checked first ([`ExecPolicy::check`]); then the resolved path,
+/// not the name, is started with the given args, the collector's environment plus
+/// `config.env`, `KUBERNETES_EXEC_INFO`, and a null stdin. Everything, the check included, is
+/// bounded by [`ExecPolicy::timeout`]: at the deadline, the plugin's process group is killed,
+/// so a grandchild that holds stdout open ends too.
+///
+/// ```no_run
+/// # async fn doc() -> Result<(), member_client::ExecError> {
+/// use member_client::{ExecApiVersion, ExecConfig, ExecPolicy, exec};
+/// let policy = ExecPolicy::new(["/usr/local/bin/cloud-auth".into()]);
+/// let config = ExecConfig {
+///     command: "/usr/local/bin/cloud-auth".to_owned(),
+///     args: vec![],
+///     env: vec![],
+///     api_version: ExecApiVersion::V1,
+///     provide_cluster_info: false,
+///     cluster: None,
+/// };
+/// let output = exec::run(&config, &policy).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`ExecError::NotAllowed`] or [`ExecError::EnvNotAllowed`] when nothing was run, otherwise
+/// [`ExecError::Failed`].
+pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput, ExecError> {
+    let timeout = policy.timeout();
+    let deadline = Instant::now() + timeout;
+    let timed_out = ExecFailure::TimedOut { after: timeout };
+
+    let check = {
+        let (policy, config) = (policy.clone(), config.clone());
+        tokio::task::spawn_blocking(move || policy.check(&config))
+    };
+    let path = match tokio::time::timeout_at(deadline, check).await {
+        Ok(Ok(checked)) => checked?,
+        // NB: the check only reads metadata; it cannot panic short of a bug, so refuse.
+        Ok(Err(_panicked)) => {
+            return Err(ExecError::NotAllowed {
+                command: Text::new(&config.command),
+            });
+        }
+        Err(_elapsed) => return Err(timed_out.into()),
+    };
+
+    let stdout = execute(path, config, deadline, timed_out).await?;
+    exec_credential::parse(&stdout, config.api_version)
+        .map_err(|bad| ExecFailure::BadOutput(bad).into())
+}
+
+async fn execute(
+    path: PathBuf,
+    config: &ExecConfig,
+    deadline: Instant,
+    timed_out: ExecFailure,
+) -> Result<Vec<u8>, ExecFailure> {
+    let child = Command::new(path)
+        .args(&config.args)
+        .envs(config.env.iter().map(|var| (&var.name, &var.value)))
+        // Set last so that `config.env` cannot replace it, as in client-go.
+        .env("KUBERNETES_EXEC_INFO", exec_info::exec_info(config))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so that a timeout kills whatever it started as well.
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| ExecFailure::Spawn(Text::new(&err.to_string())))?;
+    let mut plugin = Plugin(child);
+
+    match tokio::time::timeout_at(deadline, collect(&mut plugin.0)).await {
+        Ok(Ok(done)) => done,
+        Ok(Err(failure)) => {
+            plugin.kill().await;
+            Err(failure)
+        }
+        Err(_elapsed) => {
+            plugin.kill().await;
+            Err(timed_out)
+        }
+    }
+}
+
+/// A started plugin. Dropped before it is reaped (on a failure, or when the caller drops the
+/// run), it kills its whole process group.
+struct Plugin(Child);
+
+impl Plugin {
+    /// Kills the group and reaps the plugin, within [`REAP_WAIT`].
+    async fn kill(&mut self) {
+        self.kill_group();
+        // An error means it has already exited; either way, reap it.
+        let _ = self.0.start_kill();
+        let _ = tokio::time::timeout(REAP_WAIT, self.0.wait()).await;
+    }
+
+    fn kill_group(&self) {
+        // `id` is `None` once the plugin is reaped, and from then on its group ID may be
+        // reused by someone else's group.
+        let group = self
+            .0
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(group) = group {
+            // ESRCH only means the group is already gone.
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+/// Reads stdout and stderr to their ends, then the exit status. The outer `Result` fails when
+/// the plugin must be killed; the inner one is the run's result.
+async fn collect(child: &mut Child) -> Result<Result<Vec<u8>, ExecFailure>, ExecFailure> {
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(ExecFailure::Read(Text::new(
+            "the plugin's pipes were not set up",
+        )));
+    };
+    // The exit status is read only after both pipes end: until the child is reaped, its
+    // process group ID cannot be reused, so `kill` cannot hit an unrelated group.
+    let (stdout, stderr) =
+        tokio::try_join!(read_capped(stdout), async { Ok(read_tail(stderr).await) })?;
+    let status = child
+        .wait()
+        .await
+        .map_err(|err| ExecFailure::Read(Text::new(&err.to_string())))?;
+    if status.success() {
+        Ok(Ok(stdout))
+    } else {
+        Ok(Err(ExecFailure::Exited {
+            code: status.code(),
+            stderr: stderr_text(&stderr),
+        }))
+    }
+}
+
+async fn read_capped(stdout: impl AsyncRead + Unpin) -> Result<Vec<u8>, ExecFailure> {
+    let max = ExecPolicy::MAX_STDOUT;
+    let mut out = Vec::new();
+    stdout
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .await
+        .map_err(|err| ExecFailure::Read(Text::new(&err.to_string())))?;
+    if out.len() > max {
+        return Err(ExecFailure::OutputTooLarge { max });
+    }
+    Ok(out)
+}
+
+/// The last [`ExecPolicy::MAX_STDERR`] bytes of stderr. Reads to the end, so that a chatty
+/// plugin never blocks on a full pipe, but keeps only the end, which says why it failed.
+async fn read_tail(mut stderr: impl AsyncRead + Unpin) -> Vec<u8> {
+    let keep = ExecPolicy::MAX_STDERR;
+    let mut tail = Vec::new();
+    let mut chunk = vec![0; 16 * 1024];
+    // A read error ends stderr like EOF does: stderr only explains a failure.
+    while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
+        tail.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        if tail.len() > 2 * keep {
+            tail.drain(..tail.len() - keep);
+        }
+    }
+    tail.drain(..tail.len().saturating_sub(keep));
+    tail
+}
+
+/// The end of stderr as one [`Text`] line, `…` in front when cut.
+fn stderr_text(stderr: &[u8]) -> Text {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    // Room for the leading `…` and for the one `Text` appends when it cuts.
+    let budget = Text::MAX_BYTES - 2 * '…'.len_utf8();
+    if text.len() <= budget {
+        return Text::new(text);
+    }
+    let mut start = text.len() - budget;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    Text::new(&format!("…{}", text.get(start..).unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_stderr_is_kept_whole_and_on_one_line() {
+        assert_eq!(
+            stderr_text(b"  error: denied\n\x1b[31mretry\n").as_str(),
+            "error: denied  [31mretry"
+        );
+    }
+
+    #[test]
+    fn long_stderr_keeps_its_end() {
+        let mut stderr = "é".repeat(5000).into_bytes();
+        stderr.extend_from_slice(b"\nthe real error\n");
+        let text = stderr_text(&stderr);
+        assert!(
+            text.as_str().len() <= Text::MAX_BYTES,
+            "{}",
+            text.as_str().len()
+        );
+        assert!(text.as_str().starts_with('…'), "{text}");
+        assert!(text.as_str().ends_with("é the real error"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn stderr_is_read_to_its_end_but_only_its_tail_kept() {
+        let mut stderr = vec![b'x'; 10 * ExecPolicy::MAX_STDERR];
+        stderr.extend_from_slice(b"end");
+        let tail = read_tail(&stderr[..]).await;
+        assert_eq!(tail.len(), ExecPolicy::MAX_STDERR);
+        assert!(tail.ends_with(b"xend"));
+    }
+}

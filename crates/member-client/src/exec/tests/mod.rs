@@ -1,0 +1,216 @@
+//! [`run`] against real `#!/bin/sh` plugins written at test time.
+
+mod allow_list;
+mod failures;
+
+use std::{
+    fs,
+    os::unix::fs::PermissionsExt as _,
+    path::{Path, PathBuf},
+    time::{Duration, Instant, SystemTime},
+};
+
+use rstest::rstest;
+use secrecy::ExposeSecret as _;
+use serde_json::{Value, json};
+use tokio::sync::RwLock;
+
+use super::*;
+use crate::Text;
+
+const V1: &str = "client.authentication.k8s.io/v1";
+const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
+const SHORT: Duration = Duration::from_millis(300);
+
+/// NB: exec fails with ETXTBSY if any process holds the file open for writing, and a test that
+/// forks while another writes a script hands its child that descriptor until the child execs.
+/// Writing a script takes this exclusively; a run holds it shared.
+static SCRIPTS: RwLock<()> = RwLock::const_new(());
+
+struct Plugins(tempfile::TempDir);
+
+impl Plugins {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        fs::canonicalize(self.0.path()).unwrap().join(name)
+    }
+
+    /// A `#!/bin/sh` script that runs `body` in this directory.
+    async fn script(&self, name: &str, body: &str) -> PathBuf {
+        let dir = self.path("");
+        let text = format!("#!/bin/sh\ncd '{}' || exit 99\n{body}\n", dir.display());
+        self.executable(name, &text).await
+    }
+
+    async fn executable(&self, name: &str, text: &str) -> PathBuf {
+        let _exclusive = SCRIPTS.write().await;
+        let path = self.path(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn read(&self, name: &str) -> String {
+        fs::read_to_string(self.path(name)).unwrap()
+    }
+}
+
+/// A shell line that prints an ExecCredential.
+fn prints(api_version: &str, status: &str) -> String {
+    format!(
+        "cat <<'EOF'\n{{\"apiVersion\":\"{api_version}\",\"kind\":\"ExecCredential\",\"status\":{status}}}\nEOF"
+    )
+}
+
+fn config(plugin: &Path) -> ExecConfig {
+    ExecConfig {
+        command: plugin.display().to_string(),
+        args: vec![],
+        env: vec![],
+        api_version: ExecApiVersion::V1,
+        provide_cluster_info: false,
+        cluster: None,
+    }
+}
+
+fn allow(plugin: &Path) -> ExecPolicy {
+    ExecPolicy::new([plugin.to_path_buf()]).with_timeout(Duration::from_secs(20))
+}
+
+async fn run_plugin(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput, ExecError> {
+    let _shared = SCRIPTS.read().await;
+    run(config, policy).await
+}
+
+fn failure(result: Result<ExecOutput, ExecError>) -> ExecFailure {
+    match result.unwrap_err() {
+        ExecError::Failed(failure) => failure,
+        other => panic!("not a plugin failure: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_v1_plugin_returns_its_token_and_expiry() {
+    let plugins = Plugins::new();
+    let status = r#"{"token":"tok-1","expirationTimestamp":"2026-12-01T20:00:00.25Z"}"#;
+    let plugin = plugins.script("plugin", &prints(V1, status)).await;
+    let out = run_plugin(&config(&plugin), &allow(&plugin)).await.unwrap();
+    assert_eq!(out.token.unwrap().expose_secret(), "tok-1");
+    let want = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_155_200_250);
+    assert_eq!(out.expires_at, Some(want));
+}
+
+#[tokio::test]
+async fn a_v1beta1_plugin_is_asked_and_answers_in_v1beta1() {
+    let plugins = Plugins::new();
+    let body = format!(
+        "printf '%s' \"$KUBERNETES_EXEC_INFO\" > info\n{}",
+        prints(V1BETA1, r#"{"token":"tok-beta"}"#)
+    );
+    let plugin = plugins.script("plugin", &body).await;
+    let config = ExecConfig {
+        api_version: ExecApiVersion::V1Beta1,
+        ..config(&plugin)
+    };
+    let out = run_plugin(&config, &allow(&plugin)).await.unwrap();
+    assert_eq!(out.token.unwrap().expose_secret(), "tok-beta");
+    let info: Value = serde_json::from_str(&plugins.read("info")).unwrap();
+    assert_eq!(info["apiVersion"], V1BETA1);
+}
+
+#[tokio::test]
+async fn a_client_certificate_and_key_are_returned() {
+    let plugins = Plugins::new();
+    let status = r#"{"clientCertificateData":"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n","clientKeyData":"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#;
+    let plugin = plugins.script("plugin", &prints(V1, status)).await;
+    let out = run_plugin(&config(&plugin), &allow(&plugin)).await.unwrap();
+    assert!(out.token.is_none());
+    assert!(out.client_certificate_pem.unwrap().contains("MIIB\n"));
+    assert!(
+        out.client_key_pem
+            .unwrap()
+            .expose_secret()
+            .contains("MIIE\n")
+    );
+    assert_eq!(out.expires_at, None);
+}
+
+/// Copies what it was given into files, then prints a credential.
+const RECORDER: &str = r#"for a in "$@"; do printf '[%s]' "$a"; done > args
+printf '%s' "$TETHER_TEST_VAR" > var
+printf '%s' "$PATH" > path
+printf '%s' "$KUBERNETES_EXEC_INFO" > info
+cat > stdin"#;
+
+fn cluster() -> ExecCluster {
+    ExecCluster {
+        server: "https://10.0.0.1:6443".to_owned(),
+        certificate_authority_data: Some(b"-----BEGIN CERTIFICATE-----\nAB\n".to_vec()),
+        tls_server_name: Some("member1.internal".to_owned()),
+        insecure_skip_tls_verify: false,
+        proxy_url: Some("http://proxy:3128".to_owned()),
+        config: Some(json!({"audience": "tether", "scopes": ["a", "b"]})),
+    }
+}
+
+#[tokio::test]
+async fn args_env_and_the_cluster_reach_the_plugin() {
+    let plugins = Plugins::new();
+    let body = format!("{RECORDER}\n{}", prints(V1, r#"{"token":"t"}"#));
+    let plugin = plugins.script("plugin", &body).await;
+    let config = ExecConfig {
+        args: vec!["--flag".to_owned(), "two words".to_owned(), String::new()],
+        env: vec![ExecEnvVar {
+            name: "TETHER_TEST_VAR".to_owned(),
+            value: "a value; with $meta".to_owned(),
+        }],
+        provide_cluster_info: true,
+        cluster: Some(cluster()),
+        ..config(&plugin)
+    };
+    run_plugin(&config, &allow(&plugin)).await.unwrap();
+
+    assert_eq!(plugins.read("args"), "[--flag][two words][]");
+    assert_eq!(plugins.read("var"), "a value; with $meta");
+    // The collector's own environment is passed on.
+    assert_eq!(plugins.read("path"), std::env::var("PATH").unwrap());
+    assert_eq!(plugins.read("stdin"), "", "stdin must be null");
+    let info: Value = serde_json::from_str(&plugins.read("info")).unwrap();
+    assert_eq!(
+        info,
+        json!({
+            "apiVersion": V1,
+            "kind": "ExecCredential",
+            "spec": {
+                "interactive": false,
+                "cluster": {
+                    "server": "https://10.0.0.1:6443",
+                    "tls-server-name": "member1.internal",
+                    "certificate-authority-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkFCCg==",
+                    "proxy-url": "http://proxy:3128",
+                    "config": {"audience": "tether", "scopes": ["a", "b"]},
+                },
+            },
+        })
+    );
+}
+
+#[tokio::test]
+async fn without_provide_cluster_info_no_cluster_is_sent() {
+    let plugins = Plugins::new();
+    let body = format!("{RECORDER}\n{}", prints(V1, r#"{"token":"t"}"#));
+    let plugin = plugins.script("plugin", &body).await;
+    let config = ExecConfig {
+        cluster: Some(cluster()),
+        ..config(&plugin)
+    };
+    run_plugin(&config, &allow(&plugin)).await.unwrap();
+    let info: Value = serde_json::from_str(&plugins.read("info")).unwrap();
+    assert_eq!(
+        info,
+        json!({"apiVersion": V1, "kind": "ExecCredential", "spec": {"interactive": false}})
+    );
+}
