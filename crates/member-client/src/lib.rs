@@ -44,6 +44,7 @@
 
 mod bearer_layer;
 mod client_factory;
+mod client_identity;
 mod credential;
 mod credential_state;
 mod error;
@@ -63,6 +64,7 @@ mod watch_backoff;
 
 pub use bearer_layer::{Bearer, BearerLayer, ResponseFuture};
 pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig};
+pub use client_identity::{ClientIdentity, IdentityError};
 pub use credential::Credential;
 pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};

@@ -1,16 +1,25 @@
 //! The HTTP stack under a member client: kube's own default stack, rebuilt so that its
-//! connector resolves through the [`GuardedResolver`].
+//! connector resolves through the [`GuardedResolver`] and presents each request's client
+//! certificate.
 //!
 //! `kube::client::ClientBuilder::try_from(Config)` hard-wires a plain `HttpConnector`, whose
 //! resolver cannot be replaced; this module is that same stack (TLS from kube's config, connect
 //! / read / write timeouts, base URI, retries of 429/503/504) with the one difference, plus TCP keepalive. Proxy
 //! user info is refused by validation, so no proxy `Authorization` is set here.
+//!
+//! Where kube has one connection pool, this stack has one per client identity
+//! ([`IdentityPools`]): a request whose extensions hold a [`ClientIdentity`](crate::ClientIdentity)
+//! goes over connections that presented it, so a rotated certificate is used by the next
+//! request without closing the connections (watches) that the old one opened.
 
-use hyper_timeout::TimeoutConnector;
-use hyper_util::{
-    client::legacy::connect::{HttpConnector, proxy::Tunnel},
-    rt::TokioExecutor,
-};
+mod identity_pools;
+#[cfg(test)]
+mod identity_tests;
+#[cfg(test)]
+mod mtls_server;
+mod pool_recipe;
+
+use hyper_util::client::legacy::connect::{HttpConnector, proxy::Tunnel};
 use kube::client::{Body, ConfigExt as _, DynBody, retry::RetryPolicy};
 use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxService};
 
@@ -18,6 +27,7 @@ use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::
 pub(crate) type GenericService =
     BoxService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
+use self::{identity_pools::IdentityPools, pool_recipe::PoolRecipe};
 use crate::guarded_resolver::GuardedResolver;
 
 /// Idle time before the first TCP keepalive probe on every connection to a member.
@@ -55,13 +65,9 @@ where
     H::Future: Send + 'static,
     H::Error: std::error::Error + Send + Sync + 'static,
 {
-    let connector = config.rustls_https_connector_with_connector(connector)?;
-    let mut connector = TimeoutConnector::new(connector);
-    connector.set_connect_timeout(config.connect_timeout);
-    connector.set_read_timeout(config.read_timeout);
-    connector.set_write_timeout(config.write_timeout);
-    let client: hyper_util::client::legacy::Client<_, Body> =
-        hyper_util::client::legacy::Builder::new(TokioExecutor::new()).build(connector);
+    // kube's TLS and timeouts, one pool per client identity. Routed below the base URI and
+    // retry layers, which keep a request's extensions (and so its identity) in every retry.
+    let client = IdentityPools::new(PoolRecipe::new(config, connector)?);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(

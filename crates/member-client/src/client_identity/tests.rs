@@ -1,0 +1,395 @@
+use std::time::{Duration, SystemTime};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+    PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384, PKCS_ED25519, SignatureAlgorithm,
+};
+use rstest::rstest;
+
+use super::*;
+
+// Throwaway keys that protect nothing, made once with OpenSSL (`openssl genpkey -algorithm RSA
+// -pkeyopt rsa_keygen_bits:2048`; `... -algorithm EC -pkeyopt ec_paramgen_curve:secp521r1`):
+// ring cannot generate RSA keys, and rustls' ring provider cannot load P-521 keys.
+const RSA_PKCS8: &str = include_str!("testdata/rsa2048.pkcs8.pem");
+const P521_PKCS8: &str = include_str!("testdata/p521.pkcs8.pem");
+
+/// A leaf named `cn`, self-signed with `key`.
+fn self_signed(cn: &str, key: &KeyPair) -> String {
+    let mut params = CertificateParams::new(vec!["client".to_owned()]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.self_signed(key).unwrap().pem()
+}
+
+fn generated(alg: &'static SignatureAlgorithm) -> KeyPair {
+    KeyPair::generate_for(alg).unwrap()
+}
+
+fn parse(chain: &str, key: &str) -> Result<ClientIdentity, IdentityError> {
+    ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes())
+}
+
+/// The content of the PKCS#8 `privateKey` OCTET STRING: the PKCS#1 key of an RSA PKCS#8 key,
+/// the SEC1 key of an EC one.
+fn inner_key(pkcs8_der: &[u8]) -> Vec<u8> {
+    /// One DER item: (tag, content, rest).
+    fn item(input: &[u8]) -> (u8, &[u8], &[u8]) {
+        let (tag, first) = (input[0], input[1]);
+        let (len, header) = if first < 0x80 {
+            (usize::from(first), 2)
+        } else {
+            let n = usize::from(first & 0x7f);
+            let len = input[2..2 + n]
+                .iter()
+                .fold(0, |len, b| (len << 8) | usize::from(*b));
+            (len, 2 + n)
+        };
+        (tag, &input[header..header + len], &input[header + len..])
+    }
+    let (_, info, _) = item(pkcs8_der);
+    let (_, _, rest) = item(info); // version
+    let (_, _, rest) = item(rest); // algorithm
+    let (tag, key, _) = item(rest);
+    assert_eq!(tag, 0x04, "privateKey is an OCTET STRING");
+    key.to_vec()
+}
+
+fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
+}
+
+/// (chain PEM, key PEM) of a leaf with each kind of key and key encoding.
+fn good(kind: &str) -> (String, String) {
+    match kind {
+        "ecdsa-p256-pkcs8" | "ecdsa-p384-pkcs8" | "ed25519-pkcs8" => {
+            let alg = match kind {
+                "ecdsa-p256-pkcs8" => &PKCS_ECDSA_P256_SHA256,
+                "ecdsa-p384-pkcs8" => &PKCS_ECDSA_P384_SHA384,
+                _ => &PKCS_ED25519,
+            };
+            let key = generated(alg);
+            (self_signed(kind, &key), key.serialize_pem())
+        }
+        "ecdsa-p256-sec1" => {
+            let key = generated(&PKCS_ECDSA_P256_SHA256);
+            let sec1 = inner_key(&key.serialize_der());
+            (self_signed(kind, &key), pem("EC PRIVATE KEY", &sec1))
+        }
+        "rsa-pkcs8" => {
+            let key = KeyPair::from_pem(RSA_PKCS8).unwrap();
+            (self_signed(kind, &key), RSA_PKCS8.to_owned())
+        }
+        "rsa-pkcs1" => {
+            let key = KeyPair::from_pem(RSA_PKCS8).unwrap();
+            let pkcs1 = inner_key(&key.serialize_der());
+            (self_signed(kind, &key), pem("RSA PRIVATE KEY", &pkcs1))
+        }
+        other => panic!("no such kind {other}"),
+    }
+}
+
+#[rstest]
+#[case::ecdsa_p256_pkcs8("ecdsa-p256-pkcs8")]
+#[case::ecdsa_p256_sec1("ecdsa-p256-sec1")]
+#[case::ecdsa_p384_pkcs8("ecdsa-p384-pkcs8")]
+#[case::ed25519_pkcs8("ed25519-pkcs8")]
+#[case::rsa_pkcs8("rsa-pkcs8")]
+#[case::rsa_pkcs1("rsa-pkcs1")]
+fn good_identities_parse(#[case] kind: &str) {
+    let (chain, key) = good(kind);
+    let identity = parse(&chain, &key).unwrap();
+    assert_eq!(identity.subject(), kind);
+    assert!(identity.not_before() <= SystemTime::now());
+    assert!(identity.not_after() > SystemTime::now());
+    assert!(identity.check_current(SystemTime::now()).is_ok());
+    assert_eq!(identity.certified_key().cert.len(), 1);
+}
+
+/// A CA, an intermediate it signs, and a leaf the intermediate signs.
+fn chain_with_intermediate() -> (String, String, String) {
+    let ca_params = {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, "root");
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p
+    };
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let mid_params = {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name
+            .push(DnType::CommonName, "intermediate");
+        p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        p
+    };
+    let mid = CertifiedIssuer::signed_by(mid_params, KeyPair::generate().unwrap(), &ca).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let mut leaf_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf_params
+        .distinguished_name
+        .push(DnType::CommonName, "leaf");
+    let leaf = leaf_params.signed_by(&leaf_key, &mid).unwrap();
+    (leaf.pem(), mid.pem(), leaf_key.serialize_pem())
+}
+
+#[test]
+fn a_chain_keeps_its_intermediates_leaf_first() {
+    let (leaf, mid, key) = chain_with_intermediate();
+    let identity = parse(&format!("{leaf}{mid}"), &key).unwrap();
+    assert_eq!(identity.subject(), "leaf");
+    assert_eq!(identity.certified_key().cert.len(), 2);
+    assert!(
+        format!("{identity:?}").contains("chain_len: 2"),
+        "{identity:?}"
+    );
+
+    // The leaf must come first: its key is checked against the first certificate.
+    let err = parse(&format!("{mid}{leaf}"), &key).unwrap_err();
+    assert!(err.to_string().contains("does not match"), "{err}");
+}
+
+#[test]
+fn a_combined_pem_with_the_key_in_the_chain_still_parses() {
+    let (chain, key) = good("ecdsa-p256-pkcs8");
+    let identity = parse(&format!("{chain}{key}"), &key).unwrap();
+    assert_eq!(identity.certified_key().cert.len(), 1);
+}
+
+/// What `from_pem` says of an unusable input.
+fn invalid(chain: &[u8], key: &[u8]) -> String {
+    match ClientIdentity::from_pem(chain, key) {
+        Err(err @ IdentityError::Invalid(_)) => {
+            assert_eq!(err.condition_reason(), "CertificateInvalid");
+            err.to_string()
+        }
+        other => panic!("expected IdentityError::Invalid, got {other:?}"),
+    }
+}
+
+#[test]
+fn unusable_inputs_are_typed_errors() {
+    let (chain, key) = good("ecdsa-p256-pkcs8");
+    let (other_chain, other_key) = good("ecdsa-p256-pkcs8");
+    let cases: Vec<(&str, Vec<u8>, Vec<u8>, &str)> = vec![
+        (
+            "empty chain",
+            vec![],
+            key.clone().into(),
+            "no CERTIFICATE block",
+        ),
+        (
+            "empty key",
+            chain.clone().into(),
+            vec![],
+            "no private key block",
+        ),
+        ("both empty", vec![], vec![], "no CERTIFICATE block"),
+        (
+            "garbage chain",
+            b"\x00\xffnot pem".to_vec(),
+            key.clone().into(),
+            "no CERTIFICATE block",
+        ),
+        (
+            "garbage key",
+            chain.clone().into(),
+            b"garbage".to_vec(),
+            "no private key block",
+        ),
+        (
+            "only a key, as the chain",
+            key.clone().into(),
+            key.clone().into(),
+            "no CERTIFICATE block",
+        ),
+        (
+            "a certificate as the key",
+            chain.clone().into(),
+            chain.clone().into(),
+            "no private key block",
+        ),
+        (
+            "unterminated chain",
+            b"-----BEGIN CERTIFICATE-----\nMIIB\n".to_vec(),
+            key.clone().into(),
+            "not PEM",
+        ),
+        (
+            "unterminated key",
+            chain.clone().into(),
+            b"-----BEGIN PRIVATE KEY-----\nMIIB\n".to_vec(),
+            "the private key is not PEM",
+        ),
+        (
+            "certificate block that is not X.509",
+            pem("CERTIFICATE", b"not der").into(),
+            key.clone().into(),
+            "not X.509",
+        ),
+        (
+            "intermediate that is not X.509",
+            format!("{chain}{}", pem("CERTIFICATE", b"junk")).into(),
+            key.clone().into(),
+            "certificate 1 of the chain is not X.509",
+        ),
+        (
+            "key of another certificate",
+            chain.clone().into(),
+            other_key.into(),
+            "does not match",
+        ),
+        (
+            "certificate of another key",
+            other_chain.into(),
+            key.clone().into(),
+            "does not match",
+        ),
+        (
+            "P-521 key",
+            chain.clone().into(),
+            P521_PKCS8.into(),
+            "unsupported private key",
+        ),
+        (
+            "key block that is not a key",
+            chain.clone().into(),
+            pem("PRIVATE KEY", b"not a key").into(),
+            "unsupported private key",
+        ),
+        (
+            "oversized chain",
+            vec![b'a'; ClientIdentity::MAX_CHAIN_BYTES + 1],
+            key.clone().into(),
+            "larger than 1048576 bytes",
+        ),
+        (
+            "oversized key",
+            chain.clone().into(),
+            vec![b'a'; ClientIdentity::MAX_KEY_BYTES + 1],
+            "larger than 65536 bytes",
+        ),
+    ];
+    for (name, chain, key, want) in cases {
+        let got = invalid(&chain, &key);
+        assert!(got.contains(want), "{name}: {got:?} does not say {want:?}");
+        assert!(
+            !got.contains("MIIB") && !got.contains("MIG"),
+            "{name}: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn inputs_at_the_caps_are_read() {
+    let (chain, key) = good("ecdsa-p256-pkcs8");
+    let pad = |pem: &str, cap: usize| {
+        let mut padded = pem.as_bytes().to_vec();
+        padded.resize(cap, b'\n');
+        padded
+    };
+    let identity = ClientIdentity::from_pem(
+        &pad(&chain, ClientIdentity::MAX_CHAIN_BYTES),
+        &pad(&key, ClientIdentity::MAX_KEY_BYTES),
+    );
+    assert!(identity.is_ok(), "{identity:?}");
+}
+
+#[test]
+fn debug_and_errors_never_show_the_key() {
+    let (chain, key) = good("rsa-pkcs1");
+    let identity = parse(&chain, &key).unwrap();
+    let printed = format!("{identity:?} {identity:#?}");
+    let body: String = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    for secret in [&body[..32], &body[body.len() - 40..body.len() - 8]] {
+        assert!(!printed.contains(secret), "{printed}");
+    }
+    assert!(!printed.contains("PRIVATE"), "{printed}");
+    assert!(
+        printed.contains("rsa-pkcs1") && printed.contains("chain_len: 1"),
+        "{printed}"
+    );
+
+    // A key that fails to load is not quoted either.
+    let broken = key.replace(&body[40..44], "!!!!");
+    let err = parse(&chain, &broken).unwrap_err();
+    assert!(!format!("{err} {err:?}").contains(&body[..32]), "{err:?}");
+}
+
+#[test]
+fn an_expired_certificate_parses_but_is_not_current() {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "old");
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let chain = params.self_signed(&key).unwrap().pem();
+    let identity = parse(&chain, &key.serialize_pem()).unwrap();
+
+    let not_after = SystemTime::UNIX_EPOCH + Duration::from_secs(1_609_459_200); // 2021-01-01
+    assert_eq!(identity.not_after(), not_after);
+    assert_eq!(
+        identity.not_before(),
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800)
+    );
+    let err = identity.check_current(SystemTime::now()).unwrap_err();
+    assert_eq!(err, IdentityError::Expired { not_after });
+    assert_eq!(err.condition_reason(), "CertificateExpired");
+    assert!(err.to_string().contains("2021"), "{err}");
+    // Valid up to and including its notAfter.
+    assert!(identity.check_current(not_after).is_ok());
+    assert!(
+        identity
+            .check_current(not_after + Duration::from_secs(1))
+            .is_err()
+    );
+}
+
+#[test]
+fn same_as_compares_chain_and_key_not_the_parse() {
+    let (chain, key) = good("ecdsa-p256-pkcs8");
+    let a = parse(&chain, &key).unwrap();
+    let again = parse(&chain, &key).unwrap();
+    assert!(a.same_as(&again) && again.same_as(&a) && a.same_as(&a.clone()));
+
+    // The same key under a new certificate is a new identity (a renewal that keeps the key).
+    let reissued = {
+        let key_pair = KeyPair::from_pem(&key).unwrap();
+        self_signed("ecdsa-p256-pkcs8", &key_pair)
+    };
+    assert!(!a.same_as(&parse(&reissued, &key).unwrap()));
+    let (other_chain, other_key) = good("ecdsa-p256-pkcs8");
+    assert!(!a.same_as(&parse(&other_chain, &other_key).unwrap()));
+}
+
+#[test]
+fn a_subject_without_cn_is_named_by_its_dn_and_sanitized() {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    let no_cn = parse(
+        &params.self_signed(&key).unwrap().pem(),
+        &key.serialize_pem(),
+    )
+    .unwrap();
+    assert!(
+        no_cn.subject().contains("system:masters"),
+        "{}",
+        no_cn.subject()
+    );
+
+    let evil = self_signed("admin\n\u{1b}[2Jforged", &key);
+    let identity = parse(&evil, &key.serialize_pem()).unwrap();
+    assert_eq!(identity.subject(), "admin  [2Jforged");
+}

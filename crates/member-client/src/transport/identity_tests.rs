@@ -1,0 +1,350 @@
+//! Client identities end to end, against a loopback server that names the certificate each
+//! connection presented.
+
+use std::{sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::BodyExt as _;
+use hyper_util::client::legacy::connect::HttpConnector;
+use kube::client::Body;
+use tower::{BoxError, Service as _, ServiceExt as _};
+
+use super::{
+    GenericService,
+    identity_pools::IdentityPools,
+    mtls_server::{ClientAuth, MtlsServer, TestPki},
+    pool_recipe::PoolRecipe,
+    service,
+};
+use crate::{
+    ClientFactory, ClientIdentity, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
+    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    guarded_resolver::{GuardedResolver, system_lookup},
+};
+
+/// Every wait in these tests is bounded by this.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+fn config(server: &MtlsServer, pki: &TestPki) -> kube::Config {
+    let mut config = kube::Config::new(server.url().parse().unwrap());
+    config.root_cert = Some(vec![pki.ca_der()]);
+    config
+}
+
+/// The member stack `ClientFactory` puts under its layers.
+fn transport(server: &MtlsServer, pki: &TestPki) -> GenericService {
+    let resolver = GuardedResolver::new(Arc::new(EndpointPolicy::loopback()), system_lookup());
+    service(&config(server, pki), resolver).unwrap()
+}
+
+fn request(path: &str, identity: Option<&ClientIdentity>) -> Request<Body> {
+    let mut request = Request::get(path).body(Body::from(Vec::new())).unwrap();
+    if let Some(identity) = identity {
+        request.extensions_mut().insert(identity.clone());
+    }
+    request
+}
+
+/// What the server said: the CN it saw on the connection, and whether that connection
+/// resumed a TLS session.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    cn: String,
+    resumed: bool,
+}
+
+async fn seen<B>(response: http::Response<B>) -> Seen
+where
+    B: http_body::Body<Data = Bytes, Error: std::fmt::Debug>,
+{
+    assert_eq!(response.status(), StatusCode::OK);
+    let resumed = response.headers()["x-resumed"] == "true";
+    let body = tokio::time::timeout(PATIENCE, response.into_body().collect())
+        .await
+        .unwrap()
+        .unwrap()
+        .to_bytes();
+    Seen {
+        cn: String::from_utf8(body.to_vec())
+            .unwrap()
+            .trim_end()
+            .to_owned(),
+        resumed,
+    }
+}
+
+async fn send(
+    svc: &mut GenericService,
+    path: &str,
+    identity: Option<&ClientIdentity>,
+) -> Result<http::Response<Box<kube::client::DynBody>>, BoxError> {
+    let call = svc.ready().await?.call(request(path, identity));
+    tokio::time::timeout(PATIENCE, call).await?
+}
+
+async fn get(svc: &mut GenericService, path: &str, identity: &ClientIdentity) -> Seen {
+    seen(send(svc, path, Some(identity)).await.unwrap()).await
+}
+
+#[tokio::test]
+async fn the_next_request_after_a_rotation_presents_the_new_identity() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let mut svc = transport(&server, &pki);
+
+    assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
+    assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
+    assert_eq!(
+        get(&mut svc, "/", &b).await.cn,
+        "B",
+        "A's idle connection was reused"
+    );
+    // A's idle connections went with A's pool; B's one is left.
+    assert_eq!(server.wait_open_at_most(1).await, 1);
+    assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
+}
+
+#[tokio::test]
+async fn the_same_certificate_parsed_again_keeps_its_pool() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let pools = pools(&server, &pki);
+    let (chain, key) = pki.identity_pem("A");
+    let parse = || ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes()).unwrap();
+
+    let (a, a_again) = (parse(), parse());
+    let first = pools.clone().oneshot(absolute(&server, "/", &a)).await;
+    assert_eq!(seen(first.unwrap()).await.cn, "A");
+    let pool = pools.slots().current_pool;
+    // A Secret read again gives a new value holding the same certificate and key.
+    let again = pools
+        .clone()
+        .oneshot(absolute(&server, "/", &a_again))
+        .await;
+    assert_eq!(seen(again.unwrap()).await.cn, "A");
+    assert_eq!(
+        pools.slots().current_pool,
+        pool,
+        "a new pool for the same identity"
+    );
+}
+
+#[tokio::test]
+async fn sessions_are_never_resumed_across_identities() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let mut svc = transport(&server, &pki);
+
+    // `/close` ends each connection, so each request makes a new handshake.
+    let first = get(&mut svc, "/close", &a).await;
+    assert_eq!(
+        first,
+        Seen {
+            cn: "A".into(),
+            resumed: false
+        }
+    );
+    let second = get(&mut svc, "/close", &a).await;
+    assert_eq!(
+        second,
+        Seen {
+            cn: "A".into(),
+            resumed: true
+        },
+        "the test needs a server that resumes sessions"
+    );
+
+    // A resumed TLS 1.3 session would carry A's certificate into B's connection.
+    let rotated = get(&mut svc, "/close", &b).await;
+    assert_eq!(
+        rotated,
+        Seen {
+            cn: "B".into(),
+            resumed: false
+        }
+    );
+    let again = get(&mut svc, "/close", &b).await;
+    assert_eq!(
+        again,
+        Seen {
+            cn: "B".into(),
+            resumed: true
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_stream_opened_under_the_old_identity_survives_a_rotation() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let mut svc = transport(&server, &pki);
+
+    let watch = send(&mut svc, "/stream", Some(&a)).await.unwrap();
+    let mut watch = watch.into_body();
+    let mut next_line = async || {
+        let frame = tokio::time::timeout(PATIENCE, watch.frame()).await.unwrap();
+        let data = frame
+            .expect("the stream ended")
+            .unwrap()
+            .into_data()
+            .unwrap();
+        String::from_utf8(data.to_vec()).unwrap()
+    };
+    assert_eq!(next_line().await, "A\n");
+
+    assert_eq!(get(&mut svc, "/", &b).await.cn, "B");
+    for _ in 0..3 {
+        server.tick();
+        assert_eq!(
+            next_line().await,
+            "A\n",
+            "the old identity's stream was cut"
+        );
+    }
+    assert_eq!(server.accepted(), 2);
+    assert_eq!(
+        server.wait_open_at_most(2).await,
+        2,
+        "both connections stay open"
+    );
+
+    // Once the stream ends, its connection is not pooled again: only B's idle one is left.
+    drop(watch);
+    assert_eq!(server.wait_open_at_most(1).await, 1);
+}
+
+#[tokio::test]
+async fn a_request_without_identity_presents_no_certificate() {
+    let pki = TestPki::new();
+    let optional = MtlsServer::start(&pki, ClientAuth::Optional).await;
+    let a = pki.identity("A");
+    let mut svc = transport(&optional, &pki);
+
+    let anonymous = seen(send(&mut svc, "/", None).await.unwrap()).await;
+    assert_eq!(anonymous.cn, "anonymous");
+    assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
+    let anonymous = seen(send(&mut svc, "/", None).await.unwrap()).await;
+    assert_eq!(
+        anonymous.cn, "anonymous",
+        "an identity leaked into the anonymous pool"
+    );
+    assert_eq!(optional.accepted(), 2);
+
+    let required = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let mut svc = transport(&required, &pki);
+    assert!(send(&mut svc, "/", None).await.is_err());
+    assert_eq!(required.accepted(), 0);
+}
+
+#[tokio::test]
+async fn a_retried_request_keeps_its_identity() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let a = pki.identity("A");
+    let mut svc = transport(&server, &pki);
+    // kube's retry layer answers the 503 by sending a copy; the copy must present A too (an
+    // anonymous copy would be refused by the server).
+    assert_eq!(get(&mut svc, "/flaky", &a).await.cn, "A");
+}
+
+/// The pools themselves, to look at what they keep.
+fn pools(server: &MtlsServer, pki: &TestPki) -> IdentityPools<HttpConnector> {
+    let mut dial = HttpConnector::new();
+    dial.enforce_http(false);
+    IdentityPools::new(PoolRecipe::new(&config(server, pki), dial).unwrap())
+}
+
+fn absolute(server: &MtlsServer, path: &str, identity: &ClientIdentity) -> Request<Body> {
+    let mut request = request(path, Some(identity));
+    *request.uri_mut() = format!("{}{path}", server.url()).parse().unwrap();
+    request
+}
+
+#[tokio::test]
+async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let pools = pools(&server, &pki);
+    let identities: Vec<_> = (0..5).map(|i| pki.identity(&format!("id{i}"))).collect();
+    for identity in &identities {
+        let response = pools
+            .clone()
+            .oneshot(absolute(&server, "/", identity))
+            .await
+            .unwrap();
+        assert_eq!(seen(response).await.cn, identity.subject());
+    }
+    let slots = pools.slots();
+    assert!(slots.current.unwrap().same_as(&identities[4]));
+    assert!(!slots.previous_alive, "nothing holds the replaced pool");
+    assert_eq!(server.accepted(), 5);
+    assert_eq!(
+        server.wait_open_at_most(1).await,
+        1,
+        "old pools' connections stay open"
+    );
+}
+
+#[tokio::test]
+async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_lives() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let pools = pools(&server, &pki);
+    let (a, b) = (pki.identity("A"), pki.identity("B"));
+
+    let held = tokio::spawn(pools.clone().oneshot(absolute(&server, "/hold", &a)));
+    server.wait_holding(1).await;
+    let rotated = pools.clone().oneshot(absolute(&server, "/", &b)).await;
+    assert_eq!(seen(rotated.unwrap()).await.cn, "B");
+    assert!(
+        pools.slots().previous_alive,
+        "the in-flight request keeps A's pool alive"
+    );
+
+    // Read its identity before the rotation, sent after it: A's pool, and B stays current.
+    let stale = pools.clone().oneshot(absolute(&server, "/", &a)).await;
+    assert_eq!(seen(stale.unwrap()).await.cn, "A");
+    assert!(
+        pools.slots().current.unwrap().same_as(&b),
+        "a stale request swapped the pool back"
+    );
+
+    server.tick();
+    let held = tokio::time::timeout(PATIENCE, held).await.unwrap().unwrap();
+    assert_eq!(seen(held.unwrap()).await.cn, "A");
+    assert!(
+        !pools.slots().previous_alive,
+        "A's pool outlived its requests"
+    );
+    assert_eq!(server.wait_open_at_most(1).await, 1);
+}
+
+struct Fixed;
+
+#[async_trait::async_trait]
+impl CredentialSource for Fixed {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        Credential::from_token_bytes(b"t0ken")
+    }
+}
+
+#[tokio::test]
+async fn a_factory_client_presents_the_identity_its_requests_carry() {
+    let pki = TestPki::new();
+    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let factory = ClientFactory::new(TokenCache::new(Fixed, TokenCacheConfig::default()))
+        .with_policy(EndpointPolicy::loopback());
+    let config = MemberClientConfig::new("m1", server.url(), SecretRef::new("ns", "m1"))
+        .with_ca_bundle(pki.ca_pem());
+    let client = factory.build(&config, &CredentialHealth::new()).unwrap();
+
+    for (identity, want) in [(&a, "A"), (&a, "A"), (&b, "B"), (&a, "A")] {
+        let response = client.send(request("/", Some(identity))).await.unwrap();
+        assert_eq!(seen(response).await.cn, want);
+    }
+}
