@@ -36,6 +36,10 @@ impl ApiserverSpec {
     pub(crate) fn sa_pub(&self) -> PathBuf {
         self.dir.join("sa-signing.pub")
     }
+    /// The CA bundle client certificates are verified against (`--client-ca-file`).
+    pub(crate) fn client_ca(&self) -> PathBuf {
+        self.dir.join("client-ca.crt")
+    }
     pub(crate) fn token_file(&self) -> PathBuf {
         self.dir.join("tokens.csv")
     }
@@ -69,6 +73,7 @@ impl Apiserver {
             .arg(format!("--etcd-servers={}", spec.etcd_endpoint))
             .arg(format!("--etcd-prefix=/{}", spec.name))
             .arg(format!("--token-auth-file={}", spec.token_file().display()))
+            .arg(format!("--client-ca-file={}", spec.client_ca().display()))
             .arg("--authorization-mode=RBAC")
             .arg(format!("--service-account-issuer={issuer}"))
             .arg(format!("--api-audiences={issuer}"))

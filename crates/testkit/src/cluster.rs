@@ -1,5 +1,6 @@
 //! [`Cluster`]: how to reach one test cluster, and clients for it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -7,6 +8,8 @@ use kube::{Client, Config};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use secrecy::ExposeSecret as _;
+
+use crate::pki::TestCa;
 
 /// A connect timeout well above what loopback needs, but short enough that a test against a
 /// stopped or hung server fails in seconds, not kube's default 30 s.
@@ -23,6 +26,9 @@ pub struct Cluster {
     endpoint: String,
     ca_pem: String,
     admin: Config,
+    /// Signs client certificates the apiserver accepts; `None` for clusters the harness did
+    /// not start (k3s, a model endpoint).
+    client_ca: Option<Arc<TestCa>>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -53,6 +59,7 @@ impl Cluster {
             endpoint,
             ca_pem,
             admin,
+            client_ca: None,
         })
     }
 
@@ -69,7 +76,24 @@ impl Cluster {
             endpoint: endpoint.into(),
             ca_pem: ca_pem.into(),
             admin: config,
+            client_ca: None,
         }
+    }
+
+    /// The same cluster, whose apiserver trusts client certificates from `ca`.
+    pub(crate) fn with_client_ca(mut self, ca: Arc<TestCa>) -> Self {
+        self.client_ca = Some(ca);
+        self
+    }
+
+    /// The client CA, for issuing certificates.
+    pub(crate) fn client_ca(&self) -> Result<&TestCa> {
+        self.client_ca.as_deref().with_context(|| {
+            format!(
+                "{} has no client CA known to the harness (not started by an Environment)",
+                self.name
+            )
+        })
     }
 
     /// The cluster's name (`control-plane`, `member1`, …).
@@ -85,6 +109,13 @@ impl Cluster {
     /// The PEM CA bundle that verifies [`endpoint`](Self::endpoint)'s serving certificate.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
+    }
+
+    /// The PEM certificate of the CA whose client certificates the apiserver accepts
+    /// (`--client-ca-file`); `None` if the harness did not start this cluster. It is not the
+    /// CA of [`ca_pem`](Self::ca_pem), and it stays the same across restarts.
+    pub fn client_ca_pem(&self) -> Option<String> {
+        self.client_ca.as_ref().map(|ca| ca.pem())
     }
 
     /// A `kube::Config` for the cluster admin (`system:masters`).

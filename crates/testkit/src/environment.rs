@@ -1,6 +1,7 @@
 //! [`Environment`]: one etcd and N kube-apiservers ("clusters") on loopback.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -43,8 +44,9 @@ impl RestartOptions {
 ///
 /// Index [`CONTROL_PLANE`] (0) is `control-plane`, the rest are `member1`, `member2`, …
 /// Each cluster has its own etcd prefix (`/<name>`), its own serving certificate from its own
-/// test CA, its own ServiceAccount signing key and issuer (`https://<name>.test`), so a token
-/// from one cluster is rejected (401) by every other.
+/// test CA, its own client CA (`--client-ca-file`), its own ServiceAccount signing key and
+/// issuer (`https://<name>.test`), so a token or client certificate from one cluster is
+/// rejected (401) by every other.
 ///
 /// # Drop
 /// Dropping the environment SIGKILLs every apiserver, then etcd, and reaps them (also while a
@@ -67,6 +69,8 @@ pub struct Environment {
 struct Slot {
     spec: ApiserverSpec,
     admin_token: String,
+    /// Written once to `client-ca.crt`; never rotated, so restarts keep client certificates.
+    client_ca: Arc<TestCa>,
     server: Option<Apiserver>,
     /// How many times its apiserver was started; numbers the log files.
     runs: u32,
@@ -174,17 +178,23 @@ impl Environment {
             &spec.token_file(),
             &format!("{admin_token},admin,admin-uid,system:masters\n"),
         )?;
+        // Its own CA, not the serving one: `RestartOptions::new_ca` rotates that, and client
+        // certificates issued before a rotation must keep working.
+        let client_ca = Arc::new(TestCa::generate(&format!("{name} client CA"))?);
+        write(&spec.client_ca(), &client_ca.pem())?;
         let ca = issue_serving_files(&spec)?;
         let cluster = Cluster::with_admin_token(
             name,
             format!("https://127.0.0.1:{port}"),
             ca.pem(),
             &admin_token,
-        )?;
+        )?
+        .with_client_ca(Arc::clone(&client_ca));
         self.clusters.push(cluster);
         self.slots.push(Slot {
             spec,
             admin_token,
+            client_ca,
             server: None,
             runs: 0,
         });
@@ -286,7 +296,8 @@ impl Environment {
     /// and [`start`](Self::start)). Open watches end; clients must reconnect.
     ///
     /// With [`RestartOptions::new_ca`] it serves a certificate from a new CA: get the new bundle
-    /// from [`cluster(index)`](Self::cluster)`.ca_pem()`. Tokens stay valid either way.
+    /// from [`cluster(index)`](Self::cluster)`.ca_pem()`. Tokens and client certificates
+    /// ([`Cluster::issue_client_cert`]) stay valid either way: the client CA never changes.
     ///
     /// # Errors
     /// As [`stop`](Self::stop) and [`start`](Self::start).
@@ -297,8 +308,10 @@ impl Environment {
             let ca = issue_serving_files(&slot.spec)?;
             let name = slot.spec.name.clone();
             let token = slot.admin_token.clone();
+            let client_ca = Arc::clone(&slot.client_ca);
             let endpoint = self.cluster_at(index)?.endpoint().to_owned();
-            self.clusters[index] = Cluster::with_admin_token(name, endpoint, ca.pem(), &token)?;
+            self.clusters[index] = Cluster::with_admin_token(name, endpoint, ca.pem(), &token)?
+                .with_client_ca(client_ca);
         }
         self.start(index).await
     }

@@ -3,8 +3,9 @@
 //! Start with [`Environment`]: one etcd and N kube-apiservers on free 127.0.0.1 ports, each a
 //! "cluster" (`control-plane`, `member1`, …) with its own etcd prefix, serving CA,
 //! ServiceAccount signing key and admin token. A [`Cluster`] handle gives the endpoint, the CA
-//! bundle and an admin client, and creates ServiceAccounts, mints and revokes their tokens and
-//! creates namespaces. [`Environment::restart`] restarts one apiserver on the same port,
+//! bundle and an admin client, and creates ServiceAccounts, mints and revokes their tokens,
+//! issues client certificates ([`Cluster::issue_client_cert`], from a per-cluster client CA)
+//! and creates namespaces. [`Environment::restart`] restarts one apiserver on the same port,
 //! optionally with a new CA; [`Environment::stop`] and [`Environment::start`] make a member
 //! unreachable and bring it back.
 //!
@@ -64,6 +65,7 @@
 
 mod apiserver;
 mod assets;
+mod client_cert;
 mod cluster;
 mod collector_process;
 mod config;
@@ -82,6 +84,7 @@ mod workload;
 
 pub use apiserver::Apiserver;
 pub use assets::{ASSETS_ENV, Assets};
+pub use client_cert::ClientCert;
 pub use cluster::{Cluster, client_for, status_code};
 pub use collector_process::{
     COLLECTOR_BIN_ENV, CollectorProcess, control_plane_flags, locate_collector,

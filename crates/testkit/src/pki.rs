@@ -1,4 +1,5 @@
-//! Test certificates and keys: a CA per cluster, its serving certificate, its SA signing key.
+//! Test certificates and keys: per cluster a serving CA and its serving certificate, a client
+//! CA (its certificates are issued in [`client_cert`](crate::client_cert)), an SA signing key.
 
 use anyhow::{Context, Result};
 use rcgen::{
@@ -44,6 +45,11 @@ impl TestCa {
     /// The CA certificate (PEM): what a client trusts.
     pub(crate) fn pem(&self) -> String {
         self.issuer.pem()
+    }
+
+    /// The issuer (certificate parameters and key) that signs this CA's certificates.
+    pub(crate) fn issuer(&self) -> &CertifiedIssuer<'static, KeyPair> {
+        &self.issuer
     }
 
     /// A serving certificate for `127.0.0.1` and `localhost`, signed by this CA.

@@ -1,0 +1,368 @@
+//! Client identities the harness hands out, proven on real kube-apiservers: X.509 client
+//! certificates from a cluster's client CA ([`Cluster::issue_client_cert`]) and the two exec
+//! credential plugins in `e2e/plugins/`.
+//!
+//! Every identity is checked the way the apiserver sees it, through a `SelfSubjectReview`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use k8s_openapi::api::authentication::v1::{SelfSubjectReview, UserInfo};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, PostParams};
+use kube::config::AuthInfo;
+use kube::{Client, Config};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use testkit::{ClientCert, Cluster, Environment, RestartOptions, status_code};
+
+const HOUR: Duration = Duration::from_secs(3600);
+const EXEC_API_VERSION: &str = "client.authentication.k8s.io/v1";
+/// A generous bound on one plugin run (its own HTTP timeout is 10 s).
+const PLUGIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Who `client` is, according to the apiserver.
+async fn whoami(client: Client) -> Result<UserInfo, kube::Error> {
+    let review = Api::<SelfSubjectReview>::all(client)
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await?;
+    Ok(review.status.unwrap().user_info.unwrap())
+}
+
+/// A kube config that trusts `cluster`'s serving CA and authenticates with `cert` alone: the
+/// admin's token is dropped with the rest of its `AuthInfo`.
+fn cert_config(cluster: &Cluster, cert: &ClientCert) -> Config {
+    let mut config = cluster.admin_config();
+    config.auth_info = AuthInfo {
+        client_certificate_data: Some(STANDARD.encode(&cert.cert_pem)),
+        client_key_data: Some(STANDARD.encode(&cert.key_pem).into()),
+        ..AuthInfo::default()
+    };
+    config
+}
+
+async fn whoami_with_cert(cluster: &Cluster, cert: &ClientCert) -> Result<UserInfo, kube::Error> {
+    whoami(Client::try_from(cert_config(cluster, cert)).unwrap()).await
+}
+
+/// The HTTP status `cluster` answers a SelfSubjectReview with when `cert` is presented.
+async fn cert_rejection(cluster: &Cluster, cert: &ClientCert) -> Option<u16> {
+    let err = whoami_with_cert(cluster, cert)
+        .await
+        .expect_err("the certificate must not authenticate");
+    status_code(&err)
+}
+
+fn groups(info: &UserInfo) -> Vec<&str> {
+    info.groups.iter().flatten().map(String::as_str).collect()
+}
+
+#[tokio::test]
+async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rotation() {
+    let mut env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane().clone(), env.cluster(1).clone());
+    assert_ne!(
+        member.client_ca_pem().unwrap(),
+        member.ca_pem(),
+        "the client CA is not the serving CA"
+    );
+
+    let alice = member
+        .issue_client_cert("alice", &["tether-test"], HOUR)
+        .unwrap();
+    assert_eq!(
+        format!("{alice:?}"),
+        "ClientCert { .. }",
+        "Debug hides the key"
+    );
+    let who = whoami_with_cert(&member, &alice).await.unwrap();
+    assert_eq!(who.username.as_deref(), Some("alice"));
+    assert_eq!(groups(&who), ["tether-test", "system:authenticated"]);
+
+    // Several O= are several groups.
+    let bob = member
+        .issue_client_cert("bob", &["tether-test", "tether-ops"], HOUR)
+        .unwrap();
+    let who = whoami_with_cert(&member, &bob).await.unwrap();
+    assert_eq!(who.username.as_deref(), Some("bob"));
+    assert_eq!(
+        groups(&who),
+        ["tether-test", "tether-ops", "system:authenticated"]
+    );
+
+    // Right CA, wrong time: the TLS handshake passes (the apiserver only requests a client
+    // certificate) and authentication fails with 401, not as anonymous.
+    let expired = member
+        .issue_expired_client_cert("alice", &["tether-test"])
+        .unwrap();
+    assert_eq!(cert_rejection(&member, &expired).await, Some(401));
+
+    // A well-formed, valid certificate from another cluster's client CA.
+    let foreign = control_plane
+        .issue_client_cert("alice", &["tether-test"], HOUR)
+        .unwrap();
+    assert_eq!(
+        whoami_with_cert(&control_plane, &foreign)
+            .await
+            .unwrap()
+            .username
+            .as_deref(),
+        Some("alice"),
+        "it is good where it was issued"
+    );
+    assert_eq!(cert_rejection(&member, &foreign).await, Some(401));
+
+    // A new serving CA, the same client CA: alice's certificate still works.
+    let client_ca = member.client_ca_pem().unwrap();
+    env.restart(1, RestartOptions::new_ca()).await.unwrap();
+    let rotated = env.cluster(1);
+    assert_ne!(rotated.ca_pem(), member.ca_pem(), "a new serving CA");
+    assert_eq!(rotated.client_ca_pem().unwrap(), client_ca);
+    let who = whoami_with_cert(rotated, &alice).await.unwrap();
+    assert_eq!(who.username.as_deref(), Some("alice"));
+    assert_eq!(cert_rejection(rotated, &expired).await, Some(401));
+}
+
+/// Where a test keeps the files a plugin reads; removed when dropped.
+struct PluginFiles {
+    dir: TempDir,
+}
+
+impl PluginFiles {
+    /// `cluster`'s serving CA and admin token, written where the plugins read them.
+    fn for_cluster(cluster: &Cluster) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("tether-plugin-")
+            .tempdir()
+            .unwrap();
+        std::fs::write(dir.path().join("ca.crt"), cluster.ca_pem()).unwrap();
+        std::fs::write(
+            dir.path().join("admin-token"),
+            cluster.admin_token().unwrap(),
+        )
+        .unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The variables every plugin takes, pointed at `cluster`.
+    fn env(&self, cluster: &Cluster) -> Vec<(&'static str, String)> {
+        vec![
+            ("PLUGIN_SERVER", cluster.endpoint().to_owned()),
+            ("PLUGIN_CA_FILE", self.path("ca.crt").display().to_string()),
+            (
+                "PLUGIN_ADMIN_TOKEN_FILE",
+                self.path("admin-token").display().to_string(),
+            ),
+            (
+                "PLUGIN_COUNT_FILE",
+                self.path("count").display().to_string(),
+            ),
+        ]
+    }
+
+    /// How many times a plugin ran with these files.
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.path("count"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+}
+
+/// Runs `e2e/plugins/<plugin>` with exactly `vars` (and `PATH`, for `python3`): no proxy
+/// variables or anything else of the test's environment reach it.
+async fn run_plugin(plugin: &str, vars: &[(&str, String)]) -> Output {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plugins")
+        .join(plugin);
+    let mut cmd = tokio::process::Command::new(&path);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .kill_on_drop(true);
+    tokio::time::timeout(PLUGIN_TIMEOUT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("{plugin} ran longer than {PLUGIN_TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("running {}: {e}", path.display()))
+}
+
+/// The ExecCredential a successful run printed (exit 0, nothing on stderr).
+fn credential(plugin: &str, out: &Output) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{plugin} failed: {stderr}");
+    assert!(stderr.is_empty(), "{plugin} wrote to stderr: {stderr}");
+    let credential: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(credential["apiVersion"], EXEC_API_VERSION);
+    assert_eq!(credential["kind"], "ExecCredential");
+    credential
+}
+
+/// A failed run: exit 1, nothing on stdout, one line on stderr, which it returns.
+fn failure(plugin: &str, out: &Output, secrets: &[&str]) -> String {
+    assert_eq!(out.status.code(), Some(1), "{plugin} should fail: {out:?}");
+    assert!(out.stdout.is_empty(), "{plugin} printed on failure");
+    let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    for secret in secrets {
+        assert!(
+            !stderr.contains(secret),
+            "{plugin} leaked a token: {stderr}"
+        );
+    }
+    stderr
+}
+
+fn exec_info(cluster: Value) -> String {
+    json!({
+        "apiVersion": EXEC_API_VERSION,
+        "kind": "ExecCredential",
+        "spec": { "interactive": false, "cluster": cluster },
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
+    let env = Environment::with_members(1).await.unwrap();
+    let member = env.cluster(1);
+    let ns = member.create_namespace("plugin").await.unwrap();
+    member.create_service_account(&ns, "agent").await.unwrap();
+    let files = PluginFiles::for_cluster(member);
+    let mut vars = files.env(member);
+    vars.push(("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/agent")));
+    vars.push((
+        "KUBERNETES_EXEC_INFO",
+        exec_info(json!({ "server": member.endpoint() })),
+    ));
+
+    let plugin = "tokenrequest-plugin.py";
+    let mut tokens = Vec::new();
+    for run in 1..=2 {
+        let started = Timestamp::now();
+        let out = run_plugin(plugin, &vars).await;
+        let credential = credential(plugin, &out);
+        let status = &credential["status"];
+        let token = status["token"].as_str().unwrap().to_owned();
+        let expiry: Time = serde_json::from_value(status["expirationTimestamp"].clone()).unwrap();
+        let ahead = expiry.0.as_second() - started.as_second();
+        assert!(
+            (590..=610).contains(&ahead),
+            "run {run}: expires {ahead} s ahead, not ~600"
+        );
+
+        let who = whoami(member.client_with_token(&token).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            who.username.unwrap(),
+            format!("system:serviceaccount:{ns}:agent")
+        );
+        assert_eq!(files.runs(), run, "one count line per exec");
+        tokens.push(token);
+    }
+    assert_ne!(tokens[0], tokens[1], "every exec mints a new token");
+
+    // A ServiceAccount that does not exist: the apiserver's 404, in one line, no token.
+    let admin = member.admin_token().unwrap();
+    let mut missing = vars.clone();
+    missing.retain(|(k, _)| *k != "PLUGIN_SERVICE_ACCOUNT");
+    missing.push(("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/nobody")));
+    let out = run_plugin(plugin, &missing).await;
+    let stderr = failure(plugin, &out, &[&admin, &tokens[0], &tokens[1]]);
+    assert!(stderr.contains("HTTP 404"), "{stderr}");
+    assert_eq!(files.runs(), 3, "failed runs are counted too");
+
+    // Another CA than the server's: a TLS failure, not a token.
+    let other = env.control_plane();
+    std::fs::write(files.path("ca.crt"), other.ca_pem()).unwrap();
+    let out = run_plugin(plugin, &vars).await;
+    let stderr = failure(plugin, &out, &[&admin]);
+    assert!(stderr.contains("CERTIFICATE_VERIFY_FAILED"), "{stderr}");
+}
+
+#[tokio::test]
+async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+
+    // On the member: a ServiceAccount and a TokenRequest token for it.
+    let member_ns = member.create_namespace("agent").await.unwrap();
+    member
+        .create_service_account(&member_ns, "agent")
+        .await
+        .unwrap();
+    let token = member.mint_token(&member_ns, "agent", HOUR).await.unwrap();
+
+    // On the control plane: Secret <ns>/member1 holding it under `token`.
+    let creds_ns = control_plane.create_namespace("creds").await.unwrap();
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": member.name(), "namespace": creds_ns },
+        "data": { "token": STANDARD.encode(&token) },
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(control_plane.admin_client().unwrap(), &creds_ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    let files = PluginFiles::for_cluster(control_plane);
+    let mut vars = files.env(control_plane);
+    vars.push(("PLUGIN_SECRET_NAMESPACE", creds_ns.clone()));
+    let cluster_info = |name: &str| {
+        exec_info(json!({
+            "server": member.endpoint(),
+            "certificate-authority-data": STANDARD.encode(member.ca_pem()),
+            "config": { "clusterName": name },
+        }))
+    };
+    let with_info = |info: String| {
+        let mut vars = vars.clone();
+        vars.push(("KUBERNETES_EXEC_INFO", info));
+        vars
+    };
+
+    let plugin = "secretreader-plugin.py";
+    let out = run_plugin(plugin, &with_info(cluster_info(member.name()))).await;
+    let credential = credential(plugin, &out);
+    let status = credential["status"].as_object().unwrap();
+    assert_eq!(status["token"], token.as_str());
+    assert!(
+        !status.contains_key("expirationTimestamp"),
+        "no expiry: {:?}",
+        status.keys().collect::<Vec<_>>()
+    );
+    let who = whoami(member.client_with_token(&token).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        who.username.unwrap(),
+        format!("system:serviceaccount:{member_ns}:agent")
+    );
+    assert_eq!(files.runs(), 1);
+
+    // No Secret for that cluster name: the control plane's 404.
+    let admin = control_plane.admin_token().unwrap();
+    let out = run_plugin(plugin, &with_info(cluster_info("member9"))).await;
+    let stderr = failure(plugin, &out, &[&admin, &token]);
+    assert!(stderr.contains("HTTP 404"), "{stderr}");
+
+    // Without provideClusterInfo there is no cluster name to look up.
+    let out = run_plugin(plugin, &with_info(exec_info(Value::Null))).await;
+    let stderr = failure(plugin, &out, &[&admin, &token]);
+    assert!(stderr.contains("provideClusterInfo"), "{stderr}");
+    assert_eq!(files.runs(), 3, "failed runs are counted too");
+}
