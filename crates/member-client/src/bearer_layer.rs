@@ -30,7 +30,9 @@ use http::{Request, Response, StatusCode, header::AUTHORIZATION};
 use kube::client::Body;
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
-use crate::{Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache};
+use crate::{
+    ClientIdentity, Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache,
+};
 
 /// Wraps a service in [`Bearer`]. Holds only handles, so it is cheap to clone.
 #[derive(Clone, Debug)]
@@ -179,7 +181,7 @@ where
         .invalidate_if_current(&ctx.secret, &credential)
         .await;
     let fresh = ctx.credential().await?;
-    if fresh.same_token(&credential) {
+    if fresh.same_material(&credential) {
         return Err(ctx.rejected());
     }
     let Some(replay) = replay else {
@@ -219,7 +221,11 @@ where
 
 impl Ctx {
     async fn credential(&self) -> Result<Arc<Credential>, BoxError> {
-        self.tokens.get(&self.secret).await.map_err(|source| {
+        let credential = self.tokens.get(&self.secret).await;
+        if let Ok(credential) = &credential {
+            self.health.using(credential);
+        }
+        credential.map_err(|source| {
             let changed = self.health.report(CredentialState::Unavailable {
                 reason: source.to_string(),
             });
@@ -255,10 +261,20 @@ impl Ctx {
     }
 }
 
+/// Puts the credential on the request: the token in `Authorization`, the client identity in
+/// an extension that the transport reads to pick connections made with it.
 fn authorize(mut request: Request<Body>, credential: &Credential) -> Request<Body> {
-    request
-        .headers_mut()
-        .insert(AUTHORIZATION, credential.authorization().clone());
+    // A replay carries what the rejected credential put there; nothing of it may stay.
+    match credential.authorization() {
+        Some(authorization) => request
+            .headers_mut()
+            .insert(AUTHORIZATION, authorization.clone()),
+        None => request.headers_mut().remove(AUTHORIZATION),
+    };
+    match credential.identity() {
+        Some(identity) => request.extensions_mut().insert(identity.clone()),
+        None => request.extensions_mut().remove::<ClientIdentity>(),
+    };
     request
 }
 

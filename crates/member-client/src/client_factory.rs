@@ -41,7 +41,10 @@ pub struct MemberClientConfig {
     pub insecure_skip_tls_verify: bool,
     /// An `http://` or `https://` proxy to tunnel through.
     pub proxy_url: Option<String>,
-    /// Where the bearer token comes from; the [`TokenCache`] key.
+    /// The name to verify the serving certificate against (and send as SNI), when it is not
+    /// the endpoint's host (a kubeconfig's `tls-server-name`).
+    pub tls_server_name: Option<String>,
+    /// Where the credential comes from; the [`TokenCache`] key.
     pub secret_ref: SecretRef,
     /// Requests in flight to this member at once; more wait. Watches hold a slot only until
     /// their response headers arrive. Default: 64.
@@ -64,6 +67,7 @@ impl MemberClientConfig {
             ca_bundle: None,
             insecure_skip_tls_verify: false,
             proxy_url: None,
+            tls_server_name: None,
             secret_ref,
             max_concurrent_requests: 64,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -156,6 +160,7 @@ impl ClientFactory {
         .map_err(invalid)?;
         let mut kube_config = kube::Config::new(route.endpoint);
         kube_config.proxy_url = route.proxy;
+        kube_config.tls_server_name = config.tls_server_name.clone();
         if config.insecure_skip_tls_verify {
             kube_config.accept_invalid_certs = true;
         } else if let Some(pem) = &config.ca_bundle {

@@ -1,4 +1,5 @@
-//! A bearer token and the CA bundle that goes with it.
+//! A member's credential: a bearer token, a client certificate, or both, with the CA bundle
+//! that goes with it and when it expires.
 
 use std::{
     fmt,
@@ -10,11 +11,38 @@ use bytes::Bytes;
 use http::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::source::SourceError;
+use crate::{ClientIdentity, exec::ExecOutput, source::SourceError};
+
+/// What produced a [`Credential`]; the `kind` label of `tether_token_fetches_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum CredentialKind {
+    /// A bearer token stored in a Secret or a file.
+    Token,
+    /// An exec plugin's `ExecCredential` (a token or a client certificate).
+    Exec,
+    /// A client certificate and key stored in a Secret or files.
+    Certificate,
+}
+
+impl CredentialKind {
+    /// Every kind, in label order.
+    pub const ALL: [Self; 3] = [Self::Token, Self::Exec, Self::Certificate];
+
+    /// The metric label value: `token`, `exec` or `certificate`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Token => "token",
+            Self::Exec => "exec",
+            Self::Certificate => "certificate",
+        }
+    }
+}
 
 /// One member cluster's credential, as last read from its [`CredentialSource`](crate::CredentialSource).
 ///
-/// The token is a [`SecretString`]: it is never printed by `Debug` and is zeroed on drop.
+/// A bearer token, a TLS client identity ([`ClientIdentity`]), or both. The token is a
+/// [`SecretString`] and the private key is kept inside the identity: `Debug` prints neither.
 ///
 /// ```
 /// use member_client::Credential;
@@ -24,12 +52,19 @@ use crate::source::SourceError;
 /// ```
 #[derive(Clone)]
 pub struct Credential {
-    token: SecretString,
-    /// `Bearer <token>`, built once so requests only clone it; marked sensitive.
-    authorization: HeaderValue,
+    token: Option<Token>,
+    identity: Option<ClientIdentity>,
+    kind: CredentialKind,
     ca_bundle: Option<Bytes>,
     expires_at: Option<SystemTime>,
     generation: u64,
+}
+
+#[derive(Clone)]
+struct Token {
+    secret: SecretString,
+    /// `Bearer <token>`, built once so requests only clone it; marked sensitive.
+    authorization: HeaderValue,
 }
 
 impl Credential {
@@ -63,12 +98,66 @@ impl Credential {
             .map_err(|_| SourceError::TokenNotHeaderSafe)?;
         authorization.set_sensitive(true);
         Ok(Self {
-            authorization,
+            token: Some(Token {
+                authorization,
+                secret: SecretString::from(token),
+            }),
+            identity: None,
+            kind: CredentialKind::Token,
             expires_at: jwt_expiry(token),
-            token: SecretString::from(token),
             ca_bundle: None,
             generation: 0,
         })
+    }
+
+    /// A client-certificate credential; it expires at the certificate's `notAfter`.
+    pub fn from_identity(identity: ClientIdentity) -> Self {
+        Self {
+            token: None,
+            expires_at: Some(identity.not_after()),
+            identity: Some(identity),
+            kind: CredentialKind::Certificate,
+            ca_bundle: None,
+            generation: 0,
+        }
+    }
+
+    /// The credential an exec plugin printed: its token and/or client certificate, expiring at
+    /// its `expirationTimestamp` when it gave one (else at the JWT `exp` or `notAfter`).
+    ///
+    /// # Errors
+    /// The token's errors ([`from_token_bytes`](Self::from_token_bytes)) and the
+    /// certificate's ([`SourceError::Identity`]); [`SourceError::EmptyToken`] when it printed
+    /// neither.
+    pub fn from_exec(output: &ExecOutput) -> Result<Self, SourceError> {
+        let identity = match (&output.client_certificate_pem, &output.client_key_pem) {
+            (Some(cert), Some(key)) => Some(ClientIdentity::from_pem(
+                cert.as_bytes(),
+                key.expose_secret().as_bytes(),
+            )?),
+            _ => None,
+        };
+        let credential = match (&output.token, identity) {
+            (Some(token), identity) => {
+                let credential = Self::from_token_bytes(token.expose_secret().as_bytes())?;
+                match identity {
+                    Some(identity) => credential.with_identity(identity),
+                    None => credential,
+                }
+            }
+            (None, Some(identity)) => Self::from_identity(identity),
+            (None, None) => return Err(SourceError::EmptyToken),
+        };
+        Ok(credential.produced_by(CredentialKind::Exec, output.expires_at))
+    }
+
+    /// Adds a client certificate to a token credential (a kubeconfig user may carry both);
+    /// the credential then expires at whichever comes first.
+    #[must_use]
+    pub fn with_identity(mut self, identity: ClientIdentity) -> Self {
+        self.expires_at = earliest(self.expires_at, Some(identity.not_after()));
+        self.identity = Some(identity);
+        self
     }
 
     /// Attaches the PEM CA bundle that verifies the member's serving certificate.
@@ -78,19 +167,40 @@ impl Credential {
         self
     }
 
+    /// Says what produced it, and when it expires if the producer said so (an exec plugin's
+    /// `expirationTimestamp` wins over what the token or certificate says).
+    #[must_use]
+    fn produced_by(mut self, kind: CredentialKind, expires_at: Option<SystemTime>) -> Self {
+        self.kind = kind;
+        if expires_at.is_some() {
+            self.expires_at = expires_at;
+        }
+        self
+    }
+
     pub(crate) fn with_generation(mut self, generation: u64) -> Self {
         self.generation = generation;
         self
     }
 
-    /// The bearer token.
-    pub fn token(&self) -> &SecretString {
-        &self.token
+    /// The bearer token, if the credential has one.
+    pub fn token(&self) -> Option<&SecretString> {
+        self.token.as_ref().map(|t| &t.secret)
     }
 
-    /// The `Authorization` header value, marked sensitive.
-    pub(crate) fn authorization(&self) -> &HeaderValue {
-        &self.authorization
+    /// The TLS client identity, if the credential has one.
+    pub fn identity(&self) -> Option<&ClientIdentity> {
+        self.identity.as_ref()
+    }
+
+    /// What produced it.
+    pub fn kind(&self) -> CredentialKind {
+        self.kind
+    }
+
+    /// The `Authorization` header value, marked sensitive; `None` for a certificate alone.
+    pub(crate) fn authorization(&self) -> Option<&HeaderValue> {
+        self.token.as_ref().map(|t| &t.authorization)
     }
 
     /// The PEM CA bundle, if the source holds one.
@@ -98,7 +208,8 @@ impl Credential {
         self.ca_bundle.as_ref()
     }
 
-    /// When the token expires, from its JWT `exp` claim; `None` for opaque tokens.
+    /// When it expires: the JWT `exp`, the exec plugin's `expirationTimestamp`, or the
+    /// certificate's `notAfter`, whichever applies and comes first; `None` for opaque tokens.
     pub fn expires_at(&self) -> Option<SystemTime> {
         self.expires_at
     }
@@ -109,20 +220,50 @@ impl Credential {
         self.generation
     }
 
-    /// Whether both hold the same token (whatever their generations).
-    pub fn same_token(&self, other: &Credential) -> bool {
-        self.token.expose_secret() == other.token.expose_secret()
+    /// Whether both authenticate the same way: the same token and the same client certificate
+    /// (whatever their generations).
+    pub fn same_material(&self, other: &Credential) -> bool {
+        let same_token = match (self.token(), other.token()) {
+            (Some(a), Some(b)) => a.expose_secret() == b.expose_secret(),
+            (None, None) => true,
+            _ => false,
+        };
+        let same_identity = match (&self.identity, &other.identity) {
+            (Some(a), Some(b)) => a.same_as(b),
+            (None, None) => true,
+            _ => false,
+        };
+        same_token && same_identity
+    }
+}
+
+/// Equal when [`same_material`](Credential::same_material), with the same CA bundle and
+/// expiry: what a Secret change compares.
+impl PartialEq for Credential {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_material(other)
+            && self.ca_bundle == other.ca_bundle
+            && self.expires_at == other.expires_at
     }
 }
 
 impl fmt::Debug for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Credential")
-            .field("token", &"[REDACTED]")
+            .field("kind", &self.kind)
+            .field("token", &self.token.as_ref().map(|_| "[REDACTED]"))
+            .field("identity", &self.identity)
             .field("ca_bundle", &self.ca_bundle.as_ref().map(|ca| ca.len()))
             .field("expires_at", &self.expires_at)
             .field("generation", &self.generation)
             .finish()
+    }
+}
+
+fn earliest(a: Option<SystemTime>, b: Option<SystemTime>) -> Option<SystemTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -167,7 +308,7 @@ mod tests {
     #[case::at_the_cap(vec![b'a'; Credential::MAX_TOKEN_BYTES], &"a".repeat(Credential::MAX_TOKEN_BYTES))]
     fn token_is_trimmed(#[case] raw: Vec<u8>, #[case] want: &str) {
         let cred = Credential::from_token_bytes(&raw).unwrap();
-        assert_eq!(cred.token().expose_secret(), want);
+        assert_eq!(cred.token().unwrap().expose_secret(), want);
     }
 
     #[rstest]
@@ -191,9 +332,10 @@ mod tests {
     #[test]
     fn authorization_header_is_bearer_and_sensitive() {
         let cred = Credential::from_token_bytes(b"abc\n").unwrap();
-        assert_eq!(cred.authorization().as_bytes(), b"Bearer abc");
-        assert!(cred.authorization().is_sensitive());
-        assert!(!format!("{:?}", cred.authorization()).contains("abc"));
+        let authorization = cred.authorization().unwrap();
+        assert_eq!(authorization.as_bytes(), b"Bearer abc");
+        assert!(authorization.is_sensitive());
+        assert!(!format!("{authorization:?}").contains("abc"));
     }
 
     #[rstest]

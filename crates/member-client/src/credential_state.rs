@@ -1,9 +1,14 @@
 //! Whether a member currently accepts its credential, observable per member.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, SystemTime},
 };
+
+use crate::{Credential, CredentialKind};
 
 use tokio::sync::watch;
 
@@ -45,6 +50,10 @@ pub struct CredentialHealth {
 struct Counters {
     unauthorized: AtomicU64,
     retries: AtomicU64,
+    /// The credential in use: its expiry in Unix seconds (0: none or not known yet) and its
+    /// kind's index in [`CredentialKind::ALL`] plus one (0: not known yet).
+    expiry_unix_seconds: AtomicU64,
+    kind: AtomicU64,
 }
 
 /// Counters of one member's auth traffic, for metrics and tests.
@@ -81,6 +90,39 @@ impl CredentialHealth {
             unauthorized_responses: self.counters.unauthorized.load(Ordering::Relaxed),
             retries: self.counters.retries.load(Ordering::Relaxed),
         }
+    }
+
+    /// When the credential last attached to a request expires, if it has an expiry.
+    pub fn credential_expiry(&self) -> Option<SystemTime> {
+        match self.counters.expiry_unix_seconds.load(Ordering::Relaxed) {
+            0 => None,
+            secs => Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs)),
+        }
+    }
+
+    /// The kind of the credential last attached to a request.
+    pub fn credential_kind(&self) -> Option<CredentialKind> {
+        let index = self.counters.kind.load(Ordering::Relaxed);
+        CredentialKind::ALL
+            .get(usize::try_from(index).ok()?.checked_sub(1)?)
+            .copied()
+    }
+
+    /// Records the credential a request is about to carry: two relaxed stores, cheap enough
+    /// for every request.
+    pub fn using(&self, credential: &Credential) {
+        let expiry = credential
+            .expires_at()
+            .and_then(|at| at.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs().max(1));
+        self.counters
+            .expiry_unix_seconds
+            .store(expiry, Ordering::Relaxed);
+        let kind = CredentialKind::ALL
+            .iter()
+            .position(|k| *k == credential.kind())
+            .map_or(0, |i| i as u64 + 1);
+        self.counters.kind.store(kind, Ordering::Relaxed);
     }
 
     pub(crate) fn count_unauthorized(&self) {

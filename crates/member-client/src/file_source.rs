@@ -91,12 +91,24 @@ mod tests {
         let source = FileSource::new(&path);
         let key = source.secret_ref();
         assert_eq!(
-            source.fetch(&key).await.unwrap().token().expose_secret(),
+            source
+                .fetch(&key)
+                .await
+                .unwrap()
+                .token()
+                .unwrap()
+                .expose_secret(),
             "first"
         );
         std::fs::write(&path, "second\n").unwrap();
         assert_eq!(
-            source.fetch(&key).await.unwrap().token().expose_secret(),
+            source
+                .fetch(&key)
+                .await
+                .unwrap()
+                .token()
+                .unwrap()
+                .expose_secret(),
             "second"
         );
     }

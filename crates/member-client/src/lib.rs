@@ -65,7 +65,7 @@ mod watch_backoff;
 pub use bearer_layer::{Bearer, BearerLayer, ResponseFuture};
 pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig};
 pub use client_identity::{ClientIdentity, IdentityError};
-pub use credential::Credential;
+pub use credential::{Credential, CredentialKind};
 pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
 pub use exec::{

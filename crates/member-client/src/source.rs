@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Credential, SecretRef};
+use crate::{Credential, IdentityError, SecretRef, exec::ExecError};
 
 /// Reads the current credential for a [`SecretRef`].
 ///
@@ -84,6 +84,15 @@ pub enum SourceError {
         /// What is wrong with it. Never contains the token.
         reason: String,
     },
+    /// The exec plugin may not run (its command is off the allow-list) or failed (it hung,
+    /// exited non-zero or printed no usable `ExecCredential`). A failure is transient: the
+    /// plugin runs again on the next fetch.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// The client certificate or key is unusable, or the certificate has expired. Permanent
+    /// until the Secret changes.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
     /// Reading failed for a reason that may pass (an I/O error, an API error). Transient.
     #[error("reading {key} failed")]
     Read {
@@ -98,6 +107,9 @@ pub enum SourceError {
 impl SourceError {
     /// Whether retrying the same read later may succeed without anyone changing the Secret.
     pub fn is_transient(&self) -> bool {
-        matches!(self, SourceError::Read { .. })
+        matches!(
+            self,
+            SourceError::Read { .. } | SourceError::Exec(ExecError::Failed(_))
+        )
     }
 }

@@ -19,7 +19,7 @@ use moka::{
     ops::compute::{CompResult, Op},
 };
 
-use crate::{Credential, CredentialSource, SecretRef, SourceError};
+use crate::{Credential, CredentialKind, CredentialSource, SecretRef, SourceError};
 
 /// How long entries live.
 #[derive(Clone, Debug)]
@@ -64,6 +64,9 @@ pub struct TokenCacheStats {
     pub misses: u64,
     /// Calls to [`CredentialSource::fetch`], successful or not.
     pub fetches: u64,
+    /// Successful fetches by the [`CredentialKind`] they produced, in
+    /// [`CredentialKind::ALL`] order (token, exec, certificate).
+    pub fetches_by_kind: [u64; 3],
     /// Entries removed by [`TokenCache::invalidate`] or a 401 that matched the cached token.
     pub invalidations: u64,
 }
@@ -73,6 +76,7 @@ struct Counters {
     hits: AtomicU64,
     misses: AtomicU64,
     fetches: AtomicU64,
+    fetches_by_kind: [AtomicU64; 3],
     invalidations: AtomicU64,
 }
 
@@ -248,6 +252,10 @@ impl TokenCache {
             hits: c.hits.load(Ordering::Relaxed),
             misses: c.misses.load(Ordering::Relaxed),
             fetches: c.fetches.load(Ordering::Relaxed),
+            fetches_by_kind: c
+                .fetches_by_kind
+                .each_ref()
+                .map(|n| n.load(Ordering::Relaxed)),
             invalidations: c.invalidations.load(Ordering::Relaxed),
         }
     }
@@ -265,6 +273,11 @@ impl TokenCache {
                 tracing::debug!(secret = %key, error = %err, "credential fetch failed");
             }
             let credential = Arc::new(fetched?.with_generation(generation));
+            let kind = CredentialKind::ALL
+                .iter()
+                .position(|k| *k == credential.kind())
+                .unwrap_or(0);
+            inner.counters.fetches_by_kind[kind].fetch_add(1, Ordering::Relaxed);
             #[cfg(test)]
             self.pause_before_store().await;
             if self.store(key, &credential).await {

@@ -39,9 +39,15 @@ async fn invalidate_during_a_load_discards_what_that_load_read() {
     source.open_gate();
 
     let credential = reader.await.unwrap().unwrap();
-    assert_eq!(credential.token().expose_secret(), "token-b");
+    assert_eq!(credential.token().unwrap().expose_secret(), "token-b");
     assert_eq!(
-        tokens.get(&key()).await.unwrap().token().expose_secret(),
+        tokens
+            .get(&key())
+            .await
+            .unwrap()
+            .token()
+            .unwrap()
+            .expose_secret(),
         "token-b"
     );
     assert_eq!(source.fetches(), 2);
@@ -102,7 +108,13 @@ async fn failures_are_shared_by_waiters_and_not_cached() {
 
     source.set_token("token-a");
     assert_eq!(
-        tokens.get(&key()).await.unwrap().token().expose_secret(),
+        tokens
+            .get(&key())
+            .await
+            .unwrap()
+            .token()
+            .unwrap()
+            .expose_secret(),
         "token-a"
     );
     assert_eq!(source.fetches(), 2, "the failure was not cached");

@@ -93,7 +93,7 @@ pub(crate) fn parse(stdout: &[u8], want: ExecApiVersion) -> Result<ExecOutput, B
     let token = token
         .map(|token| Credential::from_token_bytes(token.as_bytes()).map_err(token_problem))
         .transpose()?
-        .map(|credential| credential.token().clone());
+        .and_then(|credential| credential.token().cloned());
     let expires_at = string(status, "expirationTimestamp", "status.expirationTimestamp")?
         .map(|text| parse_rfc3339(text).ok_or(BadExecOutput::BadTimestamp))
         .transpose()?;

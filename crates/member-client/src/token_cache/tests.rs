@@ -36,7 +36,7 @@ async fn an_invalidation_between_fetch_and_store_is_not_lost() {
     let _ = reader.await.unwrap().unwrap();
     let after = cache.get(&key).await.unwrap();
     assert_eq!(
-        after.token().expose_secret(),
+        after.token().unwrap().expose_secret(),
         "new",
         "a value read before the invalidation was stored"
     );

@@ -323,28 +323,36 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
     assert_eq!(server.wait_open_at_most(1).await, 1);
 }
 
-struct Fixed;
+/// A source whose client certificate the test sets.
+struct Settable(std::sync::Mutex<ClientIdentity>);
 
 #[async_trait::async_trait]
-impl CredentialSource for Fixed {
+impl CredentialSource for Arc<Settable> {
     async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
-        Credential::from_token_bytes(b"t0ken")
+        let identity = self.0.lock().unwrap().clone();
+        Ok(Credential::from_identity(identity))
     }
 }
 
+/// Through the whole stack: the identity comes from the cache, and a rotated certificate is
+/// presented by the next request.
 #[tokio::test]
-async fn a_factory_client_presents_the_identity_its_requests_carry() {
+async fn a_factory_client_presents_the_identity_its_credential_holds() {
     let pki = TestPki::new();
     let server = MtlsServer::start(&pki, ClientAuth::Required).await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
-    let factory = ClientFactory::new(TokenCache::new(Fixed, TokenCacheConfig::default()))
-        .with_policy(EndpointPolicy::loopback());
-    let config = MemberClientConfig::new("m1", server.url(), SecretRef::new("ns", "m1"))
-        .with_ca_bundle(pki.ca_pem());
+    let source = Arc::new(Settable(std::sync::Mutex::new(a.clone())));
+    let key = SecretRef::new("ns", "m1");
+    let tokens = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let factory = ClientFactory::new(tokens.clone()).with_policy(EndpointPolicy::loopback());
+    let config =
+        MemberClientConfig::new("m1", server.url(), key.clone()).with_ca_bundle(pki.ca_pem());
     let client = factory.build(&config, &CredentialHealth::new()).unwrap();
 
     for (identity, want) in [(&a, "A"), (&a, "A"), (&b, "B"), (&a, "A")] {
-        let response = client.send(request("/", Some(identity))).await.unwrap();
+        *source.0.lock().unwrap() = identity.clone();
+        tokens.invalidate(&key).await;
+        let response = client.send(request("/", None)).await.unwrap();
         assert_eq!(seen(response).await.cn, want);
     }
 }
