@@ -125,6 +125,7 @@ mod tests {
                 secret_ref: SecretRef::new(namespace, name),
                 insecure_skip_tls_verify: insecure,
                 proxy_url: None,
+                tls_server_name: None,
             }),
         }
     }

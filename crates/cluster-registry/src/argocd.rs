@@ -6,21 +6,37 @@
 //!
 //! ```json
 //! { "bearerToken": "<token>",
-//!   "tlsClientConfig": { "caData": "<base64 of the PEM CA bundle>", "insecure": false } }
+//!   "tlsClientConfig": { "caData": "<base64 of the PEM CA bundle>", "insecure": false,
+//!                        "certData": "<base64 PEM>", "keyData": "<base64 PEM>",
+//!                        "serverName": "<name on the serving certificate>" },
+//!   "execProviderConfig": { "command": "argocd-k8s-auth", "args": ["aws"],
+//!                           "env": { "K": "V" },
+//!                           "apiVersion": "client.authentication.k8s.io/v1beta1" } }
 //! ```
 //!
-//! Only bearer-token auth is read; a `config` without `bearerToken` (exec providers, AWS/GCP
-//! auth, client certificates) is [`SecretInvalid`](crate::InvalidReason::SecretInvalid).
+//! The credential is `bearerToken`, the client certificate `certData` + `keyData`, or the exec
+//! plugin `execProviderConfig` (run only if its command is on the exec allow-list). A `config`
+//! with none of them (`awsAuthConfig`, say) is
+//! [`SecretInvalid`](crate::InvalidReason::SecretInvalid).
 
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, SecretRef, SourceError, validation};
+use member_client::{
+    SecretRef, SourceError,
+    exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
+    validation,
+};
 use serde::Deserialize;
 
-use crate::{InvalidReason, MemberDefinition, member::checked_spec, secret_store::secret_data};
+use crate::{
+    InvalidReason, MemberDefinition,
+    member::checked_spec,
+    secret_store::secret_data,
+    stored_credential::{Material, StoredCredential},
+};
 
 /// Data key holding the cluster's name.
 pub const NAME_KEY: &str = "name";
@@ -52,6 +68,7 @@ struct ClusterConfig {
     bearer_token: Option<String>,
     #[serde(default)]
     tls_client_config: TlsClientConfig,
+    exec_provider_config: Option<ExecProviderConfig>,
 }
 
 #[derive(Default, Deserialize)]
@@ -59,7 +76,22 @@ struct ClusterConfig {
 struct TlsClientConfig {
     #[serde(default)]
     insecure: bool,
+    server_name: Option<String>,
     ca_data: Option<String>,
+    cert_data: Option<String>,
+    key_data: Option<String>,
+}
+
+/// Argo CD's `ExecProviderConfig`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecProviderConfig {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    api_version: Option<String>,
 }
 
 /// Reads the member definition from an Argo CD cluster Secret.
@@ -95,13 +127,18 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
     let spec = (|| {
         let config = parse_config(&secret_ref, &data)
             .map_err(|err| InvalidReason::SecretInvalid(err.to_string()))?;
-        checked_spec(
+        let mut spec = checked_spec(
             name.clone(),
             text(&data, SERVER_KEY).unwrap_or_default(),
             secret_ref.clone(),
             config.tls_client_config.insecure,
             None,
-        )
+        )?;
+        spec.tls_server_name = config
+            .tls_client_config
+            .server_name
+            .filter(|n| !n.trim().is_empty());
+        Ok(spec)
     })();
     MemberDefinition { name, spec }
 }
@@ -110,30 +147,101 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
 pub(crate) fn credential(
     key: &SecretRef,
     data: &BTreeMap<String, Bytes>,
-) -> Result<Credential, SourceError> {
+) -> Result<StoredCredential, SourceError> {
     let config = parse_config(key, data)?;
-    let token = config.bearer_token.ok_or_else(|| SourceError::MissingKey {
-        key: key.clone(),
-        field: "config.bearerToken".to_owned(),
-    })?;
-    let credential = Credential::from_token_bytes(token.as_bytes())?;
-    let Some(ca_data) = config
-        .tls_client_config
-        .ca_data
-        .filter(|ca| !ca.trim().is_empty())
-    else {
-        return Ok(credential);
+    let tls = &config.tls_client_config;
+    let ca_bundle = decoded(key, "caData", tls.ca_data.as_deref())?;
+    if let Some(pem) = &ca_bundle {
+        validation::ca_bundle(pem).map_err(|err| SourceError::Invalid {
+            key: key.clone(),
+            reason: format!("config.tlsClientConfig.caData: {}", err.detail()),
+        })?;
+    }
+    let cert = decoded(key, "certData", tls.cert_data.as_deref())?;
+    let client_key = decoded(key, "keyData", tls.key_data.as_deref())?;
+    let exec = config
+        .exec_provider_config
+        .as_ref()
+        .map(|exec| exec_config(key, exec, data, &config, ca_bundle.as_deref()))
+        .transpose()?;
+    if config.bearer_token.is_none() && cert.is_none() && exec.is_none() {
+        return Err(SourceError::MissingKey {
+            key: key.clone(),
+            field: "config.bearerToken".to_owned(),
+        });
+    }
+    Material {
+        token: config.bearer_token.as_deref().map(str::as_bytes),
+        client_certificate_pem: cert.as_deref(),
+        client_key_pem: client_key.as_deref(),
+        exec,
+        ca_bundle: ca_bundle.map(Bytes::from),
+    }
+    .stored(key)
+}
+
+/// A base64 `tlsClientConfig` field, decoded; `None` when absent or empty.
+fn decoded(
+    key: &SecretRef,
+    field: &str,
+    value: Option<&str>,
+) -> Result<Option<Vec<u8>>, SourceError> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
     };
-    let invalid = |reason: String| SourceError::Invalid {
+    base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .map(Some)
+        .map_err(|_| SourceError::Invalid {
+            key: key.clone(),
+            reason: format!("config.tlsClientConfig.{field} is not base64"),
+        })
+}
+
+fn exec_config(
+    key: &SecretRef,
+    exec: &ExecProviderConfig,
+    data: &BTreeMap<String, Bytes>,
+    config: &ClusterConfig,
+    ca_bundle: Option<&[u8]>,
+) -> Result<ExecConfig, SourceError> {
+    let invalid = |reason: &str| SourceError::Invalid {
         key: key.clone(),
-        reason,
+        reason: reason.to_owned(),
     };
-    let pem = base64::engine::general_purpose::STANDARD
-        .decode(ca_data.trim())
-        .map_err(|_| invalid("config.tlsClientConfig.caData is not base64".to_owned()))?;
-    validation::ca_bundle(&pem)
-        .map_err(|err| invalid(format!("config.tlsClientConfig.caData: {}", err.detail())))?;
-    Ok(credential.with_ca_bundle(pem))
+    let command = exec
+        .command
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| invalid("config.execProviderConfig has no command"))?;
+    let api_version = (exec.api_version.as_deref().unwrap_or_default())
+        .parse::<ExecApiVersion>()
+        .map_err(|_| {
+            invalid(
+                "config.execProviderConfig.apiVersion is not client.authentication.k8s.io/v1 \
+                 or /v1beta1",
+            )
+        })?;
+    Ok(ExecConfig {
+        command,
+        args: exec.args.clone(),
+        env: (exec.env.iter())
+            .map(|(name, value)| ExecEnvVar {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+        api_version,
+        provide_cluster_info: false,
+        cluster: Some(ExecCluster {
+            server: text(data, SERVER_KEY).unwrap_or_default(),
+            certificate_authority_data: ca_bundle.map(<[u8]>::to_vec),
+            tls_server_name: config.tls_client_config.server_name.clone(),
+            insecure_skip_tls_verify: config.tls_client_config.insecure,
+            proxy_url: None,
+            config: None,
+        }),
+    })
 }
 
 fn parse_config(
@@ -237,8 +345,9 @@ mod tests {
         let data = secret_data(&secret(
             json!({"config": config(" tok\n", Some(&ca), false)}),
         ));
-        let cred = credential(&key(), &data).unwrap();
-        assert_eq!(cred.token().expose_secret(), "tok");
+        let stored = credential(&key(), &data).unwrap();
+        let cred = stored.static_credential();
+        assert_eq!(cred.token().unwrap().expose_secret(), "tok");
         assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
     }
 

@@ -42,6 +42,7 @@ use crate::{
     karmada,
     member::checked_spec,
     secret_store::StoredSecret,
+    stored_credential::StoredCredential,
 };
 
 /// Where the member files are and how often to look.
@@ -226,7 +227,7 @@ fn read_credential_files(
     ca: Option<&Path>,
 ) -> Option<StoredSecret> {
     let refused = |what: &str, path: &Path, why: String| {
-        StoredSecret::parsed(Err(SourceError::Invalid {
+        StoredSecret::parsed(Err::<StoredCredential, _>(SourceError::Invalid {
             key: key.clone(),
             reason: Text::new(&format!("{what} {}: {why}", path.display())).into(),
         }))

@@ -50,6 +50,8 @@ enum SecretSource {
     Karmada,
     /// Each Secret defines an Argo CD member and holds its credential.
     ArgoCd,
+    /// Each Secret holds a kubeconfig that defines a member (Cluster API, Flux).
+    Kubeconfig,
 }
 
 impl RegistryDriver {
@@ -86,6 +88,13 @@ impl RegistryDriver {
                 argocd_secrets.start(client, ns, cfg);
             }
         }
+        let mut kubeconfig_secrets = SecretWatches::default();
+        if let Some((client, config)) = &self.configs.kubeconfig {
+            for ns in &config.namespaces {
+                let cfg = watcher::Config::default().labels(&config.label_selector);
+                kubeconfig_secrets.start(client, ns, cfg);
+            }
+        }
         let mut files = BTreeSet::<PathBuf>::new();
         let mut poll = self
             .configs
@@ -111,6 +120,11 @@ impl RegistryDriver {
                 Some((ns, event)) = argocd_secrets.next() => {
                     if let Some((_, relist)) = argocd_secrets.namespaces.get_mut(&ns) {
                         self.on_secret(SecretSource::ArgoCd, &ns, event, relist).await?;
+                    }
+                }
+                Some((ns, event)) = kubeconfig_secrets.next() => {
+                    if let Some((_, relist)) = kubeconfig_secrets.namespaces.get_mut(&ns) {
+                        self.on_secret(SecretSource::Kubeconfig, &ns, event, relist).await?;
                     }
                 }
                 Some(_) = next_tick(&mut poll) => self.poll_directory(&mut files).await?,
@@ -239,16 +253,28 @@ impl RegistryDriver {
                 }
                 // The Secret first, so that a new Argo CD member is Ready at its first settle
                 // and a token change is a rotation of the definition in use.
-                let stored = StoredSecret::from_secret(&key, &secret);
+                let kubeconfig = self.configs.kubeconfig.as_ref().map(|(_, c)| c);
+                let stored = match (source, kubeconfig) {
+                    (SecretSource::Kubeconfig, Some(config)) => {
+                        StoredSecret::parsed(config.credential(&key, &secret))
+                    }
+                    _ => StoredSecret::from_secret(&key, &secret),
+                };
                 self.table.apply_secret(key.clone(), stored).await?;
-                match source {
-                    SecretSource::Karmada => Ok(()),
-                    SecretSource::ArgoCd => {
+                match (source, kubeconfig) {
+                    (SecretSource::ArgoCd, _) => {
                         let definition = argocd::member_from_secret(&secret);
                         self.table
                             .apply_definition(Origin::ArgoCd(key), definition)
                             .await
                     }
+                    (SecretSource::Kubeconfig, Some(config)) => {
+                        let definition = config.member_from_secret(&secret);
+                        self.table
+                            .apply_definition(Origin::Kubeconfig(key), definition)
+                            .await
+                    }
+                    _ => Ok(()),
                 }
             }
             Ok(Event::Delete(secret)) => {
@@ -268,6 +294,11 @@ impl RegistryDriver {
                         self.sources.set(&listed, SourceState::Listed);
                         Ok(())
                     }
+                    SecretSource::Kubeconfig => {
+                        let listed = Source::KubeconfigSecrets(ns.to_owned());
+                        self.sources.set(&listed, SourceState::Listed);
+                        Ok(())
+                    }
                 }
             }
             Err(err) => {
@@ -284,19 +315,26 @@ impl RegistryDriver {
                         tracing::warn!(namespace = %ns, error = %err, "watching Argo CD cluster Secrets failed; retrying");
                         self.list_failed(&Source::ArgoCdSecrets(ns.to_owned()), &err);
                     }
+                    SecretSource::Kubeconfig => {
+                        tracing::warn!(namespace = %ns, error = %err, "watching kubeconfig Secrets failed; retrying");
+                        self.list_failed(&Source::KubeconfigSecrets(ns.to_owned()), &err);
+                    }
                 }
                 Ok(())
             }
         }
     }
 
-    /// A Secret is gone. An Argo CD definition goes first, so that its member is Removed
+    /// A Secret is gone. A definition it held goes first, so that its member is Removed
     /// rather than SecretNotFound.
     async fn secret_gone(&mut self, source: SecretSource, key: &SecretRef) -> Result<(), Closed> {
-        if let SecretSource::ArgoCd = source {
-            self.table
-                .remove_definition(&Origin::ArgoCd(key.clone()))
-                .await?;
+        let origin = match source {
+            SecretSource::Karmada => None,
+            SecretSource::ArgoCd => Some(Origin::ArgoCd(key.clone())),
+            SecretSource::Kubeconfig => Some(Origin::Kubeconfig(key.clone())),
+        };
+        if let Some(origin) = origin {
+            self.table.remove_definition(&origin).await?;
         }
         self.table.remove_secret(key).await
     }

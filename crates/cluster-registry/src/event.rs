@@ -100,6 +100,7 @@ mod tests {
                 secret_ref: SecretRef::new("ns", "m1"),
                 insecure_skip_tls_verify: false,
                 proxy_url: None,
+                tls_server_name: None,
             },
             ca_bundle: Some(Bytes::from_static(b"-----BEGIN CERTIFICATE-----")),
         };

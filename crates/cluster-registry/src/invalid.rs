@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use member_client::{SourceError, Text, ValidationError};
+use member_client::{IdentityError, SourceError, Text, ValidationError, exec::ExecError};
 
 /// Why a member's definition or credential is unusable.
 ///
@@ -43,6 +43,17 @@ pub enum InvalidReason {
     /// The definition itself is unusable (a member file that is not YAML, a Cluster without
     /// `secretRef`, a name claimed by another definition).
     DefinitionInvalid(String),
+    /// The member's exec credential plugin is not on the allow-list (`--allow-exec`): it never
+    /// runs.
+    ExecNotAllowed(String),
+    /// The member's exec credential plugin ran and gave no credential: it hung past its
+    /// timeout, exited non-zero (its stderr, truncated, is quoted) or printed no usable
+    /// `ExecCredential`.
+    ExecFailed(String),
+    /// The client certificate or key does not parse, or they do not match.
+    CertificateInvalid(String),
+    /// The client certificate's `notAfter` has passed.
+    CertificateExpired(String),
 }
 
 impl InvalidReason {
@@ -57,7 +68,26 @@ impl InvalidReason {
             Self::ProxyInvalid(_) => "ProxyInvalid",
             Self::PullMode => "PullMode",
             Self::DefinitionInvalid(_) => "DefinitionInvalid",
+            Self::ExecNotAllowed(_) => "ExecNotAllowed",
+            Self::ExecFailed(_) => "ExecFailed",
+            Self::CertificateInvalid(_) => "CertificateInvalid",
+            Self::CertificateExpired(_) => "CertificateExpired",
         }
+    }
+
+    /// Whether the member's definition is fine and only its credential is unusable (missing,
+    /// malformed, a plugin that may not run or failed, a certificate that does not parse or
+    /// expired): its client can stay, and heals when the credential does.
+    pub fn is_credential(&self) -> bool {
+        matches!(
+            self,
+            Self::SecretNotFound
+                | Self::SecretInvalid(_)
+                | Self::ExecNotAllowed(_)
+                | Self::ExecFailed(_)
+                | Self::CertificateInvalid(_)
+                | Self::CertificateExpired(_)
+        )
     }
 
     /// The human part of the condition message, if the variant carries one.
@@ -69,7 +99,11 @@ impl InvalidReason {
             | Self::EndpointInvalid(d)
             | Self::EndpointForbidden(d)
             | Self::ProxyInvalid(d)
-            | Self::DefinitionInvalid(d) => Some(d),
+            | Self::DefinitionInvalid(d)
+            | Self::ExecNotAllowed(d)
+            | Self::ExecFailed(d)
+            | Self::CertificateInvalid(d)
+            | Self::CertificateExpired(d) => Some(d),
         }
     }
 }
@@ -102,12 +136,20 @@ impl From<ValidationError> for InvalidReason {
 }
 
 /// The one mapping from a credential source's failure to a reason: a missing Secret (or token
-/// file) is `SecretNotFound`, anything else about it `SecretInvalid`.
+/// file) is `SecretNotFound`, an exec plugin's and a client certificate's failures have reasons
+/// of their own, anything else about the Secret is `SecretInvalid`.
 impl From<&SourceError> for InvalidReason {
     fn from(err: &SourceError) -> Self {
+        let detail = Text::new(&err.to_string()).into();
         match err {
             SourceError::NotFound { .. } => Self::SecretNotFound,
-            other => Self::SecretInvalid(Text::new(&other.to_string()).into()),
+            SourceError::Exec(ExecError::NotAllowed { .. }) => Self::ExecNotAllowed(detail),
+            SourceError::Exec(_) => Self::ExecFailed(detail),
+            SourceError::Identity(IdentityError::Expired { .. }) => {
+                Self::CertificateExpired(detail)
+            }
+            SourceError::Identity(_) => Self::CertificateInvalid(detail),
+            _ => Self::SecretInvalid(detail),
         }
     }
 }

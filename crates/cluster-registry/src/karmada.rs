@@ -249,6 +249,7 @@ mod tests {
             secret_ref: SecretRef::new("karmada-cluster", "member1"),
             insecure_skip_tls_verify: insecure,
             proxy_url: proxy.map(str::to_owned),
+            tls_server_name: None,
         };
         assert_eq!(def.spec, Ok(want));
     }
@@ -288,7 +289,7 @@ mod tests {
     #[case::extra_keys(&[("token", &b"abc"[..]), ("ca.crt", &b"x"[..])], "abc")]
     fn secrets_become_credentials(#[case] pairs: &[(&str, &[u8])], #[case] want_token: &str) {
         let cred = credential(&key(), &data(pairs)).unwrap();
-        assert_eq!(cred.token().expose_secret(), want_token);
+        assert_eq!(cred.token().unwrap().expose_secret(), want_token);
         assert!(cred.ca_bundle().is_none());
     }
 

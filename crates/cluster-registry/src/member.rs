@@ -20,6 +20,7 @@ use crate::InvalidReason;
 ///     secret_ref: SecretRef::new("karmada-cluster", "member1"),
 ///     insecure_skip_tls_verify: false,
 ///     proxy_url: None,
+///     tls_server_name: None,
 /// };
 /// let config = spec.client_config(None);
 /// assert_eq!(config.member, "member1");
@@ -36,6 +37,9 @@ pub struct MemberSpec {
     pub insecure_skip_tls_verify: bool,
     /// An `http://` or `https://` proxy to reach the member through.
     pub proxy_url: Option<String>,
+    /// The name its serving certificate is verified against, when it is not the endpoint's
+    /// host (a kubeconfig's `tls-server-name`, Argo CD's `tlsClientConfig.serverName`).
+    pub tls_server_name: Option<String>,
 }
 
 impl MemberSpec {
@@ -51,6 +55,7 @@ impl MemberSpec {
         config.ca_bundle = ca_bundle;
         config.insecure_skip_tls_verify = self.insecure_skip_tls_verify;
         config.proxy_url = self.proxy_url.clone();
+        config.tls_server_name = self.tls_server_name.clone();
         config
     }
 }
@@ -88,6 +93,7 @@ pub(crate) fn checked_spec(
         secret_ref,
         insecure_skip_tls_verify,
         proxy_url,
+        tls_server_name: None,
     })
 }
 

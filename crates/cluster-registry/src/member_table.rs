@@ -11,13 +11,14 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::{Credential, SecretRef, SourceError, TokenCache};
+use member_client::{SecretRef, SourceError, TokenCache};
 use tokio::sync::mpsc;
 
 use crate::{
     InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
     admission::Admission,
     secret_store::{SecretStore, StoredSecret},
+    stored_credential::StoredCredential,
 };
 
 /// Where a definition came from. One origin defines at most one member.
@@ -29,6 +30,8 @@ pub(crate) enum Origin {
     ArgoCd(SecretRef),
     /// A member file.
     File(PathBuf),
+    /// A Secret holding a kubeconfig (Cluster API, Flux).
+    Kubeconfig(SecretRef),
 }
 
 /// What the consumer was last told about a member (or, for `Pending`, that nothing was told).
@@ -222,8 +225,8 @@ impl MemberTable {
         old: Option<Arc<StoredSecret>>,
     ) -> Result<(), Closed> {
         let new = self.store.get(key);
-        let before = old.as_deref().map(StoredSecret::credential);
-        let after = new.as_deref().map(StoredSecret::credential);
+        let before = old.as_deref().map(StoredSecret::stored);
+        let after = new.as_deref().map(StoredSecret::stored);
         let Some(token_rotated) = credential_change(before, after) else {
             // a resync, a relist, or a change to a label or an unrelated key
             tracing::trace!(secret = %key, "Secret unchanged, or not its credential");
@@ -297,11 +300,11 @@ impl MemberTable {
                 None => Told::Pending,
             });
         }
-        Some(match self.store.credential(key) {
+        Some(match self.store.usable(key) {
             Err(err) => Told::Invalid(InvalidReason::from(&err)),
-            Ok(credential) => Told::Ready {
+            Ok(ca) => Told::Ready {
                 spec: spec.clone(),
-                ca: credential.ca_bundle().cloned(),
+                ca,
             },
         })
     }
@@ -370,15 +373,15 @@ impl MemberTable {
 }
 
 /// Whether a Secret change matters to clients: `None` if the credential is the same (only
-/// unrelated fields changed), else `Some(token_rotated)`, true when a usable token was
-/// replaced by another usable token.
+/// unrelated fields changed), else `Some(token_rotated)`, true when a usable credential
+/// (token, certificate, exec plugin) was replaced by another usable one.
 fn credential_change(
-    before: Option<Result<&Credential, &SourceError>>,
-    after: Option<Result<&Credential, &SourceError>>,
+    before: Option<Result<&StoredCredential, &SourceError>>,
+    after: Option<Result<&StoredCredential, &SourceError>>,
 ) -> Option<bool> {
     match (before, after) {
         (Some(Ok(a)), Some(Ok(b))) => {
-            let token_changed = !a.same_token(b);
+            let token_changed = !a.same_material(b);
             (token_changed || a.ca_bundle() != b.ca_bundle()).then_some(token_changed)
         }
         (Some(Err(a)), Some(Err(b))) => (a.to_string() != b.to_string()).then_some(false),

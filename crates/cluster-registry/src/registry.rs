@@ -4,7 +4,7 @@
 use std::{collections::BTreeMap, sync::PoisonError};
 
 use kube::Client;
-use member_client::{EndpointPolicy, TokenCache, TokenCacheConfig};
+use member_client::{EndpointPolicy, TokenCache, TokenCacheConfig, exec::ExecPolicy};
 use tokio::sync::mpsc;
 
 use crate::{
@@ -14,6 +14,7 @@ use crate::{
     directory::DirectoryConfig,
     driver::RegistryDriver,
     karmada::KarmadaConfig,
+    kubeconfig_secrets::KubeconfigSecretsConfig,
     member_table::{MemberTable, MemberView, SharedViews},
     secret_store::SecretStore,
     source_configs::SourceConfigs,
@@ -47,6 +48,7 @@ const DEFAULT_EVENT_CAPACITY: usize = 256;
 #[derive(Clone, Debug, Default)]
 pub struct RegistryBuilder {
     token_cache: TokenCacheConfig,
+    exec: ExecPolicy,
     event_capacity: Option<usize>,
     sources: SourceConfigs,
     admission: Admission,
@@ -75,6 +77,22 @@ impl RegistryBuilder {
     #[must_use]
     pub fn argocd(mut self, client: Client, config: ArgoCdConfig) -> Self {
         self.sources.argocd = Some((client, config));
+        self
+    }
+
+    /// Read kubeconfig Secrets (Cluster API's, Flux-style) through `client`.
+    #[must_use]
+    pub fn kubeconfig_secrets(mut self, client: Client, config: KubeconfigSecretsConfig) -> Self {
+        self.sources.kubeconfig = Some((client, config));
+        self
+    }
+
+    /// Run exec credential plugins under `policy` (default: [`ExecPolicy::none`], which runs
+    /// none). A definition whose plugin is off its allow-list is
+    /// [`ExecNotAllowed`](crate::InvalidReason::ExecNotAllowed) and never runs.
+    #[must_use]
+    pub fn exec_policy(mut self, policy: ExecPolicy) -> Self {
+        self.exec = policy;
         self
     }
 
@@ -123,7 +141,7 @@ impl RegistryBuilder {
     /// Creates the Secret store and the [`TokenCache`] over it, and returns the handle, the
     /// event receiver and the driver. Nothing happens until the driver runs.
     pub fn build(self) -> (Registry, mpsc::Receiver<RegistryEvent>, RegistryDriver) {
-        let store = SecretStore::new();
+        let store = SecretStore::with_exec_policy(self.exec);
         let tokens = TokenCache::new(store.clone(), self.token_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();

@@ -4,15 +4,18 @@
 //! ([`karmada`](crate::karmada), [`argocd`](crate::argocd)); the store keeps what that parse
 //! produced and hands it out as it is.
 
-use std::{collections::BTreeMap, fmt, sync::Arc};
+use std::{collections::BTreeMap, fmt, sync::Arc, time::SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use dashmap::DashMap;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, CredentialSource, SecretRef, SourceError};
+use member_client::{
+    Credential, CredentialSource, SecretRef, SourceError,
+    exec::{self, ExecPolicy},
+};
 
-use crate::{argocd, karmada, labels};
+use crate::{argocd, karmada, labels, stored_credential::StoredCredential};
 
 /// How a Secret holds its credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,14 +39,14 @@ impl SecretFormat {
     }
 }
 
-/// One Secret as the store keeps it: the credential parsed from it when it arrived, or why it
-/// has none.
+/// One Secret as the store keeps it: the credential (or exec plugin) parsed from it when it
+/// arrived, or why it has none.
 ///
-/// `Debug` never shows the token: [`Credential`]'s own `Debug` redacts it, and a
-/// [`SourceError`] never quotes it.
+/// `Debug` never shows the token: [`Credential`]'s own `Debug` redacts it, an exec plugin's
+/// shows no env values, and a [`SourceError`] never quotes it.
 #[derive(Clone, Debug)]
 pub struct StoredSecret {
-    credential: Result<Credential, SourceError>,
+    credential: Result<StoredCredential, SourceError>,
 }
 
 impl StoredSecret {
@@ -51,26 +54,36 @@ impl StoredSecret {
     pub(crate) fn from_secret(key: &SecretRef, secret: &Secret) -> Self {
         let data = secret_data(secret);
         Self::parsed(match SecretFormat::of(secret) {
-            SecretFormat::Karmada => karmada::credential(key, &data),
+            SecretFormat::Karmada => karmada::credential(key, &data).map(StoredCredential::from),
             SecretFormat::ArgoCd => argocd::credential(key, &data),
         })
     }
 
     /// What a source's parser made of a Secret or file.
-    pub(crate) fn parsed(credential: Result<Credential, SourceError>) -> Self {
-        Self { credential }
+    pub(crate) fn parsed(credential: Result<impl Into<StoredCredential>, SourceError>) -> Self {
+        Self {
+            credential: credential.map(Into::into),
+        }
     }
 
-    /// The credential, as the [`TokenCache`](member_client::TokenCache) gets it.
+    /// The credential or exec plugin, as parsed.
     ///
     /// # Errors
     /// Why the Secret holds no usable credential: [`SourceError::MissingKey`] (no `token`, no
     /// `config`, no `config.bearerToken`), [`SourceError::EmptyToken`],
-    /// [`SourceError::TokenNotUtf8`], [`SourceError::TokenNotHeaderSafe`], or
+    /// [`SourceError::TokenNotUtf8`], [`SourceError::TokenNotHeaderSafe`],
+    /// [`SourceError::Identity`] (a client certificate or key that does not parse or match), or
     /// [`SourceError::Invalid`] (a CA bundle that is not PEM, a `config` that is not JSON, a
-    /// member file that cannot be read).
-    pub fn credential(&self) -> Result<&Credential, &SourceError> {
+    /// member file that cannot be read, a kubeconfig that names a file).
+    pub(crate) fn stored(&self) -> Result<&StoredCredential, &SourceError> {
         self.credential.as_ref()
+    }
+
+    /// The static credential, if the Secret holds one (not an exec plugin); for tests and
+    /// properties.
+    #[cfg(test)]
+    pub(crate) fn credential(&self) -> Result<&Credential, &SourceError> {
+        Ok(self.credential.as_ref()?.static_credential())
     }
 }
 
@@ -98,15 +111,27 @@ pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
 /// Cloning is cheap (one `Arc`). Reads take a shard lock for the lookup only and copy an `Arc`
 /// out. A read sees the Secret as of the last watch event the registry processed: it is as
 /// stale as the watch (milliseconds on a healthy control plane).
+///
+/// A Secret that holds an exec plugin (a kubeconfig's `exec`, Argo CD's `execProviderConfig`)
+/// is run on fetch, under the store's [`ExecPolicy`]: only commands on its allow-list run.
 #[derive(Clone, Default)]
 pub struct SecretStore {
     entries: Arc<DashMap<SecretRef, Arc<StoredSecret>>>,
+    exec: Arc<ExecPolicy>,
 }
 
 impl SecretStore {
-    /// An empty store.
+    /// An empty store, under which no exec plugin may run.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose exec plugins run under `policy`.
+    pub fn with_exec_policy(policy: ExecPolicy) -> Self {
+        Self {
+            entries: Arc::default(),
+            exec: Arc::new(policy),
+        }
     }
 
     /// The Secret stored under `key`.
@@ -124,11 +149,41 @@ impl SecretStore {
         self.entries.is_empty()
     }
 
-    /// The credential stored under `key`, as [`fetch`](CredentialSource::fetch) returns it.
-    pub(crate) fn credential(&self, key: &SecretRef) -> Result<Credential, SourceError> {
-        match self.get(key) {
-            Some(secret) => secret.credential().cloned().map_err(SourceError::clone),
-            None => Err(SourceError::NotFound { key: key.clone() }),
+    /// The CA bundle of the member whose credential is stored under `key`, if that credential
+    /// is usable as far as can be told without fetching: parsed, and an exec plugin on the
+    /// allow-list.
+    pub(crate) fn usable(&self, key: &SecretRef) -> Result<Option<Bytes>, SourceError> {
+        let secret = self
+            .get(key)
+            .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
+        let stored = secret.stored().map_err(SourceError::clone)?;
+        if let StoredCredential::Exec(plan) = stored {
+            self.exec.allowed(&plan.config.command)?;
+        }
+        Ok(stored.ca_bundle().cloned())
+    }
+
+    /// The credential stored under `key`, as [`fetch`](CredentialSource::fetch) returns it:
+    /// a static one checked to be current, or what its exec plugin prints now.
+    pub(crate) async fn credential(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+        let secret = self
+            .get(key)
+            .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
+        match secret.stored().map_err(SourceError::clone)? {
+            StoredCredential::Static(credential) => {
+                if let Some(identity) = credential.identity() {
+                    identity.check_current(SystemTime::now())?;
+                }
+                Ok(credential.clone())
+            }
+            StoredCredential::Exec(plan) => {
+                let output = exec::run(&plan.config, &self.exec).await?;
+                let credential = Credential::from_exec(&output)?;
+                Ok(match &plan.ca_bundle {
+                    Some(ca) => credential.with_ca_bundle(ca.clone()),
+                    None => credential,
+                })
+            }
         }
     }
 
@@ -157,7 +212,7 @@ impl CredentialSource for SecretStore {
     /// [`SourceError::NotFound`] when the store has no such Secret, else as
     /// [`StoredSecret::credential`].
     async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
-        self.credential(key)
+        self.credential(key).await
     }
 }
 
@@ -212,7 +267,7 @@ mod tests {
     ) {
         let store = store_with(StoredSecret::from_secret(&key(), &secret(labels, data)));
         let cred = store.fetch(&key()).await.unwrap();
-        assert_eq!(cred.token().expose_secret(), want);
+        assert_eq!(cred.token().unwrap().expose_secret(), want);
     }
 
     #[test]
@@ -230,7 +285,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_parse_failure_is_stored_and_returned_as_it_is() {
-        let store = store_with(StoredSecret::parsed(Err(SourceError::EmptyToken)));
+        let store = store_with(StoredSecret::parsed(Err::<StoredCredential, _>(
+            SourceError::EmptyToken,
+        )));
         for _ in 0..2 {
             let err = store.fetch(&key()).await.unwrap_err();
             assert!(matches!(err, SourceError::EmptyToken), "{err:?}");

@@ -5,7 +5,8 @@ use std::fmt;
 use kube::Client;
 
 use crate::{
-    argocd::ArgoCdConfig, directory::DirectoryConfig, karmada::KarmadaConfig, source_state::Source,
+    argocd::ArgoCdConfig, directory::DirectoryConfig, karmada::KarmadaConfig,
+    kubeconfig_secrets::KubeconfigSecretsConfig, source_state::Source,
 };
 
 /// What [`RegistryBuilder`](crate::RegistryBuilder) collects and
@@ -15,6 +16,7 @@ pub(crate) struct SourceConfigs {
     pub(crate) karmada: Option<(Client, KarmadaConfig)>,
     pub(crate) argocd: Option<(Client, ArgoCdConfig)>,
     pub(crate) directory: Option<DirectoryConfig>,
+    pub(crate) kubeconfig: Option<(Client, KubeconfigSecretsConfig)>,
 }
 
 impl SourceConfigs {
@@ -29,7 +31,10 @@ impl SourceConfigs {
             .directory
             .iter()
             .map(|config| Source::Directory(config.path.clone()));
-        karmada.chain(argocd).chain(directory)
+        let kubeconfig = self.kubeconfig.iter().flat_map(|(_, config)| {
+            (config.namespaces.iter().cloned()).map(Source::KubeconfigSecrets)
+        });
+        karmada.chain(argocd).chain(directory).chain(kubeconfig)
     }
 }
 
@@ -38,6 +43,7 @@ impl fmt::Debug for SourceConfigs {
         f.debug_struct("SourceConfigs")
             .field("karmada", &self.karmada.as_ref().map(|(_, c)| c))
             .field("argocd", &self.argocd.as_ref().map(|(_, c)| c))
+            .field("kubeconfig", &self.kubeconfig.as_ref().map(|(_, c)| c))
             .field("directory", &self.directory)
             .finish()
     }

@@ -16,6 +16,8 @@ pub enum Source {
     ArgoCdSecrets(String),
     /// The member files of a directory.
     Directory(PathBuf),
+    /// Kubeconfig Secrets (Cluster API, Flux) in one namespace.
+    KubeconfigSecrets(String),
 }
 
 impl fmt::Display for Source {
@@ -24,6 +26,7 @@ impl fmt::Display for Source {
             Self::KarmadaClusters => f.write_str("Karmada Clusters"),
             Self::ArgoCdSecrets(ns) => write!(f, "Argo CD cluster Secrets in namespace {ns}"),
             Self::Directory(path) => write!(f, "member files in {}", path.display()),
+            Self::KubeconfigSecrets(ns) => write!(f, "kubeconfig Secrets in namespace {ns}"),
         }
     }
 }

@@ -26,6 +26,7 @@ fn member_files_become_members(
         secret_ref: SecretRef::new("", "/etc/tether/members/m1.yaml"),
         insecure_skip_tls_verify: insecure,
         proxy_url: proxy.map(str::to_owned),
+        tls_server_name: None,
     };
     assert_eq!(def.spec, Ok(want));
 }
@@ -73,7 +74,7 @@ async fn relative_paths_resolve_beside_the_member_file() {
     .unwrap();
     let scanned = scan(dir.path()).await.unwrap();
     let cred = scanned[0].secret.as_ref().unwrap().credential().unwrap();
-    assert_eq!(cred.token().expose_secret(), "tok");
+    assert_eq!(cred.token().unwrap().expose_secret(), "tok");
     assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
 }
 

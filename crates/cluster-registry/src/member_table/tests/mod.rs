@@ -114,6 +114,7 @@ fn spec(name: &str, endpoint: &str) -> MemberSpec {
         secret_ref: key(name),
         insecure_skip_tls_verify: false,
         proxy_url: None,
+        tls_server_name: None,
     }
 }
 

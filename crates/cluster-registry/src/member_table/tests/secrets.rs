@@ -19,7 +19,7 @@ async fn a_missing_secret_is_secret_not_found_until_it_appears() {
 async fn a_new_token_invalidates_the_cache_before_rotated_is_sent() {
     let mut h = ready_member1().await;
     let cached = h.tokens.get(&key("member1")).await.unwrap();
-    assert_eq!(cached.token().expose_secret(), "t1");
+    assert_eq!(cached.token().unwrap().expose_secret(), "t1");
     let before = h.tokens.stats().invalidations;
 
     h.write_secret(&[("token", b"t2\n")]).await;
@@ -32,7 +32,7 @@ async fn a_new_token_invalidates_the_cache_before_rotated_is_sent() {
     );
     assert_eq!(h.tokens.stats().invalidations, before + 1);
     let fresh = h.tokens.get(&key("member1")).await.unwrap();
-    assert_eq!(fresh.token().expose_secret(), "t2");
+    assert_eq!(fresh.token().unwrap().expose_secret(), "t2");
 }
 
 #[tokio::test]

@@ -1,0 +1,279 @@
+//! A kubeconfig as a member definition: Cluster API's `<cluster>-kubeconfig` Secrets, Flux's
+//! `value` / `value.yaml` Secrets, and member files' `kubeconfig:`.
+//!
+//! The kubeconfig's current context (else its only context, else its only cluster and user)
+//! names the cluster and the user:
+//! - `server`, `certificate-authority-data`, `proxy-url`, `tls-server-name` and
+//!   `insecure-skip-tls-verify` configure the connection;
+//! - `token`, `client-certificate-data` + `client-key-data`, or `exec` is the credential.
+//!
+//! A kubeconfig from a Secret is written by whoever may write that Secret, so it may not make
+//! Tether read a file (`certificate-authority`, `tokenFile`, `client-certificate`,
+//! `client-key`): those are `SecretInvalid`. `auth-provider`, basic auth and impersonation are
+//! refused the same way, not ignored, so that a member never silently runs as someone else. An
+//! `exec` plugin runs only if its command is on the exec allow-list.
+
+use base64::Engine as _;
+use bytes::Bytes;
+use kube::config::{AuthInfo, Cluster, Kubeconfig, NamedExtension};
+use member_client::{
+    SecretRef, SourceError,
+    exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
+    validation,
+};
+use secrecy::ExposeSecret as _;
+
+use crate::stored_credential::{Material, StoredCredential};
+
+/// The cluster extension that is handed to exec plugins as `spec.cluster.config`.
+pub const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
+
+/// The largest kubeconfig read, in bytes (Secrets are capped at 1 MiB anyway).
+pub const MAX_KUBECONFIG_BYTES: usize = 1024 * 1024;
+
+/// What a kubeconfig says of one member.
+#[derive(Debug)]
+pub(crate) struct KubeconfigMember {
+    /// The apiserver URL.
+    pub(crate) server: String,
+    pub(crate) insecure_skip_tls_verify: bool,
+    pub(crate) proxy_url: Option<String>,
+    pub(crate) tls_server_name: Option<String>,
+    /// The credential, or why the user entry is unusable.
+    pub(crate) credential: Result<StoredCredential, SourceError>,
+}
+
+/// Reads the member in `raw`, a kubeconfig stored under `key`.
+///
+/// # Errors
+/// [`SourceError::Invalid`] when `raw` is not a kubeconfig with a usable cluster. (An unusable
+/// user entry is the member's credential error, in [`KubeconfigMember::credential`].)
+pub(crate) fn parse(key: &SecretRef, raw: &[u8]) -> Result<KubeconfigMember, SourceError> {
+    let invalid = |reason: String| SourceError::Invalid {
+        key: key.clone(),
+        reason,
+    };
+    if raw.len() > MAX_KUBECONFIG_BYTES {
+        return Err(invalid(format!(
+            "the kubeconfig is larger than {MAX_KUBECONFIG_BYTES} bytes"
+        )));
+    }
+    let config: Kubeconfig = serde_yaml::from_slice(raw).map_err(|err| {
+        // NB: serde_yaml's message may quote the input, which holds the credential: say only
+        // where the error is.
+        invalid(match err.location() {
+            Some(at) => format!(
+                "the kubeconfig is not valid YAML (line {} column {})",
+                at.line(),
+                at.column()
+            ),
+            None => "the kubeconfig is not a valid kubeconfig".to_owned(),
+        })
+    })?;
+    let (cluster, user) = selected(&config).map_err(invalid)?;
+    let cluster = cluster.ok_or_else(|| invalid("the selected cluster is empty".to_owned()))?;
+    if cluster.certificate_authority.is_some() {
+        return Err(invalid(
+            "the cluster names a certificate-authority file; only certificate-authority-data \
+             is read from a kubeconfig in a Secret"
+                .to_owned(),
+        ));
+    }
+    let server = cluster
+        .server
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| invalid("the cluster has no server".to_owned()))?;
+    let ca_bundle = match cluster
+        .certificate_authority_data
+        .as_deref()
+        .filter(|ca| !ca.trim().is_empty())
+    {
+        None => None,
+        Some(data) => {
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(data.trim())
+                .map_err(|_| invalid("certificate-authority-data is not base64".to_owned()))?;
+            validation::ca_bundle(&pem)
+                .map_err(|err| invalid(format!("certificate-authority-data: {}", err.detail())))?;
+            Some(Bytes::from(pem))
+        }
+    };
+    let credential = user
+        .ok_or_else(|| SourceError::MissingKey {
+            key: key.clone(),
+            field: "users[].user".to_owned(),
+        })
+        .and_then(|user| credential(key, user, &server, cluster, ca_bundle));
+    Ok(KubeconfigMember {
+        server,
+        insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
+        proxy_url: cluster.proxy_url.clone(),
+        tls_server_name: cluster.tls_server_name.clone(),
+        credential,
+    })
+}
+
+/// The cluster and user of the current context, else of the only context, else the only
+/// cluster and the only user.
+fn selected(config: &Kubeconfig) -> Result<(Option<&Cluster>, Option<&AuthInfo>), String> {
+    let context = match config.current_context.as_deref().filter(|c| !c.is_empty()) {
+        Some(name) => Some(
+            config
+                .contexts
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or_else(|| "current-context names no context".to_owned())?,
+        ),
+        None if config.contexts.len() == 1 => config.contexts.first(),
+        None if config.contexts.is_empty() => None,
+        None => return Err("several contexts and no current-context".to_owned()),
+    };
+    let Some(context) = context.and_then(|c| c.context.as_ref()) else {
+        return match (config.clusters.as_slice(), config.auth_infos.as_slice()) {
+            ([cluster], [user]) => Ok((cluster.cluster.as_ref(), user.auth_info.as_ref())),
+            ([cluster], []) => Ok((cluster.cluster.as_ref(), None)),
+            _ => Err("no context, and not exactly one cluster and one user".to_owned()),
+        };
+    };
+    let cluster = config
+        .clusters
+        .iter()
+        .find(|c| c.name == context.cluster)
+        .ok_or_else(|| "the context names no cluster in the kubeconfig".to_owned())?;
+    let user = match &context.user {
+        None => None,
+        Some(name) => Some(
+            config
+                .auth_infos
+                .iter()
+                .find(|u| &u.name == name)
+                .ok_or_else(|| "the context names no user in the kubeconfig".to_owned())?,
+        ),
+    };
+    Ok((
+        cluster.cluster.as_ref(),
+        user.and_then(|u| u.auth_info.as_ref()),
+    ))
+}
+
+fn credential(
+    key: &SecretRef,
+    user: &AuthInfo,
+    server: &str,
+    cluster: &Cluster,
+    ca_bundle: Option<Bytes>,
+) -> Result<StoredCredential, SourceError> {
+    let invalid = |reason: &str| SourceError::Invalid {
+        key: key.clone(),
+        reason: reason.to_owned(),
+    };
+    if user.token_file.is_some() || user.client_certificate.is_some() || user.client_key.is_some() {
+        return Err(invalid(
+            "the user names a file (tokenFile, client-certificate or client-key); only token, \
+             client-certificate-data and client-key-data are read from a kubeconfig in a Secret",
+        ));
+    }
+    if user.auth_provider.is_some() {
+        return Err(invalid(
+            "auth-provider is not supported (it was removed from client-go); use exec",
+        ));
+    }
+    if user.username.is_some() || user.password.is_some() {
+        return Err(invalid("basic auth (username/password) is not supported"));
+    }
+    if user.impersonate.is_some() || user.impersonate_groups.is_some() {
+        return Err(invalid("impersonation is not supported"));
+    }
+    let cert = user
+        .client_certificate_data
+        .as_deref()
+        .map(|data| decode(key, "client-certificate-data", data))
+        .transpose()?;
+    let client_key = user
+        .client_key_data
+        .as_ref()
+        .map(|data| decode(key, "client-key-data", data.expose_secret()))
+        .transpose()?;
+    let exec = user
+        .exec
+        .as_ref()
+        .map(|exec| exec_config(key, exec, server, cluster, ca_bundle.as_deref()))
+        .transpose()?;
+    let token = user.token.as_ref().map(|t| t.expose_secret().as_bytes());
+    Material {
+        token,
+        client_certificate_pem: cert.as_deref(),
+        client_key_pem: client_key.as_deref(),
+        exec,
+        ca_bundle,
+    }
+    .stored(key)
+}
+
+fn decode(key: &SecretRef, field: &str, data: &str) -> Result<Vec<u8>, SourceError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|_| SourceError::Invalid {
+            key: key.clone(),
+            reason: format!("{field} is not base64"),
+        })
+}
+
+/// The kubeconfig's `exec` as member-client runs it.
+fn exec_config(
+    key: &SecretRef,
+    exec: &kube::config::ExecConfig,
+    server: &str,
+    cluster: &Cluster,
+    ca_bundle: Option<&[u8]>,
+) -> Result<ExecConfig, SourceError> {
+    let invalid = |reason: String| SourceError::Invalid {
+        key: key.clone(),
+        reason,
+    };
+    let command = exec
+        .command
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| invalid("exec has no command".to_owned()))?;
+    let api_version = (exec.api_version.as_deref().unwrap_or_default())
+        .parse::<ExecApiVersion>()
+        .map_err(|_| {
+            invalid("exec apiVersion is not client.authentication.k8s.io/v1 or /v1beta1".to_owned())
+        })?;
+    let env = exec
+        .env
+        .iter()
+        .flatten()
+        .map(|pair| match (pair.get("name"), pair.get("value")) {
+            (Some(name), Some(value)) => Ok(ExecEnvVar {
+                name: name.clone(),
+                value: value.clone(),
+            }),
+            _ => Err(invalid("an exec env entry lacks name or value".to_owned())),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ExecConfig {
+        command,
+        args: exec.args.clone().unwrap_or_default(),
+        env,
+        api_version,
+        provide_cluster_info: exec.provide_cluster_info,
+        cluster: Some(ExecCluster {
+            server: server.to_owned(),
+            certificate_authority_data: ca_bundle.map(<[u8]>::to_vec),
+            tls_server_name: cluster.tls_server_name.clone(),
+            insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
+            proxy_url: cluster.proxy_url.clone(),
+            config: exec_extension(cluster.extensions.as_deref()),
+        }),
+    })
+}
+
+fn exec_extension(extensions: Option<&[NamedExtension]>) -> Option<serde_json::Value> {
+    extensions?
+        .iter()
+        .find(|e| e.name == EXEC_EXTENSION)
+        .map(|e| e.extension.clone())
+}
