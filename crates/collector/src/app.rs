@@ -3,8 +3,10 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use cluster_registry::{ArgoCdConfig, DirectoryConfig, KarmadaConfig, RegistryBuilder};
-use member_client::ClientFactory;
+use cluster_registry::{
+    ArgoCdConfig, DirectoryConfig, KarmadaConfig, KubeconfigSecretsConfig, RegistryBuilder,
+};
+use member_client::{ClientFactory, TokenCacheConfig};
 
 use crate::{
     cli::{Args, MembersFrom},
@@ -39,7 +41,12 @@ pub async fn run(
 
     let builder = RegistryBuilder::new()
         .endpoint_policy(args.endpoint_policy())
-        .secret_namespaces(args.secret_namespace.clone());
+        .secret_namespaces(args.secret_namespace.clone())
+        .exec_policy(args.exec_policy())
+        .token_cache(TokenCacheConfig {
+            refresh_fraction: args.credential_refresh_fraction,
+            ..TokenCacheConfig::default()
+        });
     let builder = match (args.members_from, &control_plane) {
         (MembersFrom::Directory, _) => {
             let dir = args
@@ -59,6 +66,19 @@ pub async fn run(
             ArgoCdConfig {
                 namespaces: args.argocd_namespace.clone(),
             },
+        ),
+        (MembersFrom::Capi, Some(cp)) => builder.kubeconfig_secrets(
+            cp.client.clone(),
+            KubeconfigSecretsConfig::cluster_api(args.kubeconfig_namespace.clone()),
+        ),
+        (MembersFrom::Kubeconfig, Some(cp)) => builder.kubeconfig_secrets(
+            cp.client.clone(),
+            KubeconfigSecretsConfig::flux(
+                args.kubeconfig_namespace.clone(),
+                args.kubeconfig_selector
+                    .clone()
+                    .context("--kubeconfig-selector is required with --members-from kubeconfig")?,
+            ),
         ),
         (_, None) => anyhow::bail!("reading members from the control plane needs its client"),
     };

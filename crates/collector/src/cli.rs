@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Parser, ValueEnum};
-use member_client::{EndpointPolicy, validation::Cidr};
+use member_client::{EndpointPolicy, exec::ExecPolicy, validation::Cidr};
 
 pub use crate::mirror::MirroredResource;
 
@@ -52,6 +52,28 @@ pub struct Args {
     /// Namespaces holding Argo CD cluster Secrets (with `--members-from argocd`).
     #[arg(long, value_delimiter = ',', default_value = "argocd")]
     pub argocd_namespace: Vec<String>,
+
+    /// Namespaces holding kubeconfig Secrets (with `--members-from capi` or `kubeconfig`;
+    /// repeatable, or comma-separated). No Secret is listed cluster-wide.
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    pub kubeconfig_namespace: Vec<String>,
+
+    /// The label selector of kubeconfig Secrets (required with `--members-from kubeconfig`),
+    /// e.g. `tether.io/member=true`.
+    #[arg(long)]
+    pub kubeconfig_selector: Option<String>,
+
+    /// An exec credential plugin members may run (repeatable): its absolute path. A member
+    /// whose kubeconfig, Argo CD `execProviderConfig` or member file names any other command
+    /// (or a bare name that resolves on `PATH` to another file) is `ExecNotAllowed`, and
+    /// nothing runs. By default no plugin runs.
+    #[arg(long, value_name = "PATH")]
+    pub allow_exec: Vec<PathBuf>,
+
+    /// Seconds an exec credential plugin may run before it is killed and the member is
+    /// `ExecFailed`.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub exec_timeout: u64,
 
     /// Namespaces a Karmada `Cluster`'s `secretRef` may name (repeatable, or comma-separated).
     /// A Cluster naming another is `SecretForbidden` and no Secret of that namespace is read,
@@ -104,6 +126,13 @@ pub struct Args {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: u64,
 
+    /// The share of a member credential's remaining lifetime (JWT `exp`, an exec plugin's
+    /// `expirationTimestamp`, a certificate's `notAfter`), counted from when it was fetched,
+    /// after which Tether fetches it again: a Secret is read again, a plugin runs again. At
+    /// 0.8 a 24 h EKS token is renewed after 19.2 h; no request has to meet a 401 first.
+    #[arg(long, default_value_t = 0.8, value_parser = refresh_fraction)]
+    pub credential_refresh_fraction: f64,
+
     /// Write `Ready`/`CredentialsValid` conditions, version and node summary into each Karmada
     /// `Cluster`'s status, and an Event per transition. Turn off beside Karmada's own status
     /// controller.
@@ -153,6 +182,16 @@ pub struct Args {
     pub self_rejected_grace: u64,
 }
 
+/// A fraction in `(0, 1]`.
+fn refresh_fraction(raw: &str) -> Result<f64, String> {
+    let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
+    if value > 0.0 && value <= 1.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not in (0, 1]"))
+    }
+}
+
 impl Args {
     /// The probe period as a duration.
     pub fn probe_period(&self) -> Duration {
@@ -189,6 +228,12 @@ impl Args {
             .allow_insecure_tls(self.allow_insecure_members)
     }
 
+    /// The exec plugins members may run, and for how long.
+    pub fn exec_policy(&self) -> ExecPolicy {
+        ExecPolicy::new(self.allow_exec.iter().cloned())
+            .with_timeout(Duration::from_secs(self.exec_timeout))
+    }
+
     /// The self-credential grace period as a duration.
     pub fn self_rejected_grace(&self) -> Duration {
         Duration::from_secs(self.self_rejected_grace)
@@ -204,6 +249,12 @@ pub enum MembersFrom {
     Argocd,
     /// A local directory of member files; no control plane.
     Directory,
+    /// Cluster API's `<cluster>-kubeconfig` Secrets (label `cluster.x-k8s.io/cluster-name`,
+    /// key `value`) in `--kubeconfig-namespace`.
+    Capi,
+    /// Kubeconfig Secrets in Flux's format (key `value` or `value.yaml`) selected by
+    /// `--kubeconfig-selector` in `--kubeconfig-namespace`; each is named after its Secret.
+    Kubeconfig,
 }
 
 /// Log format.

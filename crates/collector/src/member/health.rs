@@ -115,10 +115,8 @@ impl MemberHealth {
             | Self::MirrorFailing(_)
             | Self::Syncing
             | Self::Settling(_) => "True",
-            Self::Unauthorized
-            | Self::Invalid(InvalidReason::SecretNotFound | InvalidReason::SecretInvalid(_)) => {
-                "False"
-            }
+            Self::Unauthorized => "False",
+            Self::Invalid(reason) if reason.is_credential() => "False",
             Self::Unknown | Self::Unreachable(_) | Self::Invalid(_) => "Unknown",
         }
     }
@@ -175,6 +173,19 @@ fn invalid_message(reason: &InvalidReason) -> String {
             "the Secret the member references does not exist".to_owned()
         }
         InvalidReason::SecretInvalid(why) => format!("the member's Secret is unusable: {why}"),
+        InvalidReason::ExecNotAllowed(why) => format!(
+            "the member's exec credential plugin may not run: {why}; allow its absolute path \
+             with --allow-exec"
+        ),
+        InvalidReason::ExecFailed(why) => {
+            format!("the member's exec credential plugin failed: {why}")
+        }
+        InvalidReason::CertificateInvalid(why) => {
+            format!("the member's client certificate is unusable: {why}")
+        }
+        InvalidReason::CertificateExpired(why) => format!(
+            "the member's client certificate has expired: {why}; write a renewed one to its Secret"
+        ),
         InvalidReason::SecretForbidden(why) => format!(
             "the collector may not read the member's Secret: {why}; grant it get, list and watch \
              on Secrets in that namespace"

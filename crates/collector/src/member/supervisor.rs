@@ -131,12 +131,7 @@ impl Supervisor {
     }
 
     async fn invalid(&mut self, name: String, reason: InvalidReason) {
-        if self.tasks.contains_key(&name)
-            && matches!(
-                reason,
-                InvalidReason::SecretNotFound | InvalidReason::SecretInvalid(_)
-            )
-        {
+        if self.tasks.contains_key(&name) && reason.is_credential() {
             // The running task's next probe fails with CredentialUnavailable and reports the
             // same reason; keep its watches so they resume the moment the Secret is fixed.
             tracing::warn!(member = %name, reason = reason.condition_reason(), "member credential unusable");

@@ -8,7 +8,7 @@ use std::{
     sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
-use member_client::{CredentialHealth, CredentialState, FailureKind, TokenCache};
+use member_client::{CredentialHealth, CredentialKind, CredentialState, FailureKind, TokenCache};
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeMetric as _, MetricEncoder},
@@ -108,11 +108,30 @@ fn token_cache_families<'a>(caches: &'a BTreeMap<String, TokenCache>) -> Vec<Fam
             .map(|(cache, s)| (vec![("cache", *cache)], value(s)))
             .collect(),
     };
+    let fetches_by_kind = stats
+        .iter()
+        .flat_map(|(cache, s)| {
+            CredentialKind::ALL
+                .iter()
+                .zip(s.fetches_by_kind)
+                .map(|(kind, value)| (vec![("cache", *cache), ("kind", kind.as_str())], value))
+        })
+        .collect();
     vec![
+        Family {
+            name: "token_fetches",
+            help: "Credentials read from their source (a Secret, a file, an exec plugin), by \
+                   the kind read: token, exec or certificate.",
+            kind: MetricType::Counter,
+            samples: fetches_by_kind,
+        },
         counter(
-            "token_fetches",
-            "Reads of a credential source, successful or not.",
-            |s| s.fetches,
+            "token_fetch_failures",
+            "Reads of a credential source that gave no usable credential.",
+            |s| {
+                s.fetches
+                    .saturating_sub(s.fetches_by_kind.iter().sum::<u64>())
+            },
         ),
         counter(
             "token_cache_hits",
@@ -186,7 +205,23 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
                 })
         })
         .collect();
+    let expiry = watched
+        .iter()
+        .filter_map(|(member, health)| {
+            let at = health.credential_expiry()?;
+            let secs = at.duration_since(std::time::SystemTime::UNIX_EPOCH).ok()?;
+            Some((vec![("member", *member)], secs.as_secs()))
+        })
+        .collect();
     vec![
+        Family {
+            name: "credential_expiry_timestamp_seconds",
+            help: "When the credential a member's requests carry expires (JWT exp, exec \
+                   expirationTimestamp, certificate notAfter), in Unix seconds; absent for \
+                   credentials without an expiry.",
+            kind: MetricType::Gauge,
+            samples: expiry,
+        },
         Family {
             name: "members",
             help: "Member clusters being watched.",

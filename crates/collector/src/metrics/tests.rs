@@ -139,7 +139,10 @@ async fn token_cache_counters_are_read_at_scrape_time_and_tokens_never_appear() 
     let text = metrics.encode().unwrap();
     let lines = lines(&text);
     for want in [
-        r#"tether_token_fetches_total{cache="members"} 1"#,
+        r#"tether_token_fetches_total{cache="members",kind="token"} 1"#,
+        r#"tether_token_fetches_total{cache="members",kind="exec"} 0"#,
+        r#"tether_token_fetches_total{cache="members",kind="certificate"} 0"#,
+        r#"tether_token_fetch_failures_total{cache="members"} 0"#,
         r#"tether_token_cache_hits_total{cache="members"} 1"#,
         r#"tether_token_cache_misses_total{cache="members"} 1"#,
         r#"tether_token_invalidations_total{cache="members"} 1"#,
@@ -159,4 +162,31 @@ fn an_unauthorized_watch_error_is_labelled_as_such() {
     assert!(lines(&text).contains(
         &r#"tether_watch_errors_total{member="member1",resource="apps/v1/deployments",kind="unauthorized"} 1"#
     ), "{text}");
+}
+
+#[test]
+fn a_credential_expiry_is_exported_per_member_and_only_when_known() {
+    use base64::Engine as _;
+    let metrics = Metrics::new();
+    let (with_exp, opaque) = (CredentialHealth::new(), CredentialHealth::new());
+    metrics.watch_member("m1", with_exp.clone());
+    metrics.watch_member("m2", opaque.clone());
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let jwt = format!(
+        "{}.{}.c2ln",
+        b64(r#"{"alg":"RS256"}"#),
+        b64(r#"{"exp":2000000000}"#)
+    );
+    with_exp.using(&member_client::Credential::from_token_bytes(jwt.as_bytes()).unwrap());
+    opaque.using(&member_client::Credential::from_token_bytes(b"opaque").unwrap());
+    let text = metrics.encode().unwrap();
+    assert!(
+        lines(&text)
+            .contains(&r#"tether_credential_expiry_timestamp_seconds{member="m1"} 2000000000"#),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#"tether_credential_expiry_timestamp_seconds{member="m2"}"#),
+        "an opaque token has no expiry: {text}"
+    );
 }
