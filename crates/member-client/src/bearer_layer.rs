@@ -289,3 +289,54 @@ fn try_clone(request: &Request<Body>) -> Option<Request<Body>> {
     *copy.extensions_mut() = request.extensions().clone();
     Some(copy)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(cn: &str) -> ClientIdentity {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["client".to_owned()]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        let cert = params.self_signed(&key).unwrap();
+        ClientIdentity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap()
+    }
+
+    /// A replay after a 401 starts as a copy of the rejected request: what the fresh
+    /// credential lacks must be taken off it, not left from the old one.
+    #[test]
+    fn a_replay_carries_only_the_fresh_credential() {
+        let old = Credential::from_token_bytes(b"old-token")
+            .unwrap()
+            .with_identity(identity("old"));
+        let request = authorize(Request::new(Body::empty()), &old);
+        assert_eq!(request.headers()[AUTHORIZATION], "Bearer old-token");
+        assert_eq!(
+            request
+                .extensions()
+                .get::<ClientIdentity>()
+                .unwrap()
+                .subject(),
+            "old"
+        );
+
+        let certificate_only = Credential::from_identity(identity("new"));
+        let replay = authorize(try_clone(&request).unwrap(), &certificate_only);
+        assert!(replay.headers().get(AUTHORIZATION).is_none());
+        assert_eq!(
+            replay
+                .extensions()
+                .get::<ClientIdentity>()
+                .unwrap()
+                .subject(),
+            "new"
+        );
+
+        let token_only = Credential::from_token_bytes(b"new-token").unwrap();
+        let replay = authorize(try_clone(&request).unwrap(), &token_only);
+        assert_eq!(replay.headers()[AUTHORIZATION], "Bearer new-token");
+        assert!(replay.extensions().get::<ClientIdentity>().is_none());
+    }
+}
