@@ -2,6 +2,7 @@
 
 mod allow_list;
 mod failures;
+mod properties;
 
 use std::{
     fs,
