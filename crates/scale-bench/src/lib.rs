@@ -19,6 +19,7 @@
 //! `CredentialsValid=False` (a watch on the Clusters catches even a transient one).
 
 pub mod baselines;
+pub mod credential_kinds;
 pub mod overhead;
 pub mod scale;
 pub mod sections;

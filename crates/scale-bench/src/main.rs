@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use scale_bench::{
     baselines::{self, BaselineOptions},
-    overhead,
+    credential_kinds, overhead,
     scale::{
         fleet::Fleet,
         run::{self, PhaseOptions},
@@ -55,6 +55,9 @@ struct Args {
     /// Sequential GETs per client per round.
     #[arg(long, default_value_t = 300)]
     overhead_batch: usize,
+    /// Concurrent misses on an exec plugin in the single-flight case (0: skip).
+    #[arg(long, default_value_t = 1000)]
+    exec_misses: usize,
 }
 
 fn progress(started: Instant, what: &str) {
@@ -83,6 +86,28 @@ async fn main() -> anyhow::Result<()> {
     let overhead = if args.overhead_rounds > 0 {
         progress(started, "BearerLayer vs static token, in process");
         Some(overhead::measure(args.overhead_rounds, args.overhead_batch).await?)
+    } else {
+        None
+    };
+
+    let certificate = if args.overhead_rounds > 0 {
+        progress(
+            started,
+            "client certificate from the cache vs baked in, in process",
+        );
+        Some(
+            credential_kinds::certificate_overhead(args.overhead_rounds, args.overhead_batch)
+                .await?,
+        )
+    } else {
+        None
+    };
+    let exec = if args.exec_misses > 0 {
+        progress(
+            started,
+            &format!("{} concurrent misses on an exec plugin", args.exec_misses),
+        );
+        Some(credential_kinds::exec_single_flight(args.exec_misses).await?)
     } else {
         None
     };
@@ -140,6 +165,12 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(report) = &overhead {
         sections.push(sections::overhead(report));
+    }
+    if certificate.is_some() || exec.is_some() {
+        sections.push(sections::credential_kinds(
+            certificate.as_ref(),
+            exec.as_ref(),
+        ));
     }
     println!();
     println!(

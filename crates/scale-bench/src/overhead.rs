@@ -69,9 +69,25 @@ pub async fn measure(rounds: usize, batch: usize) -> anyhow::Result<OverheadRepo
             &MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench")),
             &CredentialHealth::new(),
         )?;
+    let report = interleaved(&plain, &layered, rounds, batch).await;
+    server.abort();
+    report
+}
+
+/// Warms both clients, then runs `rounds` rounds of `batch` sequential GETs per client,
+/// alternating which goes first: `static_us` is `plain`'s, `layered_us` is `layered`'s.
+///
+/// # Errors
+/// A GET failing.
+pub async fn interleaved(
+    plain: &kube::Client,
+    layered: &kube::Client,
+    rounds: usize,
+    batch: usize,
+) -> anyhow::Result<OverheadReport> {
     // Warm both connection pools and the cache.
-    get(&plain).await?;
-    get(&layered).await?;
+    get(plain).await?;
+    get(layered).await?;
 
     let (mut plain_times, mut layered_times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
@@ -83,7 +99,7 @@ pub async fn measure(rounds: usize, batch: usize) -> anyhow::Result<OverheadRepo
         };
         let mut times = [Duration::ZERO; 2];
         for use_layer in order {
-            let client = if use_layer { &layered } else { &plain };
+            let client = if use_layer { layered } else { plain };
             let start = Instant::now();
             for _ in 0..batch {
                 get(client).await?;
@@ -94,7 +110,6 @@ pub async fn measure(rounds: usize, batch: usize) -> anyhow::Result<OverheadRepo
         layered_times.push(times[1].as_secs_f64() * 1e6);
         ratios.push(times[1].as_secs_f64() / times[0].as_secs_f64());
     }
-    server.abort();
     let n = ratios.len();
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);

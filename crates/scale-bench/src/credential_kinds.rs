@@ -1,0 +1,224 @@
+//! The credential kinds beyond a bearer token, measured in process over loopback:
+//! - the client-certificate path: a member client whose identity comes from the cache and
+//!   picks its connection pool per request, against a plain kube client with the same
+//!   certificate baked in, interleaved as [`overhead`](crate::overhead) does;
+//! - the exec single-flight: N concurrent misses on a cold cache over an exec plugin, and how
+//!   many times the plugin ran.
+
+use std::{
+    convert::Infallible,
+    os::unix::fs::PermissionsExt as _,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use base64::Engine as _;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use member_client::{
+    ClientFactory, ClientIdentity, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
+    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    exec::{ExecApiVersion, ExecConfig, ExecPolicy},
+};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair,
+};
+use rustls::{
+    RootCertStore, ServerConfig,
+    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
+    server::WebPkiClientVerifier,
+};
+use tokio::net::TcpListener;
+
+use crate::overhead::{self, OverheadReport};
+
+/// What N concurrent misses over an exec plugin cost.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecSingleFlightReport {
+    /// Concurrent `get`s on a cold cache.
+    pub misses: usize,
+    /// Times the plugin ran.
+    pub execs: usize,
+    /// From the first `get` to the last answer.
+    pub wall: Duration,
+}
+
+/// The client-certificate path against a static-certificate kube client: [`OverheadReport`]
+/// with `static_us` the plain client and `layered_us` Tether's.
+///
+/// # Errors
+/// The loopback server or a client failing.
+pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result<OverheadReport> {
+    let pki = Pki::new()?;
+    let (cert_pem, key_pem) = pki.client("bench")?;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("https://{}", listener.local_addr()?);
+    let server = tokio::spawn(serve(listener, Arc::new(pki.server_config()?)));
+
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let mut config = kube::Config::new(url.parse()?);
+    config.root_cert = Some(vec![pki.ca.der().to_vec()]);
+    config.auth_info.client_certificate_data = Some(b64(&cert_pem));
+    config.auth_info.client_key_data = Some(b64(&key_pem).into());
+    let plain = kube::Client::try_from(config)?;
+
+    let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes())?;
+    let tokens = TokenCache::new(Fixed(identity), TokenCacheConfig::default());
+    let member = MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench"))
+        .with_ca_bundle(pki.ca.pem());
+    let layered = ClientFactory::new(tokens)
+        .with_policy(EndpointPolicy::loopback())
+        .build(&member, &CredentialHealth::new())?;
+    let report = overhead::interleaved(&plain, &layered, rounds, batch).await;
+    server.abort();
+    report
+}
+
+/// Runs `misses` concurrent `get`s of one key on a cold cache over an exec plugin that takes
+/// 200 ms, and counts its runs.
+///
+/// # Errors
+/// Writing the plugin, or a `get` failing.
+pub async fn exec_single_flight(misses: usize) -> anyhow::Result<ExecSingleFlightReport> {
+    let dir = tempfile::tempdir()?;
+    let count = dir.path().join("count");
+    let plugin = dir.path().join("plugin.sh");
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nsleep 0.2\nprintf '%s' '{}'\n",
+            count.display(),
+            r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"bench-exec-token"}}"#
+        ),
+    )?;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
+    let config = ExecConfig {
+        command: plugin.display().to_string(),
+        args: Vec::new(),
+        env: Vec::new(),
+        api_version: ExecApiVersion::V1,
+        provide_cluster_info: false,
+        cluster: None,
+    };
+    let source = Exec {
+        config,
+        policy: ExecPolicy::new([plugin]),
+    };
+    let cache = TokenCache::new(source, TokenCacheConfig::default());
+    let key = SecretRef::new("bench", "exec");
+    let started = Instant::now();
+    let gets = (0..misses).map(|_| {
+        let (cache, key) = (cache.clone(), key.clone());
+        tokio::spawn(async move { cache.get(&key).await })
+    });
+    for got in futures::future::join_all(gets).await {
+        got?.map_err(|err| anyhow::anyhow!("{err}"))?;
+    }
+    let wall = started.elapsed();
+    let execs = std::fs::read_to_string(&count)
+        .context("the plugin never ran")?
+        .lines()
+        .count();
+    Ok(ExecSingleFlightReport {
+        misses,
+        execs,
+        wall,
+    })
+}
+
+/// Always the same client certificate.
+struct Fixed(ClientIdentity);
+
+#[async_trait::async_trait]
+impl CredentialSource for Fixed {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        Ok(Credential::from_identity(self.0.clone()))
+    }
+}
+
+/// An exec plugin as the registry's Secret store runs one.
+struct Exec {
+    config: ExecConfig,
+    policy: ExecPolicy,
+}
+
+#[async_trait::async_trait]
+impl CredentialSource for Exec {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        let output = member_client::exec::run(&self.config, &self.policy).await?;
+        Credential::from_exec(&output)
+    }
+}
+
+/// A CA, its server certificate for 127.0.0.1, and client certificates.
+struct Pki {
+    ca: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Pki {
+    fn new() -> anyhow::Result<Self> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "bench-ca");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        Ok(Self {
+            ca: CertifiedIssuer::self_signed(params, KeyPair::generate()?)?,
+        })
+    }
+
+    fn client(&self, cn: &str) -> anyhow::Result<(String, String)> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.ca)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// Serves 127.0.0.1 and requires a client certificate signed by the CA.
+    fn server_config(&self) -> anyhow::Result<ServerConfig> {
+        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()])?;
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.ca)?;
+        let mut roots = RootCertStore::empty();
+        roots.add(CertificateDer::from(self.ca.der().to_vec()))?;
+        let verifier = WebPkiClientVerifier::builder(Arc::new(roots)).build()?;
+        let mut config = ServerConfig::builder()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())?,
+            )?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(config)
+    }
+}
+
+/// Answers `{}` to every request on every TLS connection.
+async fn serve(listener: TcpListener, config: Arc<ServerConfig>) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let acceptor = acceptor.clone();
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), service_fn(respond))
+                .await;
+        });
+    }
+}
+
+async fn respond(_request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    Ok(Response::new(Full::new(Bytes::from_static(b"{}"))))
+}
