@@ -14,7 +14,6 @@ use crate::{
     InvalidReason, MemberDefinition,
     admission::{Admission, is_dns1123_subdomain},
     argocd,
-    directory::MemberFile,
     karmada::{self, Cluster, ClusterSpec, LocalSecretReference, SyncMode},
     secret_store::StoredSecret,
 };
@@ -180,8 +179,10 @@ proptest! {
             any::<String>(),
         ],
     ) {
-        if let Ok(file) = MemberFile::parse(&yaml) {
-            check(file.definition(std::path::Path::new("/members/m.yaml")), false)?;
-        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.yaml");
+        std::fs::write(&path, &yaml).unwrap();
+        let scanned = crate::directory::read_member_blocking(dir.path(), path);
+        check(scanned.definition, false)?;
     }
 }
