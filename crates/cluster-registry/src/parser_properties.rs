@@ -1,6 +1,6 @@
 //! Properties of every registry parser of untrusted input: a Karmada `Cluster` becoming a
-//! member, a Secret's credential (Karmada keys and Argo CD's `config` JSON), member files, and
-//! the admission of what they define. For any input: no panic, a typed reason, a name safe for
+//! member, a Secret's credential (Karmada keys and Argo CD's `config` JSON), member files,
+//! kubeconfigs ([`kubeconfig`]), and the admission of what they define. For any input: no panic, a typed reason, a name safe for
 //! labels, and no token in any error.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,8 @@ use bytes::Bytes;
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use member_client::SecretRef;
 use proptest::prelude::*;
+
+mod kubeconfig;
 
 use crate::{
     InvalidReason, MemberDefinition,
