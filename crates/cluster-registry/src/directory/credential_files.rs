@@ -15,6 +15,11 @@ use crate::{
     stored_credential::{Material, StoredCredential},
 };
 
+/// The most a certificate chain file may hold: what member-client accepts.
+const CERT_FILE_CAP: u64 = ClientIdentity::MAX_CHAIN_BYTES as u64;
+/// The most a private key file may hold: what member-client accepts.
+const KEY_FILE_CAP: u64 = ClientIdentity::MAX_KEY_BYTES as u64;
+
 /// Why no credential was made.
 enum Unread {
     /// A token, certificate, key or kubeconfig file does not exist (yet): like a Secret not
@@ -52,28 +57,28 @@ fn direct_credential(
     file: &MemberFile,
     api_endpoint: &str,
 ) -> Result<StoredCredential, Unread> {
-    let read = |what: &str, path: &Path, cap: usize| -> Result<Vec<u8>, Unread> {
-        match bounded_file::read(dir, path, cap as u64) {
+    let read = |what: &str, path: &Path, cap: u64| -> Result<Vec<u8>, Unread> {
+        match bounded_file::read(dir, path, cap) {
             Ok(bytes) => Ok(bytes),
             Err(FileError::NotFound) => Err(Unread::Missing),
             Err(FileError::Refused(why)) => Err(refused(key, what, path, &why).into()),
         }
     };
     let token = (file.token_file.as_deref())
-        .map(|path| read("tokenFile", path, bounded_file::TOKEN_FILE_CAP as usize))
+        .map(|path| read("tokenFile", path, bounded_file::TOKEN_FILE_CAP))
         .transpose()?;
     let cert = (file.client_cert_file.as_deref())
-        .map(|path| read("clientCertFile", path, ClientIdentity::MAX_CHAIN_BYTES))
+        .map(|path| read("clientCertFile", path, CERT_FILE_CAP))
         .transpose()?;
     // Zeroed on drop: it is a private key.
     let client_key = (file.client_key_file.as_deref())
-        .map(|path| read("clientKeyFile", path, ClientIdentity::MAX_KEY_BYTES))
+        .map(|path| read("clientKeyFile", path, KEY_FILE_CAP))
         .transpose()?
         .map(SecretSlice::from);
     let ca_bundle = match file.ca_file.as_deref() {
         None => None,
         Some(path) => {
-            let ca = match read("caFile", path, bounded_file::CA_FILE_CAP as usize) {
+            let ca = match read("caFile", path, bounded_file::CA_FILE_CAP) {
                 // A CA that is named but missing is a mistake, not a credential not written yet.
                 Err(Unread::Missing) => {
                     return Err(refused(key, "caFile", path, "not found").into());
