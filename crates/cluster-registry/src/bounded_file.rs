@@ -1,10 +1,10 @@
 //! [`read`]: one file of the members directory, read as a hostile author could have laid it
 //! out.
 //!
-//! Whoever writes a member file names its `tokenFile` and `caFile`. Read naively, `../../etc`
-//! or a symlink to `/var/run/secrets/...` makes Tether read (and send) a token that is not
-//! the member's, `/dev/zero` grows a buffer until the process is killed, and a FIFO blocks the
-//! poll forever. So: the path must resolve inside the directory (the kubelet's `..data`
+//! Whoever writes a member file names the files it reads (`tokenFile`, `caFile`,
+//! `clientCertFile`, `clientKeyFile`, `kubeconfig`). Read naively, `../../etc` or a symlink to
+//! `/var/run/secrets/...` makes Tether read (and send) a token that is not the member's,
+//! `/dev/zero` grows a buffer until the process is killed, and a FIFO blocks the poll forever. So: the path must resolve inside the directory (the kubelet's `..data`
 //! symlinks inside it are fine), the file is opened without blocking, must be a regular file,
 //! and is read through a size cap.
 

@@ -1,49 +1,76 @@
-//! Member files: one YAML file per member in a directory, the token (and CA) in files beside
-//! it. The way to run Tether without a control plane.
+//! Member files: one YAML file per member in a directory, its credential in files beside it.
+//! The way to run Tether without a control plane.
 //!
 //! ```yaml
 //! # /etc/tether/members/member1.yaml
 //! name: member1
 //! apiEndpoint: https://10.0.0.1:6443
+//! # the credential: a token, a client certificate, or both ...
 //! tokenFile: member1.token        # relative to this directory, and inside it
+//! clientCertFile: member1.crt     # PEM chain, leaf first; needs clientKeyFile
+//! clientKeyFile: member1.key      # PEM (PKCS#8, PKCS#1 or SEC1)
+//! # ... or an exec plugin, as in a kubeconfig (it runs only if --allow-exec names it)
+//! # exec:
+//! #   apiVersion: client.authentication.k8s.io/v1
+//! #   command: /usr/local/bin/cloud-auth
+//! #   args: [token]
+//! #   env: [{name: CLOUD_REGION, value: eu-1}]
+//! #   provideClusterInfo: true    # the plugin is told apiEndpoint, the CA and proxyURL
 //! caFile: member1-ca.crt          # optional, PEM
 //! insecureSkipTLSVerification: false  # optional
 //! proxyURL: http://proxy:3128     # optional
 //! ```
 //!
+//! or, with everything in a kubeconfig (its current context, else its only one):
+//!
+//! ```yaml
+//! name: member2
+//! kubeconfig: member2.kubeconfig  # read as a kubeconfig Secret's is: no file references
+//! ```
+//!
+//! A file names exactly one credential: `tokenFile`, `clientCertFile` + `clientKeyFile` (a
+//! `tokenFile` may come with them, as a kubeconfig user may have both: both are sent), `exec`,
+//! or `kubeconfig`. None, or `exec` with another, is
+//! [`DefinitionInvalid`](crate::InvalidReason::DefinitionInvalid); half a certificate is
+//! [`SecretInvalid`](crate::InvalidReason::SecretInvalid). `apiEndpoint` is required, except
+//! with `kubeconfig`, which says the endpoint, CA, proxy, TLS server name and credential
+//! itself: then `apiEndpoint`, `tokenFile`, `caFile`, `clientCertFile`, `clientKeyFile`,
+//! `exec`, `proxyURL` and `insecureSkipTLSVerification: true` are `DefinitionInvalid`.
+//!
 //! The directory is polled (every [`DirectoryConfig::poll_interval`], default 2 s): polling
 //! works the same on every filesystem, inside containers and on ConfigMap/Secret volumes
 //! (whose atomic `..data` symlink swaps inotify reports poorly), and at one `stat`-sized read
 //! per file per poll it costs nothing that matters. Every `*.yaml`/`*.yml` file not starting
-//! with `.` is a member file. A changed token file is a
-//! [`CredentialsRotated`](crate::RegistryEvent::CredentialsRotated), a changed CA file an
-//! [`Upserted`](crate::RegistryEvent::Upserted), a deleted token file
-//! [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
+//! with `.` is a member file. A changed token, certificate, key, kubeconfig credential or exec
+//! stanza is a [`CredentialsRotated`](crate::RegistryEvent::CredentialsRotated), a changed CA
+//! file an [`Upserted`](crate::RegistryEvent::Upserted), a deleted token, certificate, key or
+//! kubeconfig file [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
 //!
-//! A definition's author picks the files Tether reads, so `tokenFile` and `caFile` must
-//! resolve inside the directory (its `..data` symlinks are fine; `..`, absolute paths and
-//! symlinks out are not), and only regular files of at most 16 KiB (token), 1 MiB (CA) and
-//! 64 KiB (member file) are read: anything else is `SecretInvalid` (`DefinitionInvalid` for
-//! the member file) at once.
+//! A definition's author picks the files Tether reads, so every file it names must resolve
+//! inside the directory (its `..data` symlinks are fine; `..`, absolute paths and symlinks out
+//! are not), and only regular files of at most 16 KiB (token), 1 MiB (CA, certificate chain,
+//! kubeconfig), 64 KiB (key) and 64 KiB (member file) are read: anything else is
+//! `SecretInvalid` (`DefinitionInvalid` for the member file) at once.
 
 use std::{
-    collections::BTreeMap,
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use bytes::Bytes;
-use member_client::{SecretRef, SourceError, Text};
+use member_client::{SecretRef, Text};
 use serde::Deserialize;
 
 use crate::{
     Error, InvalidReason, MemberDefinition, Result,
     bounded_file::{self, FileError},
-    karmada,
     member::checked_spec,
     secret_store::StoredSecret,
-    stored_credential::StoredCredential,
 };
+
+mod credential_files;
+mod member_exec;
+
+pub use member_exec::{MemberExec, MemberExecEnv};
 
 /// Where the member files are and how often to look.
 #[derive(Clone, Debug)]
@@ -76,7 +103,7 @@ impl DirectoryConfig {
 /// ```
 /// use cluster_registry::directory::MemberFile;
 /// let file = MemberFile::parse("name: m1\napiEndpoint: https://10.0.0.1:6443\ntokenFile: m1.token\n")?;
-/// assert_eq!(file.token_file.to_str(), Some("m1.token"));
+/// assert_eq!(file.token_file.unwrap().to_str(), Some("m1.token"));
 /// # Ok::<_, serde_yaml::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -84,10 +111,26 @@ impl DirectoryConfig {
 pub struct MemberFile {
     /// The member's name.
     pub name: String,
-    /// The member apiserver's URL, `https://host[:port]`.
-    pub api_endpoint: String,
+    /// The member apiserver's URL, `https://host[:port]`; required unless
+    /// [`kubeconfig`](Self::kubeconfig) is given.
+    #[serde(default)]
+    pub api_endpoint: Option<String>,
     /// The file holding the bearer token.
-    pub token_file: PathBuf,
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// The file holding the PEM client certificate chain, leaf first.
+    #[serde(default)]
+    pub client_cert_file: Option<PathBuf>,
+    /// The file holding the client certificate's PEM private key.
+    #[serde(default)]
+    pub client_key_file: Option<PathBuf>,
+    /// An exec credential plugin, instead of credential files.
+    #[serde(default)]
+    pub exec: Option<MemberExec>,
+    /// A kubeconfig holding the endpoint, TLS settings and credential, instead of all other
+    /// keys but `name`.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
     /// The file holding the PEM CA bundle; the system roots are used without one.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
@@ -99,6 +142,14 @@ pub struct MemberFile {
     pub proxy_url: Option<String>,
 }
 
+/// Where a member file's connection settings and credential come from.
+enum Layout<'a> {
+    /// Its own keys, and the files they name.
+    Direct { api_endpoint: &'a str },
+    /// The kubeconfig at this path.
+    Kubeconfig(&'a Path),
+}
+
 impl MemberFile {
     /// Parses a member file. Unknown keys are an error, so a typo is not silently ignored.
     ///
@@ -108,19 +159,51 @@ impl MemberFile {
         serde_yaml::from_str(yaml)
     }
 
-    /// The member definition of this file, read from `path` (its `tokenFile` and `caFile`
-    /// resolve inside the directory holding it), and its [`secret_ref`](crate::MemberSpec::secret_ref) is
-    /// [`secret_ref_for(path)`](secret_ref_for).
-    pub fn definition(&self, path: &Path) -> MemberDefinition {
-        MemberDefinition {
-            name: self.name.clone(),
-            spec: checked_spec(
-                self.name.clone(),
-                self.api_endpoint.clone(),
-                secret_ref_for(path),
-                self.insecure_skip_tls_verification,
-                self.proxy_url.clone(),
+    /// Where the member's settings come from, or why its keys do not define one member with
+    /// one credential.
+    fn layout(&self) -> Result<Layout<'_>, String> {
+        if let Some(kubeconfig) = &self.kubeconfig {
+            let given: Vec<&str> = [
+                ("apiEndpoint", self.api_endpoint.is_some()),
+                ("tokenFile", self.token_file.is_some()),
+                ("caFile", self.ca_file.is_some()),
+                ("clientCertFile", self.client_cert_file.is_some()),
+                ("clientKeyFile", self.client_key_file.is_some()),
+                ("exec", self.exec.is_some()),
+                ("proxyURL", self.proxy_url.is_some()),
+                (
+                    "insecureSkipTLSVerification",
+                    self.insecure_skip_tls_verification,
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(key, given)| given.then_some(key))
+            .collect();
+            if !given.is_empty() {
+                return Err(format!(
+                    "with kubeconfig, {} must not be given: the kubeconfig says them",
+                    given.join(", ")
+                ));
+            }
+            return Ok(Layout::Kubeconfig(kubeconfig));
+        }
+        let api_endpoint = self
+            .api_endpoint
+            .as_deref()
+            .ok_or("apiEndpoint is required unless kubeconfig is given")?;
+        let files = self.token_file.is_some()
+            || self.client_cert_file.is_some()
+            || self.client_key_file.is_some();
+        match (self.exec.is_some(), files) {
+            (true, true) => Err(
+                "exec and tokenFile, clientCertFile or clientKeyFile are both \
+                                 given; choose one credential"
+                    .to_owned(),
             ),
+            (false, false) => Err("no credential: give tokenFile, clientCertFile and \
+                                   clientKeyFile, exec, or kubeconfig"
+                .to_owned()),
+            _ => Ok(Layout::Direct { api_endpoint }),
         }
     }
 }
@@ -136,7 +219,8 @@ pub fn secret_ref_for(path: &Path) -> SecretRef {
 pub(crate) struct ScannedMember {
     pub(crate) path: PathBuf,
     pub(crate) definition: MemberDefinition,
-    /// Its token and CA, parsed; `None` when the token file is missing.
+    /// Its credential, parsed; `None` when a token, certificate, key or kubeconfig file is
+    /// missing.
     pub(crate) secret: Option<StoredSecret>,
 }
 
@@ -179,8 +263,8 @@ async fn read_member(dir: &Path, path: PathBuf) -> ScannedMember {
     }
 }
 
-/// Reads one member file and its credential files, each through [`bounded_file::read`].
-fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
+/// Reads one member file and the files it names, each through [`bounded_file::read`].
+pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -202,50 +286,54 @@ fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
     };
     let file = match MemberFile::parse(&text) {
         Ok(file) => file,
-        Err(err) => return invalid(path, format!("not a member file ({err})")),
+        Err(err) => return invalid(path, format!("not a member file ({})", yaml_error(&err))),
     };
-    let definition = file.definition(&path);
-    let secret = read_credential_files(
-        dir,
-        &secret_ref_for(&path),
-        &file.token_file,
-        file.ca_file.as_deref(),
-    );
+    let key = secret_ref_for(&path);
+    let (spec, secret) = match file.layout() {
+        Err(why) => (
+            Err(InvalidReason::DefinitionInvalid(
+                Text::new(&format!("{}: {why}", path.display())).into(),
+            )),
+            None,
+        ),
+        Ok(Layout::Direct { api_endpoint }) => (
+            checked_spec(
+                file.name.clone(),
+                api_endpoint.to_owned(),
+                key.clone(),
+                file.insecure_skip_tls_verification,
+                file.proxy_url.clone(),
+            ),
+            credential_files::direct(dir, &key, &file, api_endpoint),
+        ),
+        Ok(Layout::Kubeconfig(kubeconfig)) => {
+            credential_files::kubeconfig(dir, &key, &file.name, kubeconfig)
+        }
+    };
     ScannedMember {
         path,
-        definition,
+        definition: MemberDefinition {
+            name: file.name.clone(),
+            spec,
+        },
         secret,
     }
 }
 
-/// The token and CA files, parsed as a Karmada Secret with the same keys would be; `None`
-/// when the token file is missing.
-fn read_credential_files(
-    dir: &Path,
-    key: &SecretRef,
-    token: &Path,
-    ca: Option<&Path>,
-) -> Option<StoredSecret> {
-    let refused = |what: &str, path: &Path, why: String| {
-        StoredSecret::parsed(Err::<StoredCredential, _>(SourceError::Invalid {
-            key: key.clone(),
-            reason: Text::new(&format!("{what} {}: {why}", path.display())).into(),
-        }))
-    };
-    let mut data = BTreeMap::new();
-    match bounded_file::read(dir, token, bounded_file::TOKEN_FILE_CAP) {
-        Ok(bytes) => data.insert(karmada::TOKEN_KEY.to_owned(), Bytes::from(bytes)),
-        Err(FileError::NotFound) => return None,
-        Err(FileError::Refused(why)) => return Some(refused("tokenFile", token, why)),
-    };
-    if let Some(ca) = ca {
-        match bounded_file::read(dir, ca, bounded_file::CA_FILE_CAP) {
-            Ok(bytes) => data.insert(karmada::CA_BUNDLE_KEY.to_owned(), Bytes::from(bytes)),
-            Err(FileError::NotFound) => return Some(refused("caFile", ca, "not found".into())),
-            Err(FileError::Refused(why)) => return Some(refused("caFile", ca, why)),
-        };
+/// What serde_yaml says is wrong, unless it quotes a value: `exec.env` values may be secrets.
+fn yaml_error(err: &serde_yaml::Error) -> String {
+    let message = err.to_string();
+    if !message.contains(['"', '\'']) {
+        return message;
     }
-    Some(StoredSecret::parsed(karmada::credential(key, &data)))
+    match err.location() {
+        Some(at) => format!(
+            "a value of the wrong type at line {} column {}",
+            at.line(),
+            at.column()
+        ),
+        None => "a value of the wrong type".to_owned(),
+    }
 }
 
 #[cfg(test)]

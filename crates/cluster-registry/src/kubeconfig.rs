@@ -7,8 +7,8 @@
 //!   `insecure-skip-tls-verify` configure the connection;
 //! - `token`, `client-certificate-data` + `client-key-data`, or `exec` is the credential.
 //!
-//! A kubeconfig from a Secret is written by whoever may write that Secret, so it may not make
-//! Tether read a file (`certificate-authority`, `tokenFile`, `client-certificate`,
+//! A kubeconfig is written by whoever may write its Secret (or the members directory), so it may
+//! not make Tether read a file (`certificate-authority`, `tokenFile`, `client-certificate`,
 //! `client-key`): those are `SecretInvalid`. `auth-provider`, basic auth and impersonation are
 //! refused the same way, not ignored, so that a member never silently runs as someone else. An
 //! `exec` plugin runs only if its command is on the exec allow-list.
@@ -23,7 +23,11 @@ use member_client::{
 };
 use secrecy::ExposeSecret as _;
 
-use crate::stored_credential::{Material, StoredCredential};
+use crate::{
+    InvalidReason, MemberSpec,
+    member::checked_spec,
+    stored_credential::{Material, StoredCredential},
+};
 
 /// The cluster extension that is handed to exec plugins as `spec.cluster.config`.
 pub const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
@@ -41,6 +45,22 @@ pub(crate) struct KubeconfigMember {
     pub(crate) tls_server_name: Option<String>,
     /// The credential, or why the user entry is unusable.
     pub(crate) credential: Result<StoredCredential, SourceError>,
+}
+
+impl KubeconfigMember {
+    /// The spec of the member `name` this kubeconfig defines, whose credential is stored under
+    /// `key`: its server, TLS settings and proxy, checked as every source's are.
+    pub(crate) fn spec(&self, name: String, key: SecretRef) -> Result<MemberSpec, InvalidReason> {
+        let mut spec = checked_spec(
+            name,
+            self.server.clone(),
+            key,
+            self.insecure_skip_tls_verify,
+            self.proxy_url.clone(),
+        )?;
+        spec.tls_server_name = self.tls_server_name.clone();
+        Ok(spec)
+    }
 }
 
 /// Reads the member in `raw`, a kubeconfig stored under `key`.
@@ -75,7 +95,7 @@ pub(crate) fn parse(key: &SecretRef, raw: &[u8]) -> Result<KubeconfigMember, Sou
     if cluster.certificate_authority.is_some() {
         return Err(invalid(
             "the cluster names a certificate-authority file; only certificate-authority-data \
-             is read from a kubeconfig in a Secret"
+             is read from a kubeconfig"
                 .to_owned(),
         ));
     }
@@ -109,7 +129,10 @@ pub(crate) fn parse(key: &SecretRef, raw: &[u8]) -> Result<KubeconfigMember, Sou
         server,
         insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
         proxy_url: cluster.proxy_url.clone(),
-        tls_server_name: cluster.tls_server_name.clone(),
+        tls_server_name: cluster
+            .tls_server_name
+            .clone()
+            .filter(|n| !n.trim().is_empty()),
         credential,
     })
 }
@@ -171,7 +194,7 @@ fn credential(
     if user.token_file.is_some() || user.client_certificate.is_some() || user.client_key.is_some() {
         return Err(invalid(
             "the user names a file (tokenFile, client-certificate or client-key); only token, \
-             client-certificate-data and client-key-data are read from a kubeconfig in a Secret",
+             client-certificate-data and client-key-data are read from a kubeconfig",
         ));
     }
     if user.auth_provider.is_some() {
@@ -182,7 +205,11 @@ fn credential(
     if user.username.is_some() || user.password.is_some() {
         return Err(invalid("basic auth (username/password) is not supported"));
     }
-    if user.impersonate.is_some() || user.impersonate_groups.is_some() {
+    if user.impersonate.is_some()
+        || user.impersonate_uid.is_some()
+        || user.impersonate_groups.is_some()
+        || user.impersonate_user_extra.is_some()
+    {
         return Err(invalid("impersonation is not supported"));
     }
     let cert = user
@@ -198,7 +225,17 @@ fn credential(
     let exec = user
         .exec
         .as_ref()
-        .map(|exec| exec_config(key, exec, server, cluster, ca_bundle.as_deref()))
+        .map(|exec| {
+            let info = ExecCluster {
+                server: server.to_owned(),
+                certificate_authority_data: ca_bundle.as_deref().map(<[u8]>::to_vec),
+                tls_server_name: cluster.tls_server_name.clone(),
+                insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
+                proxy_url: cluster.proxy_url.clone(),
+                config: exec_extension(cluster.extensions.as_deref()),
+            };
+            exec_config(key, exec, info)
+        })
         .transpose()?;
     let token = user.token.as_ref().map(|t| t.expose_secret().as_bytes());
     Material {
@@ -220,13 +257,12 @@ fn decode(key: &SecretRef, field: &str, data: &str) -> Result<Vec<u8>, SourceErr
         })
 }
 
-/// The kubeconfig's `exec` as member-client runs it.
-fn exec_config(
+/// A kubeconfig-shaped `exec` as member-client runs it, against `cluster`: the one conversion
+/// for kubeconfigs and member files.
+pub(crate) fn exec_config(
     key: &SecretRef,
     exec: &kube::config::ExecConfig,
-    server: &str,
-    cluster: &Cluster,
-    ca_bundle: Option<&[u8]>,
+    cluster: ExecCluster,
 ) -> Result<ExecConfig, SourceError> {
     let invalid = |reason: String| SourceError::Invalid {
         key: key.clone(),
@@ -260,14 +296,7 @@ fn exec_config(
         env,
         api_version,
         provide_cluster_info: exec.provide_cluster_info,
-        cluster: Some(ExecCluster {
-            server: server.to_owned(),
-            certificate_authority_data: ca_bundle.map(<[u8]>::to_vec),
-            tls_server_name: cluster.tls_server_name.clone(),
-            insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
-            proxy_url: cluster.proxy_url.clone(),
-            config: exec_extension(cluster.extensions.as_deref()),
-        }),
+        cluster: Some(cluster),
     })
 }
 
@@ -277,3 +306,8 @@ fn exec_extension(extensions: Option<&[NamedExtension]>) -> Option<serde_json::V
         .find(|e| e.name == EXEC_EXTENSION)
         .map(|e| e.extension.clone())
 }
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod tests;

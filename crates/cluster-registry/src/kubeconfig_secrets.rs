@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Secret;
 use member_client::{SecretRef, SourceError};
 
 use crate::{
-    InvalidReason, MemberDefinition, kubeconfig, member::checked_spec, secret_store::secret_data,
+    InvalidReason, MemberDefinition, kubeconfig, secret_store::secret_data,
     stored_credential::StoredCredential,
 };
 
@@ -76,17 +76,7 @@ impl KubeconfigSecretsConfig {
         let spec = self
             .parsed(&key, &secret_data(secret))
             .map_err(|err| InvalidReason::SecretInvalid(err.to_string()))
-            .and_then(|member| {
-                let mut spec = checked_spec(
-                    name.clone(),
-                    member.server,
-                    key.clone(),
-                    member.insecure_skip_tls_verify,
-                    member.proxy_url,
-                )?;
-                spec.tls_server_name = member.tls_server_name;
-                Ok(spec)
-            });
+            .and_then(|member| member.spec(name.clone(), key.clone()));
         MemberDefinition { name, spec }
     }
 
@@ -113,5 +103,124 @@ impl KubeconfigSecretsConfig {
                     field: self.keys.join(" or "),
                 })?;
         kubeconfig::parse(key, raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubeconfig::fixtures::{SERVER, kubeconfig};
+    use secrecy::ExposeSecret as _;
+    use serde_json::json;
+
+    fn secret(name: &str, labels: serde_json::Value, string_data: serde_json::Value) -> Secret {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "fleet", "labels": labels},
+            "stringData": string_data,
+        }))
+        .unwrap()
+    }
+
+    fn capi() -> KubeconfigSecretsConfig {
+        KubeconfigSecretsConfig::cluster_api(vec!["fleet".into()])
+    }
+
+    fn flux() -> KubeconfigSecretsConfig {
+        KubeconfigSecretsConfig::flux(vec!["fleet".into()], "tether.io/member")
+    }
+
+    fn token_of(config: &KubeconfigSecretsConfig, secret: &Secret) -> String {
+        let key = SecretRef::new("fleet", secret.metadata.name.clone().unwrap());
+        let stored = config.credential(&key, secret).unwrap();
+        stored
+            .static_credential()
+            .token()
+            .unwrap()
+            .expose_secret()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_cluster_api_secret_is_named_after_its_cluster_and_read_from_value() {
+        let secret = secret(
+            "wl1-kubeconfig",
+            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
+            json!({"value": kubeconfig(&[], &["token: capi-tok"])}),
+        );
+        let def = capi().member_from_secret(&secret);
+        assert_eq!(def.name, "wl1");
+        let spec = def.spec.unwrap();
+        assert_eq!(spec.name, "wl1");
+        assert_eq!(spec.api_endpoint, SERVER);
+        assert_eq!(spec.secret_ref, SecretRef::new("fleet", "wl1-kubeconfig"));
+        assert_eq!(token_of(&capi(), &secret), "capi-tok");
+    }
+
+    #[test]
+    fn a_cluster_api_secret_without_the_label_is_named_after_the_secret() {
+        let secret = secret(
+            "wl1-kubeconfig",
+            json!({}),
+            json!({"value": kubeconfig(&[], &["token: t"])}),
+        );
+        assert_eq!(capi().member_from_secret(&secret).name, "wl1-kubeconfig");
+    }
+
+    #[test]
+    fn a_flux_secret_is_named_after_itself_and_read_from_value_yaml() {
+        let secret = secret(
+            "prod-eu",
+            json!({CAPI_CLUSTER_NAME_LABEL: "ignored", "tether.io/member": ""}),
+            json!({"value.yaml": kubeconfig(&[], &["token: flux-tok"])}),
+        );
+        let def = flux().member_from_secret(&secret);
+        assert_eq!(def.name, "prod-eu");
+        assert_eq!(def.spec.unwrap().api_endpoint, SERVER);
+        assert_eq!(token_of(&flux(), &secret), "flux-tok");
+    }
+
+    #[test]
+    fn a_secret_without_the_key_is_missing_key() {
+        // Cluster API reads only `value`.
+        let only_yaml = secret(
+            "wl1-kubeconfig",
+            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
+            json!({"value.yaml": kubeconfig(&[], &["token: t"])}),
+        );
+        let key = SecretRef::new("fleet", "wl1-kubeconfig");
+        let err = capi().credential(&key, &only_yaml).unwrap_err();
+        assert!(
+            matches!(&err, SourceError::MissingKey { field, .. } if field == "value"),
+            "{err:?}"
+        );
+        let def = capi().member_from_secret(&only_yaml);
+        assert_eq!(def.name, "wl1", "an unusable member keeps its name");
+        assert_eq!(def.spec.unwrap_err().condition_reason(), "SecretInvalid");
+        let err = flux()
+            .credential(&key, &secret("s", json!({}), json!({"other": "x"})))
+            .unwrap_err();
+        assert!(
+            matches!(&err, SourceError::MissingKey { field, .. } if field == "value or value.yaml"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn tls_server_name_and_proxy_reach_the_spec() {
+        let secret = secret(
+            "wl1-kubeconfig",
+            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
+            json!({"value": kubeconfig(
+                &["tls-server-name: api.wl1.internal", "proxy-url: http://p:3128"],
+                &["token: t"],
+            )}),
+        );
+        let spec = capi().member_from_secret(&secret).spec.unwrap();
+        assert_eq!(spec.tls_server_name.as_deref(), Some("api.wl1.internal"));
+        assert_eq!(spec.proxy_url.as_deref(), Some("http://p:3128"));
+        assert_eq!(
+            spec.client_config(None).tls_server_name.as_deref(),
+            Some("api.wl1.internal")
+        );
     }
 }

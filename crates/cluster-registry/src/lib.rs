@@ -50,7 +50,7 @@
 //! | --- | --- | --- |
 //! | Karmada `Cluster` (`spec.syncMode: Push`) | the Secret `spec.secretRef{namespace,name}` | `token` (required), `caBundle` (PEM, optional) |
 //! | Argo CD Secret (label `argocd.argoproj.io/secret-type=cluster`) | the same Secret | `name`, `server`, `config` JSON: `bearerToken`, `tlsClientConfig.caData` (base64 PEM), `tlsClientConfig.insecure` |
-//! | member file (`*.yaml` in a directory) | the files it names | `tokenFile`, `caFile` (PEM, optional) |
+//! | member file (`*.yaml` in a directory) | the files it names, or its exec plugin | one of: `tokenFile`; `clientCertFile` + `clientKeyFile` (PEM, with or without `tokenFile`); `exec` (kubeconfig's shape); `kubeconfig` (a kubeconfig file that also gives the endpoint and TLS settings); and `caFile` (PEM, optional) |
 //!
 //! Tokens are trimmed of surrounding whitespace; a JWT's `exp` bounds its cache lifetime.
 //! Which format a Secret has is decided by the Argo CD label: with

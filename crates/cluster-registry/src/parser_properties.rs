@@ -1,6 +1,6 @@
 //! Properties of every registry parser of untrusted input: a Karmada `Cluster` becoming a
-//! member, a Secret's credential (Karmada keys and Argo CD's `config` JSON), member files, and
-//! the admission of what they define. For any input: no panic, a typed reason, a name safe for
+//! member, a Secret's credential (Karmada keys and Argo CD's `config` JSON), member files,
+//! kubeconfigs ([`kubeconfig`]), and the admission of what they define. For any input: no panic, a typed reason, a name safe for
 //! labels, and no token in any error.
 
 use std::collections::BTreeMap;
@@ -10,11 +10,12 @@ use k8s_openapi::{ByteString, api::core::v1::Secret};
 use member_client::SecretRef;
 use proptest::prelude::*;
 
+mod kubeconfig;
+
 use crate::{
     InvalidReason, MemberDefinition,
     admission::{Admission, is_dns1123_subdomain},
     argocd,
-    directory::MemberFile,
     karmada::{self, Cluster, ClusterSpec, LocalSecretReference, SyncMode},
     secret_store::StoredSecret,
 };
@@ -180,8 +181,10 @@ proptest! {
             any::<String>(),
         ],
     ) {
-        if let Ok(file) = MemberFile::parse(&yaml) {
-            check(file.definition(std::path::Path::new("/members/m.yaml")), false)?;
-        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.yaml");
+        std::fs::write(&path, &yaml).unwrap();
+        let scanned = crate::directory::read_member_blocking(dir.path(), path);
+        check(scanned.definition, false)?;
     }
 }

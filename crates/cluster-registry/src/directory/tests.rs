@@ -1,9 +1,54 @@
 //! Member files, read from temporary directories.
 
+mod credential_kinds;
+mod kubeconfig_files;
+
 use super::*;
-use crate::test_ca::ca_pem;
+use crate::{stored_credential::StoredCredential, test_ca::ca_pem};
+use member_client::SourceError;
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
+
+/// A members directory in a temp dir.
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    fn write(&self, name: &str, content: impl AsRef<[u8]>) -> &Self {
+        std::fs::write(self.path(name), content).unwrap();
+        self
+    }
+
+    /// `m1.yaml` holding `yaml`, read as a poll reads it.
+    fn member(&self, yaml: &str) -> ScannedMember {
+        self.write("m1.yaml", yaml);
+        read_member_blocking(self.0.path(), self.path("m1.yaml"))
+    }
+
+    /// Where `m1.yaml`'s credential is stored.
+    fn key(&self) -> SecretRef {
+        secret_ref_for(&self.path("m1.yaml"))
+    }
+}
+
+impl ScannedMember {
+    /// Why the definition is unusable; panics if it is usable.
+    fn refused(&self) -> &InvalidReason {
+        self.definition.spec.as_ref().unwrap_err()
+    }
+
+    /// The credential as stored; panics if a credential file is missing.
+    fn stored(&self) -> Result<&StoredCredential, &SourceError> {
+        self.secret.as_ref().expect("a credential").stored()
+    }
+}
 
 #[rstest]
 #[case::minimal("name: m1\napiEndpoint: https://h:6443\ntokenFile: t\n", false, None)]
@@ -13,22 +58,26 @@ use secrecy::ExposeSecret as _;
     true,
     Some("http://p:3128")
 )]
-fn member_files_become_members(
+#[tokio::test]
+async fn member_files_become_members(
     #[case] yaml: &str,
     #[case] insecure: bool,
     #[case] proxy: Option<&str>,
 ) {
-    let path = Path::new("/etc/tether/members/m1.yaml");
-    let def = MemberFile::parse(yaml).unwrap().definition(path);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("t"), "tok").unwrap();
+    std::fs::write(dir.path().join("ca.crt"), ca_pem()).unwrap();
+    let scanned = scan(dir.path()).await.unwrap();
     let want = crate::MemberSpec {
         name: "m1".into(),
         api_endpoint: "https://h:6443".into(),
-        secret_ref: SecretRef::new("", "/etc/tether/members/m1.yaml"),
+        secret_ref: secret_ref_for(&dir.path().join("m1.yaml")),
         insecure_skip_tls_verify: insecure,
         proxy_url: proxy.map(str::to_owned),
         tls_server_name: None,
     };
-    assert_eq!(def.spec, Ok(want));
+    assert_eq!(scanned[0].definition.spec, Ok(want));
 }
 
 #[rstest]

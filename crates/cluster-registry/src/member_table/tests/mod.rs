@@ -2,6 +2,7 @@
 //! reads what it tells the consumer, and one file per concern.
 
 mod definitions;
+mod member_files;
 mod namespaces;
 mod secrets;
 

@@ -1,0 +1,107 @@
+//! A member file's `exec`: an exec plugin written as in a kubeconfig.
+
+use std::{collections::HashMap, fmt};
+
+use member_client::{
+    SecretRef, SourceError,
+    exec::{ExecCluster, ExecConfig},
+};
+use serde::Deserialize;
+
+use crate::kubeconfig;
+
+/// A member file's exec credential plugin, in kubeconfig's `users[].user.exec` shape. It runs
+/// only if its command is on the exec allow-list (`--allow-exec`).
+///
+/// `Debug` shows the names of `env`, never their values, which often hold secrets.
+///
+/// ```
+/// use cluster_registry::directory::MemberFile;
+/// let file = MemberFile::parse(
+///     "name: m1\napiEndpoint: https://h\nexec:\n  apiVersion: client.authentication.k8s.io/v1\n  \
+///      command: /usr/local/bin/cloud-auth\n  env: [{name: CLOUD_KEY, value: s3cr3t}]\n",
+/// )?;
+/// let exec = file.exec.unwrap();
+/// assert_eq!(exec.command, "/usr/local/bin/cloud-auth");
+/// assert!(!format!("{exec:?}").contains("s3cr3t"));
+/// # Ok::<_, serde_yaml::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemberExec {
+    /// `client.authentication.k8s.io/v1` or `/v1beta1`.
+    pub api_version: String,
+    /// An absolute path, or a bare name looked up on the collector's `PATH`.
+    pub command: String,
+    /// Arguments, passed as given.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables added to the plugin's environment.
+    #[serde(default)]
+    pub env: Vec<MemberExecEnv>,
+    /// Whether the plugin is told the member's endpoint, CA and proxy
+    /// (`KUBERNETES_EXEC_INFO`'s `spec.cluster`).
+    #[serde(default)]
+    pub provide_cluster_info: bool,
+}
+
+/// One `exec.env` entry. `Debug` shows only its name.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberExecEnv {
+    /// The variable's name.
+    pub name: String,
+    /// Its value; may be a secret.
+    pub value: String,
+}
+
+impl fmt::Debug for MemberExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemberExec")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .finish()
+    }
+}
+
+impl fmt::Debug for MemberExecEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}=[REDACTED]", self.name)
+    }
+}
+
+impl MemberExec {
+    /// The plugin as member-client runs it against `cluster`, converted as a kubeconfig's
+    /// `exec` is, so both are checked by the same rules.
+    ///
+    /// # Errors
+    /// [`SourceError::Invalid`] for an empty command or an unsupported `apiVersion`.
+    pub(crate) fn config(
+        &self,
+        key: &SecretRef,
+        cluster: ExecCluster,
+    ) -> Result<ExecConfig, SourceError> {
+        let env = self
+            .env
+            .iter()
+            .map(|var| {
+                HashMap::from([
+                    ("name".to_owned(), var.name.clone()),
+                    ("value".to_owned(), var.value.clone()),
+                ])
+            })
+            .collect();
+        let exec = kube::config::ExecConfig {
+            api_version: Some(self.api_version.clone()),
+            command: Some(self.command.clone()),
+            args: Some(self.args.clone()),
+            env: Some(env),
+            provide_cluster_info: self.provide_cluster_info,
+            ..kube::config::ExecConfig::default()
+        };
+        kubeconfig::exec_config(key, &exec, cluster)
+    }
+}
