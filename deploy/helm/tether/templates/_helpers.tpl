@@ -83,6 +83,15 @@ app.kubernetes.io/part-of: tether
 {{- if eq .Values.membersFrom "argocd" }}
 - --argocd-namespace={{ join "," .Values.secretNamespaces }}
 {{- end }}
+{{- if or (eq .Values.membersFrom "capi") (eq .Values.membersFrom "kubeconfig") }}
+- --kubeconfig-namespace={{ join "," .Values.secretNamespaces }}
+{{- end }}
+{{- if and (eq .Values.membersFrom "kubeconfig") .Values.kubeconfigSelector }}
+- --kubeconfig-selector={{ .Values.kubeconfigSelector }}
+{{- end }}
+{{- range .Values.allowExec }}
+- --allow-exec={{ . }}
+{{- end }}
 {{- if and (eq .Values.membersFrom "karmada") .Values.secretLabelSelector }}
 - --secret-label-selector={{ .Values.secretLabelSelector }}
 {{- end }}
