@@ -1,0 +1,221 @@
+//! A member whose Cluster API kubeconfig Secret holds a client certificate: the collector is
+//! Ready with it; a rewritten certificate is who the very next request is, through the same
+//! client, while the collector's watches carry on without a relist; an expired one is
+//! `CertificateExpired`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+mod registry_support;
+
+use std::time::Duration;
+
+use cluster_registry::{KubeconfigSecretsConfig, RegistryBuilder};
+use e2e::{
+    collector_run::RunningCollector,
+    kubeconfig_plane::{
+        CapiPlane, Kubeconfig, grant_reader_to_users,
+        read_api::{
+            create_and_wait_mirrored, member_metric, unix_now, wait_condition, wait_healthy,
+        },
+    },
+};
+use member_client::FailureKind;
+use registry_support::{list_namespaces, loopback_policy, member_client, next_upserted, whoami};
+use testkit::Environment;
+use tokio::time::Instant;
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(10);
+const HOUR: Duration = Duration::from_secs(3600);
+/// How soon after the acknowledged write the next request must present the new certificate.
+const SWITCH: Duration = Duration::from_secs(1);
+const MEMBER: &str = "member1";
+
+/// `tether_credential_expiry_timestamp_seconds` of [`MEMBER`], minus now: how far ahead the
+/// credential its requests carry expires.
+async fn expires_in(collector: &RunningCollector) -> f64 {
+    let name = "tether_credential_expiry_timestamp_seconds";
+    member_metric(collector, name, MEMBER).await.unwrap() - unix_now()
+}
+
+/// Polls until [`MEMBER`]'s credential expires `want` from now (± 2 min); returns how long
+/// that took.
+async fn wait_expiry(collector: &RunningCollector, want: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let ahead = expires_in(collector).await;
+        if (ahead - want.as_secs_f64()).abs() < 120.0 {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < CONVERGE,
+            "the credential expires in {ahead:.0} s, not ~{want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn relists(collector: &RunningCollector) -> f64 {
+    member_metric(collector, "tether_relists_total", MEMBER)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visibly() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+    grant_reader_to_users(member, &["alice", "bob"])
+        .await
+        .unwrap();
+    let workloads = member.create_namespace("workloads").await.unwrap();
+    let plane = CapiPlane::create(control_plane).await.unwrap();
+    let alice = member
+        .issue_client_cert("alice", &["tether-test"], HOUR)
+        .unwrap();
+    plane
+        .write(MEMBER, &Kubeconfig::client_cert(member, &alice))
+        .await
+        .unwrap();
+
+    // (a) The collector reaches the member as alice.
+    let started = Instant::now();
+    let collector = plane.start_collector(PROBE, &[]).await.unwrap();
+    wait_healthy(&collector, MEMBER, START).await.unwrap();
+    println!(
+        "certificate member Ready on the read API {:?} after starting the collector",
+        started.elapsed()
+    );
+    create_and_wait_mirrored(&collector, (member, MEMBER), &workloads, "before", CONVERGE)
+        .await
+        .unwrap();
+    wait_expiry(&collector, HOUR).await;
+    println!(
+        "credential expiry with alice's certificate: now + {:.0} s",
+        expires_in(&collector).await
+    );
+    let fetched = collector
+        .metric("tether_token_fetches_total", "kind=\"certificate\"")
+        .await
+        .unwrap();
+    assert!(fetched >= 1.0, "certificate fetches: {fetched}");
+    assert_eq!(relists(&collector).await, 0.0, "nothing relisted yet");
+
+    // (b) A client built from the registry, as the collector builds its own.
+    let (registry, mut events, driver) = RegistryBuilder::new()
+        .endpoint_policy(loopback_policy())
+        .kubeconfig_secrets(
+            control_plane.admin_client().unwrap(),
+            KubeconfigSecretsConfig::cluster_api(vec![plane.namespace.clone()]),
+        )
+        .build();
+    let driver = tokio::spawn(driver.run());
+    let upserted = next_upserted(&mut events).await.unwrap();
+    assert_eq!(upserted.0.name, MEMBER);
+    let client = member_client(&registry, &upserted).unwrap();
+    assert_eq!(whoami(&client).await.unwrap(), "alice");
+
+    // Cluster API renews the certificate by rewriting the Secret: bob, valid twice as long.
+    let bob = member
+        .issue_client_cert("bob", &["tether-test"], 2 * HOUR)
+        .unwrap();
+    plane
+        .write(MEMBER, &Kubeconfig::client_cert(member, &bob))
+        .await
+        .unwrap();
+    let written = Instant::now();
+    let mut asked = 0;
+    loop {
+        let who = whoami(&client).await.unwrap();
+        asked += 1;
+        if who == "bob" {
+            break;
+        }
+        assert_eq!(who, "alice", "nobody else");
+        assert!(
+            written.elapsed() < SWITCH,
+            "still {who} {:?} after the write",
+            written.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let switched = written.elapsed();
+    println!(
+        "whoami through the same client: alice → bob {switched:?} after the acknowledged \
+         write ({asked} reviews)"
+    );
+    assert!(switched < SWITCH, "{switched:?}");
+    assert_eq!(whoami(&client).await.unwrap(), "bob", "and stays bob");
+
+    // The collector presents bob's certificate too, and its watches survived: a Deployment
+    // created now is mirrored, and nothing was listed again.
+    wait_expiry(&collector, 2 * HOUR).await;
+    println!(
+        "the collector's credential expiry followed bob's notAfter {:?} after the write: \
+         now + {:.0} s",
+        written.elapsed(),
+        expires_in(&collector).await
+    );
+    let mirrored =
+        create_and_wait_mirrored(&collector, (member, MEMBER), &workloads, "after", CONVERGE)
+            .await
+            .unwrap();
+    println!("a Deployment created after the rotation was mirrored in {mirrored:?}");
+    wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
+    let relisted = relists(&collector).await;
+    println!("tether_relists_total{{member=\"{MEMBER}\"}} after the rotation: {relisted}");
+    assert_eq!(
+        relisted, 0.0,
+        "a certificate rotation must not cost a relist"
+    );
+
+    // (c) An expired certificate is reported as such, not as a rejected credential.
+    let expired = member
+        .issue_expired_client_cert("alice", &["tether-test"])
+        .unwrap();
+    plane
+        .write(MEMBER, &Kubeconfig::client_cert(member, &expired))
+        .await
+        .unwrap();
+    let (took, ready) = wait_condition(
+        &collector,
+        MEMBER,
+        "Ready",
+        "False/CertificateExpired",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+    println!(
+        "expired certificate → Ready=False/CertificateExpired in {took:?}: {}",
+        ready.message
+    );
+    wait_condition(
+        &collector,
+        MEMBER,
+        "CredentialsValid",
+        "False/CertificateExpired",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+    // Bob may not list namespaces (403) until the registry has the expired certificate too.
+    let started = Instant::now();
+    let refused = loop {
+        let now = list_namespaces(&client).await;
+        if now != Err(FailureKind::Forbidden) || started.elapsed() > CONVERGE {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        refused,
+        Err(FailureKind::CredentialUnavailable),
+        "the registry's client does not send an expired certificate either"
+    );
+    driver.abort();
+}
