@@ -1,0 +1,184 @@
+//! A member whose Cluster API kubeconfig Secret runs an exec credential plugin
+//! (`e2e/plugins/tokenrequest-plugin.py`, 600 s TokenRequest tokens): the collector runs it
+//! again ahead of expiry without a single 401, and when the ServiceAccount is deleted and
+//! created again it meets the 401, runs the plugin again, retries and stays usable.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use e2e::{
+    collector_run::RunningCollector,
+    kubeconfig_plane::{
+        CapiPlane, Kubeconfig, TokenRequestPlugin, plugin_path,
+        read_api::{self, condition, unix_now, wait_healthy},
+    },
+};
+use testkit::{Environment, REVOCATION_TIMEOUT};
+use tokio::time::Instant;
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(15);
+/// How long the refreshing collector is watched: about three refreshes at 1 % of 600 s.
+const WATCHED: Duration = Duration::from_secs(20);
+/// The lifetime of the plugin's tokens (its default `expirationSeconds`).
+const TOKEN_LIFETIME: f64 = 600.0;
+const MEMBER: &str = "member1";
+const SA: &str = "agent";
+
+async fn member_metric(collector: &RunningCollector, name: &str) -> f64 {
+    read_api::member_metric(collector, name, MEMBER)
+        .await
+        .unwrap()
+}
+
+/// `tether_credential_expiry_timestamp_seconds` of the member, minus now.
+async fn expires_in(collector: &RunningCollector) -> f64 {
+    member_metric(collector, "tether_credential_expiry_timestamp_seconds").await - unix_now()
+}
+
+async fn exec_fetches(collector: &RunningCollector) -> f64 {
+    collector
+        .metric(
+            "tether_token_fetches_total",
+            "cache=\"members\",kind=\"exec\"",
+        )
+        .await
+        .unwrap()
+}
+
+/// Polls until `metric` of the member is at least `want`; returns how long that took.
+async fn wait_metric_at_least(
+    collector: &RunningCollector,
+    metric: &str,
+    want: f64,
+    limit: Duration,
+) -> Duration {
+    let started = Instant::now();
+    loop {
+        let now = member_metric(collector, metric).await;
+        if now >= want {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "{metric} is {now}, not ≥ {want}, after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocation() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+    let ns = member.create_namespace("agents").await.unwrap();
+    member.create_service_account(&ns, SA).await.unwrap();
+    let plugin = TokenRequestPlugin::for_service_account(member, &ns, SA).unwrap();
+    let command = plugin_path("tokenrequest-plugin.py").unwrap();
+    let plane = CapiPlane::create(control_plane).await.unwrap();
+    plane
+        .write(MEMBER, &Kubeconfig::exec(member, &command, plugin.env()))
+        .await
+        .unwrap();
+    let allow = command.display().to_string();
+
+    // At 1 % of its remaining lifetime a 600 s token is fetched again after ~6 s.
+    let flags = [
+        "--allow-exec",
+        &allow,
+        "--credential-refresh-fraction",
+        "0.01",
+    ];
+    let mut refreshing = plane.start_collector(PROBE, &flags).await.unwrap();
+    wait_healthy(&refreshing, MEMBER, START).await.unwrap();
+    let first = plugin.runs().len();
+    assert!(first >= 1, "the plugin ran to make the member Ready");
+    let started = Instant::now();
+    let mut samples = 0;
+    while started.elapsed() < WATCHED {
+        let ready = condition(&refreshing, MEMBER, "Ready").await.unwrap();
+        assert_eq!(
+            ready.short(),
+            "True/MemberReady",
+            "{:?} in",
+            started.elapsed()
+        );
+        let unauthorized = member_metric(&refreshing, "tether_unauthorized_responses_total").await;
+        assert_eq!(unauthorized, 0.0, "a refresh ahead of expiry meets no 401");
+        samples += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let runs = plugin.runs();
+    let during = runs.len() - first;
+    println!(
+        "refresh fraction 0.01: {during} execs in {WATCHED:?} ({} in all, {samples} samples all \
+         Ready, 0 unauthorized); runs at {runs:?}",
+        runs.len()
+    );
+    assert!(
+        during >= 2,
+        "the plugin ran {during} times in {WATCHED:?}: no refresh ahead of expiry"
+    );
+    let fetches = exec_fetches(&refreshing).await;
+    let ahead = expires_in(&refreshing).await;
+    println!(
+        "tether_token_fetches_total{{kind=\"exec\"}} = {fetches}; the credential expires in \
+         {ahead:.0} s"
+    );
+    assert!(fetches >= during as f64, "{fetches} exec fetches");
+    assert!(
+        (TOKEN_LIFETIME - 30.0..=TOKEN_LIFETIME + 5.0).contains(&ahead),
+        "expiry now + {ahead:.0} s, not ~{TOKEN_LIFETIME} s"
+    );
+    refreshing.stop().await;
+
+    // Revocation. The default fraction keeps a token for minutes, so the one in use outlives
+    // the apiserver's ~10 s cache of its authentication and meets the 401.
+    let collector = plane
+        .start_collector(PROBE, &["--allow-exec", &allow])
+        .await
+        .unwrap();
+    wait_healthy(&collector, MEMBER, START).await.unwrap();
+    let before = plugin.runs().len();
+    assert_eq!(
+        member_metric(&collector, "tether_unauthorized_responses_total").await,
+        0.0
+    );
+    member.delete_service_account(&ns, SA).await.unwrap();
+    member.create_service_account(&ns, SA).await.unwrap();
+    let recreated = Instant::now();
+    let to_401 = wait_metric_at_least(
+        &collector,
+        "tether_unauthorized_responses_total",
+        1.0,
+        REVOCATION_TIMEOUT,
+    )
+    .await;
+    wait_metric_at_least(&collector, "tether_retries_total", 1.0, CONVERGE).await;
+    wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
+    let healthy_after = recreated.elapsed();
+    let after = plugin.runs().len();
+    let unauthorized = member_metric(&collector, "tether_unauthorized_responses_total").await;
+    let retries = member_metric(&collector, "tether_retries_total").await;
+    println!(
+        "ServiceAccount recreated: first 401 after {to_401:?}, Ready and CredentialsAccepted \
+         again after {healthy_after:?}; execs {before} → {after}; {unauthorized} unauthorized, \
+         {retries} retries"
+    );
+    assert!(after > before, "a 401 ran the plugin again");
+    let fetches = exec_fetches(&collector).await;
+    let ahead = expires_in(&collector).await;
+    println!(
+        "after the revocation: {fetches} exec fetches, the credential expires in {ahead:.0} s"
+    );
+    assert!(fetches >= 2.0, "{fetches} exec fetches");
+    assert!(
+        (TOKEN_LIFETIME - 60.0..=TOKEN_LIFETIME + 5.0).contains(&ahead),
+        "expiry now + {ahead:.0} s, not ~{TOKEN_LIFETIME} s"
+    );
+}

@@ -1,0 +1,192 @@
+//! Exec credential plugins that cannot give a credential, beside a healthy token member of the
+//! same collector: a plugin that hangs is killed at `--exec-timeout` and the member is
+//! `ExecFailed`; a command that is not on the `--allow-exec` list is `ExecNotAllowed` and
+//! never runs; the token member stays Ready throughout.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    os::unix::fs::PermissionsExt as _,
+    path::{Path, PathBuf},
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
+
+use e2e::{
+    collector_run::temp_dir,
+    kubeconfig_plane::{
+        CapiPlane, Kubeconfig,
+        read_api::{condition, sample_ready, unix_now, wait_condition, wait_healthy},
+    },
+};
+use testkit::Environment;
+
+const PROBE: Duration = Duration::from_secs(1);
+const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(10);
+/// Scheduling slack on a loaded machine, on top of the exec timeout and a probe period.
+const SLACK: Duration = Duration::from_secs(3);
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Writes an executable `/bin/sh` script `name` into `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::canonicalize(path).unwrap()
+}
+
+/// Checks every run in `runs` (`<pid> <start, Unix seconds>` lines) that started more than
+/// the exec timeout plus slack ago: its process must be gone (killed with its group). Returns
+/// how many were checked.
+fn killed_in_time(runs: &str) -> usize {
+    let now = unix_now();
+    let old_enough = (EXEC_TIMEOUT + SLACK).as_secs_f64();
+    let mut checked = 0;
+    for line in runs.lines() {
+        let (pid, started) = line.split_once(' ').unwrap();
+        if now - started.parse::<f64>().unwrap() < old_enough {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            cmdline.is_empty(),
+            "run {pid} outlived --exec-timeout: {:?}",
+            String::from_utf8_lossy(&cmdline)
+        );
+        checked += 1;
+    }
+    checked
+}
+
+#[tokio::test]
+async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_stay_ready() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+    let ns = member.create_namespace("agents").await.unwrap();
+    member.create_service_account(&ns, "agent").await.unwrap();
+    let token = member.mint_token(&ns, "agent", HOUR).await.unwrap();
+
+    let dir = temp_dir("exec-failures").unwrap();
+    let hang_runs = dir.join("hang-runs");
+    let hang = script(
+        &dir,
+        "hang.sh",
+        &format!(
+            "echo \"$$ $(date +%s)\" >> '{}'\nexec sleep 60",
+            hang_runs.display()
+        ),
+    );
+    let marker = dir.join("unlisted-ran");
+    let unlisted = script(
+        &dir,
+        "unlisted.sh",
+        &format!("touch '{}'\nexit 1", marker.display()),
+    );
+
+    // Three members, all on member1's apiserver: a token, and the two plugins.
+    let plane = CapiPlane::create(control_plane).await.unwrap();
+    plane
+        .write("healthy", &Kubeconfig::token(member, &token))
+        .await
+        .unwrap();
+    let hang_flag = hang.display().to_string();
+    let timeout = EXEC_TIMEOUT.as_secs().to_string();
+    let flags = ["--allow-exec", &hang_flag, "--exec-timeout", &timeout];
+    let collector = plane.start_collector(PROBE, &flags).await.unwrap();
+    wait_healthy(&collector, "healthy", START).await.unwrap();
+
+    let done = AtomicBool::new(false);
+    let steps = async {
+        // The hanging plugin is killed at the timeout, and the member says why.
+        plane
+            .write("hanging", &Kubeconfig::exec(member, &hang, &[]))
+            .await
+            .unwrap();
+        let (took, ready) =
+            wait_condition(&collector, "hanging", "Ready", "False/ExecFailed", CONVERGE)
+                .await
+                .unwrap();
+        println!(
+            "hanging plugin (--exec-timeout 2, probe period 1 s) → Ready=False/ExecFailed \
+             {took:?} after its Secret was written: {}",
+            ready.message
+        );
+        assert!(
+            took <= EXEC_TIMEOUT + PROBE + SLACK,
+            "ExecFailed only after {took:?}"
+        );
+        assert!(
+            ready.message.contains("did not finish within"),
+            "{}",
+            ready.message
+        );
+        let credentials = condition(&collector, "hanging", "CredentialsValid")
+            .await
+            .unwrap();
+        assert_eq!(credentials.short(), "False/ExecFailed");
+        let runs = std::fs::read_to_string(&hang_runs).unwrap_or_default();
+        assert!(runs.lines().count() >= 1, "the allowed plugin did run");
+
+        // A command off the allow-list is refused before anything runs.
+        plane
+            .write("unlisted", &Kubeconfig::exec(member, &unlisted, &[]))
+            .await
+            .unwrap();
+        let (took, ready) = wait_condition(
+            &collector,
+            "unlisted",
+            "Ready",
+            "False/ExecNotAllowed",
+            CONVERGE,
+        )
+        .await
+        .unwrap();
+        println!(
+            "plugin off the allow-list → Ready=False/ExecNotAllowed in {took:?}: {}",
+            ready.message
+        );
+        let credentials = condition(&collector, "unlisted", "CredentialsValid")
+            .await
+            .unwrap();
+        assert_eq!(credentials.short(), "False/ExecNotAllowed");
+        // Three more probe periods in which it still must not run.
+        tokio::time::sleep(3 * PROBE).await;
+        assert!(
+            !marker.exists(),
+            "{} ran although it is not allowed",
+            unlisted.display()
+        );
+        let still = condition(&collector, "hanging", "Ready").await.unwrap();
+        assert_eq!(
+            still.short(),
+            "False/ExecFailed",
+            "the hang is still reported"
+        );
+        done.store(true, Ordering::Relaxed);
+    };
+    let (healthy, ()) = tokio::join!(sample_ready(&collector, "healthy", &done), steps);
+    println!("healthy's Ready throughout: {healthy:?}");
+    assert_eq!(
+        healthy,
+        ["True/MemberReady"],
+        "the token member was never affected"
+    );
+    let hang_runs = std::fs::read_to_string(&hang_runs).unwrap_or_default();
+    println!(
+        "the hanging plugin ran {} times; the unlisted one never",
+        hang_runs.lines().count()
+    );
+    let failures = collector
+        .metric("tether_token_fetch_failures_total", "cache=\"members\"")
+        .await
+        .unwrap();
+    assert!(failures >= 2.0, "{failures} failed fetches");
+    let killed = killed_in_time(&hang_runs);
+    println!("runs of the hanging plugin older than the timeout, all killed: {killed}");
+    assert!(killed >= 1, "no run old enough to check");
+}
