@@ -124,6 +124,9 @@ struct Inner {
     source: Arc<dyn CredentialSource>,
     /// The loads in flight, one per key at most.
     loads: DashMap<SecretRef, Load>,
+    /// The transient error the last load of a key ended with, served while the next load
+    /// runs; cleared by a successful load or an invalidation. At most one per key.
+    failures: DashMap<SecretRef, Arc<SourceError>>,
     /// For a key invalidated while its load was in flight: the clock at that invalidation.
     /// That load may not store what it read. Emptied as those loads end, so it holds at most
     /// one entry per load in flight.
@@ -157,6 +160,7 @@ impl TokenCache {
                 entries,
                 source,
                 loads: DashMap::new(),
+                failures: DashMap::new(),
                 epochs: DashMap::new(),
                 clock: AtomicU64::new(0),
                 counters: Counters::default(),
@@ -167,6 +171,12 @@ impl TokenCache {
     }
 
     /// The credential for `key`, from the cache or, on a miss, from the source.
+    ///
+    /// A load runs in a task of its own, so it ends by its own deadline (an exec plugin's
+    /// timeout) even when every caller waiting on it has gone. While the last load of `key`
+    /// failed with a transient error (a plugin that hung or failed), callers get that error at
+    /// once and a new load runs in the background, one at a time: a source that takes longer
+    /// than a caller's deadline to fail is still reported as failing, not as slow.
     ///
     /// # Errors
     /// The source's error, shared with every caller that waited on the same load.
@@ -180,18 +190,43 @@ impl TokenCache {
         let load = inner
             .loads
             .entry(key.clone())
-            .or_insert_with(|| {
-                let (cache, key) = (self.clone(), key.clone());
-                async move {
-                    let loaded = cache.load(&key).await.map_err(Arc::new);
-                    cache.inner.loads.remove(&key);
-                    loaded
-                }
-                .boxed()
-                .shared()
-            })
+            .or_insert_with(|| self.spawn_load(key))
             .clone();
+        if let Some(failed) = inner.failures.get(key).map(|f| Arc::clone(f.value())) {
+            return Err(failed);
+        }
         load.await
+    }
+
+    /// Starts loading `key` in a task; the load removes itself from `loads` when it ends and
+    /// records or clears the key's transient failure.
+    fn spawn_load(&self, key: &SecretRef) -> Load {
+        let (cache, owned) = (self.clone(), key.clone());
+        let task = tokio::spawn(async move {
+            let key = owned;
+            let loaded = cache.load(&key).await.map_err(Arc::new);
+            match &loaded {
+                Err(err) if err.is_transient() => {
+                    cache.inner.failures.insert(key.clone(), Arc::clone(err));
+                }
+                _ => {
+                    cache.inner.failures.remove(&key);
+                }
+            }
+            cache.inner.loads.remove(&key);
+            loaded
+        });
+        let key = key.clone();
+        async move {
+            task.await.unwrap_or_else(|panicked| {
+                Err(Arc::new(SourceError::Read {
+                    key,
+                    source: Arc::new(panicked),
+                }))
+            })
+        }
+        .boxed()
+        .shared()
     }
 
     /// Forgets `key`, so that the next [`get`](Self::get) reads the source. Call it when the
@@ -204,6 +239,8 @@ impl TokenCache {
         if inner.loads.contains_key(key) {
             inner.epochs.insert(key.clone(), now);
         }
+        // The Secret changed: what failed before says nothing of what it holds now.
+        inner.failures.remove(key);
         inner
             .entries
             .entry_by_ref(key)

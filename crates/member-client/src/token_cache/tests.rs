@@ -115,3 +115,92 @@ fn min_ttl_never_exceeds_ttl() {
         Duration::from_millis(10)
     );
 }
+
+/// A source that takes `delay` per fetch and fails (transiently) the first `failures` times;
+/// it counts the fetches that ran to their end.
+struct Slow {
+    delay: Duration,
+    failures: std::sync::atomic::AtomicUsize,
+    finished: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl CredentialSource for Arc<Slow> {
+    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+        tokio::time::sleep(self.delay).await;
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        let failing = self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Err(SourceError::Read {
+                key: key.clone(),
+                source: Arc::new(std::io::Error::other("plugin timed out")),
+            });
+        }
+        Credential::from_token_bytes(b"fresh")
+    }
+}
+
+fn slow(delay_ms: u64, failures: usize) -> Arc<Slow> {
+    Arc::new(Slow {
+        delay: Duration::from_millis(delay_ms),
+        failures: std::sync::atomic::AtomicUsize::new(failures),
+        finished: std::sync::atomic::AtomicUsize::new(0),
+    })
+}
+
+/// A caller that gives up (a probe's deadline) does not cancel the load: it ends by its own
+/// deadline, and what it read is kept.
+#[tokio::test]
+async fn a_load_whose_callers_all_gave_up_still_runs_to_its_end() {
+    let source = slow(200, 0);
+    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let key = SecretRef::new("ns", "s");
+    let gave_up = tokio::time::timeout(Duration::from_millis(20), cache.get(&key)).await;
+    assert!(gave_up.is_err(), "the caller's deadline passed first");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(source.finished.load(Ordering::SeqCst), 1);
+    cache.get(&key).await.unwrap();
+    assert_eq!(
+        cache.stats().fetches,
+        1,
+        "the abandoned load's result was stored"
+    );
+}
+
+/// After a transient failure, callers hear of it at once while one retry runs behind them,
+/// instead of each waiting out a slow source; a success or an invalidation ends that.
+#[tokio::test]
+async fn a_transient_failure_is_served_while_a_retry_runs() {
+    let source = slow(150, 2);
+    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let key = SecretRef::new("ns", "s");
+    assert!(cache.get(&key).await.is_err(), "the first load fails");
+
+    // A retry starts; this caller is told of the last failure without waiting for it.
+    let started = std::time::Instant::now();
+    assert!(cache.get(&key).await.is_err());
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        cache.get(&key).await.is_err(),
+        "one retry at a time, none waited on"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        source.finished.load(Ordering::SeqCst),
+        2,
+        "exactly one retry ran"
+    );
+
+    // The retry failed too; a changed Secret makes the next caller wait for a fresh read.
+    cache.invalidate(&key).await;
+    let fresh = cache.get(&key).await.unwrap();
+    assert_eq!(fresh.token().unwrap().expose_secret(), "fresh");
+    assert_eq!(source.finished.load(Ordering::SeqCst), 3);
+}
