@@ -8,11 +8,41 @@ use rstest::rstest;
 
 use super::*;
 
-// Throwaway keys that protect nothing, made once with OpenSSL (`openssl genpkey -algorithm RSA
-// -pkeyopt rsa_keygen_bits:2048`; `... -algorithm EC -pkeyopt ec_paramgen_curve:secp521r1`):
-// ring cannot generate RSA keys, and rustls' ring provider cannot load P-521 keys.
-const RSA_PKCS8: &str = include_str!("testdata/rsa2048.pkcs8.pem");
-const P521_PKCS8: &str = include_str!("testdata/p521.pkcs8.pem");
+/// A throwaway PKCS#8 key from `openssl genpkey` with `args`, made once per test run: ring
+/// cannot generate RSA keys (kubeadm's client certificates are RSA), and a P-521 key is what
+/// rustls' ring provider cannot load.
+fn openssl_key(cell: &'static std::sync::OnceLock<String>, args: &[&str]) -> &'static str {
+    cell.get_or_init(|| {
+        let out = std::process::Command::new("openssl")
+            .arg("genpkey")
+            .args(args)
+            .output()
+            .expect("openssl genpkey");
+        assert!(out.status.success(), "openssl genpkey {args:?} failed");
+        String::from_utf8(out.stdout).unwrap()
+    })
+}
+
+fn rsa_pkcs8() -> &'static str {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    openssl_key(
+        &KEY,
+        &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+    )
+}
+
+fn p521_pkcs8() -> &'static str {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    openssl_key(
+        &KEY,
+        &[
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:secp521r1",
+        ],
+    )
+}
 
 /// A leaf named `cn`, self-signed with `key`.
 fn self_signed(cn: &str, key: &KeyPair) -> String {
@@ -86,11 +116,11 @@ fn good(kind: &str) -> (String, String) {
             (self_signed(kind, &key), pem("EC PRIVATE KEY", &sec1))
         }
         "rsa-pkcs8" => {
-            let key = KeyPair::from_pem(RSA_PKCS8).unwrap();
-            (self_signed(kind, &key), RSA_PKCS8.to_owned())
+            let key = KeyPair::from_pem(rsa_pkcs8()).unwrap();
+            (self_signed(kind, &key), rsa_pkcs8().to_owned())
         }
         "rsa-pkcs1" => {
-            let key = KeyPair::from_pem(RSA_PKCS8).unwrap();
+            let key = KeyPair::from_pem(rsa_pkcs8()).unwrap();
             let pkcs1 = inner_key(&key.serialize_der());
             (self_signed(kind, &key), pem("RSA PRIVATE KEY", &pkcs1))
         }
@@ -256,7 +286,7 @@ fn unusable_inputs_are_typed_errors() {
         (
             "P-521 key",
             chain.clone().into(),
-            P521_PKCS8.into(),
+            p521_pkcs8().into(),
             "unsupported private key",
         ),
         (
