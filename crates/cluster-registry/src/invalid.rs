@@ -143,7 +143,9 @@ impl From<&SourceError> for InvalidReason {
         let detail = Text::new(&err.to_string()).into();
         match err {
             SourceError::NotFound { .. } => Self::SecretNotFound,
-            SourceError::Exec(ExecError::NotAllowed { .. }) => Self::ExecNotAllowed(detail),
+            SourceError::Exec(ExecError::NotAllowed { .. } | ExecError::EnvNotAllowed { .. }) => {
+                Self::ExecNotAllowed(detail)
+            }
             SourceError::Exec(_) => Self::ExecFailed(detail),
             SourceError::Identity(IdentityError::Expired { .. }) => {
                 Self::CertificateExpired(detail)

@@ -158,7 +158,7 @@ impl SecretStore {
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
         let stored = secret.stored().map_err(SourceError::clone)?;
         if let StoredCredential::Exec(plan) = stored {
-            self.exec.allowed(&plan.config.command)?;
+            self.exec.check(&plan.config)?;
         }
         Ok(stored.ca_bundle().cloned())
     }

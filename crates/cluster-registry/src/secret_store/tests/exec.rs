@@ -138,6 +138,31 @@ async fn a_plugin_off_the_allow_list_is_exec_not_allowed_and_never_runs() {
     assert_eq!((plugin.runs(), other.runs()), (0, 0));
 }
 
+/// An allowed plugin told to load other code (`LD_PRELOAD`) is refused before it is ever
+/// run, so the member is `ExecNotAllowed` from its definition on.
+#[tokio::test]
+async fn an_env_var_that_chooses_code_is_exec_not_allowed_at_once() {
+    let plugin = Plugin::new(PRINTS_A_TOKEN).await;
+    let _running = SCRIPTS.read().await;
+    let store = SecretStore::with_exec_policy(plugin.policy());
+    let mut config = plugin.config();
+    config.env.push(member_client::exec::ExecEnvVar {
+        name: "LD_PRELOAD".to_owned(),
+        value: "/tmp/evil.so".to_owned(),
+    });
+    store.insert(key(), exec_secret(config, None));
+    let err = store.usable(&key()).unwrap_err();
+    assert!(
+        matches!(err, SourceError::Exec(ExecError::EnvNotAllowed { .. })),
+        "{err:?}"
+    );
+    assert_eq!(
+        InvalidReason::from(&err).condition_reason(),
+        "ExecNotAllowed"
+    );
+    assert_eq!(plugin.runs(), 0);
+}
+
 #[tokio::test]
 async fn a_failing_plugin_is_exec_failed_and_transient() {
     let plugin = Plugin::new("echo 'no credentials for you' >&2\nexit 3").await;
