@@ -81,20 +81,18 @@ impl RegistryDriver {
         };
         let mut cluster_relist = Relist::<String>::default();
         let mut karmada_secrets = SecretWatches::default();
-        let mut argocd_secrets = SecretWatches::default();
-        if let Some((client, config)) = &self.configs.argocd {
-            for ns in &config.namespaces {
-                let cfg = watcher::Config::default().labels(labels::ARGOCD_CLUSTER_SELECTOR);
-                argocd_secrets.start(client, ns, cfg);
-            }
-        }
-        let mut kubeconfig_secrets = SecretWatches::default();
-        if let Some((client, config)) = &self.configs.kubeconfig {
-            for ns in &config.namespaces {
-                let cfg = watcher::Config::default().labels(&config.label_selector);
-                kubeconfig_secrets.start(client, ns, cfg);
-            }
-        }
+        let mut argocd_secrets = (self.configs.argocd.as_ref()).map_or_else(
+            SecretWatches::default,
+            |(client, config)| {
+                SecretWatches::labelled(client, &config.namespaces, labels::ARGOCD_CLUSTER_SELECTOR)
+            },
+        );
+        let mut kubeconfig_secrets = (self.configs.kubeconfig.as_ref()).map_or_else(
+            SecretWatches::default,
+            |(client, config)| {
+                SecretWatches::labelled(client, &config.namespaces, &config.label_selector)
+            },
+        );
         let mut files = BTreeSet::<PathBuf>::new();
         let mut poll = self
             .configs

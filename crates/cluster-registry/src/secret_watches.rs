@@ -25,6 +25,15 @@ pub(crate) struct SecretWatches {
 }
 
 impl SecretWatches {
+    /// One watch per namespace of `namespaces`, of the Secrets matching `selector`.
+    pub(crate) fn labelled(client: &Client, namespaces: &[String], selector: &str) -> Self {
+        let mut watches = Self::default();
+        for ns in namespaces {
+            watches.start(client, ns, watcher::Config::default().labels(selector));
+        }
+        watches
+    }
+
     pub(crate) fn start(&mut self, client: &Client, namespace: &str, config: watcher::Config) {
         let ns = namespace.to_owned();
         let (stream, abort) = stream::abortable(

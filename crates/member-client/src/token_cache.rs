@@ -5,7 +5,7 @@ use std::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
-    time::{Duration, Instant, SystemTime},
+    time::Duration,
 };
 
 use dashmap::DashMap;
@@ -14,12 +14,14 @@ use futures::{
     future::{BoxFuture, Shared},
 };
 use moka::{
-    Expiry,
     future::Cache,
     ops::compute::{CompResult, Op},
 };
 
 use crate::{Credential, CredentialKind, CredentialSource, SecretRef, SourceError};
+use lifetime::EntryLifetime;
+#[cfg(test)]
+use lifetime::entry_lifetime;
 
 /// How long entries live.
 #[derive(Clone, Debug)]
@@ -383,44 +385,6 @@ impl std::fmt::Debug for TokenCache {
     }
 }
 
-/// Per-entry lifetime: `min(ttl, exp - skew, fraction × (exp - now))`, at least `min_ttl`.
-struct EntryLifetime(TokenCacheConfig);
-
-impl Expiry<SecretRef, Arc<Credential>> for EntryLifetime {
-    fn expire_after_create(
-        &self,
-        _key: &SecretRef,
-        value: &Arc<Credential>,
-        _created_at: Instant,
-    ) -> Option<Duration> {
-        Some(entry_lifetime(
-            &self.0,
-            value.expires_at(),
-            SystemTime::now(),
-        ))
-    }
-}
-
-fn entry_lifetime(
-    config: &TokenCacheConfig,
-    expires_at: Option<SystemTime>,
-    now: SystemTime,
-) -> Duration {
-    let Some(expires_at) = expires_at else {
-        return config.ttl;
-    };
-    let remaining = expires_at.duration_since(now).unwrap_or(Duration::ZERO);
-    let fraction = if config.refresh_fraction > 0.0 && config.refresh_fraction <= 1.0 {
-        config.refresh_fraction
-    } else {
-        1.0
-    };
-    remaining
-        .saturating_sub(config.expiry_skew)
-        .min(remaining.mul_f64(fraction))
-        .min(config.ttl)
-        .max(config.min_ttl.min(config.ttl))
-}
-
+mod lifetime;
 #[cfg(test)]
 mod tests;
