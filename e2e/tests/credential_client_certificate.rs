@@ -16,7 +16,7 @@ use cluster_registry::{KubeconfigSecretsConfig, RegistryBuilder};
 use e2e::{
     collector_run::RunningCollector,
     kubeconfig_plane::{
-        CapiPlane, Kubeconfig, grant_reader_to_users,
+        CapiPlane, Kubeconfig,
         read_api::{
             create_and_wait_mirrored, member_metric, unix_now, wait_condition, wait_healthy,
         },
@@ -69,9 +69,9 @@ async fn relists(collector: &RunningCollector) -> f64 {
 async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visibly() {
     let env = Environment::with_members(1).await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    grant_reader_to_users(member, &["alice", "bob"])
-        .await
-        .unwrap();
+    for user in ["alice", "bob"] {
+        member.grant_reader_to_user(user).await.unwrap();
+    }
     let workloads = member.create_namespace("workloads").await.unwrap();
     let plane = CapiPlane::create(control_plane).await.unwrap();
     let alice = member

@@ -84,6 +84,25 @@ impl Cluster {
         Ok(())
     }
 
+    /// Binds [`READER_CLUSTER_ROLE`] (creating or updating it first) to `user`, as a client
+    /// certificate's CN names it ([`issue_client_cert`](Self::issue_client_cert)): one
+    /// ClusterRoleBinding `tether-testkit:user:<user>`.
+    ///
+    /// # Errors
+    /// If an API call fails.
+    pub async fn grant_reader_to_user(&self, user: &str) -> Result<()> {
+        let client = self.admin_client()?;
+        apply_reader_role(&client).await?;
+        bind_reader(
+            &client,
+            &format!("{FIELD_MANAGER}:user:{user}"),
+            json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }),
+        )
+        .await
+        .with_context(|| format!("binding user {user} to {READER_CLUSTER_ROLE}"))?;
+        Ok(())
+    }
+
     /// Mints a token for ServiceAccount `ns/sa` through the TokenRequest API, valid for
     /// `expiry` (at least [`MIN_TOKEN_EXPIRY`]) and for this cluster's default audience.
     ///

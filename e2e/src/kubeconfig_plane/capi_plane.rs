@@ -94,6 +94,6 @@ impl CapiPlane {
 }
 
 /// Server-side apply as the tests' field manager, taking over any field.
-pub(super) fn apply_params() -> PatchParams {
+fn apply_params() -> PatchParams {
     PatchParams::apply("tether-e2e").force()
 }

@@ -8,16 +8,13 @@
 //! - [`CapiPlane`]: the Secrets on the control plane, and collectors reading them;
 //! - [`read_api`]: a member's conditions, mirrored objects and metrics, as the collector
 //!   shows them;
-//! - [`grant_reader_to_users`]: RBAC on a member for certificate users;
 //! - [`TokenRequestPlugin`]: the files and variables of `e2e/plugins/tokenrequest-plugin.py`.
 
 mod capi_plane;
 mod kubeconfig;
 pub mod read_api;
 mod token_request_plugin;
-mod user_reader;
 
 pub use capi_plane::{CAPI_CLUSTER_NAME_LABEL, CapiPlane};
 pub use kubeconfig::Kubeconfig;
 pub use token_request_plugin::{TokenRequestPlugin, plugin_path};
-pub use user_reader::{USER_READER_ROLE, grant_reader_to_users};
