@@ -113,17 +113,8 @@ impl Material<'_> {
             (None, Some(_)) => return Err(missing("client certificate")),
             (None, None) => None,
         };
-        let credential = match (self.token, identity) {
-            (Some(token), identity) => {
-                let credential = Credential::from_token_bytes(token)?;
-                match identity {
-                    Some(identity) => credential.with_identity(identity),
-                    None => credential,
-                }
-            }
-            (None, Some(identity)) => Credential::from_identity(identity),
-            (None, None) => return Err(missing("token, client certificate or exec")),
-        };
+        let credential = Credential::from_parts(self.token, identity)?
+            .ok_or_else(|| missing("token, client certificate or exec"))?;
         Ok(StoredCredential::Static(match self.ca_bundle {
             Some(ca) => credential.with_ca_bundle(ca),
             None => credential,

@@ -137,18 +137,30 @@ impl Credential {
             )?),
             _ => None,
         };
-        let credential = match (&output.token, identity) {
+        let token = output.token.as_ref().map(|t| t.expose_secret().as_bytes());
+        let credential = Self::from_parts(token, identity)?.ok_or(SourceError::EmptyToken)?;
+        Ok(credential.produced_by(CredentialKind::Exec, output.expires_at))
+    }
+
+    /// The credential of a token and/or a client certificate, as a kubeconfig user or an
+    /// `ExecCredential` may carry both; `None` when there is neither.
+    ///
+    /// # Errors
+    /// The token's errors ([`from_token_bytes`](Self::from_token_bytes)).
+    pub fn from_parts(
+        token: Option<&[u8]>,
+        identity: Option<ClientIdentity>,
+    ) -> Result<Option<Self>, SourceError> {
+        Ok(match (token, identity) {
             (Some(token), identity) => {
-                let credential = Self::from_token_bytes(token.expose_secret().as_bytes())?;
-                match identity {
+                let credential = Self::from_token_bytes(token)?;
+                Some(match identity {
                     Some(identity) => credential.with_identity(identity),
                     None => credential,
-                }
+                })
             }
-            (None, Some(identity)) => Self::from_identity(identity),
-            (None, None) => return Err(SourceError::EmptyToken),
-        };
-        Ok(credential.produced_by(CredentialKind::Exec, output.expires_at))
+            (None, identity) => identity.map(Self::from_identity),
+        })
     }
 
     /// Adds a client certificate to a token credential (a kubeconfig user may carry both);
