@@ -11,6 +11,7 @@
 //! writes the objects other tools do. [`crd`] is the matching CRD for control planes that lack
 //! one; `deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml` is generated from it.
 
+mod definition;
 mod provider_file;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -19,6 +20,7 @@ use kube::{CustomResource, CustomResourceExt as _};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use definition::ClusterProfileConfig;
 pub use provider_file::{
     CliArgsPolicy, EnvVarsPolicy, MAX_PROVIDER_FILE_BYTES, Provider, ProviderFile,
     ProviderFileError,

@@ -11,13 +11,18 @@ use kube::{
 };
 use member_client::{SecretRef, list_forbidden};
 
+mod clusterprofiles;
+mod directory_poll;
+
+use directory_poll::next_tick;
+
 use crate::{
-    argocd, directory,
+    argocd,
     karmada::{self, Cluster},
     labels,
     member_table::{Closed, MemberTable, Origin},
     secret_store::StoredSecret,
-    secret_watches::SecretWatches,
+    secret_watches::{NamespacedWatches, SecretWatches},
     source_configs::SourceConfigs,
     source_state::{Source, SourceState, SourceStates},
     watch::{Relist, watch},
@@ -93,6 +98,16 @@ impl RegistryDriver {
                 SecretWatches::labelled(client, &config.namespaces, &config.label_selector)
             },
         );
+        let mut profiles = (self.configs.clusterprofile.as_ref()).map_or_else(
+            NamespacedWatches::default,
+            |(client, config)| {
+                NamespacedWatches::configured(
+                    client,
+                    &config.namespaces,
+                    &watcher::Config::default(),
+                )
+            },
+        );
         let mut files = BTreeSet::<PathBuf>::new();
         let mut poll = self
             .configs
@@ -123,6 +138,11 @@ impl RegistryDriver {
                 Some((ns, event)) = kubeconfig_secrets.next() => {
                     if let Some((_, relist)) = kubeconfig_secrets.namespaces.get_mut(&ns) {
                         self.on_secret(SecretSource::Kubeconfig, &ns, event, relist).await?;
+                    }
+                }
+                Some((ns, event)) = profiles.next() => {
+                    if let Some((_, relist)) = profiles.namespaces.get_mut(&ns) {
+                        self.on_profile(&ns, event, relist).await?;
                     }
                 }
                 Some(_) = next_tick(&mut poll) => self.poll_directory(&mut files).await?,
@@ -345,55 +365,5 @@ impl RegistryDriver {
             self.sources
                 .set(source, SourceState::Failing(err.to_string()));
         }
-    }
-
-    async fn poll_directory(&mut self, known: &mut BTreeSet<PathBuf>) -> Result<(), Closed> {
-        let Some(config) = &self.configs.directory else {
-            return Ok(());
-        };
-        let source = Source::Directory(config.path.clone());
-        let scanned = match directory::scan(&config.path).await {
-            Ok(scanned) => scanned,
-            Err(err) => {
-                tracing::warn!(error = %err, "reading member files failed; keeping the members read before");
-                self.sources
-                    .set(&source, SourceState::Failing(err.to_string()));
-                return Ok(());
-            }
-        };
-        self.sources.set(&source, SourceState::Listed);
-        let mut seen = BTreeSet::new();
-        for member in scanned {
-            let key = directory::secret_ref_for(&member.path);
-            match member.secret {
-                Some(secret) => self.table.apply_secret(key, secret).await?,
-                None => self.table.remove_secret(&key).await?,
-            }
-            seen.insert(member.path.clone());
-            self.table
-                .apply_definition(Origin::File(member.path), member.definition)
-                .await?;
-        }
-        for gone in known.difference(&seen) {
-            self.table
-                .remove_definition(&Origin::File(gone.clone()))
-                .await?;
-            self.table
-                .remove_secret(&directory::secret_ref_for(gone))
-                .await?;
-        }
-        *known = seen;
-        Ok(())
-    }
-}
-
-/// The next tick of the directory poll; never resolves when there is no directory.
-async fn next_tick(poll: &mut Option<tokio::time::Interval>) -> Option<()> {
-    match poll {
-        Some(poll) => {
-            poll.tick().await;
-            Some(())
-        }
-        None => std::future::pending().await,
     }
 }

@@ -117,6 +117,7 @@ mod watch;
 
 pub use admission::DEFAULT_SECRET_NAMESPACE;
 pub use argocd::ArgoCdConfig;
+pub use clusterprofile::ClusterProfileConfig;
 pub use directory::DirectoryConfig;
 pub use driver::RegistryDriver;
 pub use error::{Error, Result};

@@ -32,6 +32,8 @@ pub(crate) enum Origin {
     File(PathBuf),
     /// A Secret holding a kubeconfig (Cluster API, Flux).
     Kubeconfig(SecretRef),
+    /// A `ClusterProfile`, by the key its plugin plan is stored under.
+    ClusterProfile(SecretRef),
 }
 
 /// What the consumer was last told about a member (or, for `Pending`, that nothing was told).

@@ -11,6 +11,7 @@ use crate::{
     MemberSpec, MemberState, RegistryEvent,
     admission::Admission,
     argocd::ArgoCdConfig,
+    clusterprofile::ClusterProfileConfig,
     directory::DirectoryConfig,
     driver::RegistryDriver,
     karmada::KarmadaConfig,
@@ -87,6 +88,17 @@ impl RegistryBuilder {
         self
     }
 
+    /// Read `ClusterProfile`s through `client`, reaching each member through the first of its
+    /// access providers that `config`'s provider file serves.
+    ///
+    /// The provider file's commands are added to the exec allow-list: a profile chooses a
+    /// provider, never the program.
+    #[must_use]
+    pub fn clusterprofiles(mut self, client: Client, config: ClusterProfileConfig) -> Self {
+        self.sources.clusterprofile = Some((client, config));
+        self
+    }
+
     /// Run exec credential plugins under `policy` (default: [`ExecPolicy::none`], which runs
     /// none). A definition whose plugin is off its allow-list is
     /// [`ExecNotAllowed`](crate::InvalidReason::ExecNotAllowed) and never runs.
@@ -141,7 +153,13 @@ impl RegistryBuilder {
     /// Creates the Secret store and the [`TokenCache`] over it, and returns the handle, the
     /// event receiver and the driver. Nothing happens until the driver runs.
     pub fn build(self) -> (Registry, mpsc::Receiver<RegistryEvent>, RegistryDriver) {
-        let store = SecretStore::with_exec_policy(self.exec);
+        let exec = match &self.sources.clusterprofile {
+            Some((_, config)) => {
+                (self.exec).also_allowing(config.providers.commands().map(Into::into))
+            }
+            None => self.exec,
+        };
+        let store = SecretStore::with_exec_policy(exec);
         let tokens = TokenCache::new(store.clone(), self.token_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();

@@ -1,4 +1,4 @@
-//! The Secret watches of one source: one stream per namespace, and what each has applied.
+//! The watches of one source: one stream per namespace, and what each has applied.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,28 +8,64 @@ use futures::{
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
-    Api, Client,
+    Api, Client, Resource,
     runtime::watcher::{self, Event},
 };
 use member_client::SecretRef;
+use serde::de::DeserializeOwned;
 
 use crate::watch::{Relist, watch};
 
-pub(crate) type SecretWatchItem = (String, Result<Event<Secret>, watcher::Error>);
+/// One event of the watch of a namespace, with the namespace.
+pub(crate) type WatchItem<K> = (String, Result<Event<K>, watcher::Error>);
 
-/// The Secret watches of one source: one stream per namespace, and what each has applied.
-#[derive(Default)]
-pub(crate) struct SecretWatches {
-    streams: SelectAll<BoxStream<'static, SecretWatchItem>>,
+/// The watches of one source: one stream per namespace, and which objects each has applied,
+/// by the key their credential is stored under.
+pub(crate) struct NamespacedWatches<K> {
+    streams: SelectAll<BoxStream<'static, WatchItem<K>>>,
     pub(crate) namespaces: BTreeMap<String, (AbortHandle, Relist<SecretRef>)>,
 }
 
-impl SecretWatches {
-    /// One watch per namespace of `namespaces`, of the Secrets matching `selector`.
+/// The Secret watches of one source.
+pub(crate) type SecretWatches = NamespacedWatches<Secret>;
+
+impl<K> Default for NamespacedWatches<K> {
+    fn default() -> Self {
+        Self {
+            streams: SelectAll::new(),
+            namespaces: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K> NamespacedWatches<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    /// One watch per namespace of `namespaces`, of the objects matching `selector`.
     pub(crate) fn labelled(client: &Client, namespaces: &[String], selector: &str) -> Self {
+        Self::configured(
+            client,
+            namespaces,
+            &watcher::Config::default().labels(selector),
+        )
+    }
+
+    /// One watch per namespace of `namespaces`, configured by `config`.
+    pub(crate) fn configured(
+        client: &Client,
+        namespaces: &[String],
+        config: &watcher::Config,
+    ) -> Self {
         let mut watches = Self::default();
         for ns in namespaces {
-            watches.start(client, ns, watcher::Config::default().labels(selector));
+            watches.start(client, ns, config.clone());
         }
         watches
     }
@@ -37,7 +73,7 @@ impl SecretWatches {
     pub(crate) fn start(&mut self, client: &Client, namespace: &str, config: watcher::Config) {
         let ns = namespace.to_owned();
         let (stream, abort) = stream::abortable(
-            watch(Api::<Secret>::namespaced(client.clone(), namespace), config)
+            watch(Api::<K>::namespaced(client.clone(), namespace), config)
                 .map(move |event| (ns.clone(), event)),
         );
         self.streams.push(stream.boxed());
@@ -56,7 +92,7 @@ impl SecretWatches {
         }
     }
 
-    pub(crate) async fn next(&mut self) -> Option<SecretWatchItem> {
+    pub(crate) async fn next(&mut self) -> Option<WatchItem<K>> {
         if self.streams.is_empty() {
             std::future::pending::<()>().await;
         }

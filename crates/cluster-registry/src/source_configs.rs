@@ -5,8 +5,8 @@ use std::fmt;
 use kube::Client;
 
 use crate::{
-    argocd::ArgoCdConfig, directory::DirectoryConfig, karmada::KarmadaConfig,
-    kubeconfig_secrets::KubeconfigSecretsConfig, source_state::Source,
+    argocd::ArgoCdConfig, clusterprofile::ClusterProfileConfig, directory::DirectoryConfig,
+    karmada::KarmadaConfig, kubeconfig_secrets::KubeconfigSecretsConfig, source_state::Source,
 };
 
 /// What [`RegistryBuilder`](crate::RegistryBuilder) collects and
@@ -17,6 +17,7 @@ pub(crate) struct SourceConfigs {
     pub(crate) argocd: Option<(Client, ArgoCdConfig)>,
     pub(crate) directory: Option<DirectoryConfig>,
     pub(crate) kubeconfig: Option<(Client, KubeconfigSecretsConfig)>,
+    pub(crate) clusterprofile: Option<(Client, ClusterProfileConfig)>,
 }
 
 impl SourceConfigs {
@@ -34,7 +35,12 @@ impl SourceConfigs {
         let kubeconfig = self.kubeconfig.iter().flat_map(|(_, config)| {
             (config.namespaces.iter().cloned()).map(Source::KubeconfigSecrets)
         });
-        karmada.chain(argocd).chain(directory).chain(kubeconfig)
+        let profiles = self.clusterprofile.iter().flat_map(|(_, config)| {
+            (config.namespaces.iter().cloned()).map(Source::ClusterProfiles)
+        });
+        (karmada.chain(argocd).chain(directory))
+            .chain(kubeconfig)
+            .chain(profiles)
     }
 }
 
@@ -44,6 +50,10 @@ impl fmt::Debug for SourceConfigs {
             .field("karmada", &self.karmada.as_ref().map(|(_, c)| c))
             .field("argocd", &self.argocd.as_ref().map(|(_, c)| c))
             .field("kubeconfig", &self.kubeconfig.as_ref().map(|(_, c)| c))
+            .field(
+                "clusterprofile",
+                &self.clusterprofile.as_ref().map(|(_, c)| c),
+            )
             .field("directory", &self.directory)
             .finish()
     }

@@ -18,6 +18,8 @@ pub enum Source {
     Directory(PathBuf),
     /// Kubeconfig Secrets (Cluster API, Flux) in one namespace.
     KubeconfigSecrets(String),
+    /// `ClusterProfile`s in one namespace (inventory).
+    ClusterProfiles(String),
 }
 
 impl fmt::Display for Source {
@@ -27,6 +29,7 @@ impl fmt::Display for Source {
             Self::ArgoCdSecrets(ns) => write!(f, "Argo CD cluster Secrets in namespace {ns}"),
             Self::Directory(path) => write!(f, "member files in {}", path.display()),
             Self::KubeconfigSecrets(ns) => write!(f, "kubeconfig Secrets in namespace {ns}"),
+            Self::ClusterProfiles(ns) => write!(f, "ClusterProfiles in namespace {ns}"),
         }
     }
 }

@@ -4,7 +4,8 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use cluster_registry::{
-    ArgoCdConfig, DirectoryConfig, KarmadaConfig, KubeconfigSecretsConfig, RegistryBuilder,
+    ArgoCdConfig, ClusterProfileConfig, DirectoryConfig, KarmadaConfig, KubeconfigSecretsConfig,
+    RegistryBuilder, clusterprofile::ProviderFile,
 };
 use member_client::{ClientFactory, TokenCacheConfig};
 
@@ -80,6 +81,9 @@ pub async fn run(
                     .context("--kubeconfig-selector is required with --members-from kubeconfig")?,
             ),
         ),
+        (MembersFrom::Clusterprofile, Some(cp)) => {
+            builder.clusterprofiles(cp.client.clone(), clusterprofile_config(&args)?)
+        }
         (_, None) => anyhow::bail!("reading members from the control plane needs its client"),
     };
     let (registry, events, driver) = builder.build();
@@ -176,6 +180,22 @@ pub async fn run(
         lease.release(LEASE_RELEASE_DEADLINE).await;
     }
     outcome
+}
+
+/// The profiles' namespaces and the provider file, read now: a collector with an unusable
+/// provider file does not start.
+///
+/// # Errors
+/// No provider file given, or one that cannot be read or used.
+fn clusterprofile_config(args: &Args) -> anyhow::Result<ClusterProfileConfig> {
+    let path = (args.clusterprofile_provider_file.as_ref())
+        .context("--clusterprofile-provider-file is required with --members-from clusterprofile")?;
+    let providers = ProviderFile::read(path).with_context(|| format!("{}", path.display()))?;
+    tracing::info!(providers = ?providers.names().collect::<Vec<_>>(), "ClusterProfile access providers served");
+    Ok(ClusterProfileConfig {
+        namespaces: args.clusterprofile_namespace.clone(),
+        providers: Arc::new(providers),
+    })
 }
 
 /// The gate in front of `/metrics` and `/api/...`: reviews through the control plane, or none

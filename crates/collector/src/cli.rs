@@ -63,6 +63,28 @@ pub struct Args {
     #[arg(long)]
     pub kubeconfig_selector: Option<String>,
 
+    /// Namespaces (inventories) whose `ClusterProfile`s define members (with
+    /// `--members-from clusterprofile`; repeatable, or comma-separated). No profile is listed
+    /// cluster-wide.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required_if_eq("members_from", "clusterprofile")
+    )]
+    pub clusterprofile_namespace: Vec<String>,
+
+    /// The provider file (upstream's JSON format) that maps a profile's access provider names
+    /// to exec plugins (required with `--members-from clusterprofile`). Its commands, absolute
+    /// paths, are allowed to run as if given to `--allow-exec`: a profile chooses a provider,
+    /// never the program. A profile none of whose providers is in the file is
+    /// `ProviderNotFound`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_if_eq("members_from", "clusterprofile")
+    )]
+    pub clusterprofile_provider_file: Option<PathBuf>,
+
     /// An exec credential plugin members may run (repeatable): its absolute path. A member
     /// whose kubeconfig, Argo CD `execProviderConfig` or member file names any other command
     /// (or a bare name that resolves on `PATH` to another file) is `ExecNotAllowed`, and
@@ -255,6 +277,9 @@ pub enum MembersFrom {
     /// Kubeconfig Secrets in Flux's format (key `value` or `value.yaml`) selected by
     /// `--kubeconfig-selector` in `--kubeconfig-namespace`; each is named after its Secret.
     Kubeconfig,
+    /// SIG-Multicluster `ClusterProfile`s in `--clusterprofile-namespace`, each reached
+    /// through the first of its access providers that `--clusterprofile-provider-file` serves.
+    Clusterprofile,
 }
 
 /// Log format.

@@ -186,6 +186,10 @@ fn invalid_message(reason: &InvalidReason) -> String {
         InvalidReason::CertificateExpired(why) => format!(
             "the member's client certificate has expired: {why}; write a renewed one to its Secret"
         ),
+        InvalidReason::ProviderNotFound(why) => format!(
+            "no access provider of the member's ClusterProfile is served: {why}; add one of its \
+             providers to --clusterprofile-provider-file"
+        ),
         InvalidReason::SecretForbidden(why) => format!(
             "the collector may not read the member's Secret: {why}; grant it get, list and watch \
              on Secrets in that namespace"

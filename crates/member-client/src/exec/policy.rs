@@ -69,6 +69,22 @@ impl ExecPolicy {
         }
     }
 
+    /// This policy, also allowing `more` (canonicalized as [`new`](Self::new) does).
+    #[must_use]
+    pub fn also_allowing(self, more: impl IntoIterator<Item = PathBuf>) -> Self {
+        let more = Self::new(more);
+        let join = |a: &[PathBuf], b: &[PathBuf]| -> Arc<[PathBuf]> {
+            let mut all = a.to_vec();
+            all.extend(b.iter().filter(|p| !a.contains(p)).cloned());
+            all.into()
+        };
+        Self {
+            allowed: join(&self.allowed, &more.allowed),
+            unresolved: join(&self.unresolved, &more.unresolved),
+            timeout: self.timeout,
+        }
+    }
+
     /// A policy that refuses every plugin: what members get unless the operator opts in.
     pub fn none() -> Self {
         Self::new([])
@@ -220,6 +236,22 @@ mod tests {
         let plugin = tree.file("plugin", 0o755);
         let policy = ExecPolicy::new([plugin.clone()]);
         assert_eq!(policy.allowed(plugin.to_str().unwrap()).unwrap(), plugin);
+    }
+
+    #[test]
+    fn also_allowing_adds_paths_and_keeps_the_timeout() {
+        let tree = Tree::new();
+        let (first, second) = (tree.file("plugin", 0o755), tree.file("other/p", 0o755));
+        let policy = ExecPolicy::new([first.clone()])
+            .with_timeout(Duration::from_secs(3))
+            .also_allowing([second.clone(), first.clone(), tree.path("missing")]);
+        assert_eq!(policy.allowed_paths(), [first.clone(), second.clone()]);
+        assert_eq!(policy.unresolved(), [tree.path("missing")]);
+        assert_eq!(policy.timeout(), Duration::from_secs(3));
+        assert!(policy.allowed(second.to_str().unwrap()).is_ok());
+        assert!(refused(
+            ExecPolicy::new([first]).allowed(second.to_str().unwrap())
+        ));
     }
 
     #[test]

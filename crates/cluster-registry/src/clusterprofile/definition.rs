@@ -1,0 +1,195 @@
+//! A `ClusterProfile` read as a member: the first access provider the provider file serves
+//! gives the endpoint, and its plugin (run as the provider file says) the credential.
+
+use std::sync::Arc;
+
+use kube::ResourceExt as _;
+use member_client::{
+    SecretRef, Text,
+    exec::{ExecCluster, ExecEnvVar},
+};
+use serde::Deserialize;
+
+use super::{
+    ADDITIONAL_ARGS_EXTENSION, ADDITIONAL_ENVS_EXTENSION, AccessProvider, CliArgsPolicy,
+    ClusterProfile, EXEC_EXTENSION, EnvVarsPolicy, Provider, ProviderFile,
+};
+use crate::{
+    InvalidReason, MemberDefinition, kubeconfig,
+    member::checked_spec,
+    secret_store::StoredSecret,
+    stored_credential::{ExecPlan, StoredCredential},
+};
+
+/// Which `ClusterProfile`s define members, and the provider file that says how to reach them.
+#[derive(Clone, Debug)]
+pub struct ClusterProfileConfig {
+    /// The namespaces (inventories) to watch. No profile is listed cluster-wide.
+    pub namespaces: Vec<String>,
+    /// The exec plugins that serve access providers.
+    pub providers: Arc<ProviderFile>,
+}
+
+/// What one profile makes: the member, and its credential (the plugin plan) under `key`.
+#[derive(Debug)]
+pub(crate) struct ProfileMember {
+    /// Where the plan is stored: not a Secret, so its namespace is not a namespace name.
+    pub(crate) key: SecretRef,
+    pub(crate) definition: MemberDefinition,
+    /// `None` when the profile is unusable.
+    pub(crate) secret: Option<StoredSecret>,
+}
+
+/// An `additional-envs` entry, as kubeconfig's `ExecEnvVar`.
+#[derive(Deserialize)]
+struct EnvEntry {
+    name: String,
+    value: String,
+}
+
+impl ClusterProfileConfig {
+    /// The key under which the plan of profile `namespace/name` is stored. `:` is in no
+    /// namespace name, so it never names a real Secret.
+    pub(crate) fn key(namespace: &str, name: &str) -> SecretRef {
+        SecretRef::new(format!("clusterprofile:{namespace}"), name)
+    }
+
+    /// Reads the member `profile` defines, named after the profile.
+    pub(crate) fn member_from_profile(&self, profile: &ClusterProfile) -> ProfileMember {
+        let name = profile.name_any();
+        let key = Self::key(&profile.namespace().unwrap_or_default(), &name);
+        let built = self.built(&name, &key, profile);
+        let (spec, secret) = match built {
+            Ok((spec, plan)) => (
+                Ok(spec),
+                Some(StoredSecret::parsed(Ok::<_, member_client::SourceError>(
+                    StoredCredential::Exec(Arc::new(plan)),
+                ))),
+            ),
+            Err(reason) => (Err(reason), None),
+        };
+        ProfileMember {
+            key,
+            definition: MemberDefinition { name, spec },
+            secret,
+        }
+    }
+
+    fn built(
+        &self,
+        name: &str,
+        key: &SecretRef,
+        profile: &ClusterProfile,
+    ) -> Result<(crate::MemberSpec, ExecPlan), InvalidReason> {
+        let invalid = |why: &str| InvalidReason::DefinitionInvalid(Text::new(why).into());
+        let (access, provider) = self.chosen(profile)?;
+        let cluster = &access.cluster;
+        if cluster.certificate_authority.is_some() {
+            return Err(invalid(&format!(
+                "access provider {:?} names a certificate-authority file; only \
+                 certificate-authority-data is read",
+                access.name
+            )));
+        }
+        if cluster.server.trim().is_empty() {
+            return Err(invalid(&format!(
+                "access provider {:?} has no server",
+                access.name
+            )));
+        }
+        let ca_bundle = kubeconfig::ca_data(cluster.certificate_authority_data.as_deref())
+            .map_err(|why| invalid(&why))?;
+        let tls_server_name = (cluster.tls_server_name.clone()).filter(|n| !n.trim().is_empty());
+        let mut spec = checked_spec(
+            name.to_owned(),
+            cluster.server.clone(),
+            key.clone(),
+            cluster.insecure_skip_tls_verify,
+            cluster.proxy_url.clone(),
+        )?;
+        spec.tls_server_name = tls_server_name.clone();
+        let exec_cluster = ExecCluster {
+            server: cluster.server.clone(),
+            certificate_authority_data: ca_bundle.as_ref().map(|ca| ca.to_vec()),
+            tls_server_name,
+            insecure_skip_tls_verify: cluster.insecure_skip_tls_verify,
+            proxy_url: spec.proxy_url.clone(),
+            config: cluster.extension(EXEC_EXTENSION).cloned(),
+        };
+        let mut config = kubeconfig::exec_config(key, &provider.exec_config, exec_cluster)
+            .map_err(|err| invalid(&format!("provider {:?}: {err}", provider.name)))?;
+        if provider.cli_args_policy == CliArgsPolicy::Append {
+            config
+                .args
+                .extend(additional_args(access).map_err(|why| invalid(&why))?);
+        }
+        let envs = match provider.env_vars_policy {
+            EnvVarsPolicy::Ignore => Vec::new(),
+            _ => additional_envs(access).map_err(|why| invalid(&why))?,
+        };
+        for var in envs {
+            let existing = config.env.iter_mut().find(|e| e.name == var.name);
+            match (existing, provider.env_vars_policy) {
+                (Some(existing), EnvVarsPolicy::Replace) => *existing = var,
+                (Some(_), _) => {}
+                (None, _) => config.env.push(var),
+            }
+        }
+        Ok((spec, ExecPlan { config, ca_bundle }))
+    }
+
+    /// The first access provider the provider file serves, as upstream's consumer picks it.
+    fn chosen<'p>(
+        &'p self,
+        profile: &'p ClusterProfile,
+    ) -> Result<(&'p AccessProvider, &'p Provider), InvalidReason> {
+        let status = profile.status.as_ref();
+        let offered = status
+            .map(|s| match s.access_providers.is_empty() {
+                true => &s.credential_providers,
+                false => &s.access_providers,
+            })
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        offered
+            .iter()
+            .find_map(|access| Some((access, self.providers.provider(&access.name)?)))
+            .ok_or_else(|| {
+                let offered: Vec<&str> = offered.iter().map(|a| a.name.as_str()).collect();
+                let served: Vec<&str> = self.providers.names().collect();
+                InvalidReason::ProviderNotFound(
+                    Text::new(&format!(
+                        "the profile offers access providers {offered:?}; the provider file serves {served:?}"
+                    ))
+                    .into(),
+                )
+            })
+    }
+}
+
+fn additional_args(access: &AccessProvider) -> Result<Vec<String>, String> {
+    match access.cluster.extension(ADDITIONAL_ARGS_EXTENSION) {
+        None => Ok(Vec::new()),
+        Some(value) => Vec::<String>::deserialize(value)
+            .map_err(|_| format!("{ADDITIONAL_ARGS_EXTENSION} is not a list of strings")),
+    }
+}
+
+fn additional_envs(access: &AccessProvider) -> Result<Vec<ExecEnvVar>, String> {
+    match access.cluster.extension(ADDITIONAL_ENVS_EXTENSION) {
+        None => Ok(Vec::new()),
+        Some(value) => Vec::<EnvEntry>::deserialize(value)
+            .map(|entries| {
+                (entries.into_iter())
+                    .map(|e| ExecEnvVar {
+                        name: e.name,
+                        value: e.value,
+                    })
+                    .collect()
+            })
+            .map_err(|_| format!("{ADDITIONAL_ENVS_EXTENSION} is not a list of {{name, value}}")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

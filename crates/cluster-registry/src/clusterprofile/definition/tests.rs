@@ -1,0 +1,221 @@
+use base64::Engine as _;
+use member_client::exec::ExecConfig;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::test_ca::ca_pem;
+
+const SERVER: &str = "https://cluster1.example:6443";
+
+fn providers(providers: Value) -> ClusterProfileConfig {
+    let file = ProviderFile::parse(json!({ "providers": providers }).to_string().as_bytes());
+    ClusterProfileConfig {
+        namespaces: vec!["inventory".into()],
+        providers: Arc::new(file.unwrap()),
+    }
+}
+
+fn secretreader(cli: &str, env: &str) -> Value {
+    json!({"name": "secretreader",
+           "execConfig": {"apiVersion": "client.authentication.k8s.io/v1",
+                          "command": "/bin/secretreader-plugin", "args": ["--fixed"],
+                          "env": [{"name": "PLUGIN_MODE", "value": "provider"}],
+                          "provideClusterInfo": true},
+           "profileSourcedCLIArgsPolicy": cli,
+           "profileSourcedEnvVarsPolicy": env})
+}
+
+fn profile(status: Value) -> ClusterProfile {
+    serde_json::from_value(json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterProfile",
+        "metadata": {"name": "cluster1", "namespace": "inventory"},
+        "spec": {"clusterManager": {"name": "open-cluster-management"}},
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn offering(name: &str, cluster: Value) -> Value {
+    json!({"accessProviders": [{"name": name, "cluster": cluster}]})
+}
+
+fn cluster(extra: Value) -> Value {
+    let mut cluster = json!({
+        "server": SERVER,
+        "extensions": [{"name": EXEC_EXTENSION, "extension": {"clusterName": "cluster1"}}],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        cluster[k] = v.clone();
+    }
+    cluster
+}
+
+fn plan(member: &ProfileMember) -> &ExecConfig {
+    match member.secret.as_ref().unwrap().stored().unwrap() {
+        StoredCredential::Exec(plan) => &plan.config,
+        other => panic!("not a plugin plan: {other:?}"),
+    }
+}
+
+fn reason(member: &ProfileMember) -> (&'static str, String) {
+    let err = member.definition.spec.as_ref().unwrap_err();
+    (err.condition_reason(), err.to_string())
+}
+
+#[test]
+fn an_ocm_profile_becomes_a_member_run_by_the_providers_plugin() {
+    let ca = ca_pem();
+    let ca_data = base64::engine::general_purpose::STANDARD.encode(&ca);
+    let config = providers(json!([secretreader("Ignore", "Ignore")]));
+    let member = config.member_from_profile(&profile(offering(
+        "secretreader",
+        cluster(json!({"certificate-authority-data": ca_data, "tls-server-name": "api.c1"})),
+    )));
+    let spec = member.definition.spec.as_ref().unwrap();
+    assert_eq!(member.definition.name, "cluster1");
+    assert_eq!(spec.api_endpoint, SERVER);
+    assert_eq!(spec.tls_server_name.as_deref(), Some("api.c1"));
+    assert_eq!(
+        spec.secret_ref,
+        SecretRef::new("clusterprofile:inventory", "cluster1")
+    );
+    let exec = plan(&member);
+    assert_eq!(exec.command, "/bin/secretreader-plugin");
+    assert_eq!(exec.args, ["--fixed"]);
+    assert!(exec.provide_cluster_info);
+    let handed = exec.cluster.as_ref().unwrap();
+    assert_eq!(handed.server, SERVER);
+    assert_eq!(handed.config, Some(json!({"clusterName": "cluster1"})));
+    assert_eq!(
+        handed.certificate_authority_data.as_deref(),
+        Some(ca.as_bytes())
+    );
+    let stored = member.secret.as_ref().unwrap().stored().unwrap();
+    assert_eq!(
+        stored.ca_bundle().map(|b| b.to_vec()),
+        Some(ca.into_bytes())
+    );
+}
+
+#[test]
+fn the_first_offered_provider_the_file_serves_wins() {
+    let config = providers(json!([
+        {"name": "b", "execConfig": {"command": "/bin/b", "apiVersion": "client.authentication.k8s.io/v1"}},
+        {"name": "a", "execConfig": {"command": "/bin/a", "apiVersion": "client.authentication.k8s.io/v1"}},
+    ]));
+    let member = config.member_from_profile(&profile(json!({"accessProviders": [
+        {"name": "unknown", "cluster": cluster(json!({}))},
+        {"name": "a", "cluster": cluster(json!({}))},
+        {"name": "b", "cluster": cluster(json!({}))},
+    ]})));
+    assert_eq!(plan(&member).command, "/bin/a");
+}
+
+#[test]
+fn deprecated_credential_providers_are_read_when_access_providers_are_absent() {
+    let config = providers(json!([secretreader("Ignore", "Ignore")]));
+    let member = config.member_from_profile(&profile(json!({"credentialProviders": [
+        {"name": "secretreader", "cluster": cluster(json!({}))}]})));
+    assert_eq!(plan(&member).command, "/bin/secretreader-plugin");
+}
+
+#[rstest]
+#[case::no_match(offering("other", cluster(json!({}))), "[\"other\"]")]
+#[case::no_status(Value::Null, "[]")]
+fn a_profile_no_provider_serves_is_provider_not_found(
+    #[case] status: Value,
+    #[case] offered: &str,
+) {
+    let config = providers(json!([secretreader("Ignore", "Ignore")]));
+    let member = config.member_from_profile(&profile(status));
+    let (reason, text) = reason(&member);
+    assert_eq!(reason, "ProviderNotFound");
+    assert!(
+        text.contains(offered) && text.contains("secretreader"),
+        "{text}"
+    );
+    assert!(member.secret.is_none());
+}
+
+#[rstest]
+#[case::ca_file(json!({"certificate-authority": "/etc/ca.pem"}), "DefinitionInvalid", "file")]
+#[case::ca_not_base64(json!({"certificate-authority-data": "%%"}), "DefinitionInvalid", "base64")]
+#[case::ca_not_pem(json!({"certificate-authority-data": "bm90IHBlbQ=="}), "DefinitionInvalid", "certificate-authority-data")]
+#[case::no_server(json!({"server": ""}), "DefinitionInvalid", "no server")]
+#[case::ftp_server(json!({"server": "ftp://h"}), "EndpointInvalid", "")]
+#[case::socks_proxy(json!({"proxy-url": "socks5://p:1080"}), "ProxyInvalid", "")]
+fn a_malformed_access_provider_has_a_reason(
+    #[case] extra: Value,
+    #[case] want: &str,
+    #[case] says: &str,
+) {
+    let config = providers(json!([secretreader("Append", "Replace")]));
+    let member = config.member_from_profile(&profile(offering("secretreader", cluster(extra))));
+    let (reason, text) = reason(&member);
+    assert_eq!(reason, want, "{text}");
+    assert!(text.contains(says), "{text}");
+}
+
+fn with_additions(cli: &str, env: &str) -> ProfileMember {
+    let config = providers(json!([secretreader(cli, env)]));
+    let extensions = json!([
+        {"name": EXEC_EXTENSION, "extension": {"clusterName": "cluster1"}},
+        {"name": ADDITIONAL_ARGS_EXTENSION, "extension": ["--region", "eu"]},
+        {"name": ADDITIONAL_ENVS_EXTENSION, "extension": [
+            {"name": "PLUGIN_MODE", "value": "profile"}, {"name": "EXTRA", "value": "1"}]},
+    ]);
+    config.member_from_profile(&profile(offering(
+        "secretreader",
+        cluster(json!({"extensions": extensions})),
+    )))
+}
+
+fn env_of(member: &ProfileMember) -> Vec<(String, String)> {
+    (plan(member).env.iter())
+        .map(|e| (e.name.clone(), e.value.clone()))
+        .collect()
+}
+
+#[test]
+fn profile_args_are_appended_only_when_the_provider_allows() {
+    assert_eq!(
+        plan(&with_additions("Append", "Ignore")).args,
+        ["--fixed", "--region", "eu"]
+    );
+    assert_eq!(plan(&with_additions("Ignore", "Ignore")).args, ["--fixed"]);
+}
+
+#[rstest]
+#[case::ignore("Ignore", &[("PLUGIN_MODE", "provider")])]
+#[case::append_if_not_exists("AppendIfNotExists", &[("PLUGIN_MODE", "provider"), ("EXTRA", "1")])]
+#[case::replace("Replace", &[("PLUGIN_MODE", "profile"), ("EXTRA", "1")])]
+fn profile_envs_follow_the_providers_policy(#[case] policy: &str, #[case] want: &[(&str, &str)]) {
+    let want: Vec<(String, String)> = (want.iter())
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(env_of(&with_additions("Ignore", policy)), want);
+}
+
+#[test]
+fn malformed_additions_are_definition_invalid_only_where_they_would_be_used() {
+    let config = providers(json!([secretreader("Append", "Replace")]));
+    let bad = json!([
+        {"name": ADDITIONAL_ARGS_EXTENSION, "extension": {"not": "a list"}},
+        {"name": ADDITIONAL_ENVS_EXTENSION, "extension": ["NAME=value"]},
+    ]);
+    let member = config.member_from_profile(&profile(offering(
+        "secretreader",
+        cluster(json!({"extensions": bad.clone()})),
+    )));
+    let (reason, text) = reason(&member);
+    assert_eq!(reason, "DefinitionInvalid");
+    assert!(text.contains(ADDITIONAL_ARGS_EXTENSION), "{text}");
+    let ignoring = providers(json!([secretreader("Ignore", "Ignore")]));
+    let member = ignoring.member_from_profile(&profile(offering(
+        "secretreader",
+        cluster(json!({"extensions": bad})),
+    )));
+    assert!(member.definition.spec.is_ok());
+}
