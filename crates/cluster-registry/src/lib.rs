@@ -1,7 +1,8 @@
 //! Where Tether's member clusters are defined, kept current in memory.
 //!
 //! The registry reads member definitions from Karmada `Cluster` objects ([`karmada`]), Argo CD
-//! cluster Secrets ([`argocd`]) or a directory of member files ([`directory`]), keeps the
+//! cluster Secrets ([`argocd`]), kubeconfig Secrets ([`kubeconfig_secrets`]), SIG-Multicluster
+//! `ClusterProfile`s ([`clusterprofile`]) or a directory of member files ([`directory`]), keeps the
 //! Secrets they reference in an in-memory [`SecretStore`] fed by watches, and serves the
 //! credentials through a [`TokenCache`](member_client::TokenCache) over that store, so a cache
 //! miss costs no API call.
@@ -51,6 +52,7 @@
 //! | Karmada `Cluster` (`spec.syncMode: Push`) | the Secret `spec.secretRef{namespace,name}` | `token` (required), `caBundle` (PEM, optional) |
 //! | Argo CD Secret (label `argocd.argoproj.io/secret-type=cluster`) | the same Secret | `name`, `server`, `config` JSON: `bearerToken`, `tlsClientConfig.caData` (base64 PEM), `tlsClientConfig.insecure` |
 //! | member file (`*.yaml` in a directory) | the files it names, or its exec plugin | one of: `tokenFile`; `clientCertFile` + `clientKeyFile` (PEM, with or without `tokenFile`); `exec` (kubeconfig's shape); `kubeconfig` (a kubeconfig file that also gives the endpoint and TLS settings); and `caFile` (PEM, optional) |
+//! | `ClusterProfile` (`multicluster.x-k8s.io/v1alpha1`) | no Secret: the exec plugin the provider file names for the first served access provider | the provider's `cluster`: `server`, `certificate-authority-data`, `tls-server-name`, `proxy-url`, and the `client.authentication.k8s.io/exec` extension for the plugin |
 //!
 //! Tokens are trimmed of surrounding whitespace; a JWT's `exp` bounds its cache lifetime.
 //! Which format a Secret has is decided by the Argo CD label: with
@@ -64,7 +66,8 @@
 //! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `EndpointForbidden`
 //! (where the [`EndpointPolicy`](member_client::EndpointPolicy) given to
 //! [`RegistryBuilder::endpoint_policy`] does not let a token go: loopback, link-local, metadata,
-//! `http://`, user info, skipping TLS), `ProxyInvalid` (not `http://` or `https://`). A Karmada
+//! `http://`, user info, skipping TLS), `ProxyInvalid` (not `http://` or `https://`),
+//! `ProviderNotFound` (no access provider of a `ClusterProfile` is in the provider file). A Karmada
 //! `secretRef` outside [`RegistryBuilder::secret_namespaces`] is `SecretForbidden`; a name that
 //! is not DNS-1123 is `DefinitionInvalid`. The endpoint, proxy and CA rules are member-client's
 //! [`validation`](member_client::validation), mapped by `From<ValidationError>`; a credential
