@@ -6,23 +6,17 @@
 //! objects are written in Karmada's format here rather than through Tether's own types, so a
 //! test shows that Tether reads what Karmada writes.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::collections::BTreeMap;
 
-use anyhow::{Context as _, Result, ensure};
-use k8s_openapi::{
-    ByteString, api::core::v1::Secret,
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-};
+use anyhow::{Context as _, Result};
+use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{
     Api, Client,
-    api::{
-        ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
-        PostParams,
-    },
+    api::{ApiResource, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 
-use crate::cluster::Cluster;
+use crate::{cluster::Cluster, crd::install_crd};
 
 /// The `Cluster` CRD as `deploy/crds/cluster.karmada.io_clusters.yaml` holds it (YAML).
 pub const CLUSTER_CRD_YAML: &str =
@@ -36,9 +30,6 @@ pub const TOKEN_KEY: &str = "token";
 
 /// The key of a member Secret that holds the member's PEM CA bundle (Karmada's format).
 pub const CA_BUNDLE_KEY: &str = "caBundle";
-
-/// How long the control plane may take to serve a new CRD.
-const CRD_READY: Duration = Duration::from_secs(30);
 
 /// Field manager of the Secret applies.
 const FIELD_MANAGER: &str = "tether-testkit";
@@ -192,28 +183,9 @@ impl Karmada {
 /// apiserver serves `Cluster`s.
 ///
 /// # Errors
-/// An unparsable CRD file, API errors, or the CRD not being served within 30 s.
+/// As [`install_crd`].
 pub async fn install_cluster_crd(client: &Client) -> Result<()> {
-    let crd: CustomResourceDefinition =
-        serde_yaml::from_str(CLUSTER_CRD_YAML).context("parsing the Cluster CRD")?;
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-        .context("creating the Cluster CRD")?;
-    let clusters = Api::<DynamicObject>::all_with(client.clone(), &cluster_resource());
-    let deadline = tokio::time::Instant::now() + CRD_READY;
-    while clusters
-        .list_metadata(&ListParams::default().limit(1))
-        .await
-        .is_err()
-    {
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the Cluster CRD was not served within {CRD_READY:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
+    install_crd(client, CLUSTER_CRD_YAML, &cluster_resource()).await
 }
 
 /// Karmada's `cluster.karmada.io/v1alpha1` `Cluster`, for dynamic requests.

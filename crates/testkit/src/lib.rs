@@ -69,6 +69,7 @@ mod client_cert;
 mod cluster;
 mod collector_process;
 mod config;
+pub mod crd;
 mod environment;
 mod etcd;
 #[cfg(feature = "k3s")]
