@@ -12,5 +12,6 @@ pub mod kubeconfig_plane;
 pub mod kustomize;
 pub mod manifest;
 pub mod manifest_apply;
+pub mod profile_plane;
 pub mod rbac_grants;
 pub mod scenario;

@@ -37,7 +37,7 @@ pub use crate::kubeconfig::EXEC_EXTENSION;
 /// The extension holding extra plugin arguments (a JSON array of strings).
 pub const ADDITIONAL_ARGS_EXTENSION: &str =
     "clusterprofiles.multicluster.x-k8s.io/exec/additional-args";
-/// The extension holding extra plugin environment variables (a JSON array of `{name, value}`).
+/// The extension holding extra plugin environment variables (a JSON map of name to value).
 pub const ADDITIONAL_ENVS_EXTENSION: &str =
     "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs";
 

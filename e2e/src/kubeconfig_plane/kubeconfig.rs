@@ -79,7 +79,7 @@ impl Kubeconfig {
 
 /// Standard base64 of `bytes`, as kubeconfigs and Secret `data` hold it. NB: `base64` is only
 /// a dev-dependency of this crate; k8s-openapi's `ByteString` serializes the same way.
-pub(super) fn base64(bytes: impl AsRef<[u8]>) -> String {
+pub(crate) fn base64(bytes: impl AsRef<[u8]>) -> String {
     // Serializing a ByteString cannot fail: it is always a JSON string.
     serde_json::to_value(ByteString(bytes.as_ref().to_vec()))
         .ok()

@@ -11,7 +11,7 @@
 //! - [`TokenRequestPlugin`]: the files and variables of `e2e/plugins/tokenrequest-plugin.py`.
 
 mod capi_plane;
-mod kubeconfig;
+pub(crate) mod kubeconfig;
 pub mod read_api;
 mod token_request_plugin;
 

@@ -1,7 +1,7 @@
 //! A `ClusterProfile` read as a member: the first access provider the provider file serves
 //! gives the endpoint, and its plugin (run as the provider file says) the credential.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use kube::ResourceExt as _;
 use member_client::{
@@ -38,13 +38,6 @@ pub(crate) struct ProfileMember {
     pub(crate) definition: MemberDefinition,
     /// `None` when the profile is unusable.
     pub(crate) secret: Option<StoredSecret>,
-}
-
-/// An `additional-envs` entry, as kubeconfig's `ExecEnvVar`.
-#[derive(Deserialize)]
-struct EnvEntry {
-    name: String,
-    value: String,
 }
 
 impl ClusterProfileConfig {
@@ -176,18 +169,16 @@ fn additional_args(access: &AccessProvider) -> Result<Vec<String>, String> {
 }
 
 fn additional_envs(access: &AccessProvider) -> Result<Vec<ExecEnvVar>, String> {
+    // Upstream encodes them as a map of name to value; a BTreeMap gives them a stable order.
     match access.cluster.extension(ADDITIONAL_ENVS_EXTENSION) {
         None => Ok(Vec::new()),
-        Some(value) => Vec::<EnvEntry>::deserialize(value)
-            .map(|entries| {
-                (entries.into_iter())
-                    .map(|e| ExecEnvVar {
-                        name: e.name,
-                        value: e.value,
-                    })
+        Some(value) => BTreeMap::<String, String>::deserialize(value)
+            .map(|vars| {
+                (vars.into_iter())
+                    .map(|(name, value)| ExecEnvVar { name, value })
                     .collect()
             })
-            .map_err(|_| format!("{ADDITIONAL_ENVS_EXTENSION} is not a list of {{name, value}}")),
+            .map_err(|_| format!("{ADDITIONAL_ENVS_EXTENSION} is not a map of names to values")),
     }
 }
 

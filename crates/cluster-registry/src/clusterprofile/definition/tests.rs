@@ -163,8 +163,7 @@ fn with_additions(cli: &str, env: &str) -> ProfileMember {
     let extensions = json!([
         {"name": EXEC_EXTENSION, "extension": {"clusterName": "cluster1"}},
         {"name": ADDITIONAL_ARGS_EXTENSION, "extension": ["--region", "eu"]},
-        {"name": ADDITIONAL_ENVS_EXTENSION, "extension": [
-            {"name": "PLUGIN_MODE", "value": "profile"}, {"name": "EXTRA", "value": "1"}]},
+        {"name": ADDITIONAL_ENVS_EXTENSION, "extension": {"PLUGIN_MODE": "profile", "EXTRA": "1"}},
     ]);
     config.member_from_profile(&profile(offering(
         "secretreader",
@@ -203,7 +202,7 @@ fn malformed_additions_are_definition_invalid_only_where_they_would_be_used() {
     let config = providers(json!([secretreader("Append", "Replace")]));
     let bad = json!([
         {"name": ADDITIONAL_ARGS_EXTENSION, "extension": {"not": "a list"}},
-        {"name": ADDITIONAL_ENVS_EXTENSION, "extension": ["NAME=value"]},
+        {"name": ADDITIONAL_ENVS_EXTENSION, "extension": {"NAME": 1}},
     ]);
     let member = config.member_from_profile(&profile(offering(
         "secretreader",

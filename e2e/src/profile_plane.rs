@@ -1,0 +1,213 @@
+//! [`ProfilePlane`]: a control-plane inventory of ClusterProfiles shaped the way OCM publishes
+//! them, the credential Secrets `e2e/plugins/secretreader-plugin.py` reads, its provider file,
+//! and collectors reading the inventory (`--members-from clusterprofile`).
+
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api,
+    api::{DeleteParams, DynamicObject, Patch, PatchParams},
+};
+use serde_json::{Value, json};
+use testkit::{Cluster, crd};
+
+use crate::{
+    collector_run::{RunningCollector, control_plane_args, temp_dir},
+    kubeconfig_plane::{kubeconfig::base64, plugin_path},
+};
+
+/// The manager and access provider name OCM's profiles carry.
+pub const OCM_MANAGER: &str = "open-cluster-management";
+
+/// An inventory namespace of ClusterProfiles, a namespace of per-cluster token Secrets, and
+/// the provider file that maps OCM's provider to the secretreader plugin.
+pub struct ProfilePlane {
+    control_plane: Cluster,
+    profiles: Api<DynamicObject>,
+    secrets: Api<Secret>,
+    /// The inventory (`--clusterprofile-namespace`).
+    pub namespace: String,
+    /// Where the provider file and the plugin's files are.
+    dir: PathBuf,
+}
+
+impl ProfilePlane {
+    /// Installs the ClusterProfile CRD on `control_plane` and creates the two namespaces and
+    /// the provider file.
+    ///
+    /// # Errors
+    /// API and I/O errors.
+    pub async fn create(control_plane: &Cluster) -> anyhow::Result<Self> {
+        let admin = control_plane.admin_client()?;
+        crd::install_cluster_profile_crd(&admin).await?;
+        let namespace = control_plane.create_namespace("inventory").await?;
+        let secrets_ns = control_plane.create_namespace("creds").await?;
+        let dir = temp_dir("profile-plane")?;
+        let plane = Self {
+            control_plane: control_plane.clone(),
+            profiles: Api::namespaced_with(
+                admin.clone(),
+                &namespace,
+                &crd::cluster_profile_resource(),
+            ),
+            secrets: Api::namespaced(admin, &secrets_ns),
+            namespace,
+            dir,
+        };
+        plane.write_provider_file(&secrets_ns)?;
+        Ok(plane)
+    }
+
+    fn write_provider_file(&self, secrets_ns: &str) -> anyhow::Result<()> {
+        let file = |name: &str| self.dir.join(name).display().to_string();
+        std::fs::write(self.dir.join("ca.crt"), self.control_plane.ca_pem())?;
+        std::fs::write(
+            self.dir.join("admin-token"),
+            self.control_plane.admin_token()?,
+        )?;
+        let env = [
+            ("PLUGIN_SERVER", self.control_plane.endpoint().to_owned()),
+            ("PLUGIN_CA_FILE", file("ca.crt")),
+            ("PLUGIN_ADMIN_TOKEN_FILE", file("admin-token")),
+            ("PLUGIN_SECRET_NAMESPACE", secrets_ns.to_owned()),
+            ("PLUGIN_COUNT_FILE", file("count")),
+        ];
+        let providers = json!({"providers": [{
+            "name": OCM_MANAGER,
+            "execConfig": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": plugin_path("secretreader-plugin.py")?,
+                "env": env.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
+                "provideClusterInfo": true,
+            },
+            "profileSourcedCLIArgsPolicy": "Ignore",
+            "profileSourcedEnvVarsPolicy": "Ignore",
+        }]});
+        std::fs::write(self.provider_file(), serde_json::to_vec_pretty(&providers)?)?;
+        Ok(())
+    }
+
+    /// The provider file (`--clusterprofile-provider-file`).
+    pub fn provider_file(&self) -> PathBuf {
+        self.dir.join("providers.json")
+    }
+
+    /// How many times the plugin has run.
+    pub fn plugin_runs(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("count"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    /// Writes (creates or rewrites) the Secret the plugin reads for `cluster_name`: `token`.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn write_token(&self, cluster_name: &str, token: &str) -> anyhow::Result<()> {
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": cluster_name},
+            "stringData": {"token": token},
+        });
+        self.secrets
+            .patch(cluster_name, &apply_params(), &Patch::Apply(&secret))
+            .await
+            .with_context(|| format!("writing the token Secret of {cluster_name}"))?;
+        Ok(())
+    }
+
+    /// Publishes profile `name` as OCM does for `member`: its access provider
+    /// [`OCM_MANAGER`] has the member's server and CA and `{"clusterName": name}` for the
+    /// plugin. `providers` replaces `status.accessProviders` when given.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn publish(
+        &self,
+        name: &str,
+        member: &Cluster,
+        providers: Option<Value>,
+    ) -> anyhow::Result<()> {
+        let providers = providers.unwrap_or_else(|| json!([ocm_access_provider(name, member)]));
+        let profile = json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+            "metadata": {"name": name, "labels": {"x-k8s.io/cluster-manager": OCM_MANAGER}},
+            "spec": {"displayName": name, "clusterManager": {"name": OCM_MANAGER}},
+        });
+        self.profiles
+            .patch(name, &apply_params(), &Patch::Apply(&profile))
+            .await
+            .with_context(|| format!("writing ClusterProfile {name}"))?;
+        let status = json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+            "metadata": {"name": name},
+            "status": {"accessProviders": providers},
+        });
+        self.profiles
+            .patch_status(name, &apply_params(), &Patch::Apply(&status))
+            .await
+            .with_context(|| format!("writing the status of ClusterProfile {name}"))?;
+        Ok(())
+    }
+
+    /// Deletes profile `name`.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn delete(&self, name: &str) -> anyhow::Result<()> {
+        self.profiles
+            .delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting ClusterProfile {name}"))?;
+        Ok(())
+    }
+
+    /// Starts a collector reading this inventory, probing every `probe_period`, with `extra`
+    /// flags; its API is read with the admin token.
+    ///
+    /// # Errors
+    /// As [`RunningCollector::start`].
+    pub async fn start_collector(
+        &self,
+        probe_period: Duration,
+        extra: &[&str],
+    ) -> anyhow::Result<RunningCollector> {
+        let admin = self.control_plane.admin_token()?;
+        let mut args = control_plane_args(&self.control_plane, &admin)?;
+        let provider_file = self.provider_file().display().to_string();
+        args.extend(
+            [
+                "--members-from",
+                "clusterprofile",
+                "--clusterprofile-namespace",
+                &self.namespace,
+                "--clusterprofile-provider-file",
+                &provider_file,
+                "--probe-period",
+                &probe_period.as_secs().max(1).to_string(),
+            ]
+            .iter()
+            .chain(extra)
+            .map(|a| (*a).to_owned()),
+        );
+        Ok(RunningCollector::start(&args).await?.with_reader(&admin))
+    }
+}
+
+/// The access provider OCM writes for `member`, named [`OCM_MANAGER`].
+pub fn ocm_access_provider(cluster_name: &str, member: &Cluster) -> Value {
+    json!({"name": OCM_MANAGER, "cluster": {
+        "server": member.endpoint(),
+        "certificate-authority-data": base64(member.ca_pem()),
+        "extensions": [{"name": "client.authentication.k8s.io/exec",
+                        "extension": {"clusterName": cluster_name}}],
+    }})
+}
+
+/// Server-side apply as the tests' field manager, taking over any field.
+fn apply_params() -> PatchParams {
+    PatchParams::apply("tether-e2e").force()
+}

@@ -1,0 +1,155 @@
+//! The collector reads members from ClusterProfiles shaped the way OCM publishes them
+//! (`--members-from clusterprofile`), reaching each through the provider file's plugin, a
+//! copy of upstream's `secretreader` that returns tokens without expiry. It survives a
+//! rotation through the 401 path; profiles no provider serves, or that are malformed, get a
+//! reason of their own and leave the others alone.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use e2e::{
+    kubeconfig_plane::read_api::{self, condition, wait_condition, wait_healthy},
+    profile_plane::{ProfilePlane, ocm_access_provider},
+};
+use serde_json::json;
+use testkit::{Environment, REVOCATION_TIMEOUT};
+use tokio::time::Instant;
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(20);
+const HOUR: Duration = Duration::from_secs(3600);
+const MEMBER: &str = "member1";
+const SA: &str = "agent";
+
+#[tokio::test]
+async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+    let ns = member.create_namespace("agents").await.unwrap();
+    member.create_service_account(&ns, SA).await.unwrap();
+    let old_token = member.mint_token(&ns, SA, HOUR).await.unwrap();
+
+    let plane = ProfilePlane::create(control_plane).await.unwrap();
+    plane.write_token(MEMBER, &old_token).await.unwrap();
+    plane.publish(MEMBER, member, None).await.unwrap();
+    // A profile offering only a provider the file does not serve, and one whose provider
+    // names a CA file, which a profile may not make Tether read.
+    let elsewhere = json!([{"name": "gke-fleet", "cluster": {"server": member.endpoint()}}]);
+    plane
+        .publish("member2", member, Some(elsewhere))
+        .await
+        .unwrap();
+    let mut file_ca = ocm_access_provider("member3", member);
+    file_ca["cluster"]["certificate-authority"] = json!("/etc/kubernetes/pki/ca.crt");
+    plane
+        .publish("member3", member, Some(json!([file_ca])))
+        .await
+        .unwrap();
+
+    // No --allow-exec: the provider file's command is the allow-list.
+    let collector = plane.start_collector(PROBE, &[]).await.unwrap();
+    wait_healthy(&collector, MEMBER, START).await.unwrap();
+    let (_, unserved) = wait_condition(
+        &collector,
+        "member2",
+        "Ready",
+        "False/ProviderNotFound",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+    println!("member2: {}", unserved.message);
+    assert!(
+        unserved.message.contains("gke-fleet")
+            && unserved.message.contains("open-cluster-management"),
+        "{unserved:?}"
+    );
+    let (_, malformed) = wait_condition(
+        &collector,
+        "member3",
+        "Ready",
+        "False/DefinitionInvalid",
+        CONVERGE,
+    )
+    .await
+    .unwrap();
+    assert!(
+        malformed.message.contains("certificate-authority"),
+        "{malformed:?}"
+    );
+    let mirrored =
+        read_api::create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "before", CONVERGE)
+            .await
+            .unwrap();
+    println!("a new Deployment was mirrored in {mirrored:?}");
+    let runs_before = plane.plugin_runs();
+    assert!(runs_before >= 1, "the plugin ran to make the member Ready");
+
+    // Rotation as a secretreader user does it: the new token goes into the Secret (which the
+    // collector does not watch: the plugin reads it), then the old one is revoked.
+    let new_token = member.mint_token(&ns, "rotated", HOUR).await;
+    assert!(new_token.is_err(), "no ServiceAccount `rotated` yet");
+    member.create_service_account(&ns, "rotated").await.unwrap();
+    let new_token = member.mint_token(&ns, "rotated", HOUR).await.unwrap();
+    plane.write_token(MEMBER, &new_token).await.unwrap();
+    let revoked = Instant::now();
+    member.revoke(&ns, SA, &old_token).await.unwrap();
+    let metric = |name: &'static str| read_api::member_metric(&collector, name, MEMBER);
+    let deadline = Instant::now() + REVOCATION_TIMEOUT + CONVERGE;
+    while metric("tether_unauthorized_responses_total").await.unwrap() < 1.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the revoked token never met a 401"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let to_401 = revoked.elapsed();
+    // The 401 invalidates the token: the plugin runs again, reads the rotated Secret, and the
+    // rejected request is retried with what it returned.
+    let deadline = Instant::now() + CONVERGE;
+    while plane.plugin_runs() <= runs_before || metric("tether_retries_total").await.unwrap() < 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "after the 401: {} plugin runs (before {runs_before}), {} retries",
+            plane.plugin_runs(),
+            metric("tether_retries_total").await.unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
+    let healthy_after = revoked.elapsed();
+    let retries = metric("tether_retries_total").await.unwrap();
+    println!(
+        "revoked: first 401 {to_401:?} and Ready again {healthy_after:?} after the revocation \
+         began; plugin runs {runs_before} → {}; {retries} retries",
+        plane.plugin_runs()
+    );
+    read_api::create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "after", CONVERGE)
+        .await
+        .unwrap();
+    let credentials = condition(&collector, MEMBER, "CredentialsValid")
+        .await
+        .unwrap();
+    assert_eq!(credentials.short(), "True/CredentialsAccepted");
+
+    // A deleted profile is a removed member.
+    plane.delete(MEMBER).await.unwrap();
+    let deadline = Instant::now() + CONVERGE;
+    while collector
+        .get(&format!("/api/v1/clusters/{MEMBER}"))
+        .await
+        .map(|(status, _)| status)
+        .unwrap()
+        != 404
+    {
+        assert!(Instant::now() < deadline, "{MEMBER} is still served");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(condition(&collector, "member2", "Ready").await.is_some());
+}
