@@ -1,10 +1,16 @@
-//! Prints the Karmada `Cluster` CRD that `deploy/crds/cluster.karmada.io_clusters.yaml` holds.
+//! Prints a CRD that `deploy/crds/` holds: Karmada's `Cluster` by default, or SIG-Multicluster's
+//! `ClusterProfile` with the argument `clusterprofile`.
 //!
 //! ```sh
 //! cargo run -p cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml
+//! cargo run -p cluster-registry --example crd_gen -- clusterprofile > deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml
 //! ```
 
 fn main() -> Result<(), cluster_registry::Error> {
-    print!("{}", cluster_registry::karmada::crd_yaml()?);
+    let yaml = match std::env::args().nth(1).as_deref() {
+        Some("clusterprofile") => cluster_registry::clusterprofile::crd_yaml()?,
+        _ => cluster_registry::karmada::crd_yaml()?,
+    };
+    print!("{yaml}");
     Ok(())
 }

@@ -54,6 +54,9 @@ pub enum InvalidReason {
     CertificateInvalid(String),
     /// The client certificate's `notAfter` has passed.
     CertificateExpired(String),
+    /// No access provider of the member's `ClusterProfile` is in the provider file
+    /// (`--clusterprofile-provider-file`): there is no way in that Tether may use.
+    ProviderNotFound(String),
 }
 
 impl InvalidReason {
@@ -72,6 +75,7 @@ impl InvalidReason {
             Self::ExecFailed(_) => "ExecFailed",
             Self::CertificateInvalid(_) => "CertificateInvalid",
             Self::CertificateExpired(_) => "CertificateExpired",
+            Self::ProviderNotFound(_) => "ProviderNotFound",
         }
     }
 
@@ -103,7 +107,8 @@ impl InvalidReason {
             | Self::ExecNotAllowed(d)
             | Self::ExecFailed(d)
             | Self::CertificateInvalid(d)
-            | Self::CertificateExpired(d) => Some(d),
+            | Self::CertificateExpired(d)
+            | Self::ProviderNotFound(d) => Some(d),
         }
     }
 }

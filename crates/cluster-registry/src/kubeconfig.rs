@@ -104,21 +104,7 @@ pub(crate) fn parse(key: &SecretRef, raw: &[u8]) -> Result<KubeconfigMember, Sou
         .clone()
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| invalid("the cluster has no server".to_owned()))?;
-    let ca_bundle = match cluster
-        .certificate_authority_data
-        .as_deref()
-        .filter(|ca| !ca.trim().is_empty())
-    {
-        None => None,
-        Some(data) => {
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(data.trim())
-                .map_err(|_| invalid("certificate-authority-data is not base64".to_owned()))?;
-            validation::ca_bundle(&pem)
-                .map_err(|err| invalid(format!("certificate-authority-data: {}", err.detail())))?;
-            Some(Bytes::from(pem))
-        }
-    };
+    let ca_bundle = ca_data(cluster.certificate_authority_data.as_deref()).map_err(invalid)?;
     let credential = user
         .ok_or_else(|| SourceError::MissingKey {
             key: key.clone(),
@@ -135,6 +121,23 @@ pub(crate) fn parse(key: &SecretRef, raw: &[u8]) -> Result<KubeconfigMember, Sou
             .filter(|n| !n.trim().is_empty()),
         credential,
     })
+}
+
+/// The PEM CA bundle in a kubeconfig cluster's `certificate-authority-data` (base64 of PEM);
+/// `None` when absent or blank.
+///
+/// # Errors
+/// What is wrong with it: not base64, or not PEM certificates.
+pub(crate) fn ca_data(data: Option<&str>) -> Result<Option<Bytes>, String> {
+    let Some(data) = data.filter(|ca| !ca.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|_| "certificate-authority-data is not base64".to_owned())?;
+    validation::ca_bundle(&pem)
+        .map_err(|err| format!("certificate-authority-data: {}", err.detail()))?;
+    Ok(Some(Bytes::from(pem)))
 }
 
 /// The cluster and user of the current context, else of the only context, else the only
