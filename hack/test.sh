@@ -9,6 +9,10 @@ KUBEBUILDER_ASSETS="$(hack/envtest.sh)"
 export KUBEBUILDER_ASSETS
 echo "test: using kube-apiserver and etcd from $KUBEBUILDER_ASSETS" >&2
 
+# The Go interop programs (e2e/interop/*/) the e2e tests run: build or reuse .interop/bin.
+interop_bin="$(hack/interop.sh)"
+echo "test: using the interop programs in $interop_bin" >&2
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 

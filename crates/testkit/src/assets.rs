@@ -81,7 +81,8 @@ impl Assets {
     }
 }
 
-/// The workspace root: this crate lives in `<root>/crates/testkit`.
-fn repo_root() -> PathBuf {
+/// The workspace root: this crate lives in `<root>/crates/testkit`. The `hack/` scripts that
+/// build the harness's binaries are found from it.
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

@@ -34,6 +34,10 @@
 //! push-mode members, the way Karmada stores them. [`CollectorProcess`] runs Tether's
 //! `collector` binary against a control plane ([`control_plane_flags`]) as a child process.
 //!
+//! # Interop programs
+//! [`interop::binary`] builds (or reuses) a Go program under `e2e/interop/` with
+//! `hack/interop.sh`, so a test can run a real client-go consumer against the harness.
+//!
 //! # What it needs
 //! The `kube-apiserver` and `etcd` binaries: from `$KUBEBUILDER_ASSETS` if set (the envtest
 //! convention), else the repository's `.envtest/<version>/` as printed by `hack/envtest.sh`,
@@ -72,6 +76,7 @@ mod config;
 pub mod crd;
 mod environment;
 mod etcd;
+pub mod interop;
 #[cfg(feature = "k3s")]
 mod k3s;
 pub mod karmada;
