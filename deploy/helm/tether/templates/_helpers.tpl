@@ -68,10 +68,13 @@ app.kubernetes.io/part-of: tether
 
 {{/* Refuses values the chart cannot honour; renders nothing. */}}
 {{- define "tether.validate" -}}
-{{- if not (has .Values.membersFrom (list "karmada" "argocd")) }}
-{{- fail (printf "membersFrom must be karmada or argocd, not %q" .Values.membersFrom) }}
+{{- if not (has .Values.membersFrom (list "karmada" "argocd" "capi" "kubeconfig" "clusterprofile")) }}
+{{- fail (printf "membersFrom must be karmada, argocd, capi, kubeconfig or clusterprofile, not %q" .Values.membersFrom) }}
 {{- end }}
-{{- if not .Values.secretNamespaces }}
+{{- if and (eq .Values.membersFrom "clusterprofile") (not (and .Values.clusterProfiles.namespaces .Values.clusterProfiles.providers)) }}
+{{- fail "membersFrom: clusterprofile needs clusterProfiles.namespaces and clusterProfiles.providers" }}
+{{- end }}
+{{- if and (not .Values.secretNamespaces) (ne .Values.membersFrom "clusterprofile") }}
 {{- fail "secretNamespaces must name at least one namespace holding member Secrets" }}
 {{- end }}
 {{- end }}
@@ -88,6 +91,10 @@ app.kubernetes.io/part-of: tether
 {{- end }}
 {{- if and (eq .Values.membersFrom "kubeconfig") .Values.kubeconfigSelector }}
 - --kubeconfig-selector={{ .Values.kubeconfigSelector }}
+{{- end }}
+{{- if eq .Values.membersFrom "clusterprofile" }}
+- --clusterprofile-namespace={{ join "," .Values.clusterProfiles.namespaces }}
+- --clusterprofile-provider-file=/etc/tether/clusterprofile/providers.json
 {{- end }}
 {{- range .Values.allowExec }}
 - --allow-exec={{ . }}
