@@ -7,6 +7,7 @@
 pub mod access_review;
 pub mod collector_run;
 pub mod helm;
+pub mod interop_client;
 pub mod karmada_plane;
 pub mod kubeconfig_plane;
 pub mod kustomize;
