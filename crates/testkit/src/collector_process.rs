@@ -21,10 +21,7 @@ use crate::{cluster::Cluster, plain_http::http_get, ports::free_loopback_addr, p
 /// [`locate_collector`].
 pub const COLLECTOR_BIN_ENV: &str = "TETHER_COLLECTOR_BIN";
 
-/// Finds the collector binary: `$TETHER_COLLECTOR_BIN`, else `collector` next to the running
-/// executable or in one of its ancestors (so `target/release/scale-bench` finds
-/// `target/release/collector`, and a test in `target/debug/deps` finds
-/// `target/debug/collector`).
+/// Finds the collector binary: `$TETHER_COLLECTOR_BIN`, else as [`locate_binary`] does.
 ///
 /// # Errors
 /// None found: build it first (`cargo build -p collector`).
@@ -32,15 +29,24 @@ pub fn locate_collector() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os(COLLECTOR_BIN_ENV) {
         return Ok(PathBuf::from(path));
     }
+    locate_binary("collector")
+}
+
+/// Finds the workspace binary `name` next to the running executable or in one of its
+/// ancestors (so `target/release/scale-bench` finds `target/release/collector`, and a test in
+/// `target/debug/deps` finds `target/debug/<name>`).
+///
+/// # Errors
+/// None found: build it first (`cargo build -p <package>`).
+pub fn locate_binary(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe().context("locating the running executable")?;
     exe.ancestors()
         .skip(1)
-        .map(|dir| dir.join("collector"))
+        .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
         .with_context(|| {
             format!(
-                "no collector binary near {} (build it with `cargo build -p collector`, \
-                 or set {COLLECTOR_BIN_ENV})",
+                "no {name} binary near {} (build it with `cargo build -p {name}`)",
                 exe.display()
             )
         })
