@@ -129,6 +129,7 @@ pub use invalid::{InvalidReason, MemberState};
 pub use karmada::KarmadaConfig;
 pub use kubeconfig_secrets::KubeconfigSecretsConfig;
 pub use member::{MemberDefinition, MemberSpec};
+pub use member_table::Origin;
 pub use registry::{Registry, RegistryBuilder};
 pub use secret_store::{SecretStore, StoredSecret};
 pub use source_state::{Source, SourceState, SourceStates};
