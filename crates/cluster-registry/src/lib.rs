@@ -109,6 +109,7 @@ mod member_table;
 #[cfg(test)]
 mod parser_properties;
 mod registry;
+pub mod secret_credential;
 mod secret_store;
 mod secret_watches;
 mod source_configs;
