@@ -23,3 +23,6 @@ mod start;
 pub(crate) use access::{ProfileAccess, is_namespace_name};
 pub(crate) use publisher::ProfilePublisher;
 pub(crate) use start::start;
+
+#[cfg(test)]
+mod tests;

@@ -57,3 +57,46 @@ pub(crate) async fn start(
     tracing::info!(namespace = %namespace, "publishing a ClusterProfile per member");
     Ok((Some(publisher), Box::pin(writes), lease))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+    use cluster_registry::{DirectoryConfig, RegistryBuilder};
+
+    #[tokio::test]
+    async fn publishing_without_a_control_plane_is_refused_saying_what_to_give() {
+        let args = Args::try_parse_from([
+            "collector",
+            "--members-from",
+            "directory",
+            "--members-dir",
+            "/m",
+            "--publish-clusterprofiles",
+            "fleet",
+        ])
+        .unwrap();
+        let (registry, _events, _driver) = RegistryBuilder::new()
+            .directory(DirectoryConfig::new(std::path::PathBuf::from("/m")))
+            .build();
+        let refused = start(&args, None, &registry, "me", &Metrics::new(), None).await;
+        let err = refused.err().unwrap().to_string();
+        assert!(err.contains("--kubeconfig or --control-plane-url"), "{err}");
+
+        let off = Args::try_parse_from([
+            "collector",
+            "--members-from",
+            "directory",
+            "--members-dir",
+            "/m",
+        ])
+        .unwrap();
+        let (publisher, _writes, lease) = start(&off, None, &registry, "me", &Metrics::new(), None)
+            .await
+            .unwrap();
+        assert!(
+            publisher.is_none() && lease.is_none(),
+            "nothing without the flag"
+        );
+    }
+}
