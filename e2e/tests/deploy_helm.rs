@@ -8,8 +8,8 @@ mod deploy_support;
 use std::collections::BTreeSet;
 
 use deploy_support::{
-    EVENTS_NAMESPACE, KARMADA_SECRETS, assert_authorized, assert_rbac, id,
-    network::assert_network_policy, workload::assert_collector_workload,
+    EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
+    id, network::assert_network_policy, workload::assert_collector_workload,
 };
 use e2e::{
     helm::helm_template,
@@ -91,6 +91,36 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     apply(&client, &beside, &[KARMADA_SECRETS, COLLECTOR_SA.0])
         .await
         .unwrap();
+
+    // Beside Karmada, publishing ClusterProfiles: their Role in that namespace, and the Lease
+    // although no status is written.
+    let values = chart_dir().join("ci/publish-clusterprofiles-values.yaml");
+    let publishing = helm_template(version, Some(&values)).unwrap();
+    let writes = Writes {
+        status: false,
+        profiles: true,
+    };
+    assert_rbac(&publishing, writes, "helm publishing ClusterProfiles");
+    let args = assert_collector_workload(&publishing, "helm publishing ClusterProfiles");
+    assert_eq!(
+        args.publish_clusterprofiles.as_deref(),
+        Some(PROFILES_NAMESPACE)
+    );
+    apply(
+        &client,
+        &publishing,
+        &[KARMADA_SECRETS, COLLECTOR_SA.0, PROFILES_NAMESPACE],
+    )
+    .await
+    .unwrap();
+    // Not a namespace name: refused at render time.
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bad.path(), "publishClusterProfiles: Not_A_Namespace\n").unwrap();
+    let err = helm_template(version, Some(bad.path())).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("must be a namespace name"),
+        "{err:#}"
+    );
 
     // The chart and the kustomize base make the same kinds of objects in the same places.
     let places = |objects: &[Value]| {
