@@ -28,7 +28,7 @@ use super::{
     profile,
     queue::Queue,
 };
-use crate::member::{status::MemberStatus, status_writer::leadership_change};
+use crate::member::{leadership::Leadership, status::MemberStatus};
 
 /// How often writes and deletions that failed are tried again.
 const RETRY_PERIOD: Duration = Duration::from_secs(5);
@@ -98,10 +98,10 @@ struct Writes {
 }
 
 impl Writes {
-    async fn run(mut self, mut leader: Option<watch::Receiver<bool>>) {
+    async fn run(mut self, leader: Option<watch::Receiver<bool>>) {
         // NB: `self.registry` holds the sender, so this receiver never sees it closed.
         let mut sources = self.registry.sources().subscribe();
-        let mut election_over = false;
+        let mut leadership = Leadership::new(leader);
         let mut retry = tokio::time::interval(RETRY_PERIOD);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -109,19 +109,14 @@ impl Writes {
                 () = self.queue.wake.notified() => {}
                 _ = retry.tick() => {}
                 Ok(()) = sources.changed() => {}
-                changed = leadership_change(leader.as_mut()) => {
-                    if !changed {
-                        // The election ended: this replica cannot know it leads any more.
-                        leader = None;
-                        election_over = true;
-                    }
+                () = leadership.changed() => {
                     // A new leader writes everything again (the previous one may have died
                     // before writing the last changes) and collects what no one deleted.
                     self.written.clear();
                     self.collect_garbage = true;
                 }
             }
-            let leading = !election_over && leader.as_ref().is_none_or(|leader| *leader.borrow());
+            let leading = leadership.leading();
             if !leading {
                 // The next leader's garbage collection deletes these.
                 self.queue.drop_removals();

@@ -5,6 +5,7 @@ pub(crate) mod confirmation;
 pub(crate) mod health;
 pub(crate) mod informer_state;
 pub(crate) mod informers;
+pub(crate) mod leadership;
 pub(crate) mod status;
 pub(crate) mod status_writer;
 pub(crate) mod supervisor;

@@ -24,6 +24,7 @@ use tokio::sync::{Notify, watch};
 
 use super::{
     health::MemberHealth,
+    leadership::Leadership,
     status::{MemberStatus, READY_CONDITION},
 };
 
@@ -113,28 +114,21 @@ struct Writes {
 }
 
 impl Writes {
-    async fn run(mut self, mut leader: Option<watch::Receiver<bool>>) {
-        // Without leader election this replica always writes; with it, only while it leads.
-        let mut election_over = false;
+    async fn run(mut self, leader: Option<watch::Receiver<bool>>) {
+        let mut leadership = Leadership::new(leader);
         let mut retry = tokio::time::interval(RETRY_PERIOD);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = self.queue.wake.notified() => {}
                 _ = retry.tick() => {}
-                changed = leadership_change(leader.as_mut()) => {
-                    if !changed {
-                        // The election ended: this replica cannot know it leads any more.
-                        leader = None;
-                        election_over = true;
-                    }
+                () = leadership.changed() => {
                     // A new leader writes everything again: the previous one may have died
                     // before writing the last transitions.
                     self.written.clear();
                 }
             }
-            let leading = !election_over && leader.as_ref().is_none_or(|leader| *leader.borrow());
-            if leading {
+            if leadership.leading() {
                 self.write_due().await;
             }
         }
@@ -262,14 +256,5 @@ impl Writes {
             ..ObjectReference::default()
         };
         self.recorder.publish(&event, &reference).await
-    }
-}
-
-/// Resolves with `true` at the next change of leadership, with `false` if the election ended;
-/// never without leader election.
-pub(crate) async fn leadership_change(leader: Option<&mut watch::Receiver<bool>>) -> bool {
-    match leader {
-        Some(leader) => leader.changed().await.is_ok(),
-        None => std::future::pending().await,
     }
 }
