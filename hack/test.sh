@@ -27,7 +27,8 @@ if grep -rn --include='*.rs' '```ignore' crates e2e tests 2>/dev/null; then
   exit 1
 fi
 
-# The scale smoke test runs the collector binary as a child process.
-cargo build -p collector --bin collector
+# The scale smoke test runs the collector binary as a child process; the ClusterProfile interop
+# test hands tether-credential to a client-go program.
+cargo build -p collector --bin collector -p tether-credential --bin tether-credential
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -1,9 +1,9 @@
 //! A minimal kustomize: renders our kustomizations without a kustomize binary.
 //!
 //! [`build`] covers only what `deploy/kustomize` uses (`resources` files and directories,
-//! inline JSON 6902 `add` patches with a `target`, `$patch: delete` patches). It refuses
-//! anything else rather than render it wrongly. [`kustomize_build`] runs the real thing, the
-//! pinned kustomize `hack/tools.sh` builds, for a test that compares the two.
+//! `components`, inline JSON 6902 `add` patches with a `target`, `$patch: delete` patches). It
+//! refuses anything else rather than render it wrongly. [`kustomize_build`] runs the real
+//! thing, the pinned kustomize `hack/tools.sh` builds, for a test that compares the two.
 
 use std::{collections::BTreeSet, path::Path, process::Command};
 
@@ -14,11 +14,45 @@ use crate::manifest::{ObjectId, load_documents, parse_documents};
 
 /// Renders the kustomization in `dir` as `kustomize build` does, for the subset of kustomize
 /// our kustomizations use: `resources` (YAML files in or below `dir`, as kustomize's load
-/// restrictor demands, and directories holding a kustomization), then `patches` that are
-/// either inline JSON 6902 `add` operations with a `target`, or an inline `$patch: delete`.
-/// Any other field is an error, never silently ignored. Output order is the order of
-/// `resources`, not kustomize's kind order.
+/// restrictor demands, and directories holding a kustomization), then `components`
+/// (directories holding a `kind: Component` kustomization of the same fields, each adding its
+/// resources and patching everything so far), then `patches` that are either inline JSON 6902
+/// `add` operations with a `target`, or an inline `$patch: delete`. Any other field is an
+/// error, never silently ignored. Output order is the order of `resources`, not kustomize's
+/// kind order.
 pub fn build(dir: &Path) -> anyhow::Result<Vec<Value>> {
+    let mut objects = Vec::new();
+    render(dir, Kind::Kustomization, &mut objects)?;
+    Ok(objects)
+}
+
+/// What a `kustomization.yaml` declares itself to be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Renders from nothing.
+    Kustomization,
+    /// Adds to and patches what the kustomization that names it has so far.
+    Component,
+}
+
+impl Kind {
+    fn api_version(self) -> &'static str {
+        match self {
+            Self::Kustomization => "kustomize.config.k8s.io/v1beta1",
+            Self::Component => "kustomize.config.k8s.io/v1alpha1",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Kustomization => "Kustomization",
+            Self::Component => "Component",
+        }
+    }
+}
+
+/// Renders the kustomization of `kind` in `dir` onto `objects`.
+fn render(dir: &Path, kind: Kind, objects: &mut Vec<Value>) -> anyhow::Result<()> {
     let file = dir.join("kustomization.yaml");
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
@@ -27,16 +61,17 @@ pub fn build(dir: &Path) -> anyhow::Result<Vec<Value>> {
     for (key, value) in &kustomization {
         match key.as_str() {
             Some("apiVersion") => ensure!(
-                value.as_str() == Some("kustomize.config.k8s.io/v1beta1"),
+                value.as_str() == Some(kind.api_version()),
                 "{}: apiVersion {value:?}",
                 file.display()
             ),
             Some("kind") => ensure!(
-                value.as_str() == Some("Kustomization"),
-                "{}: only kind Kustomization is implemented, not {value:?}",
-                file.display()
+                value.as_str() == Some(kind.name()),
+                "{}: kind {value:?} where a {} is expected",
+                file.display(),
+                kind.name()
             ),
-            Some("resources" | "patches") => {}
+            Some("resources" | "components" | "patches") => {}
             other => bail!(
                 "{}: `{other:?}` is not implemented by this minimal renderer",
                 file.display()
@@ -45,7 +80,6 @@ pub fn build(dir: &Path) -> anyhow::Result<Vec<Value>> {
     }
 
     let root = dir.canonicalize()?;
-    let mut objects = Vec::new();
     for entry in sequence(&kustomization, "resources")? {
         let rel = entry.as_str().context("a resource that is not a path")?;
         let path = dir.join(rel);
@@ -63,17 +97,21 @@ pub fn build(dir: &Path) -> anyhow::Result<Vec<Value>> {
             objects.extend(load_documents(&real)?);
         }
     }
+    for entry in sequence(&kustomization, "components")? {
+        let rel = entry.as_str().context("a component that is not a path")?;
+        render(&dir.join(rel), Kind::Component, objects)
+            .with_context(|| format!("{}: component {rel}", file.display()))?;
+    }
     let mut ids = BTreeSet::new();
-    for object in &objects {
+    for object in objects.iter() {
         let id = ObjectId::of(object)?;
         ensure!(!ids.contains(&id), "{id} is defined twice");
         ids.insert(id);
     }
     for patch in sequence(&kustomization, "patches")? {
-        apply_patch(&mut objects, patch)
-            .with_context(|| format!("a patch in {}", file.display()))?;
+        apply_patch(objects, patch).with_context(|| format!("a patch in {}", file.display()))?;
     }
-    Ok(objects)
+    Ok(())
 }
 
 fn sequence<'a>(
@@ -252,5 +290,24 @@ mod tests {
         .unwrap();
         let err = build(&inner).unwrap_err();
         assert!(format!("{err:#}").contains("not in or below"), "{err:#}");
+
+        // A component must say it is one.
+        std::fs::write(
+            inner.join("kustomization.yaml"),
+            "resources: []\ncomponents:\n  - ../component\n",
+        )
+        .unwrap();
+        let component = dir.path().join("component");
+        std::fs::create_dir(&component).unwrap();
+        std::fs::write(
+            component.join("kustomization.yaml"),
+            "kind: Kustomization\n",
+        )
+        .unwrap();
+        let err = build(&inner).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("where a Component is expected"),
+            "{err:#}"
+        );
     }
 }

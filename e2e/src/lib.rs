@@ -1,10 +1,12 @@
 //! End-to-end tests of Tether against real kube-apiservers; see `tests/`. This library holds
 //! what several test files share: a Karmada control plane on the testkit harness, Cluster API
-//! kubeconfig Secrets with one credential kind each, and the collector run in-process, and for
+//! kubeconfig Secrets with one credential kind each, the ClusterProfile inventory the collector
+//! publishes into, and the collector run in-process, and for
 //! the deploy manifests a minimal kustomize, `helm template`, the RBAC they grant, and applying
 //! them to an apiserver.
 
 pub mod access_review;
+pub mod clusterprofiles;
 pub mod collector_run;
 pub mod helm;
 pub mod interop_client;

@@ -25,6 +25,11 @@ pub fn generated_crd_path() -> PathBuf {
     repo_root().join("deploy/crds/cluster.karmada.io_clusters.yaml")
 }
 
+/// The generated `ClusterProfile` CRD, `deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`.
+pub fn clusterprofile_crd_path() -> PathBuf {
+    repo_root().join("deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml")
+}
+
 /// The Helm chart, `deploy/helm/tether`.
 pub fn chart_dir() -> PathBuf {
     repo_root().join("deploy/helm/tether")

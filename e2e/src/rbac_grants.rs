@@ -51,10 +51,18 @@ pub fn api_reader_role(objects: &[Value]) -> anyhow::Result<String> {
     Ok(ObjectId::of(roles[0])?.name)
 }
 
+/// Whether `rule` names ClusterProfiles and nothing else: the one kind the collector deletes
+/// (the profiles of members that are gone), and only through a Role.
+fn deletes_only_profiles(rule: &PolicyRule) -> bool {
+    rule.api_groups.as_deref() == Some(&["multicluster.x-k8s.io".to_owned()][..])
+        && rule.resources.as_deref() == Some(&["clusterprofiles".to_owned()][..])
+}
+
 /// Checks the rendered RBAC and returns what it grants the collector, one line per verb:
 /// `<cluster|namespace> <group>/<resource>[<names>] <verb>` (group `core` for "").
 ///
-/// Fails on a wildcard, a non-resource URL, a Secret grant in a ClusterRole, a binding to any
+/// Fails on a wildcard, a non-resource URL, a dangerous verb (`delete` is one except on
+/// ClusterProfiles in a Role), a Secret grant in a ClusterRole, a binding to any
 /// other subject than the collector's ServiceAccount, a binding to a role the manifests do not
 /// hold, and a role no binding uses.
 pub fn rbac_grants(objects: &[Value]) -> anyhow::Result<BTreeSet<String>> {
@@ -91,9 +99,14 @@ pub fn rbac_grants(objects: &[Value]) -> anyhow::Result<BTreeSet<String>> {
             ensure!(
                 !rule.verbs.iter().any(|v| matches!(
                     v.as_str(),
-                    "escalate" | "bind" | "impersonate" | "delete" | "deletecollection"
+                    "escalate" | "bind" | "impersonate" | "deletecollection"
                 )),
                 "{which}: a dangerous verb in {rule:?}"
+            );
+            ensure!(
+                !rule.verbs.iter().any(|v| v == "delete")
+                    || (namespace.is_some() && deletes_only_profiles(rule)),
+                "{which}: delete on anything but ClusterProfiles in their namespace: {rule:?}"
             );
             let secrets = rule
                 .resources

@@ -7,8 +7,10 @@ mod deploy_support;
 
 use std::time::{Duration, Instant};
 
+use cluster_registry::{clusterprofile::CONTROL_PLANE_HEALTHY, karmada::Cluster};
 use deploy_support::{EVENTS_NAMESPACE, id, workload::collector_container};
 use e2e::{
+    clusterprofiles::{Inventory, has_condition},
     collector_run::{RunningCollector, control_plane_args},
     karmada_plane, kustomize,
     manifest::{kustomize_dir, of_kind, typed},
@@ -16,7 +18,10 @@ use e2e::{
     rbac_grants::COLLECTOR_SA,
 };
 use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease, events::v1::Event};
-use kube::{Api, api::ListParams};
+use kube::{
+    Api,
+    api::{DeleteParams, ListParams},
+};
 use serde_json::Value;
 use testkit::Environment;
 
@@ -152,6 +157,38 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         Some(("True".to_owned(), "MemberReady".to_owned())),
         "member1 is unaffected"
     );
+    collector.stop().await;
+}
+
+/// The same with the publishing overlay: its Role alone lets the collector publish, delete a
+/// removed member's profile and collect an earlier run's garbage.
+#[tokio::test]
+async fn the_collector_publishes_clusterprofiles_with_exactly_the_overlay_rbac() {
+    let env = Environment::with_members(1).await.unwrap();
+    let admin = env.control_plane().admin_client().unwrap();
+    let inventory = Inventory::install(&admin, "fleet").await.unwrap();
+    inventory.create_as("ghost", "tether").await.unwrap();
+    let objects = kustomize::build(&kustomize_dir("overlays/publish-clusterprofiles")).unwrap();
+    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
+
+    inventory
+        .wait_for("member1", "healthy", LIMIT, |p| {
+            has_condition(p, CONTROL_PLANE_HEALTHY, "True", "MemberReady")
+        })
+        .await
+        .unwrap();
+    inventory
+        .wait_for("ghost", "collected", LIMIT, |p| p.is_none())
+        .await
+        .unwrap();
+    Api::<Cluster>::all(admin.clone())
+        .delete("member1", &DeleteParams::default())
+        .await
+        .unwrap();
+    inventory
+        .wait_for("member1", "deleted", LIMIT, |p| p.is_none())
+        .await
+        .unwrap();
     collector.stop().await;
 }
 

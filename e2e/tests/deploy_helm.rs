@@ -12,7 +12,8 @@ use clap::Parser as _;
 use cluster_registry::clusterprofile::ProviderFile;
 use collector::cli::{Args, MembersFrom};
 use deploy_support::{
-    EVENTS_NAMESPACE, KARMADA_SECRETS, assert_authorized, assert_rbac, expected_grants, grants, id,
+    EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
+    expected_grants, grants, id,
     network::assert_network_policy,
     workload::{assert_collector_workload, collector_container},
 };
@@ -97,6 +98,36 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
         .await
         .unwrap();
 
+    // Beside Karmada, publishing ClusterProfiles: their Role in that namespace, and the Lease
+    // although no status is written.
+    let values = chart_dir().join("ci/publish-clusterprofiles-values.yaml");
+    let publishing = helm_template(version, Some(&values)).unwrap();
+    let writes = Writes {
+        status: false,
+        profiles: true,
+    };
+    assert_rbac(&publishing, writes, "helm publishing ClusterProfiles");
+    let args = assert_collector_workload(&publishing, "helm publishing ClusterProfiles");
+    assert_eq!(
+        args.publish_clusterprofiles.as_deref(),
+        Some(PROFILES_NAMESPACE)
+    );
+    apply(
+        &client,
+        &publishing,
+        &[KARMADA_SECRETS, COLLECTOR_SA.0, PROFILES_NAMESPACE],
+    )
+    .await
+    .unwrap();
+    // Not a namespace name: refused at render time.
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bad.path(), "publishClusterProfiles: Not_A_Namespace\n").unwrap();
+    let err = helm_template(version, Some(bad.path())).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("must be a namespace name"),
+        "{err:#}"
+    );
+
     // The chart and the kustomize base make the same kinds of objects in the same places.
     let places = |objects: &[Value]| {
         objects
@@ -134,13 +165,20 @@ struct Case {
     /// The namespaces the member source reads (`--argocd-namespace`, `--kubeconfig-namespace`
     /// or `--clusterprofile-namespace`); none for Karmada, whose Clusters are cluster-scoped.
     namespaces: &'static [&'static str],
-    /// The grants besides [`REVIEW_GRANTS`]; for Karmada, [`expected_grants`] decides.
+    /// The grants besides [`REVIEW_GRANTS`]; for Karmada, [`expected_grants`] decides from
+    /// what the collector writes.
     grants: &'static [&'static str],
 }
 
 const CASES: &[Case] = &[
     Case {
         file: "beside-karmada-values.yaml",
+        members_from: MembersFrom::Karmada,
+        namespaces: &[],
+        grants: &[],
+    },
+    Case {
+        file: "publish-clusterprofiles-values.yaml",
         members_from: MembersFrom::Karmada,
         namespaces: &[],
         grants: &[],
@@ -210,6 +248,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
             before.insert(EVENTS_NAMESPACE);
         }
     }
+    before.extend(args.publish_clusterprofiles.as_deref());
     let used = prerequisite_namespaces(objects);
     assert_eq!(
         used.iter().map(String::as_str).collect::<BTreeSet<_>>(),
@@ -217,7 +256,10 @@ fn assert_case(case: &Case, objects: &[Value]) {
         "{what}: the namespaces used but not created"
     );
     let expected = if case.members_from == MembersFrom::Karmada {
-        expected_grants(args.write_status)
+        expected_grants(Writes {
+            status: args.write_status,
+            profiles: args.publish_clusterprofiles.is_some(),
+        })
     } else {
         grants(REVIEW_GRANTS)
             .into_iter()

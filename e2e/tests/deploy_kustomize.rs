@@ -18,12 +18,14 @@
 mod deploy_support;
 
 use deploy_support::{
-    EVENTS_NAMESPACE, KARMADA_SECRETS, assert_authorized, assert_rbac, id,
-    network::assert_network_policy, workload::assert_collector_workload,
+    EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
+    id, network::assert_network_policy, workload::assert_collector_workload,
 };
 use e2e::{
     kustomize,
-    manifest::{generated_crd_path, kustomize_dir, load_documents, of_kind},
+    manifest::{
+        clusterprofile_crd_path, generated_crd_path, kustomize_dir, load_documents, of_kind,
+    },
     manifest_apply::apply,
 };
 use serde_json::Value;
@@ -35,7 +37,17 @@ fn kustomize_rbac_is_least_privilege() {
     assert_rbac(&base, true, "base");
     let beside = kustomize::build(&kustomize_dir("overlays/beside-karmada")).unwrap();
     assert_rbac(&beside, false, "beside-karmada");
+    let publishing = kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
+    assert_rbac(&publishing, PUBLISHING, PUBLISH_OVERLAY);
 }
+
+/// The base publishing ClusterProfiles, through `components/publish-clusterprofiles`.
+const PUBLISH_OVERLAY: &str = "overlays/publish-clusterprofiles";
+/// What the collector writes with it: status, and profiles in `fleet`.
+const PUBLISHING: Writes = Writes {
+    status: true,
+    profiles: true,
+};
 
 #[test]
 fn kustomize_deployments_match_the_collector_cli() {
@@ -57,6 +69,32 @@ fn kustomize_deployments_match_the_collector_cli() {
             .next()
             .is_none(),
         "Karmada ships the CRD"
+    );
+
+    let publishing = kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
+    let args = assert_collector_workload(&publishing, PUBLISH_OVERLAY);
+    assert!(
+        args.write_status && args.leader_elect,
+        "only the leader publishes"
+    );
+    assert_eq!(
+        args.publish_clusterprofiles.as_deref(),
+        Some(PROFILES_NAMESPACE)
+    );
+    let mut base = kustomize::build(&kustomize_dir("base")).unwrap();
+    base.extend(
+        load_documents(&kustomize_dir(
+            "components/publish-clusterprofiles/clusterprofiles-role.yaml",
+        ))
+        .unwrap(),
+    );
+    assert_eq!(
+        publishing
+            .iter()
+            .map(id)
+            .collect::<std::collections::BTreeSet<_>>(),
+        base.iter().map(id).collect(),
+        "the component adds its Role and RoleBinding and nothing else"
     );
 }
 
@@ -123,6 +161,25 @@ async fn kustomize_beside_karmada_is_accepted_by_a_real_apiserver() {
     assert_authorized(&client, &objects, false).await;
 }
 
+#[tokio::test]
+async fn kustomize_publishing_overlay_is_accepted_by_a_real_apiserver() {
+    let env = Environment::with_members(0).await.unwrap();
+    let client = env.control_plane().admin_client().unwrap();
+    // Both CRDs from deploy/crds, then the overlay, into the namespace profiles go to.
+    let mut objects = load_documents(&generated_crd_path()).unwrap();
+    objects.extend(load_documents(&clusterprofile_crd_path()).unwrap());
+    objects.extend(kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap());
+    let accepted = apply(
+        &client,
+        &objects,
+        &[KARMADA_SECRETS, EVENTS_NAMESPACE, PROFILES_NAMESPACE],
+    )
+    .await
+    .unwrap();
+    assert_eq!(accepted.len(), objects.len());
+    assert_authorized(&client, &objects, PUBLISHING).await;
+}
+
 fn sorted(mut objects: Vec<Value>) -> Vec<Value> {
     objects.sort_by_key(id);
     objects
@@ -130,7 +187,7 @@ fn sorted(mut objects: Vec<Value>) -> Vec<Value> {
 
 #[test]
 fn minimal_renderer_agrees_with_kustomize() {
-    for rel in ["base", "overlays/beside-karmada"] {
+    for rel in ["base", "overlays/beside-karmada", PUBLISH_OVERLAY] {
         let dir = kustomize_dir(rel);
         let ours = sorted(kustomize::build(&dir).unwrap());
         let theirs = sorted(kustomize::kustomize_build(&dir).unwrap());

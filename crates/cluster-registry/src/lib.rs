@@ -109,6 +109,7 @@ mod member_table;
 #[cfg(test)]
 mod parser_properties;
 mod registry;
+pub mod secret_credential;
 mod secret_store;
 mod secret_watches;
 mod source_configs;
@@ -129,6 +130,7 @@ pub use invalid::{InvalidReason, MemberState};
 pub use karmada::KarmadaConfig;
 pub use kubeconfig_secrets::KubeconfigSecretsConfig;
 pub use member::{MemberDefinition, MemberSpec};
+pub use member_table::Origin;
 pub use registry::{Registry, RegistryBuilder};
 pub use secret_store::{SecretStore, StoredSecret};
 pub use source_state::{Source, SourceState, SourceStates};

@@ -21,9 +21,17 @@ use crate::{
     stored_credential::StoredCredential,
 };
 
-/// Where a definition came from. One origin defines at most one member.
+/// Where a member's definition came from. One origin defines at most one member.
+///
+/// ```
+/// use cluster_registry::Origin;
+/// let origin = Origin::Karmada("member1".into());
+/// assert_eq!(origin.source(), "karmada");
+/// assert_eq!(origin.to_string(), "Karmada Cluster member1");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Origin {
+#[non_exhaustive]
+pub enum Origin {
     /// A Karmada `Cluster`, by name.
     Karmada(String),
     /// An Argo CD cluster Secret.
@@ -34,6 +42,38 @@ pub(crate) enum Origin {
     Kubeconfig(SecretRef),
     /// A `ClusterProfile`, by the key its plugin plan is stored under.
     ClusterProfile(SecretRef),
+}
+
+impl Origin {
+    /// The kind of source, as a metric label or a `--members-from` value would name it:
+    /// `karmada`, `argocd`, `directory`, `kubeconfig` (Cluster API and Flux-style Secrets) or
+    /// `clusterprofile`.
+    pub fn source(&self) -> &'static str {
+        match self {
+            Self::Karmada(_) => "karmada",
+            Self::ArgoCd(_) => "argocd",
+            Self::File(_) => "directory",
+            Self::Kubeconfig(_) => "kubeconfig",
+            Self::ClusterProfile(_) => "clusterprofile",
+        }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Karmada(name) => write!(f, "Karmada Cluster {name}"),
+            Self::ArgoCd(key) => write!(f, "Argo CD cluster Secret {key}"),
+            Self::File(path) => write!(f, "member file {}", path.display()),
+            Self::Kubeconfig(key) => write!(f, "kubeconfig Secret {key}"),
+            Self::ClusterProfile(key) => write!(
+                f,
+                "ClusterProfile {}/{}",
+                key.namespace.trim_start_matches("clusterprofile:"),
+                key.name
+            ),
+        }
+    }
 }
 
 /// What the consumer was last told about a member (or, for `Pending`, that nothing was told).
@@ -49,6 +89,7 @@ enum Told {
 pub(crate) struct MemberView {
     pub(crate) state: MemberState,
     pub(crate) spec: Option<MemberSpec>,
+    pub(crate) origin: Option<Origin>,
 }
 
 /// Member states shared with [`Registry`](crate::Registry) handles. Written only by the
@@ -336,20 +377,24 @@ impl MemberTable {
             }),
             (_, Told::Pending) => None,
         };
+        let origin = self.owners.get(name).cloned();
         let view = match &target {
             Told::Pending => MemberView {
                 state: MemberState::Pending,
                 spec: self.spec_of(name),
+                origin,
             },
             Told::Ready { spec, .. } => MemberView {
                 state: MemberState::Ready,
                 spec: Some(spec.clone()),
+                origin,
             },
             Told::Invalid(reason) => MemberView {
                 state: MemberState::Invalid {
                     reason: reason.clone(),
                 },
                 spec: self.spec_of(name),
+                origin,
             },
         };
         self.views

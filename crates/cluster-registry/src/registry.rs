@@ -8,7 +8,7 @@ use member_client::{EndpointPolicy, TokenCache, TokenCacheConfig, exec::ExecPoli
 use tokio::sync::mpsc;
 
 use crate::{
-    MemberSpec, MemberState, RegistryEvent,
+    MemberSpec, MemberState, Origin, RegistryEvent,
     admission::Admission,
     argocd::ArgoCdConfig,
     clusterprofile::ClusterProfileConfig,
@@ -220,6 +220,11 @@ impl Registry {
     /// The spec of member `name`, if its definition is usable.
     pub fn spec(&self, name: &str) -> Option<MemberSpec> {
         self.read(|views| views.get(name).and_then(|v| v.spec.clone()))
+    }
+
+    /// Where member `name`'s definition came from, if it is defined.
+    pub fn origin(&self, name: &str) -> Option<Origin> {
+        self.read(|views| views.get(name).and_then(|v| v.origin.clone()))
     }
 
     /// How many usable members skip verifying their apiserver's certificate (admitted by an

@@ -11,6 +11,7 @@ use member_client::{ClientFactory, TokenCacheConfig};
 
 use crate::{
     cli::{Args, MembersFrom},
+    clusterprofile,
     control_plane::{ControlPlane, Lease, SelfCredentialGuard, join_election, self_probe},
     http::{
         self, HttpState, ServerLimits,
@@ -102,7 +103,8 @@ pub async fn run(
                     None
                 };
                 let leader = lease.as_ref().and_then(Lease::leader);
-                let (writer, writes) = StatusWriter::new(cp.client.clone(), identity, leader);
+                let (writer, writes) =
+                    StatusWriter::new(cp.client.clone(), identity.clone(), leader);
                 (Some(writer), Some(writes), lease)
             }
             _ => (None, None, None),
@@ -113,10 +115,20 @@ pub async fn run(
             None => std::future::pending().await,
         }
     };
+    let (profiles, publishes, lease) = clusterprofile::start(
+        &args,
+        control_plane.as_ref(),
+        &registry,
+        &identity,
+        &metrics,
+        lease,
+    )
+    .await?;
     let context = MemberContext {
         mirror: mirror.clone(),
         metrics: metrics.clone(),
         status_writer,
+        profiles,
         probe_period: args.probe_period(),
         probe_timeout: args.probe_timeout(),
         request_timeout: args.request_timeout(),
@@ -170,6 +182,7 @@ pub async fn run(
         () = sources => Err(anyhow::anyhow!("the registry's source states closed")),
         () = supervisor.run(events) => Err(anyhow::anyhow!("the registry's event channel closed")),
         () = writes => Err(anyhow::anyhow!("the status writer stopped")),
+        () = publishes => Err(anyhow::anyhow!("the ClusterProfile publisher stopped")),
         served = server => served.context("the HTTP server failed"),
         rejected = guard => Err(rejected.into()),
         () = self_probe => Err(anyhow::anyhow!("the control-plane probe stopped")),

@@ -161,6 +161,16 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub write_status: bool,
 
+    /// Keep one SIG-Multicluster `ClusterProfile` per member, from whatever source, current in
+    /// this namespace of the control plane (which must exist, with the ClusterProfile CRD):
+    /// label `x-k8s.io/cluster-manager=tether`, the member's Kubernetes version,
+    /// `ControlPlaneHealthy` (the member's `Ready`) and `CredentialsValid`, and the access
+    /// provider `tether` (the member's server and CA, and which Secret holds its credential,
+    /// for `tether-credential`; never the credential). A member's profile is deleted with the
+    /// member. Only the leader writes (`--leader-elect`).
+    #[arg(long, value_name = "NAMESPACE", value_parser = namespace_name)]
+    pub publish_clusterprofiles: Option<String>,
+
     /// Address of the HTTP server (/metrics, /healthz, /readyz, /api/v1/clusters).
     #[arg(long, default_value = "0.0.0.0:8080", env = "TETHER_LISTEN")]
     pub listen: SocketAddr,
@@ -202,6 +212,17 @@ pub struct Args {
     /// token after a re-read; then exit non-zero so kubelet mounts a fresh one.
     #[arg(long, default_value_t = 60)]
     pub self_rejected_grace: u64,
+}
+
+/// A namespace name (a DNS-1123 label).
+fn namespace_name(raw: &str) -> Result<String, String> {
+    if crate::clusterprofile::is_namespace_name(raw) {
+        Ok(raw.to_owned())
+    } else {
+        Err(format!(
+            "{raw:?} is not a namespace name (a DNS-1123 label)"
+        ))
+    }
 }
 
 /// A fraction in `(0, 1]`.
@@ -354,6 +375,25 @@ mod tests {
         .unwrap();
         assert_eq!(args.mirror.len(), 2);
         assert!(!args.write_status);
+    }
+
+    #[test]
+    fn publishing_names_a_namespace() {
+        let args =
+            Args::try_parse_from(["collector", "--publish-clusterprofiles", "fleet"]).unwrap();
+        assert_eq!(args.publish_clusterprofiles.as_deref(), Some("fleet"));
+        assert_eq!(
+            Args::try_parse_from(["collector"])
+                .unwrap()
+                .publish_clusterprofiles,
+            None
+        );
+        for bad in ["", "Fleet", "a.b", "clusterprofile:fleet"] {
+            assert!(
+                Args::try_parse_from(["collector", "--publish-clusterprofiles", bad]).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

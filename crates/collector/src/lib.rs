@@ -20,11 +20,12 @@
 //!                                                                     │ probe → MemberHealth
 //!                                                                     ▼
 //!                                      MemberStatus ─publish─► Mirror ──► read API (/api/v1)
-//!                                                   └─────────► StatusWriter ──► Cluster status + Events
+//!                                                   ├─────────► StatusWriter ──► Cluster status + Events
+//!                                                   └─────────► ProfilePublisher ──► ClusterProfiles
 //! ```
 //! Each member task owns its `MemberStatus` and publishes it one way: into the
 //! mirror (what the read API and the metrics show) and, on the leader, into the Karmada
-//! `Cluster`. The control plane's own client is watched by a guard that decides `/readyz`.
+//! `Cluster` and the member's `ClusterProfile`. The control plane's own client is watched by a guard that decides `/readyz`.
 //!
 //! # Glossary
 //! Each concept has one name, used in code, logs, metrics and docs:
@@ -41,12 +42,15 @@
 //! - `member`: the supervisor and, per member, its task, informers, health, status and the
 //!   status writer.
 //! - `control_plane`: the collector's own client, the guard on its credential, leader election.
+//! - `clusterprofile`: a SIG-Multicluster `ClusterProfile` per member
+//!   (`--publish-clusterprofiles`).
 //! - `readiness`: `/readyz`'s state and the inputs that block it.
 //! - `mirror`: the multi-cluster view the read API serves.
 //! - `metrics`, `http`: what is served.
 
 pub mod app;
 pub mod cli;
+mod clusterprofile;
 mod control_plane;
 mod http;
 mod member;

@@ -26,6 +26,8 @@ use x509_parser::{certificate::X509Certificate, prelude::FromDer as _, time::ASN
 
 use crate::Text;
 
+mod pem;
+
 /// A client certificate chain (leaf first) and the private key of its leaf.
 ///
 /// Parsed once by [`from_pem`](Self::from_pem): the key is loaded into a signer and checked
@@ -59,6 +61,8 @@ struct Inner {
     certified: Arc<CertifiedKey>,
     /// The key as given, to compare identities; `PrivateKeyDer` zeroes itself on drop.
     key: PrivateKeyDer<'static>,
+    /// The PEM label of the key's encoding, to write it back as it was given.
+    key_label: &'static str,
     subject: Text,
     not_before: SystemTime,
     not_after: SystemTime,
@@ -116,6 +120,8 @@ impl ClientIdentity {
             ),
             _ => invalid("the private key is not PEM".to_owned()),
         })?;
+        let key_label = pem::key_label(&key)
+            .ok_or_else(|| invalid("a private key encoding that has no PEM label".to_owned()))?;
         let signer = ring::default_provider()
             .key_provider
             .load_private_key(key.clone_key())
@@ -138,6 +144,7 @@ impl ClientIdentity {
             inner: Arc::new(Inner {
                 certified: Arc::new(certified),
                 key,
+                key_label,
                 subject,
                 not_before,
                 not_after,
@@ -159,6 +166,21 @@ impl ClientIdentity {
     /// messages.
     pub fn subject(&self) -> &str {
         self.inner.subject.as_str()
+    }
+
+    /// The certificate chain as PEM, leaf first: what an `ExecCredential`'s
+    /// `clientCertificateData` holds.
+    pub fn certificate_chain_pem(&self) -> String {
+        pem::chain(self.inner.certified.cert.iter().map(|cert| cert.as_ref()))
+    }
+
+    /// The private key as PEM, in the encoding it was given in (PKCS#8, PKCS#1 or SEC1): what
+    /// an `ExecCredential`'s `clientKeyData` holds. Only in a [`SecretString`], so that it is
+    /// zeroed on drop and never printed by accident.
+    ///
+    /// [`SecretString`]: secrecy::SecretString
+    pub fn private_key_pem(&self) -> secrecy::SecretString {
+        pem::key(self.inner.key_label, self.inner.key.secret_der())
     }
 
     /// Whether both hold the same certificate chain and the same key, however they were

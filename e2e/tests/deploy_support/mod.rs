@@ -50,25 +50,64 @@ pub const READ_GRANTS: &[&str] = &[
     "cluster authorization.k8s.io/subjectaccessreviews create",
 ];
 
-/// What writing status adds: the status subresource, Events, the leader-election Lease.
+/// What writing status adds: the status subresource and Events (and [`LEASE_GRANTS`]).
 pub const WRITE_GRANTS: &[&str] = &[
     "cluster cluster.karmada.io/clusters/status update,patch",
     "default events.k8s.io/events create,patch",
+];
+
+/// The leader-election Lease, for writing status or publishing ClusterProfiles.
+pub const LEASE_GRANTS: &[&str] = &[
     "tether-system coordination.k8s.io/leases create",
     "tether-system coordination.k8s.io/leases[tether-collector] get,update,patch",
 ];
 
-pub fn expected_grants(write_status: bool) -> BTreeSet<String> {
+/// The namespace the deploy tests publish ClusterProfiles in.
+pub const PROFILES_NAMESPACE: &str = "fleet";
+
+/// What publishing ClusterProfiles in [`PROFILES_NAMESPACE`] adds (and [`LEASE_GRANTS`]).
+pub const PUBLISH_GRANTS: &[&str] = &[
+    "fleet multicluster.x-k8s.io/clusterprofiles get,list,create,patch,delete",
+    "fleet multicluster.x-k8s.io/clusterprofiles/status patch",
+];
+
+/// What the collector is to write: Cluster status, ClusterProfiles, both or neither.
+#[derive(Clone, Copy, Debug)]
+pub struct Writes {
+    /// `--write-status`.
+    pub status: bool,
+    /// `--publish-clusterprofiles` (in [`PROFILES_NAMESPACE`]).
+    pub profiles: bool,
+}
+
+impl From<bool> for Writes {
+    /// Status written or not, no profiles: the manifests without publishing.
+    fn from(status: bool) -> Self {
+        Self {
+            status,
+            profiles: false,
+        }
+    }
+}
+
+pub fn expected_grants(writes: impl Into<Writes>) -> BTreeSet<String> {
+    let writes = writes.into();
     let mut expected = grants(READ_GRANTS);
-    if write_status {
+    if writes.status {
         expected.extend(grants(WRITE_GRANTS));
+    }
+    if writes.profiles {
+        expected.extend(grants(PUBLISH_GRANTS));
+    }
+    if writes.status || writes.profiles {
+        expected.extend(grants(LEASE_GRANTS));
     }
     expected
 }
 
-pub fn assert_rbac(objects: &[Value], write_status: bool, what: &str) {
+pub fn assert_rbac(objects: &[Value], writes: impl Into<Writes>, what: &str) {
     let actual = rbac_grants(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
-    let expected = expected_grants(write_status);
+    let expected = expected_grants(writes);
     let extra: Vec<_> = actual.difference(&expected).collect();
     let missing: Vec<_> = expected.difference(&actual).collect();
     assert!(
@@ -113,6 +152,8 @@ pub const WRITES: &[Request] = &[
     ),
     ("default", "events.k8s.io", "events", "", "", "create"),
     ("default", "events.k8s.io", "events", "", "e", "patch"),
+];
+pub const LEASES: &[Request] = &[
     (
         "tether-system",
         "coordination.k8s.io",
@@ -137,6 +178,79 @@ pub const WRITES: &[Request] = &[
         "tether-collector",
         "get",
     ),
+];
+const PROFILES: &str = "multicluster.x-k8s.io";
+pub const PUBLISHES: &[Request] = &[
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "member1",
+        "get",
+    ),
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "",
+        "list",
+    ),
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "",
+        "create",
+    ),
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "member1",
+        "patch",
+    ),
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "ghost",
+        "delete",
+    ),
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "status",
+        "member1",
+        "patch",
+    ),
+];
+/// What publishing never allows: profiles anywhere else, or all of them at once.
+pub const PUBLISH_FORBIDDEN: &[Request] = &[
+    ("default", PROFILES, "clusterprofiles", "", "", "create"),
+    (
+        "default",
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "member1",
+        "delete",
+    ),
+    ("", PROFILES, "clusterprofiles", "", "", "list"),
+    (
+        PROFILES_NAMESPACE,
+        PROFILES,
+        "clusterprofiles",
+        "",
+        "",
+        "deletecollection",
+    ),
+    (PROFILES_NAMESPACE, "", "secrets", "", "", "list"),
 ];
 /// What the collector must never be able to do.
 pub const FORBIDDEN: &[Request] = &[
@@ -184,16 +298,21 @@ pub const FORBIDDEN: &[Request] = &[
 ];
 
 /// Applies the RBAC for real and asks the apiserver's authorizer what the collector may do.
-pub async fn assert_authorized(client: &Client, objects: &[Value], write_status: bool) {
+pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl Into<Writes>) {
+    let writes = writes.into();
     apply_rbac_for_real(client, objects).await.unwrap();
-    let must_allow: Vec<Request> = READS
-        .iter()
-        .chain(if write_status { WRITES } else { &[] })
-        .copied()
-        .collect();
-    let mut must_deny: Vec<Request> = FORBIDDEN.to_vec();
-    if !write_status {
-        must_deny.extend_from_slice(WRITES);
+    let mut must_allow: Vec<Request> = READS.to_vec();
+    let mut must_deny: Vec<Request> = FORBIDDEN.iter().chain(PUBLISH_FORBIDDEN).copied().collect();
+    for (requests, allowed) in [
+        (WRITES, writes.status),
+        (PUBLISHES, writes.profiles),
+        (LEASES, writes.status || writes.profiles),
+    ] {
+        if allowed {
+            must_allow.extend_from_slice(requests);
+        } else {
+            must_deny.extend_from_slice(requests);
+        }
     }
     // The RBAC authorizer reads roles through an informer: wait until the grants are seen.
     let deadline = Instant::now() + Duration::from_secs(20);

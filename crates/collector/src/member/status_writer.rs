@@ -267,7 +267,7 @@ impl Writes {
 
 /// Resolves with `true` at the next change of leadership, with `false` if the election ended;
 /// never without leader election.
-async fn leadership_change(leader: Option<&mut watch::Receiver<bool>>) -> bool {
+pub(crate) async fn leadership_change(leader: Option<&mut watch::Receiver<bool>>) -> bool {
     match leader {
         Some(leader) => leader.changed().await.is_ok(),
         None => std::future::pending().await,

@@ -7,6 +7,8 @@ use cluster_registry::{InvalidReason, MemberSpec, RegistryEvent};
 use member_client::{ClientFactory, CredentialHealth};
 use tokio::sync::mpsc;
 
+use crate::clusterprofile::ProfileAccess;
+
 use super::{
     health::MemberHealth,
     status::MemberStatus,
@@ -81,6 +83,9 @@ impl Supervisor {
         if let Some(writer) = &self.context.status_writer {
             writer.forget(name);
         }
+        if let Some(profiles) = &self.context.profiles {
+            profiles.forget(name);
+        }
     }
 
     /// The status the member had last, whoever owned it.
@@ -103,12 +108,20 @@ impl Supervisor {
         let mut status = self.last_status(&spec.name).unwrap_or_default();
         status.set_tls_unverified(spec.insecure_skip_tls_verify);
         let health = CredentialHealth::new();
+        let access = self
+            .context
+            .profiles
+            .as_ref()
+            .map(|_| ProfileAccess::of(&spec, ca_bundle.as_deref()));
         let mut config = spec.client_config(ca_bundle);
         config.request_timeout = self.context.request_timeout;
         match self.factory.build(&config, &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.api_endpoint, "member client started");
                 self.clientless.remove(&spec.name);
+                if let Some(profiles) = &self.context.profiles {
+                    profiles.define(&spec.name, access);
+                }
                 let task = MemberTask::start(
                     spec.name.clone(),
                     client,
@@ -124,6 +137,10 @@ impl Supervisor {
                     member_client::Error::Invalid { source, .. } => InvalidReason::from(source),
                     other => InvalidReason::EndpointInvalid(other.to_string()),
                 };
+                // No client, so no way in to publish either.
+                if let Some(profiles) = &self.context.profiles {
+                    profiles.define(&spec.name, None);
+                }
                 self.report_without_client(&spec.name, MemberHealth::Invalid(reason))
                     .await;
             }
@@ -136,6 +153,16 @@ impl Supervisor {
             // same reason; keep its watches so they resume the moment the Secret is fixed.
             tracing::warn!(member = %name, reason = reason.condition_reason(), "member credential unusable");
             return;
+        }
+        // A definition that is unusable offers no way in; one whose credential is unusable
+        // still says where the member is.
+        if let Some(profiles) = self
+            .context
+            .profiles
+            .as_ref()
+            .filter(|_| !reason.is_credential())
+        {
+            profiles.define(&name, None);
         }
         self.report_without_client(&name, MemberHealth::Invalid(reason))
             .await;
@@ -152,6 +179,9 @@ impl Supervisor {
         self.context.metrics.set_member_ready(name, false);
         if let Some(writer) = &self.context.status_writer {
             writer.submit(name, &status);
+        }
+        if let Some(profiles) = &self.context.profiles {
+            profiles.submit(name, &status);
         }
         self.clientless.insert(name.to_owned(), status);
     }

@@ -18,6 +18,7 @@ use super::{
     status_writer::StatusWriter,
 };
 use crate::{
+    clusterprofile::ProfilePublisher,
     metrics::Metrics,
     mirror::{Mirror, MirroredResource},
 };
@@ -31,6 +32,8 @@ pub(crate) struct MemberContext {
     pub(crate) metrics: Metrics,
     /// Writes status back; `None` when write-back is off or members have no `Cluster` object.
     pub(crate) status_writer: Option<StatusWriter>,
+    /// Publishes each member's `ClusterProfile`; `None` without `--publish-clusterprofiles`.
+    pub(crate) profiles: Option<ProfilePublisher>,
     /// How often `/readyz` of each member is probed.
     pub(crate) probe_period: Duration,
     /// How long a probe may wait for `/readyz` before the member counts as unreachable.
@@ -197,6 +200,9 @@ impl Prober {
         self.context.metrics.set_member_ready(member, healthy);
         if let Some(writer) = &self.context.status_writer {
             writer.submit(member, &self.status);
+        }
+        if let Some(profiles) = &self.context.profiles {
+            profiles.submit(member, &self.status);
         }
         if before != *self.status.health() {
             match self.status.health() {

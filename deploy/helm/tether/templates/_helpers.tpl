@@ -58,6 +58,12 @@ app.kubernetes.io/part-of: tether
 {{- if and (eq .Values.membersFrom "karmada") .Values.writeStatus }}true{{ end }}
 {{- end }}
 
+{{/* Whether the collector joins the leader election: it writes status, or publishes
+ClusterProfiles. */}}
+{{- define "tether.electsLeader" -}}
+{{- if or (include "tether.writesStatus" .) .Values.publishClusterProfiles }}true{{ end }}
+{{- end }}
+
 {{- define "tether.image" -}}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
@@ -70,6 +76,11 @@ app.kubernetes.io/part-of: tether
 {{- define "tether.validate" -}}
 {{- if not (has .Values.membersFrom (list "karmada" "argocd" "capi" "kubeconfig" "clusterprofile")) }}
 {{- fail (printf "membersFrom must be karmada, argocd, capi, kubeconfig or clusterprofile, not %q" .Values.membersFrom) }}
+{{- end }}
+{{- with .Values.publishClusterProfiles }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" .) }}
+{{- fail (printf "publishClusterProfiles must be a namespace name, not %q" .) }}
+{{- end }}
 {{- end }}
 {{- if and (eq .Values.membersFrom "clusterprofile") (not (and .Values.clusterProfiles.namespaces .Values.clusterProfiles.providers)) }}
 {{- fail "membersFrom: clusterprofile needs clusterProfiles.namespaces and clusterProfiles.providers" }}
@@ -105,6 +116,9 @@ app.kubernetes.io/part-of: tether
 - --mirror={{ join "," .Values.mirror }}
 - --probe-period={{ int .Values.probePeriod }}
 - --write-status={{ .Values.writeStatus }}
+{{- with .Values.publishClusterProfiles }}
+- --publish-clusterprofiles={{ . }}
+{{- end }}
 - --self-rejected-grace={{ int .Values.selfRejectedGrace }}
 {{- if .Values.insecureServeApi }}
 - --insecure-serve-api

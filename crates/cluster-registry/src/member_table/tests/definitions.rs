@@ -57,8 +57,14 @@ async fn a_duplicate_name_waits_until_the_first_definition_goes() {
         .await
         .unwrap();
     assert_eq!(h.next(), None, "the first definition stays in use");
+    assert_eq!(h.origin("member1"), Some(karmada_origin("member1")));
     h.undefine("member1").await;
     assert_eq!(h.expect_upserted(), other);
+    assert_eq!(
+        h.origin("member1").map(|o| (o.source(), o.to_string())),
+        Some(("directory", "member file /m/member1.yaml".to_owned())),
+        "the view names the definition in use"
+    );
 }
 
 #[tokio::test]

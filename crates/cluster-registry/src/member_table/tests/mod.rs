@@ -55,6 +55,10 @@ impl Harness {
             .map(|v| v.state.clone())
     }
 
+    fn origin(&self, name: &str) -> Option<Origin> {
+        self.views.read().unwrap().get(name)?.origin.clone()
+    }
+
     /// Defines `definition` as the Karmada Cluster `cluster`.
     async fn define(&mut self, cluster: &str, definition: MemberDefinition) {
         self.table

@@ -59,6 +59,30 @@ fn good_identities_parse(#[case] kind: &str) {
     assert_eq!(identity.certified_key().cert.len(), 1);
 }
 
+#[rstest]
+#[case::ecdsa_p256_pkcs8("ecdsa-p256-pkcs8", "-----BEGIN PRIVATE KEY-----")]
+#[case::ecdsa_p256_sec1("ecdsa-p256-sec1", "-----BEGIN EC PRIVATE KEY-----")]
+#[case::ed25519_pkcs8("ed25519-pkcs8", "-----BEGIN PRIVATE KEY-----")]
+#[case::rsa_pkcs1("rsa-pkcs1", "-----BEGIN RSA PRIVATE KEY-----")]
+fn pem_written_back_parses_to_the_same_identity(#[case] kind: &str, #[case] key_header: &str) {
+    use secrecy::ExposeSecret as _;
+    let (chain, key) = good(kind);
+    let identity = parse(&chain, &key).unwrap();
+    let (chain_pem, key_pem) = (identity.certificate_chain_pem(), identity.private_key_pem());
+    assert!(key_pem.expose_secret().starts_with(key_header), "{kind}");
+    let again = parse(&chain_pem, key_pem.expose_secret()).unwrap();
+    assert!(again.same_as(&identity), "{kind}");
+}
+
+#[test]
+fn a_chain_is_written_back_leaf_first() {
+    let (leaf, mid, key) = chain_with_intermediate();
+    let identity = parse(&format!("{leaf}{mid}"), &key).unwrap();
+    let again = parse(&identity.certificate_chain_pem(), &key).unwrap();
+    assert!(again.same_as(&identity));
+    assert_eq!(again.certified_key().cert.len(), 2);
+}
+
 /// A CA, an intermediate it signs, and a leaf the intermediate signs.
 fn chain_with_intermediate() -> (String, String, String) {
     let ca_params = {

@@ -1,0 +1,137 @@
+//! [`ProfileAccess`]: what a member's definition says about reaching it, as a published profile
+//! hands it on. It holds no credential, only where the credential is.
+
+use base64::Engine as _;
+use cluster_registry::{MemberSpec, karmada::LocalSecretReference};
+
+/// Where a member's apiserver is, how to verify it, and which control-plane Secret holds its
+/// credential: the `tether` access provider of its profile.
+///
+/// Built once per definition (an `Upserted` event), so the CA is encoded once, not per write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProfileAccess {
+    /// The apiserver's URL.
+    pub(crate) server: String,
+    /// Base64 of the PEM CA bundle; `None` means the system roots.
+    pub(crate) certificate_authority_data: Option<String>,
+    /// The name the serving certificate is verified against, when not the URL's host.
+    pub(crate) tls_server_name: Option<String>,
+    /// The proxy the member is reached through.
+    pub(crate) proxy_url: Option<String>,
+    /// The Secret `tether-credential` reads the credential from, when it is a real
+    /// control-plane Secret.
+    pub(crate) secret_ref: Option<LocalSecretReference>,
+}
+
+impl ProfileAccess {
+    /// The access `spec` and its CA bundle (PEM) describe.
+    ///
+    /// NOTE: `insecure_skip_tls_verify` is not handed on. `--allow-insecure-members` is this
+    /// collector's decision; a consumer of the inventory verifies the member (and fails) unless
+    /// it decides otherwise itself.
+    pub(crate) fn of(spec: &MemberSpec, ca_bundle: Option<&[u8]>) -> Self {
+        Self {
+            server: spec.api_endpoint.clone(),
+            certificate_authority_data: ca_bundle
+                .filter(|pem| !pem.is_empty())
+                .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem)),
+            tls_server_name: spec.tls_server_name.clone(),
+            proxy_url: spec.proxy_url.clone(),
+            secret_ref: secret_in_control_plane(&spec.secret_ref),
+        }
+    }
+}
+
+/// The Secret a [`SecretRef`](member_client::SecretRef) names, if it names one in the control
+/// plane. Sources that keep a credential elsewhere key it under a namespace that is no
+/// namespace name: `""` for member files (the name is a path), `clusterprofile:<ns>` for
+/// profile members. Handing those on would send `tether-credential` after a Secret that does
+/// not exist, or worse, one that happens to.
+fn secret_in_control_plane(key: &member_client::SecretRef) -> Option<LocalSecretReference> {
+    (is_namespace_name(&key.namespace) && is_object_name(&key.name)).then(|| LocalSecretReference {
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+    })
+}
+
+/// Whether `name` can name a namespace: a DNS-1123 label (lower-case alphanumerics and `-`,
+/// starting and ending alphanumeric, at most 63 characters).
+pub(crate) fn is_namespace_name(name: &str) -> bool {
+    name.len() <= 63 && is_dns1123_part(name)
+}
+
+/// Whether `name` can name a Secret: a DNS-1123 subdomain (labels joined by `.`, at most 253
+/// characters).
+fn is_object_name(name: &str) -> bool {
+    name.len() <= 253
+        && name
+            .split('.')
+            .all(|label| label.len() <= 63 && is_dns1123_part(label))
+}
+
+fn is_dns1123_part(part: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    part.starts_with(alphanumeric)
+        && part.ends_with(alphanumeric)
+        && part.chars().all(|c| alphanumeric(c) || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use member_client::SecretRef;
+    use rstest::rstest;
+
+    fn spec(secret_ref: SecretRef) -> MemberSpec {
+        MemberSpec {
+            name: "member1".into(),
+            api_endpoint: "https://10.0.0.1:6443".into(),
+            secret_ref,
+            insecure_skip_tls_verify: true,
+            proxy_url: Some("http://proxy:3128".into()),
+            tls_server_name: Some("api.member1".into()),
+        }
+    }
+
+    #[test]
+    fn carries_the_endpoint_the_ca_as_base64_and_the_tls_settings() {
+        let access =
+            ProfileAccess::of(&spec(SecretRef::new("karmada-cluster", "m1")), Some(b"PEM"));
+        assert_eq!(access.server, "https://10.0.0.1:6443");
+        assert_eq!(access.certificate_authority_data.as_deref(), Some("UEVN"));
+        assert_eq!(access.tls_server_name.as_deref(), Some("api.member1"));
+        assert_eq!(access.proxy_url.as_deref(), Some("http://proxy:3128"));
+        let none = ProfileAccess::of(&spec(SecretRef::new("ns", "m1")), None);
+        assert_eq!(none.certificate_authority_data, None);
+    }
+
+    #[rstest]
+    #[case::karmada_secret(SecretRef::new("karmada-cluster", "member1"), true)]
+    #[case::dotted_secret_name(SecretRef::new("argocd", "cluster-10.0.0.1"), true)]
+    #[case::member_file(SecretRef::new("", "/etc/tether/members/m1.yaml"), false)]
+    #[case::profile_member(SecretRef::new("clusterprofile:fleet", "member1"), false)]
+    #[case::upper_case(SecretRef::new("Fleet", "member1"), false)]
+    #[case::path_as_name(SecretRef::new("ns", "a/b"), false)]
+    #[case::long_namespace(SecretRef::new("a".repeat(64), "m"), false)]
+    fn only_a_real_control_plane_secret_is_handed_on(
+        #[case] key: SecretRef,
+        #[case] handed_on: bool,
+    ) {
+        let access = ProfileAccess::of(&spec(key.clone()), None);
+        assert_eq!(access.secret_ref.is_some(), handed_on, "{key:?}");
+        if let Some(secret) = access.secret_ref {
+            assert_eq!((secret.namespace, secret.name), (key.namespace, key.name));
+        }
+    }
+
+    #[rstest]
+    #[case("fleet", true)]
+    #[case("a-1", true)]
+    #[case("", false)]
+    #[case("-a", false)]
+    #[case("a.b", false)]
+    #[case("a_b", false)]
+    fn namespace_names_are_dns1123_labels(#[case] name: &str, #[case] want: bool) {
+        assert_eq!(is_namespace_name(name), want);
+    }
+}

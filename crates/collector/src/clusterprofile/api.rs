@@ -1,0 +1,148 @@
+//! [`ProfilesApi`]: the requests that publish profiles in one namespace of the control plane.
+//! Every request carries the control-plane client's deadline (`--request-timeout`).
+//!
+//! Tether touches only profiles it manages: one that carries another manager's
+//! [`CLUSTER_MANAGER_LABEL`] is neither applied over nor deleted, even when it has a member's
+//! name.
+
+use cluster_registry::clusterprofile::{
+    CLUSTER_MANAGER_LABEL, ClusterProfile, TETHER_CLUSTER_MANAGER,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::{
+    Api, Client, Resource as _,
+    api::{DeleteParams, ListParams, Patch, PatchParams, Preconditions},
+};
+use serde_json::json;
+
+/// Field manager of every apply: the one the status writer uses too.
+const MANAGER: &str = "tether-collector";
+
+/// Profiles listed per page by the garbage collection.
+const LIST_PAGE: u32 = 500;
+
+/// Who manages the profile a name points at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// No such profile.
+    Absent,
+    /// Tether does.
+    Tether,
+    /// Another manager (the label's value), or none that says so.
+    Other(Option<String>),
+}
+
+/// The profiles of one namespace. Cloning is cheap.
+#[derive(Clone)]
+pub(crate) struct ProfilesApi {
+    api: Api<ClusterProfile>,
+}
+
+impl ProfilesApi {
+    /// Profiles in `namespace` of the control plane `client` talks to.
+    pub(crate) fn new(client: Client, namespace: &str) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+        }
+    }
+
+    /// Who manages the profile `name`.
+    pub(crate) async fn owner(&self, name: &str) -> Result<Owner, kube::Error> {
+        match self.api.get_metadata_opt(name).await? {
+            None => Ok(Owner::Absent),
+            Some(found) => Ok(owner_of(&found.metadata)),
+        }
+    }
+
+    /// Applies `profile` (labels and spec), then its status through the status subresource:
+    /// server-side, forcing Tether's ownership of the fields it sets.
+    pub(crate) async fn apply(&self, profile: &ClusterProfile) -> Result<(), kube::Error> {
+        let name = profile.metadata.name.as_deref().unwrap_or_default();
+        let params = PatchParams::apply(MANAGER).force();
+        let head = json!({
+            "apiVersion": ClusterProfile::api_version(&()),
+            "kind": ClusterProfile::kind(&()),
+        });
+        let mut object = head.clone();
+        object["metadata"] = json!({
+            "name": name,
+            "labels": profile.metadata.labels,
+        });
+        object["spec"] = json!(profile.spec);
+        self.api
+            .patch(name, &params, &Patch::Apply(&object))
+            .await?;
+        let mut status = head;
+        status["metadata"] = json!({ "name": name });
+        status["status"] = json!(profile.status);
+        self.api
+            .patch_status(name, &params, &Patch::Apply(&status))
+            .await
+            .map(drop)
+    }
+
+    /// Deletes the profile `name` if Tether manages it; `Ok` also when there is none (or it
+    /// is another manager's, which stays).
+    pub(crate) async fn delete_ours(&self, name: &str) -> Result<(), kube::Error> {
+        let Some(found) = self.api.get_metadata_opt(name).await? else {
+            return Ok(());
+        };
+        if owner_of(&found.metadata) != Owner::Tether {
+            tracing::info!(
+                profile = name,
+                "not deleting a ClusterProfile Tether does not manage"
+            );
+            return Ok(());
+        }
+        self.delete_unchanged(&found.metadata).await
+    }
+
+    /// Deletes the profile `meta` describes if it is still that very version: a profile
+    /// applied again since it was read stays.
+    pub(crate) async fn delete_unchanged(&self, meta: &ObjectMeta) -> Result<(), kube::Error> {
+        let name = meta.name.as_deref().unwrap_or_default();
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: meta.uid.clone(),
+                resource_version: meta.resource_version.clone(),
+            }),
+            ..DeleteParams::default()
+        };
+        match self.api.delete(name, &params).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Every profile in the namespace labelled as Tether's.
+    pub(crate) async fn list_ours(&self) -> Result<Vec<ObjectMeta>, kube::Error> {
+        let selector = format!("{CLUSTER_MANAGER_LABEL}={TETHER_CLUSTER_MANAGER}");
+        let mut params = ListParams::default().labels(&selector).limit(LIST_PAGE);
+        let mut ours = Vec::new();
+        loop {
+            let page = self.api.list_metadata(&params).await?;
+            ours.extend(
+                page.items
+                    .into_iter()
+                    .map(|item| item.metadata)
+                    .filter(|meta| owner_of(meta) == Owner::Tether),
+            );
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => return Ok(ours),
+            }
+        }
+    }
+}
+
+fn owner_of(meta: &ObjectMeta) -> Owner {
+    let label = meta
+        .labels
+        .as_ref()
+        .and_then(|labels| labels.get(CLUSTER_MANAGER_LABEL));
+    match label {
+        Some(manager) if manager == TETHER_CLUSTER_MANAGER => Owner::Tether,
+        other => Owner::Other(other.cloned()),
+    }
+}

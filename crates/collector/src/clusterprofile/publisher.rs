@@ -1,0 +1,295 @@
+//! Keeps one `ClusterProfile` per member current, modelled on the status writer: whoever
+//! observes a member submits and goes on, and one task of its own writes, so a slow or frozen
+//! control plane delays no probe and no registry event. Only the latest of each member waits
+//! ([`Queue`]), a write that fails is tried again, and nothing is written that the profile
+//! already says.
+//!
+//! # Guarantees
+//! - Only while this replica leads (always, without leader election) is anything written.
+//! - A member's profile is deleted when the member is removed from its source.
+//! - On gaining leadership, once every source of members has listed, Tether's profiles that
+//!   name no member are deleted: garbage left by a member removed while no one led.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use cluster_registry::{
+    InvalidReason, MemberState, Registry, SourceState, clusterprofile::ClusterProfile,
+};
+use futures::StreamExt as _;
+use tokio::sync::watch;
+
+use super::{
+    access::ProfileAccess,
+    api::{Owner, ProfilesApi},
+    profile,
+    queue::Queue,
+};
+use crate::member::{status::MemberStatus, status_writer::leadership_change};
+
+/// How often writes and deletions that failed are tried again.
+const RETRY_PERIOD: Duration = Duration::from_secs(5);
+
+/// Requests in flight at once.
+const CONCURRENT_WRITES: usize = 16;
+
+/// The handle members' observers submit through. Cloning is cheap.
+#[derive(Clone)]
+pub(crate) struct ProfilePublisher {
+    queue: Arc<Queue>,
+}
+
+impl ProfilePublisher {
+    /// A publisher into `namespace` through `api`, writing only while `leader` (if given) says
+    /// this replica leads; and the future that writes. `registry` says which members exist
+    /// and whether its sources have listed, for the garbage collection. Nothing is written
+    /// unless the future runs.
+    pub(crate) fn new(
+        api: ProfilesApi,
+        namespace: String,
+        registry: Registry,
+        leader: Option<watch::Receiver<bool>>,
+    ) -> (Self, impl Future<Output = ()> + Send + 'static) {
+        let queue = Arc::new(Queue::default());
+        let writes = Writes {
+            api,
+            namespace,
+            registry,
+            queue: queue.clone(),
+            written: BTreeMap::new(),
+            refused: BTreeSet::new(),
+            collect_garbage: true,
+        };
+        (Self { queue }, writes.run(leader))
+    }
+
+    /// Records how `member` is reached; `None` when its definition is unusable, so that its
+    /// profile offers no way in. Never waits for the control plane.
+    pub(crate) fn define(&self, member: &str, access: Option<ProfileAccess>) {
+        self.queue.define(member, access);
+    }
+
+    /// Submits what was observed of `member`. Never waits for the control plane.
+    pub(crate) fn submit(&self, member: &str, status: &MemberStatus) {
+        self.queue.submit(member, status);
+    }
+
+    /// `member` is gone: its profile is deleted.
+    pub(crate) fn forget(&self, member: &str) {
+        self.queue.forget(member);
+    }
+}
+
+/// The writing side.
+struct Writes {
+    api: ProfilesApi,
+    namespace: String,
+    registry: Registry,
+    queue: Arc<Queue>,
+    /// What this replica wrote since it last became leader.
+    written: BTreeMap<String, ClusterProfile>,
+    /// Members whose name another manager's profile holds, warned about once.
+    refused: BTreeSet<String>,
+    /// Whether garbage is still to be collected in this term of leadership.
+    collect_garbage: bool,
+}
+
+impl Writes {
+    async fn run(mut self, mut leader: Option<watch::Receiver<bool>>) {
+        // NB: `self.registry` holds the sender, so this receiver never sees it closed.
+        let mut sources = self.registry.sources().subscribe();
+        let mut election_over = false;
+        let mut retry = tokio::time::interval(RETRY_PERIOD);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = self.queue.wake.notified() => {}
+                _ = retry.tick() => {}
+                Ok(()) = sources.changed() => {}
+                changed = leadership_change(leader.as_mut()) => {
+                    if !changed {
+                        // The election ended: this replica cannot know it leads any more.
+                        leader = None;
+                        election_over = true;
+                    }
+                    // A new leader writes everything again (the previous one may have died
+                    // before writing the last changes) and collects what no one deleted.
+                    self.written.clear();
+                    self.collect_garbage = true;
+                }
+            }
+            let leading = !election_over && leader.as_ref().is_none_or(|leader| *leader.borrow());
+            if !leading {
+                // The next leader's garbage collection deletes these.
+                self.queue.drop_removals();
+                continue;
+            }
+            self.write_due().await;
+            self.delete_removed().await;
+            if self.collect_garbage {
+                self.collect_garbage = !self.delete_garbage().await;
+            }
+        }
+    }
+
+    /// Writes every observed member whose profile differs from what this replica wrote.
+    async fn write_due(&mut self) {
+        let due: Vec<(String, ClusterProfile, bool)> = self
+            .queue
+            .observed()
+            .into_iter()
+            .filter_map(|(member, latest)| {
+                let status = latest.status.as_ref()?;
+                let built =
+                    profile::build(&self.namespace, &member, latest.access.as_deref(), status);
+                let written = self.written.get(&member);
+                (written != Some(&built)).then(|| (member, built, written.is_none()))
+            })
+            .collect();
+        let this = &*self;
+        let done: Vec<(String, ClusterProfile, Result<(), Refusal>)> = futures::stream::iter(due)
+            .map(|(member, built, first)| async move {
+                let outcome = this.write(&member, &built, first).await;
+                (member, built, outcome)
+            })
+            .buffer_unordered(CONCURRENT_WRITES)
+            .collect()
+            .await;
+        for (member, built, outcome) in done {
+            match outcome {
+                // Forgotten meanwhile: keep it forgotten.
+                Ok(()) if self.queue.knows(&member) => {
+                    self.refused.remove(&member);
+                    self.written.insert(member, built);
+                }
+                Ok(()) => {}
+                Err(Refusal::Failed(err)) => {
+                    tracing::warn!(member, error = %err, "writing ClusterProfile failed");
+                }
+                Err(Refusal::Foreign(manager)) => {
+                    if self.refused.insert(member.clone()) {
+                        tracing::warn!(
+                            member,
+                            namespace = %self.namespace,
+                            manager = manager.as_deref().unwrap_or(""),
+                            "a ClusterProfile of another cluster manager has this member's \
+                             name; leaving it alone"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies `built`. The first write since this replica became leader looks first: a
+    /// profile another manager keeps under the member's name is left alone.
+    async fn write(
+        &self,
+        member: &str,
+        built: &ClusterProfile,
+        first: bool,
+    ) -> Result<(), Refusal> {
+        if first {
+            match self.api.owner(member).await.map_err(Refusal::Failed)? {
+                Owner::Absent | Owner::Tether => {}
+                Owner::Other(manager) => return Err(Refusal::Foreign(manager)),
+            }
+        }
+        self.api.apply(built).await.map_err(Refusal::Failed)
+    }
+
+    /// Deletes the profiles of removed members.
+    async fn delete_removed(&mut self) {
+        let removed = self.queue.removed();
+        let api = &self.api;
+        let done: Vec<(String, Result<(), kube::Error>)> = futures::stream::iter(removed)
+            .map(|member| async move {
+                let outcome = api.delete_ours(&member).await;
+                (member, outcome)
+            })
+            .buffer_unordered(CONCURRENT_WRITES)
+            .collect()
+            .await;
+        for (member, outcome) in done {
+            match outcome {
+                Ok(()) => {
+                    tracing::info!(member, "ClusterProfile deleted");
+                    self.queue.deleted(&member);
+                    self.written.remove(&member);
+                    self.refused.remove(&member);
+                }
+                Err(err) => tracing::warn!(member, error = %err, "deleting ClusterProfile failed"),
+            }
+        }
+    }
+
+    /// Deletes Tether's profiles that name no member, once every source has listed (before,
+    /// a member not listed yet would look gone). Returns whether that is done.
+    async fn delete_garbage(&self) -> bool {
+        let sources = self.registry.sources().now();
+        if !sources.values().all(|state| *state == SourceState::Listed) {
+            return false;
+        }
+        // Listed before the members are read: a profile written after this list is not in it,
+        // and one in it whose member came back is not deleted.
+        let ours = match self.api.list_ours().await {
+            Ok(ours) => ours,
+            Err(err) => {
+                tracing::warn!(namespace = %self.namespace, error = %err, "listing ClusterProfiles failed");
+                return false;
+            }
+        };
+        let mut members = self.queue.members();
+        members.extend(
+            self.registry
+                .states()
+                .into_iter()
+                // A pull-mode Cluster is not Tether's to publish.
+                .filter(|(_, state)| {
+                    !matches!(
+                        state,
+                        MemberState::Invalid {
+                            reason: InvalidReason::PullMode
+                        }
+                    )
+                })
+                .map(|(member, _)| member),
+        );
+        let garbage = ours.into_iter().filter(|meta| {
+            meta.name
+                .as_ref()
+                .is_some_and(|name| !members.contains(name))
+        });
+        let api = &self.api;
+        let failed = futures::stream::iter(garbage)
+            .map(|meta| async move {
+                let name = meta.name.clone().unwrap_or_default();
+                match api.delete_unchanged(&meta).await {
+                    Ok(()) => {
+                        tracing::info!(profile = name, "ClusterProfile of no member deleted");
+                        false
+                    }
+                    Err(err) => {
+                        tracing::warn!(profile = name, error = %err, "deleting ClusterProfile failed");
+                        true
+                    }
+                }
+            })
+            .buffer_unordered(CONCURRENT_WRITES)
+            .filter(|failed| std::future::ready(*failed))
+            .count()
+            .await;
+        failed == 0
+    }
+}
+
+/// Why a profile was not written.
+enum Refusal {
+    /// A request failed; it is tried again.
+    Failed(kube::Error),
+    /// Another manager's profile has the name (the label's value, if any).
+    Foreign(Option<String>),
+}

@@ -1,0 +1,253 @@
+//! Why a run handed out no credential. Each message says what to change; none ever quotes a
+//! token or a key (a [`SourceError`] never does, and the Secret's content is never printed).
+//!
+//! None is retried: client-go runs the plugin again on its next request.
+
+use std::{fmt, path::PathBuf, time::Duration};
+
+use kube::core::Status;
+use member_client::{SecretRef, SourceError, exec::UnsupportedApiVersion};
+
+use crate::duration::Short;
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// Not started by client-go.
+    #[error(
+        "KUBERNETES_EXEC_INFO is not set: tether-credential is an exec credential plugin that \
+         client-go runs (see --help)"
+    )]
+    NoExecInfo,
+    /// `KUBERNETES_EXEC_INFO` does not parse.
+    #[error("KUBERNETES_EXEC_INFO is not an ExecCredential")]
+    ExecInfoInvalid(#[source] serde_json::Error),
+    /// `KUBERNETES_EXEC_INFO` holds some other kind.
+    #[error("KUBERNETES_EXEC_INFO is not an ExecCredential (kind {kind:?})")]
+    NotExecCredential {
+        /// What it says it is.
+        kind: String,
+    },
+    /// Neither `client.authentication.k8s.io/v1` nor `/v1beta1`.
+    #[error("KUBERNETES_EXEC_INFO")]
+    ApiVersion(#[source] UnsupportedApiVersion),
+    /// client-go sent no cluster: the provider's execConfig lacks `provideClusterInfo`.
+    #[error(
+        "KUBERNETES_EXEC_INFO has no spec.cluster: set `provideClusterInfo: true` in the \
+         provider's execConfig so that client-go hands over the cluster and its \
+         client.authentication.k8s.io/exec extension"
+    )]
+    NoClusterInfo,
+    /// The cluster carries no `client.authentication.k8s.io/exec` extension.
+    #[error(
+        "spec.cluster.config is empty: the cluster has no client.authentication.k8s.io/exec \
+         extension (use the `tether` access provider of a profile Tether publishes)"
+    )]
+    NoExtension,
+    /// The extension is not Tether's.
+    #[error(
+        "spec.cluster.config is not Tether's exec extension \
+         {{\"member\": …, \"secretRef\": {{\"namespace\": …, \"name\": …}}}}"
+    )]
+    ExtensionInvalid(#[source] serde_json::Error),
+    /// The member's credential lives somewhere other than a control-plane Secret.
+    #[error(
+        "member {member}'s credential is not held in a control-plane Secret (a member file or a \
+         plugin the collector runs); tether-credential cannot serve it"
+    )]
+    NoSecretRef {
+        /// The member.
+        member: String,
+    },
+    /// The extension's `secretRef` does not name a Secret.
+    #[error("member {member}'s secretRef")]
+    SecretRefInvalid {
+        /// The member.
+        member: String,
+        /// What is wrong with it.
+        #[source]
+        source: Box<SourceError>,
+    },
+    /// `--kubeconfig` is unusable.
+    #[error("the kubeconfig {}", path.display())]
+    Kubeconfig {
+        /// The file given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No `--kubeconfig`, and kube found no configuration either.
+    #[error(
+        "no control-plane credential of the caller's: neither $KUBECONFIG, ~/.kube/config nor \
+         an in-cluster ServiceAccount (or pass --kubeconfig)"
+    )]
+    InferConfig(#[source] kube::config::InferConfigError),
+    /// The client cannot be built from the configuration (TLS setup, say).
+    #[error("building the control-plane client")]
+    Client(#[source] kube::Error),
+    /// 403: the caller's RBAC does not cover the Secret.
+    #[error(
+        "the caller may not get Secret {secret} (member {member}): it needs RBAC `get` on \
+         `secrets` named {name} in namespace {namespace} (a Role with that rule and a \
+         RoleBinding to the caller; see --help)",
+        name = secret.name,
+        namespace = secret.namespace
+    )]
+    Forbidden {
+        /// The member.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+        /// What the apiserver said (it names the caller).
+        #[source]
+        source: ApiStatus,
+    },
+    /// 404: the Secret the profile names is gone.
+    #[error(
+        "Secret {secret} of member {member} is gone (404): the member's credential was removed, \
+         or the ClusterProfile is out of date"
+    )]
+    SecretGone {
+        /// The member.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// 401: the control plane rejected the caller's own credential.
+    #[error(
+        "the control plane rejected the caller's own credential (401): renew the kubeconfig's or \
+         the ServiceAccount's credential"
+    )]
+    Unauthorized(#[source] ApiStatus),
+    /// Any other failure of the one request.
+    #[error("getting Secret {secret} from the control plane")]
+    Request {
+        /// The Secret.
+        secret: SecretRef,
+        /// Why.
+        #[source]
+        source: RequestFailure,
+    },
+    /// The Secret holds no usable credential.
+    #[error("member {member}'s Secret {secret}")]
+    Credential {
+        /// The member.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+        /// What is wrong with it.
+        #[source]
+        source: Box<SourceError>,
+    },
+    /// The credential is dead, or would be within `--skew`.
+    #[error(
+        "member {member}'s credential (Secret {secret}) expires at {at}, within --skew {} of now: \
+         tether-credential hands out no dead credential; rotate it",
+        Short(*skew)
+    )]
+    Expired {
+        /// The member.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+        /// When it expires, RFC 3339.
+        at: String,
+        /// The margin it was judged with.
+        skew: Duration,
+    },
+    /// The expiry cannot be written as an RFC 3339 time (out of range).
+    #[error("the expiry cannot be written as an RFC 3339 time")]
+    Timestamp,
+    /// Writing the `ExecCredential` failed.
+    #[error("writing the ExecCredential")]
+    Output(#[source] std::io::Error),
+    /// The whole run took longer than `--timeout`.
+    #[error("no credential within --timeout {}", Short(*.0))]
+    Timeout(Duration),
+}
+
+/// What the apiserver said in a `Status`: its message, which names the caller on a 403.
+#[derive(Debug)]
+pub(crate) struct ApiStatus(pub(crate) Box<Status>);
+
+impl fmt::Display for ApiStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.message.as_str() {
+            "" => write!(f, "HTTP {}", self.0.code),
+            message => write!(f, "the apiserver said: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for ApiStatus {}
+
+/// A failed request other than 401, 403 and 404.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RequestFailure {
+    /// The apiserver answered with another error status.
+    #[error(transparent)]
+    Status(ApiStatus),
+    /// Its answer is not a Secret. (serde's message is left out: it may quote the body.)
+    #[error("the apiserver's answer is not a Secret")]
+    NotASecret,
+    /// The apiserver could not be reached, or TLS failed.
+    #[error(transparent)]
+    Transport(kube::Error),
+}
+
+impl Error {
+    /// The message and every cause, as one line: control characters (a newline in a member
+    /// name, say) become spaces, so one failure is one line of stderr.
+    pub(crate) fn one_line(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(err) = cause {
+            text.push_str(": ");
+            text.push_str(&err.to_string());
+            cause = err.source();
+        }
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_forbidden_secret_names_the_rbac_and_the_apiserver_message_on_one_line() {
+        let status = Status {
+            code: 403,
+            message: "secrets \"m1\" is forbidden: User \"alice\" cannot get resource\n\"secrets\""
+                .to_owned(),
+            ..Status::default()
+        };
+        let err = Error::Forbidden {
+            member: "m1".to_owned(),
+            secret: SecretRef::new("fleet", "m1"),
+            source: ApiStatus(Box::new(status)),
+        };
+        let line = err.one_line();
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.contains("`get` on `secrets` named m1 in namespace fleet"),
+            "{line}"
+        );
+        assert!(line.contains("User \"alice\" cannot get"), "{line}");
+    }
+
+    #[test]
+    fn the_no_secret_ref_message_is_the_documented_one() {
+        let err = Error::NoSecretRef {
+            member: "edge-1".to_owned(),
+        };
+        assert_eq!(
+            err.one_line(),
+            "member edge-1's credential is not held in a control-plane Secret (a member file or \
+             a plugin the collector runs); tether-credential cannot serve it"
+        );
+    }
+}

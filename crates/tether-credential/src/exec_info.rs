@@ -1,0 +1,192 @@
+//! The input: `KUBERNETES_EXEC_INFO`, the `ExecCredential` client-go hands a plugin, whose
+//! `spec.cluster.config` is the cluster's `client.authentication.k8s.io/exec` extension.
+
+use cluster_registry::{clusterprofile::TetherExecExtension, secret_credential};
+use member_client::{ExecApiVersion, SecretRef};
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// The variable client-go puts the `ExecCredential` in.
+pub(crate) const EXEC_INFO_ENV: &str = "KUBERNETES_EXEC_INFO";
+
+/// What one run is asked for: whose credential, where it is, and which version to answer in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ExecRequest {
+    /// The version the answer must carry: the one client-go sent.
+    pub(crate) api_version: ExecApiVersion,
+    /// The member's name, for messages.
+    pub(crate) member: String,
+    /// The Secret that holds the member's credential.
+    pub(crate) secret: SecretRef,
+}
+
+/// The part of client-go's `ExecCredential` read here; other fields are ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecInfo {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    spec: Spec,
+}
+
+#[derive(Default, Deserialize)]
+struct Spec {
+    /// Sent only with `provideClusterInfo: true`.
+    cluster: Option<Cluster>,
+}
+
+#[derive(Deserialize)]
+struct Cluster {
+    #[serde(default)]
+    config: Option<serde_json::Value>,
+}
+
+/// Reads the request from the value of [`EXEC_INFO_ENV`] (`None` when unset).
+///
+/// # Errors
+/// [`Error::NoExecInfo`], [`Error::ExecInfoInvalid`], [`Error::NotExecCredential`],
+/// [`Error::ApiVersion`], [`Error::NoClusterInfo`], [`Error::NoExtension`],
+/// [`Error::ExtensionInvalid`], [`Error::NoSecretRef`] and [`Error::SecretRefInvalid`].
+pub(crate) fn parse(raw: Option<&str>) -> Result<ExecRequest, Error> {
+    let raw = raw
+        .filter(|r| !r.trim().is_empty())
+        .ok_or(Error::NoExecInfo)?;
+    let info: ExecInfo = serde_json::from_str(raw).map_err(Error::ExecInfoInvalid)?;
+    if info.kind != "ExecCredential" {
+        return Err(Error::NotExecCredential { kind: info.kind });
+    }
+    let api_version = info
+        .api_version
+        .parse::<ExecApiVersion>()
+        .map_err(Error::ApiVersion)?;
+    let cluster = info.spec.cluster.ok_or(Error::NoClusterInfo)?;
+    let config = cluster
+        .config
+        .filter(|c| !c.is_null())
+        .ok_or(Error::NoExtension)?;
+    let extension: TetherExecExtension =
+        serde_json::from_value(config).map_err(Error::ExtensionInvalid)?;
+    let member = extension.member;
+    let reference = extension.secret_ref.ok_or_else(|| Error::NoSecretRef {
+        member: member.clone(),
+    })?;
+    let secret =
+        secret_credential::secret_ref(&reference).map_err(|source| Error::SecretRefInvalid {
+            member: member.clone(),
+            source: Box::new(source),
+        })?;
+    Ok(ExecRequest {
+        api_version,
+        member,
+        secret,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn info(api_version: &str, cluster: Value) -> String {
+        json!({
+            "apiVersion": api_version,
+            "kind": "ExecCredential",
+            "spec": {"interactive": false, "cluster": cluster},
+        })
+        .to_string()
+    }
+
+    fn cluster(config: Value) -> Value {
+        json!({"server": "https://127.0.0.1:6443", "certificate-authority-data": "Y2E=",
+               "config": config})
+    }
+
+    fn tether(member: &str) -> Value {
+        json!({"member": member, "secretRef": {"namespace": "fleet", "name": "member1"}})
+    }
+
+    #[rstest]
+    #[case::v1("client.authentication.k8s.io/v1", ExecApiVersion::V1)]
+    #[case::v1beta1("client.authentication.k8s.io/v1beta1", ExecApiVersion::V1Beta1)]
+    fn a_profile_extension_names_the_member_and_its_secret(
+        #[case] api_version: &str,
+        #[case] want: ExecApiVersion,
+    ) {
+        let request = parse(Some(&info(api_version, cluster(tether("m1"))))).unwrap();
+        assert_eq!(
+            request,
+            ExecRequest {
+                api_version: want,
+                member: "m1".to_owned(),
+                secret: SecretRef::new("fleet", "member1"),
+            }
+        );
+    }
+
+    #[test]
+    fn other_versions_are_refused() {
+        let raw = info(
+            "client.authentication.k8s.io/v1alpha1",
+            cluster(tether("m1")),
+        );
+        let err = parse(Some(&raw)).unwrap_err();
+        assert!(matches!(err, Error::ApiVersion(_)), "{err:?}");
+        assert!(err.one_line().contains("v1alpha1"), "{}", err.one_line());
+    }
+
+    #[test]
+    fn no_cluster_says_to_set_provide_cluster_info() {
+        let raw = json!({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                         "spec": {"interactive": false}})
+        .to_string();
+        let err = parse(Some(&raw)).unwrap_err();
+        assert!(matches!(err, Error::NoClusterInfo), "{err:?}");
+        assert!(
+            err.to_string().contains("provideClusterInfo: true"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn no_secret_ref_says_the_member_cannot_be_served() {
+        let raw = info(
+            "client.authentication.k8s.io/v1",
+            cluster(json!({"member": "edge-1"})),
+        );
+        let err = parse(Some(&raw)).unwrap_err();
+        assert!(
+            matches!(&err, Error::NoSecretRef { member } if member == "edge-1"),
+            "{err:?}"
+        );
+    }
+
+    #[rstest]
+    #[case::unset(None)]
+    #[case::empty(Some(""))]
+    fn unset_means_not_run_by_client_go(#[case] raw: Option<&str>) {
+        assert!(matches!(parse(raw), Err(Error::NoExecInfo)));
+    }
+
+    #[rstest]
+    #[case::not_json("{", "not an ExecCredential")]
+    #[case::other_kind(r#"{"kind": "Pod"}"#, "kind \"Pod\"")]
+    #[case::no_config(&info("client.authentication.k8s.io/v1", json!({"server": "https://x"})),
+                      "no client.authentication.k8s.io/exec extension")]
+    #[case::null_config(&info("client.authentication.k8s.io/v1", cluster(Value::Null)),
+                        "no client.authentication.k8s.io/exec extension")]
+    #[case::upstream_extension(&info("client.authentication.k8s.io/v1",
+                                     cluster(json!({"clusterName": "m1"}))),
+                               "not Tether's exec extension")]
+    #[case::bad_secret_ref(&info("client.authentication.k8s.io/v1", cluster(json!(
+        {"member": "m1", "secretRef": {"namespace": "fleet", "name": "../configmaps/x"}}))),
+        "DNS-1123 subdomain")]
+    fn unusable_input_says_what_is_wrong(#[case] raw: &str, #[case] says: &str) {
+        let line = parse(Some(raw)).unwrap_err().one_line();
+        assert!(line.contains(says), "{line}");
+    }
+}

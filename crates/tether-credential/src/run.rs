@@ -1,0 +1,43 @@
+//! One run, start to end: the request, the Secret, the credential, the answer.
+
+use std::time::SystemTime;
+
+use cluster_registry::secret_credential::credential_in_secret;
+use k8s_openapi::jiff::Timestamp;
+use secrecy::SecretBox;
+
+use crate::{cli::Args, error::Error, exec_credential, exec_info, secret_fetch};
+
+/// The `ExecCredential` to print for `exec_info` (the value of `KUBERNETES_EXEC_INFO`), all of
+/// it bounded by `--timeout`.
+///
+/// # Errors
+/// Every [`Error`]; the input is read, and can fail, before anything is dialled.
+pub(crate) async fn run(args: &Args, exec_info: Option<&str>) -> Result<SecretBox<Vec<u8>>, Error> {
+    tokio::time::timeout(args.timeout, answer(args, exec_info))
+        .await
+        .map_err(|_| Error::Timeout(args.timeout))?
+}
+
+async fn answer(args: &Args, exec_info: Option<&str>) -> Result<SecretBox<Vec<u8>>, Error> {
+    let request = exec_info::parse(exec_info)?;
+    let config = secret_fetch::caller_config(args.kubeconfig.as_deref()).await?;
+    let secret = secret_fetch::get_secret(config, &request).await?;
+    let credential =
+        credential_in_secret(&request.secret, &secret).map_err(|source| Error::Credential {
+            member: request.member.clone(),
+            secret: request.secret.clone(),
+            source: Box::new(source),
+        })?;
+    let expires_at = args
+        .expiry_rule()
+        .deadline(credential.expires_at(), SystemTime::now())
+        .map_err(|late| Error::Expired {
+            member: request.member.clone(),
+            secret: request.secret.clone(),
+            at: Timestamp::try_from(late.expires_at)
+                .map_or_else(|_| "an unwritable time".to_owned(), |t| t.to_string()),
+            skew: args.skew,
+        })?;
+    exec_credential::render(request.api_version, &credential, expires_at)
+}

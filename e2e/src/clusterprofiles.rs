@@ -1,0 +1,140 @@
+//! A ClusterProfile inventory on a harness control plane: the CRD users apply
+//! (`deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`), one namespace, and the profiles
+//! in it read back through Tether's own `ClusterProfile` type.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use cluster_registry::clusterprofile::{CLUSTER_MANAGER_LABEL, ClusterProfile};
+use k8s_openapi::{
+    api::core::v1::Namespace,
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client,
+    api::{ListParams, PostParams},
+};
+use serde_json::json;
+
+use crate::manifest::clusterprofile_crd_path;
+
+/// How long the apiserver may take to serve a new CRD.
+const CRD_READY: Duration = Duration::from_secs(30);
+
+/// The profiles of one namespace, through an admin client (cheap to clone).
+#[derive(Clone)]
+pub struct Inventory {
+    /// The namespace.
+    pub namespace: String,
+    api: Api<ClusterProfile>,
+}
+
+impl Inventory {
+    /// Creates the ClusterProfile CRD from the deploy file and `namespace`, and returns once
+    /// profiles are served.
+    ///
+    /// # Errors
+    /// An unreadable CRD file, API errors, or the CRD not being served within 30 s.
+    pub async fn install(client: &Client, namespace: &str) -> anyhow::Result<Self> {
+        let path = clusterprofile_crd_path();
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
+        Api::<CustomResourceDefinition>::all(client.clone())
+            .create(&PostParams::default(), &crd)
+            .await
+            .context("creating the ClusterProfile CRD")?;
+        let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": namespace } }))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .with_context(|| format!("creating namespace {namespace}"))?;
+        let api = Api::<ClusterProfile>::namespaced(client.clone(), namespace);
+        let deadline = tokio::time::Instant::now() + CRD_READY;
+        while api.list(&ListParams::default().limit(1)).await.is_err() {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the ClusterProfile CRD was not served within {CRD_READY:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(Self {
+            namespace: namespace.to_owned(),
+            api,
+        })
+    }
+
+    /// The profiles, for requests of a test's own.
+    pub fn api(&self) -> &Api<ClusterProfile> {
+        &self.api
+    }
+
+    /// Profile `name`, if it exists.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn get(&self, name: &str) -> anyhow::Result<Option<ClusterProfile>> {
+        Ok(self.api.get_opt(name).await?)
+    }
+
+    /// Creates profile `name` as cluster manager `manager` would (its label and spec, no
+    /// status).
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn create_as(&self, name: &str, manager: &str) -> anyhow::Result<ClusterProfile> {
+        let profile: ClusterProfile = serde_json::from_value(json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+            "metadata": { "name": name, "labels": { CLUSTER_MANAGER_LABEL: manager } },
+            "spec": { "displayName": name, "clusterManager": { "name": manager } },
+        }))?;
+        Ok(self.api.create(&PostParams::default(), &profile).await?)
+    }
+
+    /// Polls until `want` holds of profile `name` (`None` while it does not exist) and returns
+    /// what it last read.
+    ///
+    /// # Errors
+    /// Not holding within `limit` (the error says `what` and shows the last profile read).
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        what: &str,
+        limit: Duration,
+        want: impl Fn(Option<&ClusterProfile>) -> bool,
+    ) -> anyhow::Result<Option<ClusterProfile>> {
+        let started = tokio::time::Instant::now();
+        loop {
+            let now = self.get(name).await.ok().flatten();
+            if want(now.as_ref()) {
+                return Ok(now);
+            }
+            anyhow::ensure!(
+                started.elapsed() < limit,
+                "profile {name}: never {what} within {limit:?} (last {now:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The status and reason of condition `type_` of `profile`, if it has one.
+pub fn condition(profile: &ClusterProfile, type_: &str) -> Option<(String, String)> {
+    profile
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+/// Whether `profile` has condition `type_` with `status` and `reason`.
+pub fn has_condition(
+    profile: Option<&ClusterProfile>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+) -> bool {
+    profile.and_then(|p| condition(p, type_)) == Some((status.to_owned(), reason.to_owned()))
+}

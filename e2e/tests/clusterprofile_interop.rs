@@ -1,0 +1,212 @@
+//! Tether publishes a ClusterProfile for every member (`--publish-clusterprofiles`), and a
+//! client-go program no one here wrote (`e2e/interop/clusterprofile-client`) reaches a member
+//! through it: its provider file maps the `tether` access provider to `tether-credential`,
+//! which reads the member's Secret with the consumer's own, RBAC-scoped identity and returns
+//! the token with an `expirationTimestamp`. So when the token is rotated in the Secret and the
+//! old one revoked, client-go has already run the plugin again: its next request succeeds
+//! without a restart, and its watch goes on.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use e2e::{
+    interop_client::{self, ProfileRef, Running, is_added, is_list_with},
+    kubeconfig_plane::Kubeconfig,
+    scenario::{HOUR, Scenario},
+};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
+use testkit::{Cluster, crd, karmada::SECRET_NAMESPACE};
+use tokio::time::Instant;
+
+const PROBE: Duration = Duration::from_secs(1);
+const PUBLISHED: Duration = Duration::from_secs(30);
+const INVENTORY: &str = "fleet";
+const MEMBER: &str = "member1";
+/// The lifetime `tether-credential` gives the tokens it hands out here: client-go runs it again
+/// that often.
+const TTL: &str = "3s";
+
+/// Grants ServiceAccount `consumers/app` `get` on exactly what a consumer of `member` needs:
+/// its ClusterProfile, and the Secret the profile's `tether` provider names.
+async fn grant_consumer(control_plane: &Cluster, member: &str) {
+    let admin = control_plane.admin_client().unwrap();
+    for (namespace, group, resource) in [
+        (INVENTORY, "multicluster.x-k8s.io", "clusterprofiles"),
+        (SECRET_NAMESPACE, "", "secrets"),
+    ] {
+        let name = format!("consumer-{resource}");
+        let role: Role = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": [{"apiGroups": [group], "resources": [resource],
+                       "resourceNames": [member], "verbs": ["get"]}],
+        }))
+        .unwrap();
+        Api::<Role>::namespaced(admin.clone(), namespace)
+            .create(&PostParams::default(), &role)
+            .await
+            .unwrap();
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "consumers"}],
+        }))
+        .unwrap();
+        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+            .create(&PostParams::default(), &binding)
+            .await
+            .unwrap();
+    }
+}
+
+/// Waits until the collector has published `member`'s profile with its `tether` provider.
+async fn published(control_plane: &Cluster, member: &str) -> Value {
+    let profiles = Api::<DynamicObject>::namespaced_with(
+        control_plane.admin_client().unwrap(),
+        INVENTORY,
+        &crd::cluster_profile_resource(),
+    );
+    let deadline = Instant::now() + PUBLISHED;
+    loop {
+        if let Some(profile) = profiles.get_opt(member).await.unwrap() {
+            let profile = serde_json::to_value(profile).unwrap();
+            if profile["status"]["accessProviders"][0]["name"] == "tether" {
+                return profile;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{member} not published in {PUBLISHED:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotation() {
+    let credential = testkit::locate_binary("tether-credential").unwrap();
+    let mut scenario = Scenario::start(1, PROBE).await.unwrap();
+    scenario.collector.stop().await;
+    let control_plane = scenario.env.control_plane().clone();
+    crd::install_cluster_profile_crd(&control_plane.admin_client().unwrap())
+        .await
+        .unwrap();
+    control_plane
+        .create_namespace_named(INVENTORY)
+        .await
+        .unwrap();
+    let _collector = scenario
+        .start_collector(&["--publish-clusterprofiles", INVENTORY])
+        .await
+        .unwrap();
+    let profile = published(&control_plane, MEMBER).await;
+    println!("published: {}", profile["status"]);
+
+    // The consumer: its own ServiceAccount on the control plane, allowed to get the profile and
+    // the member's Secret, and nothing else of either kind.
+    control_plane
+        .create_namespace_named("consumers")
+        .await
+        .unwrap();
+    control_plane
+        .create_service_account("consumers", "app")
+        .await
+        .unwrap();
+    grant_consumer(&control_plane, MEMBER).await;
+    let token = control_plane
+        .mint_token("consumers", "app", HOUR)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("consumer.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        Kubeconfig::token(&control_plane, &token).to_yaml().unwrap(),
+    )
+    .unwrap();
+    let provider_file = dir.path().join("providers.json");
+    let providers = json!({"providers": [{
+        "name": "tether",
+        "execConfig": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": credential,
+            "args": ["--kubeconfig", kubeconfig, "--ttl", TTL],
+            "provideClusterInfo": true,
+        },
+    }]});
+    std::fs::write(&provider_file, providers.to_string()).unwrap();
+    let profile_ref = ProfileRef {
+        kubeconfig: &kubeconfig,
+        namespace: INVENTORY,
+        name: MEMBER,
+        provider_file: &provider_file,
+    };
+
+    // 1. It lists the member's Deployments through tether-credential.
+    scenario.create_deployment(1, "web", 1).await.unwrap();
+    let ns = scenario.namespace.clone();
+    let (web, after) = (format!("{ns}/web"), format!("{ns}/after"));
+    let (status, lines, stderr) = interop_client::run(
+        interop_client::command(&profile_ref, &["--once", "--namespace", &ns]).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(status.success(), "{status}: {lines:?} {stderr}");
+    assert!(is_list_with(&lines[0], &web), "{lines:?}");
+
+    // 2. The token is rotated in the Secret and the old one revoked, while it lists every
+    // 500 ms and watches.
+    let mut running = Running::spawn(
+        interop_client::command(
+            &profile_ref,
+            &["--namespace", &ns, "--list-interval", "500ms"],
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    running
+        .until("synced", |l| l["kind"] == "synced")
+        .await
+        .unwrap();
+    let member = scenario.member(1).clone();
+    let old_token = scenario.registered_tokens[0].clone();
+    let new_token = member.mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    scenario
+        .plane
+        .write_secret(MEMBER, &new_token, member.ca_pem())
+        .await
+        .unwrap();
+    let revocation = member.revoke(&ns, "agent-a", &old_token).await.unwrap();
+    scenario.create_deployment(1, "after", 1).await.unwrap();
+    running
+        .until("ADDED after", |l| is_added(l, &after))
+        .await
+        .unwrap();
+    running
+        .until("a list with after", |l| is_list_with(l, &after))
+        .await
+        .unwrap();
+    let (status, seen, stderr) = running.terminate().await.unwrap();
+    println!(
+        "the old token met 401 {revocation:?} after its ServiceAccount was deleted; {} lines \
+         in all, none failed; stderr {stderr:?}",
+        seen.len()
+    );
+    assert!(status.success(), "{status}: {stderr}");
+    let failed: Vec<&String> = seen.iter().filter(|l| l.contains("\"ok\":false")).collect();
+    assert!(
+        failed.is_empty(),
+        "a request failed across the rotation: {failed:?}"
+    );
+    for secret in [&old_token, &new_token, &token] {
+        assert!(
+            !seen.iter().any(|l| l.contains(secret.as_str())) && !stderr.contains(secret.as_str()),
+            "a token was printed"
+        );
+    }
+}

@@ -1,0 +1,326 @@
+//! `--publish-clusterprofiles`: the collector keeps a SIG-Multicluster ClusterProfile per
+//! member current on a real control plane, deletes it with the member, writes nothing while
+//! another replica holds the Lease, and collects the garbage once it leads.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use cluster_registry::{
+    clusterprofile::{
+        CLUSTER_MANAGER_LABEL, CONTROL_PLANE_HEALTHY, ClusterProfile, EXEC_EXTENSION,
+    },
+    karmada::Cluster,
+};
+use e2e::{
+    clusterprofiles::{Inventory, condition, has_condition},
+    karmada_plane::SECRET_NAMESPACE,
+    scenario::Scenario,
+};
+use k8s_openapi::{
+    api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::MicroTime, jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+const PROBE: Duration = Duration::from_secs(1);
+/// Start-up: the registry lists, the member is probed, the CRD (installed after the collector
+/// started) is served and a write retried.
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(10);
+const LEASE: Duration = Duration::from_secs(4);
+/// The lease of the fake holder: long next to its 1 s renewals.
+const HELD: Duration = Duration::from_secs(8);
+const FLEET: &str = "fleet";
+
+fn healthy(profile: Option<&ClusterProfile>) -> bool {
+    has_condition(profile, CONTROL_PLANE_HEALTHY, "True", "MemberReady")
+        && has_condition(profile, "CredentialsValid", "True", "CredentialsAccepted")
+        && profile.is_some_and(|p| p.status.as_ref().is_some_and(|s| s.version.is_some()))
+}
+
+fn transition_time(profile: &ClusterProfile, type_: &str) -> Timestamp {
+    let status = profile.status.as_ref().unwrap();
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap()
+        .last_transition_time
+        .0
+}
+
+#[tokio::test]
+async fn a_member_is_published_follows_its_health_and_goes_with_it() {
+    let s = Scenario::start_with(1, PROBE, &["--publish-clusterprofiles", FLEET])
+        .await
+        .unwrap();
+    let inventory = Inventory::install(s.plane.client(), FLEET).await.unwrap();
+    let member = s.member(1).clone();
+    let version = member
+        .admin_client()
+        .unwrap()
+        .apiserver_version()
+        .await
+        .unwrap()
+        .git_version;
+
+    let served = tokio::time::Instant::now();
+    let profile = inventory
+        .wait_for("member1", "healthy", START, healthy)
+        .await
+        .unwrap()
+        .unwrap();
+    eprintln!("published {:?} after the CRD was served", served.elapsed());
+    let labels = profile.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get(CLUSTER_MANAGER_LABEL).map(String::as_str),
+        Some("tether")
+    );
+    assert_eq!(profile.spec.cluster_manager.name, "tether");
+    assert_eq!(profile.spec.display_name.as_deref(), Some("member1"));
+    let status = profile.status.clone().unwrap();
+    assert_eq!(
+        status.version.as_ref().unwrap().kubernetes.as_deref(),
+        Some(version.as_str())
+    );
+    assert_eq!(status.access_providers.len(), 1);
+    let provider = &status.access_providers[0];
+    assert_eq!(provider.name, "tether");
+    assert_eq!(provider.cluster.server, member.endpoint());
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(
+            provider
+                .cluster
+                .certificate_authority_data
+                .as_deref()
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(String::from_utf8(ca).unwrap(), member.ca_pem());
+    assert_eq!(
+        provider.cluster.extension(EXEC_EXTENSION),
+        Some(&json!({
+            "member": "member1",
+            "secretRef": { "namespace": SECRET_NAMESPACE, "name": "member1" },
+        }))
+    );
+    let written = serde_json::to_string(&profile).unwrap();
+    assert!(
+        !written.contains(&s.registered_tokens[0]),
+        "the profile never holds the token"
+    );
+
+    // Probes go on; a transition time moves only when the status does.
+    let since = transition_time(&profile, CONTROL_PLANE_HEALTHY);
+    tokio::time::sleep(3 * PROBE).await;
+    let again = inventory.get("member1").await.unwrap().unwrap();
+    assert_eq!(transition_time(&again, CONTROL_PLANE_HEALTHY), since);
+
+    // A token the member rejects: ControlPlaneHealthy follows Ready to False.
+    s.plane
+        .write_secret("member1", "not-a-token", member.ca_pem())
+        .await
+        .unwrap();
+    let rejected = tokio::time::Instant::now();
+    let broken = inventory
+        .wait_for("member1", "Unauthorized", CONVERGE, |p| {
+            has_condition(p, CONTROL_PLANE_HEALTHY, "False", "Unauthorized")
+                && has_condition(p, "CredentialsValid", "False", "Unauthorized")
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "ControlPlaneHealthy=False {:?} after the token was replaced",
+        rejected.elapsed()
+    );
+    assert!(transition_time(&broken, CONTROL_PLANE_HEALTHY) > since);
+    assert_eq!(
+        broken.status.as_ref().unwrap().access_providers.len(),
+        1,
+        "the member is still where it was"
+    );
+    // The Karmada Cluster says the same (its own writer may be a moment behind): both follow
+    // one status.
+    s.wait_condition("member1", "Ready", "False", "Unauthorized", CONVERGE)
+        .await
+        .unwrap();
+    assert_eq!(
+        condition(&broken, CONTROL_PLANE_HEALTHY),
+        Some(("False".to_owned(), "Unauthorized".to_owned()))
+    );
+
+    // The Cluster is deleted: so is its profile.
+    Api::<Cluster>::all(s.plane.client().clone())
+        .delete("member1", &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleted = tokio::time::Instant::now();
+    inventory
+        .wait_for("member1", "deleted", CONVERGE, |p| p.is_none())
+        .await
+        .unwrap();
+    eprintln!("profile deleted {:?} after its Cluster", deleted.elapsed());
+}
+
+/// A Lease `someone-else` holds and renews every second until the task is aborted.
+async fn hold_the_lease(s: &Scenario) -> tokio::task::JoinHandle<()> {
+    let leases = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system");
+    let mut held: Lease = serde_json::from_value(json!({
+        "metadata": { "name": "tether-collector" },
+        "spec": { "holderIdentity": "someone-else", "leaseDurationSeconds": HELD.as_secs() },
+    }))
+    .unwrap();
+    if let Some(spec) = held.spec.as_mut() {
+        spec.acquire_time = Some(MicroTime(Timestamp::now()));
+        spec.renew_time = Some(MicroTime(Timestamp::now()));
+    }
+    leases.create(&PostParams::default(), &held).await.unwrap();
+    tokio::spawn(async move {
+        loop {
+            let renew = json!({ "spec": { "renewTime": MicroTime(Timestamp::now()) } });
+            leases
+                .patch(
+                    "tether-collector",
+                    &PatchParams::default(),
+                    &Patch::Merge(renew),
+                )
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garbage() {
+    // The scenario's own collector neither writes nor publishes.
+    let s = Scenario::start_with(1, PROBE, &["--write-status=false"])
+        .await
+        .unwrap();
+    let inventory = Inventory::install(s.plane.client(), FLEET).await.unwrap();
+    // Left by an earlier run for a member that is gone, and another manager's profiles, one
+    // of them under member1's name.
+    inventory.create_as("ghost", "tether").await.unwrap();
+    inventory
+        .create_as("member1", "open-cluster-management")
+        .await
+        .unwrap();
+    inventory
+        .create_as("elsewhere", "open-cluster-management")
+        .await
+        .unwrap();
+    // A Cluster Tether cannot use (plain http to loopback): it is published all the same.
+    let broken: Cluster = serde_json::from_value(json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+        "metadata": { "name": "broken" },
+        "spec": {
+            "syncMode": "Push",
+            "apiEndpoint": "http://127.0.0.1:1",
+            "secretRef": { "namespace": SECRET_NAMESPACE, "name": "member1" },
+        },
+    }))
+    .unwrap();
+    Api::<Cluster>::all(s.plane.client().clone())
+        .create(&PostParams::default(), &broken)
+        .await
+        .unwrap();
+    let holder = hold_the_lease(&s).await;
+
+    let lease = LEASE.as_secs().to_string();
+    let mut b = s
+        .start_collector(&[
+            "--publish-clusterprofiles",
+            FLEET,
+            "--write-status=false",
+            "--leader-election-identity",
+            "replica-b",
+            "--leader-election-lease-seconds",
+            &lease,
+        ])
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + START;
+    loop {
+        let member_ready = b
+            .metric("tether_member_ready", "member=\"member1\"")
+            .await
+            .unwrap();
+        let (status, _) = b.get("/api/v1/clusters/broken").await.unwrap();
+        if member_ready == 1.0 && status == 200 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "replica-b never saw both members"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Every member listed and probed, and more than a retry period: a follower writes nothing.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(b.metric("tether_leader", "").await.unwrap(), 0.0);
+    assert!(
+        inventory.get("broken").await.unwrap().is_none(),
+        "a follower published"
+    );
+    assert!(
+        inventory.get("ghost").await.unwrap().is_some(),
+        "a follower collected"
+    );
+
+    // The holder dies: b leads once the Lease expires.
+    holder.abort();
+    let released = tokio::time::Instant::now();
+    let broken = inventory
+        .wait_for("broken", "published", HELD + LEASE + CONVERGE, |p| {
+            has_condition(p, CONTROL_PLANE_HEALTHY, "False", "EndpointForbidden")
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "replica-b published {:?} after the holder stopped renewing (lease {HELD:?})",
+        released.elapsed()
+    );
+    let status = broken.status.unwrap();
+    assert!(
+        status.access_providers.is_empty(),
+        "no way in to an unusable definition"
+    );
+    assert_eq!(
+        condition_status(&status.conditions, "CredentialsValid"),
+        Some("Unknown")
+    );
+    inventory
+        .wait_for("ghost", "collected", CONVERGE, |p| p.is_none())
+        .await
+        .unwrap();
+    // Another manager's profiles stay as they were, even under a member's name.
+    for name in ["member1", "elsewhere"] {
+        let kept = inventory.get(name).await.unwrap().unwrap();
+        assert_eq!(
+            kept.spec.cluster_manager.name, "open-cluster-management",
+            "{name}"
+        );
+        assert!(kept.status.is_none(), "{name} was written");
+    }
+    b.stop().await;
+}
+
+fn condition_status<'a>(
+    conditions: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    type_: &str,
+) -> Option<&'a str> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.as_str())
+}
