@@ -13,6 +13,11 @@ echo "test: using kube-apiserver and etcd from $KUBEBUILDER_ASSETS" >&2
 interop_bin="$(hack/interop.sh)"
 echo "test: using the interop programs in $interop_bin" >&2
 
+# The pinned Go tools the tests run (hack/tools/*/: helm, kustomize, promtool): build or reuse
+# .tools/bin here, so that no test spends its time budget building one.
+tools_bin="$(hack/tools.sh)"
+echo "test: using helm, kustomize and promtool from $tools_bin" >&2
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 

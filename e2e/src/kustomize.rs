@@ -1,9 +1,9 @@
 //! A minimal kustomize: renders our kustomizations without a kustomize binary.
 //!
 //! [`build`] covers only what `deploy/kustomize` uses (`resources` files and directories,
-//! `components`, inline JSON 6902 `add` patches with a `target`, `$patch: delete` patches). It refuses
-//! anything else rather than render it wrongly. [`kubectl_kustomize`] runs the real thing, for
-//! a test that compares the two where kubectl is installed.
+//! `components`, inline JSON 6902 `add` patches with a `target`, `$patch: delete` patches). It
+//! refuses anything else rather than render it wrongly. [`kustomize_build`] runs the real
+//! thing, the pinned kustomize `hack/tools.sh` builds, for a test that compares the two.
 
 use std::{collections::BTreeSet, path::Path, process::Command};
 
@@ -237,25 +237,25 @@ fn json6902_add(object: &mut Value, operation: &serde_yaml::Value) -> anyhow::Re
     Ok(())
 }
 
-/// Runs `kubectl kustomize` on a kustomization (`KUBECTL`, else `kubectl` on `PATH`), to
-/// compare [`build`] with.
+/// Runs `kustomize build` on a kustomization with the pinned kustomize (built or found by
+/// `hack/tools.sh`), to compare [`build`] with.
 ///
 /// # Errors
-/// No kubectl, or kubectl failing or printing what does not parse.
-pub fn kubectl_kustomize(dir: &Path) -> anyhow::Result<Vec<Value>> {
-    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_owned());
-    let output = Command::new(&kubectl)
-        .arg("kustomize")
+/// No kustomize (it cannot be built), or kustomize failing or printing what does not parse.
+pub fn kustomize_build(dir: &Path) -> anyhow::Result<Vec<Value>> {
+    let kustomize = testkit::tools::binary("kustomize")?;
+    let output = Command::new(&kustomize)
+        .arg("build")
         .arg(dir)
         .output()
-        .with_context(|| format!("running {kubectl} (set KUBECTL or put kubectl on PATH)"))?;
+        .with_context(|| format!("running {}", kustomize.display()))?;
     ensure!(
         output.status.success(),
-        "kubectl kustomize {}: {}",
+        "kustomize build {}: {}",
         dir.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    parse_documents(&String::from_utf8(output.stdout)?, "kubectl kustomize")
+    parse_documents(&String::from_utf8(output.stdout)?, "kustomize build")
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use crate::manifest::{ObjectId, of_kind};
 /// Field manager of the applies.
 const MANAGER: &str = "tether-e2e";
 
-/// Namespaces the objects use but do not define.
-fn prerequisite_namespaces(objects: &[Value]) -> BTreeSet<String> {
+/// Namespaces the objects use but do not define: those that must exist before an install.
+pub fn prerequisite_namespaces(objects: &[Value]) -> BTreeSet<String> {
     let defined: BTreeSet<_> = of_kind(objects, "Namespace")
         .filter_map(|n| Some(ObjectId::of(n).ok()?.name))
         .collect();

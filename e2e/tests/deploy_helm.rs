@@ -1,23 +1,30 @@
 //! The Helm chart (`deploy/helm/tether`) against a real kube-apiserver, as the kustomize
-//! manifests are in `deploy_kustomize.rs`. Rendering needs a `helm` binary (`HELM` or `helm`
-//! on `PATH`): the test that renders is ignored by default and fails when run without one.
+//! manifests are in `deploy_kustomize.rs`: `helm lint`, `helm template` with the defaults and
+//! with each values file in `ci/`, and a server-side dry-run apply with strict field validation
+//! of every rendering. helm is the pinned one `hack/tools.sh` builds (`testkit::tools`).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod deploy_support;
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, path::Path};
 
+use clap::Parser as _;
+use cluster_registry::clusterprofile::ProviderFile;
+use collector::cli::{Args, MembersFrom};
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
-    id, network::assert_network_policy, workload::assert_collector_workload,
+    expected_grants, grants, id,
+    network::assert_network_policy,
+    workload::{assert_collector_workload, collector_container},
 };
 use e2e::{
-    helm::helm_template,
+    helm::{self, helm_template},
     kustomize,
-    manifest::{chart_dir, generated_crd_path, kustomize_dir, load_documents, of_kind},
-    manifest_apply::apply,
-    rbac_grants::COLLECTOR_SA,
+    manifest::{chart_dir, generated_crd_path, kustomize_dir, load_documents, of_kind, typed},
+    manifest_apply::{apply, prerequisite_namespaces},
+    rbac_grants::{COLLECTOR_SA, api_reader_role, rbac_grants},
 };
+use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::Value;
 use testkit::Environment;
 
@@ -34,7 +41,6 @@ fn helm_chart_crd_is_the_generated_one() {
 }
 
 #[tokio::test]
-#[ignore = "needs a helm binary"]
 async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     let env = Environment::with_members(0).await.unwrap();
     let client = env.control_plane().admin_client().unwrap();
@@ -133,4 +139,209 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     base.extend(kustomize::build(&kustomize_dir("base")).unwrap());
     base.retain(|o| id(o).kind != "Namespace");
     assert_eq!(places(&objects), places(&base));
+}
+
+#[test]
+fn helm_lint_passes_with_the_defaults_and_every_ci_values_file() {
+    let version = helm::kube_version().unwrap();
+    helm::helm_lint(&version, None).unwrap();
+    for file in helm::ci_values_files().unwrap() {
+        helm::helm_lint(&version, Some(&file))
+            .unwrap_or_else(|err| panic!("{}: {err:#}", file.display()));
+    }
+}
+
+/// Grants every mode has: the access reviews in front of the collector's API.
+const REVIEW_GRANTS: &[&str] = &[
+    "cluster authentication.k8s.io/tokenreviews create",
+    "cluster authorization.k8s.io/subjectaccessreviews create",
+];
+
+/// What a values file in `ci/` selects, and the exact RBAC it renders.
+struct Case {
+    /// The file name under `ci/`.
+    file: &'static str,
+    members_from: MembersFrom,
+    /// The namespaces the member source reads (`--argocd-namespace`, `--kubeconfig-namespace`
+    /// or `--clusterprofile-namespace`); none for Karmada, whose Clusters are cluster-scoped.
+    namespaces: &'static [&'static str],
+    /// The grants besides [`REVIEW_GRANTS`]; for Karmada, [`expected_grants`] decides from
+    /// what the collector writes.
+    grants: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        file: "beside-karmada-values.yaml",
+        members_from: MembersFrom::Karmada,
+        namespaces: &[],
+        grants: &[],
+    },
+    Case {
+        file: "publish-clusterprofiles-values.yaml",
+        members_from: MembersFrom::Karmada,
+        namespaces: &[],
+        grants: &[],
+    },
+    Case {
+        file: "argocd-values.yaml",
+        members_from: MembersFrom::Argocd,
+        namespaces: &["argocd"],
+        grants: &["argocd core/secrets get,list,watch"],
+    },
+    Case {
+        file: "capi-values.yaml",
+        members_from: MembersFrom::Capi,
+        namespaces: &["fleet-a", "fleet-b"],
+        grants: &[
+            "fleet-a core/secrets get,list,watch",
+            "fleet-b core/secrets get,list,watch",
+        ],
+    },
+    Case {
+        file: "kubeconfig-values.yaml",
+        members_from: MembersFrom::Kubeconfig,
+        namespaces: &["flux-system"],
+        grants: &["flux-system core/secrets get,list,watch"],
+    },
+    Case {
+        file: "clusterprofile-values.yaml",
+        members_from: MembersFrom::Clusterprofile,
+        namespaces: &["open-cluster-management", "fleet-inventory"],
+        grants: &[
+            "open-cluster-management multicluster.x-k8s.io/clusterprofiles get,list,watch",
+            "fleet-inventory multicluster.x-k8s.io/clusterprofiles get,list,watch",
+        ],
+    },
+];
+
+/// The collector's flags as the Deployment gives them, parsed by its real command line.
+fn collector_args(objects: &[Value], what: &str) -> Args {
+    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap()).unwrap();
+    let argv = std::iter::once("collector".to_owned())
+        .chain(collector_container(&deployment).args.clone().unwrap());
+    Args::try_parse_from(argv)
+        .unwrap_or_else(|err| panic!("{what}: the collector refuses its args: {err}"))
+}
+
+/// The checks a listed values file gets on top of rendering and the dry-run: the member source
+/// and its namespaces, the namespaces that must exist first, the exact RBAC, and for
+/// ClusterProfiles the provider file the collector is pointed at.
+fn assert_case(case: &Case, objects: &[Value]) {
+    let what = case.file;
+    let args = collector_args(objects, what);
+    assert_eq!(args.members_from, case.members_from, "{what}");
+    let namespaces = match case.members_from {
+        MembersFrom::Argocd => &args.argocd_namespace,
+        MembersFrom::Capi | MembersFrom::Kubeconfig => &args.kubeconfig_namespace,
+        MembersFrom::Clusterprofile => &args.clusterprofile_namespace,
+        _ => &Vec::new(),
+    };
+    assert_eq!(namespaces, case.namespaces, "{what}: the namespaces read");
+    // What exists before `helm install --create-namespace`: the release's namespace, those the
+    // member source reads and, for Karmada, its Secrets' and (writing status) the Events'.
+    let mut before: BTreeSet<&str> = case.namespaces.iter().copied().collect();
+    before.insert(COLLECTOR_SA.0);
+    if case.members_from == MembersFrom::Karmada {
+        before.insert(KARMADA_SECRETS);
+        if args.write_status {
+            before.insert(EVENTS_NAMESPACE);
+        }
+    }
+    before.extend(args.publish_clusterprofiles.as_deref());
+    let used = prerequisite_namespaces(objects);
+    assert_eq!(
+        used.iter().map(String::as_str).collect::<BTreeSet<_>>(),
+        before,
+        "{what}: the namespaces used but not created"
+    );
+    let expected = if case.members_from == MembersFrom::Karmada {
+        expected_grants(Writes {
+            status: args.write_status,
+            profiles: args.publish_clusterprofiles.is_some(),
+        })
+    } else {
+        grants(REVIEW_GRANTS)
+            .into_iter()
+            .chain(grants(case.grants))
+            .collect()
+    };
+    let actual = rbac_grants(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
+    assert_eq!(actual, expected, "{what}: the collector's RBAC");
+    api_reader_role(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
+    assert!(
+        of_kind(objects, "CustomResourceDefinition")
+            .next()
+            .is_none(),
+        "{what}: the CRD is installed by the defaults only"
+    );
+
+    // The ConfigMap holds a provider file the collector accepts, mounted where its flag says.
+    let config_maps: Vec<_> = of_kind(objects, "ConfigMap").collect();
+    let Some(file) = args.clusterprofile_provider_file else {
+        assert!(config_maps.is_empty(), "{what}: no ConfigMap");
+        return;
+    };
+    assert_eq!(
+        config_maps.len(),
+        1,
+        "{what}: the provider file's ConfigMap"
+    );
+    let key = file.file_name().unwrap().to_str().unwrap();
+    let raw = config_maps[0]["data"][key].as_str().unwrap();
+    let providers = ProviderFile::parse(raw.as_bytes()).unwrap();
+    assert!(providers.names().next().is_some(), "{what}: a provider");
+    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap()).unwrap();
+    let mount = collector_container(&deployment)
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| Path::new(&m.mount_path) == file.parent().unwrap())
+        .unwrap_or_else(|| panic!("{what}: nothing mounted at {}", file.display()));
+    let pod = deployment.spec.as_ref().unwrap().template.spec.as_ref();
+    let volume = pod
+        .unwrap()
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name);
+    assert_eq!(
+        volume
+            .and_then(|v| v.config_map.as_ref())
+            .map(|c| c.name.as_str()),
+        Some(id(config_maps[0]).name.as_str()),
+        "{what}: the mount is the ConfigMap"
+    );
+}
+
+/// Every values file in `ci/` renders and is accepted by a real apiserver; those in [`CASES`]
+/// are checked further ([`assert_case`]). A file not listed still gets the dry-run, with the
+/// namespaces it uses but does not create taken as existing.
+#[tokio::test]
+async fn every_ci_values_file_renders_and_is_accepted_by_a_real_apiserver() {
+    let files = helm::ci_values_files().unwrap();
+    let names: Vec<_> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    for case in CASES {
+        assert!(names.iter().any(|n| n == case.file), "no ci/{}", case.file);
+    }
+    let env = Environment::with_members(0).await.unwrap();
+    let client = env.control_plane().admin_client().unwrap();
+    let version = helm::kube_version().unwrap();
+    for (file, name) in files.iter().zip(&names) {
+        let objects =
+            helm_template(&version, Some(file)).unwrap_or_else(|err| panic!("{name}: {err:#}"));
+        match CASES.iter().find(|case| case.file == name) {
+            Some(case) => assert_case(case, &objects),
+            None => eprintln!("ci/{name}: rendered and applied, but not listed in CASES"),
+        }
+        let prerequisites = prerequisite_namespaces(&objects);
+        let prerequisites: Vec<&str> = prerequisites.iter().map(String::as_str).collect();
+        let accepted = apply(&client, &objects, &prerequisites)
+            .await
+            .unwrap_or_else(|err| panic!("{name}: {err:#}"));
+        assert_eq!(accepted.len(), objects.len(), "{name}");
+    }
 }
