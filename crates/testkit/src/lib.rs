@@ -34,9 +34,11 @@
 //! push-mode members, the way Karmada stores them. [`CollectorProcess`] runs Tether's
 //! `collector` binary against a control plane ([`control_plane_flags`]) as a child process.
 //!
-//! # Interop programs
+//! # Interop programs and tools
 //! [`interop::binary`] builds (or reuses) a Go program under `e2e/interop/` with
 //! `hack/interop.sh`, so a test can run a real client-go consumer against the harness.
+//! [`tools::binary`] does the same for the pinned Go tools under `hack/tools/` (`helm`,
+//! `kustomize`, `promtool`), built by `hack/tools.sh`.
 //!
 //! # What it needs
 //! The `kube-apiserver` and `etcd` binaries: from `$KUBEBUILDER_ASSETS` if set (the envtest
@@ -76,6 +78,7 @@ mod config;
 pub mod crd;
 mod environment;
 mod etcd;
+mod hack_script;
 pub mod interop;
 #[cfg(feature = "k3s")]
 mod k3s;
@@ -86,6 +89,7 @@ mod plain_http;
 mod ports;
 mod process;
 mod service_account;
+pub mod tools;
 mod workload;
 
 pub use apiserver::Apiserver;
