@@ -7,8 +7,8 @@
 #   bin="$(hack/tools.sh NAME...)"      # only these; the binary is "$bin/NAME"
 #
 # stdout carries only the absolute bin directory, <repo>/.tools/bin; progress goes to stderr.
-# Each binary has a stamp, the sha256 of its wrapper's go.mod, go.sum and optional ldflags file,
-# and is rebuilt only when those change. The build uses the machine's Go (>= GO_MIN_VERSION from
+# Each binary has a stamp, the sha256 of its wrapper's go.mod, go.sum and optional ldflags and
+# tags files, and is rebuilt only when those change. The build uses the machine's Go (>= GO_MIN_VERSION from
 # hack/versions.env, GOTOOLCHAIN=local: no toolchain is downloaded) and the committed go.sum
 # (-mod=readonly); a cold module cache fetches the modules from the Go module proxy.
 set -euo pipefail
@@ -45,7 +45,7 @@ fi
 # The inputs of a build, in a fixed order; a missing file counts as empty.
 stamp_for() { # <wrapper dir>
   local f
-  for f in go.mod go.sum ldflags; do
+  for f in go.mod go.sum ldflags tags; do
     printf '%s\n' "$f"
     cat "$1/$f" 2>/dev/null || true
   done | sha256sum | cut -d' ' -f1
@@ -114,12 +114,18 @@ for name in "${stale[@]}"; do
     ldflags+=" $(sed -e 's/#.*//' "$dir/ldflags" | tr '\n' ' ')"
     ldflags="${ldflags//@VERSION@/$version}"
   fi
+  # Build tags (same syntax), e.g. to leave out what the tests never use and would only slow
+  # the build.
+  tags=""
+  if [[ -f $dir/tags ]]; then
+    tags="$(sed -e 's/#.*//' "$dir/tags" | tr -s ' \n' ',' | sed -e 's/^,//' -e 's/,$//')"
+  fi
   tmp="$bin_dir/.$name.tmp.$$"
   tmp_files+=("$tmp" "$tmp.stamp")
   start=$SECONDS
-  log "building $name ($module $version) with $go_version; a cold Go cache takes minutes"
+  log "building $name ($module $version${tags:+, tags $tags}) with $go_version; a cold Go cache takes minutes"
   # In the background so that a TERM/INT to this script also stops the build (see cleanup).
-  (cd "$dir" && exec "$GO" build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") >&2 &
+  (cd "$dir" && exec "$GO" build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$tmp" "$pkg") >&2 &
   build_pid=$!
   wait "$build_pid" || { build_pid=; die "building $name failed"; }
   build_pid=
