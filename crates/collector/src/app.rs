@@ -89,7 +89,7 @@ pub async fn run(
     };
     let (registry, events, driver) = builder.build();
     metrics.watch_token_cache("members", registry.tokens().clone());
-    metrics.watch_registry(registry.clone());
+    metrics.watch_registry(registry.clone(), args.members_from);
 
     let mirror = Mirror::default();
     let identity = args.identity();

@@ -7,6 +7,7 @@
 //! recorded through [`Metrics`].
 
 mod insecure;
+mod member_info;
 mod scrape;
 
 use std::{fmt, sync::Arc, time::Duration};
@@ -17,7 +18,9 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
+use crate::cli::MembersFrom;
 use insecure::InsecureMembers;
+use member_info::MemberInfo;
 use scrape::{MemberEntry, Watched, failure_kind_label};
 
 /// Upper bounds of `tether_rotation_to_use_seconds`, from 1 ms to 60 s. A rotation picked up
@@ -50,9 +53,9 @@ struct Inner {
     registry: Registry,
     watched: Arc<Watched>,
     rotation_to_use: Histogram,
-    leader: Gauge,
     source_listed: Family<Vec<(String, String)>, Gauge>,
     insecure: Arc<InsecureMembers>,
+    member_info: Arc<MemberInfo>,
 }
 
 impl Metrics {
@@ -66,11 +69,14 @@ impl Metrics {
             Unit::Seconds,
             rotation_to_use.clone(),
         );
-        let leader = Gauge::default();
+        let build_info = Family::<[(&str, &str); 1], Gauge>::default();
+        build_info
+            .get_or_create(&[("version", env!("CARGO_PKG_VERSION"))])
+            .set(1);
         registry.register(
-            "leader",
-            "1 while this replica holds the leader-election Lease and writes status (1 without leader election)",
-            leader.clone(),
+            "build_info",
+            "1, labelled with the collector's version",
+            build_info,
         );
         let source_listed = Family::<Vec<(String, String)>, Gauge>::default();
         registry.register(
@@ -82,14 +88,16 @@ impl Metrics {
         registry.register_collector(Box::new(Arc::clone(&watched)));
         let insecure = Arc::new(InsecureMembers::default());
         registry.register_collector(Box::new(Arc::clone(&insecure)));
+        let member_info = Arc::new(MemberInfo::new(Arc::clone(&watched)));
+        registry.register_collector(Box::new(Arc::clone(&member_info)));
         Self {
             inner: Arc::new(Inner {
                 registry,
                 watched,
                 rotation_to_use,
-                leader,
                 source_listed,
                 insecure,
+                member_info,
             }),
         }
     }
@@ -103,9 +111,15 @@ impl Metrics {
             .insert(name.to_owned(), cache);
     }
 
-    /// Reports `tether_insecure_members` from `registry` at each scrape.
-    pub(crate) fn watch_registry(&self, registry: cluster_registry::Registry) {
-        self.inner.insecure.watch(registry);
+    /// Reports `tether_insecure_members` and the endpoints in `tether_member_info` from
+    /// `registry` at each scrape; `members_from` is every member's `source` label.
+    pub(crate) fn watch_registry(
+        &self,
+        registry: cluster_registry::Registry,
+        members_from: MembersFrom,
+    ) {
+        self.inner.insecure.watch(registry.clone());
+        self.inner.member_info.watch(registry, members_from);
     }
 
     /// Reports `member`'s 401s, retries and credential state from `health`, and counts it in
@@ -151,9 +165,9 @@ impl Metrics {
             .set(i64::from(listed));
     }
 
-    /// Sets `tether_leader` to 1 or 0.
+    /// Sets `tether_leader` to 1 or 0; until the first call it has no sample.
     pub(crate) fn set_leader(&self, leader: bool) {
-        self.inner.leader.set(i64::from(leader));
+        self.inner.watched.set_leader(leader);
     }
 
     /// Sets `tether_member_ready{member}` to 1 or 0.

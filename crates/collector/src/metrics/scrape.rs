@@ -34,6 +34,9 @@ pub(super) struct MemberEntry {
 pub(super) struct Watched {
     token_caches: RwLock<BTreeMap<String, TokenCache>>,
     members: RwLock<BTreeMap<String, MemberEntry>>,
+    /// `None` until leadership is first known: a collector that writes no status has no
+    /// leader, and exporting 0 for it would page `TetherNoLeader` on every such deployment.
+    leader: RwLock<Option<bool>>,
 }
 
 /// Label pairs of one sample.
@@ -91,6 +94,28 @@ impl Watched {
 
     pub(super) fn members_mut(&self) -> RwLockWriteGuard<'_, BTreeMap<String, MemberEntry>> {
         self.members.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn set_leader(&self, leader: bool) {
+        *self.leader.write().unwrap_or_else(PoisonError::into_inner) = Some(leader);
+    }
+
+    fn leader(&self) -> Option<bool> {
+        *self.leader.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `tether_leader`: its descriptor always, its one sample once leadership is known.
+fn leader_family(leader: Option<bool>) -> Family<'static> {
+    Family {
+        name: "leader",
+        help: "1 while this replica holds the leader-election Lease and writes status (1 \
+               without leader election); absent while it writes no status",
+        kind: MetricType::Gauge,
+        samples: leader
+            .map(|leader| (Vec::new(), u64::from(leader)))
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -274,6 +299,7 @@ impl Collector for Watched {
         for family in token_cache_families(&caches)
             .iter()
             .chain(&member_families(&members))
+            .chain([&leader_family(self.leader())])
         {
             family.encode(&mut encoder)?;
         }

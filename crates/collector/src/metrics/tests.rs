@@ -190,3 +190,106 @@ fn a_credential_expiry_is_exported_per_member_and_only_when_known() {
         "an opaque token has no expiry: {text}"
     );
 }
+
+#[test]
+fn build_info_carries_the_crate_version() {
+    let text = Metrics::new().encode().unwrap();
+    let want = format!(
+        r#"tether_build_info{{version="{}"}} 1"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(lines(&text).contains(&want.as_str()), "{text}");
+}
+
+#[test]
+fn leader_has_no_sample_until_leadership_is_known() {
+    let metrics = Metrics::new();
+    let text = metrics.encode().unwrap();
+    assert!(
+        lines(&text).contains(&"# TYPE tether_leader gauge"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("tether_leader ")),
+        "a collector that writes no status must not look leaderless: {text}"
+    );
+    metrics.set_leader(false);
+    assert!(lines(&metrics.encode().unwrap()).contains(&"tether_leader 0"));
+    metrics.set_leader(true);
+    assert!(lines(&metrics.encode().unwrap()).contains(&"tether_leader 1"));
+}
+
+fn registry() -> cluster_registry::Registry {
+    cluster_registry::RegistryBuilder::new().build().0
+}
+
+#[test]
+fn member_info_labels_every_member_with_its_source_and_credential_kind() {
+    let metrics = Metrics::new();
+    metrics.watch_registry(registry(), MembersFrom::Capi);
+    let (used, unused) = (CredentialHealth::new(), CredentialHealth::new());
+    metrics.watch_member("m1", used.clone());
+    metrics.watch_member("m2", unused);
+    // A member without a client (an invalid definition) is still described.
+    metrics.set_member_ready("m3", false);
+    used.using(&member_client::Credential::from_token_bytes(TOKEN.as_bytes()).unwrap());
+
+    let text = metrics.encode().unwrap();
+    let lines = lines(&text);
+    for want in [
+        "# TYPE tether_member_info gauge",
+        r#"tether_member_info{member="m1",source="capi",endpoint_host="",kind="token"} 1"#,
+        r#"tether_member_info{member="m2",source="capi",endpoint_host="",kind="unknown"} 1"#,
+        r#"tether_member_info{member="m3",source="capi",endpoint_host="",kind="unknown"} 1"#,
+    ] {
+        assert!(lines.contains(&want), "missing {want:?} in\n{text}");
+    }
+    assert!(!text.contains(TOKEN), "token leaked into /metrics:\n{text}");
+
+    metrics.forget_member("m1");
+    assert!(!metrics.encode().unwrap().contains(r#"member="m1""#));
+}
+
+#[test]
+fn member_info_has_no_samples_before_there_is_a_registry() {
+    let metrics = Metrics::new();
+    metrics.watch_member("m1", CredentialHealth::new());
+    let text = metrics.encode().unwrap();
+    assert!(!text.contains("tether_member_info{"), "{text}");
+}
+
+#[test]
+fn member_info_takes_the_host_from_the_endpoint_the_registry_gives() {
+    let watched = scrape::Watched::default();
+    watched
+        .members_mut()
+        .insert("m1".into(), MemberEntry::default());
+    watched
+        .members_mut()
+        .insert("m2".into(), MemberEntry::default());
+    let endpoint = |name: &str| (name == "m1").then(|| "https://u:pw@api.m1.example:6443/x".into());
+    let labels = member_info::info_labels(&watched, "karmada", endpoint);
+    let hosts: Vec<_> = labels
+        .iter()
+        .map(|l| (l.member.as_str(), l.endpoint_host.as_str()))
+        .collect();
+    assert_eq!(hosts, [("m1", "api.m1.example"), ("m2", "")]);
+    assert!(
+        labels
+            .iter()
+            .all(|l| l.source == "karmada" && l.kind == "unknown")
+    );
+}
+
+#[rstest::rstest]
+#[case::name_and_port("https://api.example.com:6443", Some("api.example.com"))]
+#[case::no_port("https://api.example.com", Some("api.example.com"))]
+#[case::ipv4("https://10.0.0.1:6443/", Some("10.0.0.1"))]
+#[case::ipv6_in_brackets("https://[fd00::1]:6443", Some("[fd00::1]"))]
+#[case::user_info_never_reaches_a_label("https://admin:hunter2@10.0.0.1:6443", Some("10.0.0.1"))]
+#[case::path_dropped("https://proxy.example/k8s/clusters/c-1", Some("proxy.example"))]
+#[case::not_a_url("not a url", None)]
+#[case::empty("", None)]
+fn endpoint_host_is_the_bare_host(#[case] endpoint: &str, #[case] want: Option<&str>) {
+    assert_eq!(member_info::endpoint_host(endpoint).as_deref(), want);
+}

@@ -1,0 +1,92 @@
+//! The dashboard and the alerts query what a real collector exports: the collector watches a
+//! real member apiserver, its live `/metrics` is scraped with a reader's token, and every metric
+//! name in the dashboard's queries and the rules' expressions must be in that exposition, which
+//! `promtool check metrics` must accept.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
+mod monitoring_support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use e2e::scenario::Scenario;
+use monitoring_support::{
+    dashboard, dashboard_queries, exposed_names, metric_names, openmetrics_as_prometheus_text,
+    rule_list, rules, run_promtool,
+};
+
+const PROBE: Duration = Duration::from_secs(1);
+/// Start-up: the registry lists, the member client connects, the watches list.
+const START: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
+    let s = Scenario::start(1, PROBE).await.unwrap();
+    s.wait_healthy("member1", START).await.unwrap();
+    let (status, text) = s.collector.get("/metrics").await.unwrap();
+    assert_eq!(status, 200, "{text}");
+
+    // What this scenario must show of its own member: the samples behind the new panels.
+    let lines: Vec<&str> = text.lines().collect();
+    let info = lines
+        .iter()
+        .find(|l| l.starts_with(r#"tether_member_info{member="member1""#))
+        .unwrap_or_else(|| panic!("no tether_member_info for member1 in\n{text}"));
+    assert_eq!(
+        *info,
+        r#"tether_member_info{member="member1",source="karmada",endpoint_host="127.0.0.1",kind="token"} 1"#
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("tether_build_info{version="))
+    );
+    assert!(lines.contains(&"tether_leader 1"), "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with(r#"tether_credential_expiry_timestamp_seconds{member="member1"}"#)),
+        "the minted token's exp is exported: {text}"
+    );
+
+    // Every name a query selects, and where.
+    let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let rules = rules().unwrap();
+    for rule in rule_list(&rules) {
+        for name in metric_names(rule["expr"].as_str().unwrap()) {
+            used.entry(name)
+                .or_default()
+                .push(format!("alert {}", rule["alert"]));
+        }
+    }
+    for (at, query) in dashboard_queries(&dashboard().unwrap()) {
+        for name in metric_names(&query) {
+            used.entry(name)
+                .or_default()
+                .push(format!("dashboard {at}"));
+        }
+    }
+    assert!(
+        used.len() >= 10,
+        "the parser found the queries' metrics: {used:?}"
+    );
+    let exposed = exposed_names(&text);
+    let missing: Vec<_> = used
+        .iter()
+        .filter(|(name, _)| !exposed.contains(*name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "queried but not exported: {missing:?}\nexported: {exposed:?}"
+    );
+
+    // promtool lints names, help and types, in the Prometheus text format.
+    let checked = run_promtool(
+        std::path::Path::new("."),
+        &["check", "metrics"],
+        Some(&openmetrics_as_prometheus_text(&text)),
+    );
+    if let Err(err) = checked {
+        panic!("{err:#}\n{text}");
+    }
+}

@@ -1,0 +1,242 @@
+//! What the monitoring tests share: the shipped rule file and dashboard, the metric names their
+//! PromQL uses, and promtool.
+
+#![allow(dead_code, reason = "each test binary uses part of this module")]
+
+use std::{
+    collections::BTreeSet,
+    io::Write as _,
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use anyhow::{Context as _, ensure};
+use e2e::manifest::repo_root;
+use serde_json::Value;
+
+/// Where every runbook and dashboard link points: a heading of the README on GitHub.
+pub const README_URL: &str = "https://github.com/tether-dev/tether/blob/main/README.md#";
+
+/// The alerts the rule file must define, in its order.
+pub const ALERTS: [&str; 6] = [
+    "TetherCredentialRejected",
+    "TetherCredentialExpiringSoon",
+    "TetherMemberUnreachable",
+    "TetherRelistsAfterRotation",
+    "TetherNoLeader",
+    "TetherSourceNotListed",
+];
+
+/// `deploy/prometheus/tether-rules.yaml`.
+pub fn rules_path() -> PathBuf {
+    repo_root().join("deploy/prometheus/tether-rules.yaml")
+}
+
+/// `deploy/prometheus/tests/tether-rules.test.yaml`, the `promtool test rules` cases.
+pub fn rule_tests_path() -> PathBuf {
+    repo_root().join("deploy/prometheus/tests/tether-rules.test.yaml")
+}
+
+/// `deploy/grafana/tether.json`.
+pub fn dashboard_path() -> PathBuf {
+    repo_root().join("deploy/grafana/tether.json")
+}
+
+/// The rule file as JSON.
+pub fn rules() -> anyhow::Result<Value> {
+    let text = std::fs::read_to_string(rules_path())?;
+    Ok(serde_yaml::from_str(&text)?)
+}
+
+/// The dashboard.
+pub fn dashboard() -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(&std::fs::read_to_string(
+        dashboard_path(),
+    )?)?)
+}
+
+/// Every rule of every group.
+pub fn rule_list(rules: &Value) -> Vec<&Value> {
+    rules["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|group| group["rules"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// Every PromQL query of the dashboard, with where it is: the panels' `expr`s and the
+/// template variables' queries (`label_values(metric, label)` included, for its metric).
+pub fn dashboard_queries(dashboard: &Value) -> Vec<(String, String)> {
+    let mut queries = Vec::new();
+    for panel in dashboard["panels"].as_array().into_iter().flatten() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            if let Some(expr) = target["expr"].as_str() {
+                let at = format!("panel {} target {}", panel["title"], target["refId"]);
+                queries.push((at, expr.to_owned()));
+            }
+        }
+    }
+    for var in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(query) = var["query"]["query"].as_str() {
+            queries.push((format!("variable {}", var["name"]), query.to_owned()));
+        }
+    }
+    queries
+}
+
+/// The `tether_` metric names a PromQL expression selects. String literals (label values such
+/// as `cache="members"`) are skipped; no label name starts with `tether_`.
+pub fn metric_names(promql: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut chars = promql.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if c == '"' || c == '\'' || c == '`' {
+            // Up to the closing quote; a backslash escapes the next character.
+            while let Some((_, inner)) = chars.next() {
+                if inner == '\\' {
+                    chars.next();
+                } else if inner == c {
+                    break;
+                }
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, next)) = chars.peek() {
+                if !(next.is_ascii_alphanumeric() || next == '_' || next == ':') {
+                    break;
+                }
+                end = i + next.len_utf8();
+                chars.next();
+            }
+            let word = &promql[start..end];
+            if word.starts_with("tether_") {
+                names.insert(word.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// The series names an OpenMetrics exposition offers: every sample's, and for every family
+/// (`# TYPE`) the names its type gives its samples, so that a counter nothing has counted yet
+/// still offers `<name>_total`.
+pub fn exposed_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for line in text.lines() {
+        if let Some(typed) = line.strip_prefix("# TYPE ") {
+            let mut words = typed.split_whitespace();
+            let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let suffixes: &[&str] = match kind {
+                "counter" => &["_total", "_created"],
+                "histogram" => &["_bucket", "_count", "_sum", "_created"],
+                "summary" => &["", "_count", "_sum", "_created"],
+                "info" => &["_info"],
+                "stateset" | "gaugehistogram" => &["", "_bucket", "_gcount", "_gsum"],
+                _ => &[""],
+            };
+            names.extend(suffixes.iter().map(|s| format!("{name}{s}")));
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let end = line.find(['{', ' ']).unwrap_or(line.len());
+            names.insert(line[..end].to_owned());
+        }
+    }
+    names
+}
+
+/// An OpenMetrics exposition in Prometheus' text format, which `promtool check metrics` reads:
+/// a counter family `x` (samples `x_total`) is described as `x_total`, and the `# UNIT` and
+/// `# EOF` lines, which that format lacks, are dropped. The samples are unchanged.
+pub fn openmetrics_as_prometheus_text(text: &str) -> String {
+    let counters: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|typed| typed.strip_suffix(" counter"))
+        .collect();
+    let mut converted = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let described = ["# HELP ", "# TYPE "].into_iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        converted.push_str(described.as_deref().unwrap_or(line));
+        converted.push('\n');
+    }
+    converted
+}
+
+/// GitHub's anchor for a Markdown heading: lower case, spaces to `-`, punctuation dropped.
+pub fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of every heading of the README.
+pub fn readme_anchors() -> anyhow::Result<BTreeSet<String>> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md"))?;
+    let mut in_code = false;
+    let mut anchors = BTreeSet::new();
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && let Some(heading) = line.strip_prefix('#') {
+            anchors.insert(anchor(heading.trim_start_matches('#')));
+        }
+    }
+    Ok(anchors)
+}
+
+/// promtool, built by `hack/tools.sh` at its pinned version.
+pub fn promtool() -> anyhow::Result<PathBuf> {
+    testkit::tools::binary("promtool")
+}
+
+/// Runs promtool with `args` in `dir`, with `stdin` as its input, and fails with its output
+/// unless it succeeds.
+pub fn run_promtool(dir: &Path, args: &[&str], stdin: Option<&str>) -> anyhow::Result<Output> {
+    let promtool = promtool()?;
+    let mut child = Command::new(&promtool)
+        .args(args)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {}", promtool.display()))?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(input.as_bytes())?;
+    }
+    let output = child.wait_with_output()?;
+    ensure!(
+        output.status.success(),
+        "promtool {}: {}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(output)
+}
