@@ -53,3 +53,4 @@ mod member;
 mod metrics;
 mod mirror;
 mod readiness;
+mod registry_builder;
