@@ -79,6 +79,21 @@ impl StoredSecret {
         self.credential.as_ref()
     }
 
+    /// The PEM CA bundle that came with the credential, if it parsed and has one: the bundle an
+    /// [`Upserted`](crate::RegistryEvent::Upserted) event carries for the member.
+    pub fn ca_bundle(&self) -> Option<&Bytes> {
+        self.credential.as_ref().ok()?.ca_bundle()
+    }
+
+    /// The command of the exec plugin the credential comes from, if it is one (never its
+    /// environment, which may hold secrets).
+    pub fn exec_command(&self) -> Option<&str> {
+        match self.credential.as_ref().ok()? {
+            StoredCredential::Exec(plan) => Some(plan.config.command.as_str()),
+            StoredCredential::Static(_) => None,
+        }
+    }
+
     /// The static credential, if the Secret holds one (not an exec plugin); for tests and
     /// properties.
     #[cfg(test)]

@@ -3,11 +3,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use cluster_registry::{
-    ArgoCdConfig, ClusterProfileConfig, DirectoryConfig, KarmadaConfig, KubeconfigSecretsConfig,
-    RegistryBuilder, clusterprofile::ProviderFile,
-};
-use member_client::{ClientFactory, TokenCacheConfig};
+use member_client::ClientFactory;
 
 use crate::{
     cli::{Args, MembersFrom},
@@ -21,6 +17,7 @@ use crate::{
     metrics::Metrics,
     mirror::Mirror,
     readiness::{Readiness, sources},
+    registry_builder::registry_builder,
 };
 
 /// How long shutting down may wait for the Lease to be given up.
@@ -41,52 +38,7 @@ pub async fn run(
     let control_plane = ControlPlane::connect(&args, &metrics).await?;
     let gate = access_gate(&args, control_plane.as_ref())?;
 
-    let builder = RegistryBuilder::new()
-        .endpoint_policy(args.endpoint_policy())
-        .secret_namespaces(args.secret_namespace.clone())
-        .exec_policy(args.exec_policy())
-        .token_cache(TokenCacheConfig {
-            refresh_fraction: args.credential_refresh_fraction,
-            ..TokenCacheConfig::default()
-        });
-    let builder = match (args.members_from, &control_plane) {
-        (MembersFrom::Directory, _) => {
-            let dir = args
-                .members_dir
-                .clone()
-                .context("--members-dir is required with --members-from directory")?;
-            builder.directory(DirectoryConfig::new(dir))
-        }
-        (MembersFrom::Karmada, Some(cp)) => builder.karmada_with(
-            cp.client.clone(),
-            KarmadaConfig {
-                secret_label_selector: args.secret_label_selector.clone(),
-            },
-        ),
-        (MembersFrom::Argocd, Some(cp)) => builder.argocd(
-            cp.client.clone(),
-            ArgoCdConfig {
-                namespaces: args.argocd_namespace.clone(),
-            },
-        ),
-        (MembersFrom::Capi, Some(cp)) => builder.kubeconfig_secrets(
-            cp.client.clone(),
-            KubeconfigSecretsConfig::cluster_api(args.kubeconfig_namespace.clone()),
-        ),
-        (MembersFrom::Kubeconfig, Some(cp)) => builder.kubeconfig_secrets(
-            cp.client.clone(),
-            KubeconfigSecretsConfig::flux(
-                args.kubeconfig_namespace.clone(),
-                args.kubeconfig_selector
-                    .clone()
-                    .context("--kubeconfig-selector is required with --members-from kubeconfig")?,
-            ),
-        ),
-        (MembersFrom::Clusterprofile, Some(cp)) => {
-            builder.clusterprofiles(cp.client.clone(), clusterprofile_config(&args)?)
-        }
-        (_, None) => anyhow::bail!("reading members from the control plane needs its client"),
-    };
+    let builder = registry_builder(&args, control_plane.as_ref())?;
     let (registry, events, driver) = builder.build();
     metrics.watch_token_cache("members", registry.tokens().clone());
     metrics.watch_registry(registry.clone(), args.members_from);
@@ -193,22 +145,6 @@ pub async fn run(
         lease.release(LEASE_RELEASE_DEADLINE).await;
     }
     outcome
-}
-
-/// The profiles' namespaces and the provider file, read now: a collector with an unusable
-/// provider file does not start.
-///
-/// # Errors
-/// No provider file given, or one that cannot be read or used.
-fn clusterprofile_config(args: &Args) -> anyhow::Result<ClusterProfileConfig> {
-    let path = (args.clusterprofile_provider_file.as_ref())
-        .context("--clusterprofile-provider-file is required with --members-from clusterprofile")?;
-    let providers = ProviderFile::read(path).with_context(|| format!("{}", path.display()))?;
-    tracing::info!(providers = ?providers.names().collect::<Vec<_>>(), "ClusterProfile access providers served");
-    Ok(ClusterProfileConfig {
-        namespaces: args.clusterprofile_namespace.clone(),
-        providers: Arc::new(providers),
-    })
 }
 
 /// The gate in front of `/metrics` and `/api/...`: reviews through the control plane, or none

@@ -2,8 +2,9 @@
 //! rotation, status written back to the control plane, and `/metrics`, `/healthz`, `/readyz`
 //! and a read API.
 //!
-//! [`app::run`] is the whole program and [`cli::Args`] its flags (`collector --help`); nothing
-//! else is public. Run it as the `collector` binary, or in-process:
+//! [`app::run`] is the whole program and [`cli::Args`] its flags (`collector --help`);
+//! [`check::run`] is `collector check`, the one-shot doctor, and [`command::Cli`] the command
+//! line with both. Nothing else is public. Run it as the `collector` binary, or in-process:
 //!
 //! ```no_run
 //! # async fn doc() -> anyhow::Result<()> {
@@ -47,13 +48,18 @@
 //! - `readiness`: `/readyz`'s state and the inputs that block it.
 //! - `mirror`: the multi-cluster view the read API serves.
 //! - `metrics`, `http`: what is served.
+//! - `check`: `collector check`, which reads members as the collector does and reports each
+//!   once, with the reason the collector would give and its remedy.
 
 pub mod app;
+pub mod check;
 pub mod cli;
 mod clusterprofile;
+pub mod command;
 mod control_plane;
 mod http;
 mod member;
 mod metrics;
 mod mirror;
 mod readiness;
+mod registry_builder;

@@ -1,18 +1,54 @@
 //! The `collector` binary: see `collector --help`.
 
+use std::process::ExitCode;
+
 use clap::Parser as _;
-use collector::cli::{Args, LogFormat};
+use collector::{
+    cli::LogFormat,
+    command::{Cli, Command},
+};
 use tracing_subscriber::EnvFilter;
 
+/// The exit code of a check that could not start (flags, control plane); clap's for usage
+/// errors too.
+const CHECK_START_FAILED: u8 = 2;
+
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
-    let args = Args::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
-    match args.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().init(),
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => collect(cli.args).await,
+        Some(Command::Check(check)) => {
+            // The report goes to stdout; logs go to stderr, and only warnings by default.
+            init_logs(check.args.log_format, "warn", true);
+            match collector::check::run(check).await {
+                Ok(outcome) => {
+                    print!("{}", outcome.rendered);
+                    ExitCode::from(outcome.exit_code)
+                }
+                Err(err) => {
+                    tracing::error!(error = format!("{err:#}"), "collector check could not run");
+                    eprintln!("collector check: {err:#}");
+                    ExitCode::from(CHECK_START_FAILED)
+                }
+            }
+        }
     }
+}
+
+fn init_logs(format: LogFormat, default: &str, to_stderr: bool) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    match (format, to_stderr) {
+        (LogFormat::Text, false) => logs.init(),
+        (LogFormat::Json, false) => logs.json().init(),
+        (LogFormat::Text, true) => logs.with_writer(std::io::stderr).init(),
+        (LogFormat::Json, true) => logs.json().with_writer(std::io::stderr).init(),
+    }
+}
+
+async fn collect(args: collector::cli::Args) -> ExitCode {
+    init_logs(args.log_format, "info", false);
     // SIGTERM is what kubelet sends; SIGINT is Ctrl-C.
     let shutdown = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -29,10 +65,10 @@ async fn main() -> std::process::ExitCode {
         tracing::info!("shutting down");
     };
     match collector::app::run(args, shutdown).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(error = format!("{err:#}"), "collector stopped");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

@@ -213,7 +213,7 @@ fn source_error(err: &kube::Error) -> Option<&SourceError> {
 
 /// The error and its causes on one line (tokens never reach errors, so this is safe to log),
 /// [`Text`](member_client::Text)-sanitized: the member writes its error bodies.
-fn describe(err: &kube::Error) -> String {
+pub(crate) fn describe(err: &kube::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {

@@ -1,0 +1,224 @@
+//! What a member's credential is, said without showing it: its kind, a JWT's `iss`/`aud`/`exp`
+//! (the payload only, never the token), a certificate's subject and `notAfter`, and the time
+//! left.
+
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use k8s_openapi::jiff::Timestamp;
+use member_client::{Credential, CredentialKind};
+use secrecy::ExposeSecret as _;
+use serde::Serialize;
+
+/// A credential as the check reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct CredentialSummary {
+    /// Where it comes from: a Secret, an exec plugin's command, a member file.
+    pub(crate) from: String,
+    /// `token`, `exec` or `certificate`, once it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kind: Option<&'static str>,
+    /// A JWT bearer token's claims.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) jwt: Option<JwtClaims>,
+    /// A client certificate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) certificate: Option<CertificateSummary>,
+    /// When it expires (RFC 3339), if it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_at: Option<String>,
+    /// Seconds until then; negative once expired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_in_seconds: Option<i64>,
+    /// Why it could not be read (never quotes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+}
+
+/// The claims of a JWT that say who issued it, for whom, and until when.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct JwtClaims {
+    /// `iss`.
+    pub(crate) iss: Option<String>,
+    /// `aud`: one string or a list in the token, always a list here.
+    pub(crate) aud: Vec<String>,
+    /// `exp`, RFC 3339.
+    pub(crate) exp: Option<String>,
+}
+
+/// A client certificate's subject and end of validity.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct CertificateSummary {
+    /// The subject, as an RFC 4514 string.
+    pub(crate) subject: String,
+    /// `notAfter`, RFC 3339.
+    pub(crate) not_after: String,
+}
+
+impl CredentialSummary {
+    /// Describes `credential`, which comes `from` where it says, as of `now`.
+    pub(crate) fn of(from: String, credential: &Credential, now: SystemTime) -> Self {
+        let jwt = credential
+            .token()
+            .and_then(|token| jwt_claims(token.expose_secret()));
+        let certificate = credential.identity().map(|identity| CertificateSummary {
+            subject: identity.subject().to_owned(),
+            not_after: rfc3339(identity.not_after()),
+        });
+        let expires_at = credential.expires_at();
+        Self {
+            from,
+            kind: Some(kind_name(credential.kind())),
+            jwt,
+            certificate,
+            expires_at: expires_at.map(rfc3339),
+            expires_in_seconds: expires_at.map(|at| seconds_between(now, at)),
+            error: None,
+        }
+    }
+}
+
+fn kind_name(kind: CredentialKind) -> &'static str {
+    kind.as_str()
+}
+
+/// The `iss`, `aud` and `exp` of a JWT's payload; `None` for a token that is not a JWT. The
+/// signature is not checked: only the member can judge it.
+pub(crate) fn jwt_claims(token: &str) -> Option<JwtClaims> {
+    let mut parts = token.split('.');
+    let (_header, payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    // RFC 7515 says unpadded, but some issuers pad; accept both.
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&payload).ok()?;
+    let claims = claims.as_object()?;
+    let text = |value: &serde_json::Value| value.as_str().map(str::to_owned);
+    let aud = match claims.get("aud") {
+        Some(serde_json::Value::Array(items)) => items.iter().filter_map(text).collect(),
+        Some(one) => text(one).into_iter().collect(),
+        None => Vec::new(),
+    };
+    let exp = claims
+        .get("exp")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|secs| Timestamp::from_second(secs).ok())
+        .map(|at| at.to_string());
+    Some(JwtClaims {
+        iss: claims.get("iss").and_then(text),
+        aud,
+        exp,
+    })
+}
+
+/// `at` as RFC 3339, to the second.
+pub(crate) fn rfc3339(at: SystemTime) -> String {
+    match Timestamp::try_from(at) {
+        Ok(at) => format!("{at:.0}"),
+        Err(_) => "out of range".to_owned(),
+    }
+}
+
+/// Whole seconds from `from` to `to`, negative when `to` is earlier.
+pub(crate) fn seconds_between(from: SystemTime, to: SystemTime) -> i64 {
+    match to.duration_since(from) {
+        Ok(ahead) => i64::try_from(ahead.as_secs()).unwrap_or(i64::MAX),
+        Err(behind) => -i64::try_from(behind.duration().as_secs()).unwrap_or(i64::MAX),
+    }
+}
+
+/// A time left for a person: `3d4h`, `5h12m`, `42m`, `30s`, or `expired 5m ago`.
+pub(crate) fn human_duration(seconds: i64) -> String {
+    if seconds < 0 {
+        return format!("expired {} ago", human_duration(-seconds));
+    }
+    let (d, h, m) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3600,
+        seconds % 3600 / 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{seconds}s"),
+        (0, 0, m) => format!("{m}m"),
+        (0, h, m) => format!("{h}h{m}m"),
+        (d, h, _) => format!("{d}d{h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use std::time::Duration;
+
+    fn jwt(payload: &str) -> String {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        format!(
+            "{}.{}.c2lnbmF0dXJl",
+            b64(r#"{"alg":"RS256"}"#),
+            b64(payload)
+        )
+    }
+
+    #[test]
+    fn a_jwt_says_who_issued_it_for_whom_and_until_when() {
+        let token = jwt(
+            r#"{"iss":"https://kubernetes.default.svc","aud":["api","vault"],"exp":1767225600,"sub":"system:serviceaccount:ns:sa"}"#,
+        );
+        assert_eq!(
+            jwt_claims(&token),
+            Some(JwtClaims {
+                iss: Some("https://kubernetes.default.svc".into()),
+                aud: vec!["api".into(), "vault".into()],
+                exp: Some("2026-01-01T00:00:00Z".into()),
+            })
+        );
+    }
+
+    #[rstest]
+    #[case::one_audience(r#"{"aud":"api"}"#, JwtClaims { aud: vec!["api".into()], ..JwtClaims::default() })]
+    #[case::no_claims("{}", JwtClaims::default())]
+    fn claims_that_are_missing_or_single_are_still_read(
+        #[case] payload: &str,
+        #[case] want: JwtClaims,
+    ) {
+        assert_eq!(jwt_claims(&jwt(payload)), Some(want));
+    }
+
+    #[rstest]
+    #[case::opaque("0123456789abcdef")]
+    #[case::four_parts("a.b.c.d")]
+    #[case::payload_not_json("eyJ9.bm90IGpzb24.c2ln")]
+    fn a_token_that_is_not_a_jwt_has_no_claims(#[case] token: &str) {
+        assert_eq!(jwt_claims(token), None);
+    }
+
+    #[test]
+    fn the_summary_never_holds_the_token() {
+        let token = jwt(r#"{"iss":"issuer","exp":4102444800}"#);
+        let credential = Credential::from_token_bytes(token.as_bytes()).unwrap();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800 - 90);
+        let summary = CredentialSummary::of("Secret ns/s".into(), &credential, now);
+        assert_eq!(summary.kind, Some("token"));
+        assert_eq!(summary.expires_in_seconds, Some(90));
+        assert_eq!(summary.expires_at.as_deref(), Some("2100-01-01T00:00:00Z"));
+        let json = serde_json::to_string(&summary).unwrap();
+        assert!(
+            !json.contains(&token) && !json.contains("c2lnbmF0dXJl"),
+            "{json}"
+        );
+    }
+
+    #[rstest]
+    #[case(30, "30s")]
+    #[case(42 * 60 + 5, "42m")]
+    #[case(5 * 3600 + 12 * 60, "5h12m")]
+    #[case(3 * 86_400 + 4 * 3600 + 59, "3d4h")]
+    #[case(-300, "expired 5m ago")]
+    fn time_left_reads_at_a_glance(#[case] seconds: i64, #[case] want: &str) {
+        assert_eq!(human_duration(seconds), want);
+    }
+}

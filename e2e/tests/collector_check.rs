@@ -1,0 +1,178 @@
+//! `collector check`, the real binary, against real apiservers: a good member, a revoked token,
+//! missing RBAC and a wrong CA each get their own row, reason and exit code, and no token
+//! reaches the output.
+//!
+//! Build the binary first: `cargo build -p collector --bin collector`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use e2e::{collector_run::control_plane_args, scenario::HOUR};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::{Api, api::PostParams};
+use serde_json::{Value, json};
+use testkit::{Environment, Karmada, PushMember};
+
+/// The whole check: sources, then every member's checks (a few requests each).
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs `collector check -o json <args>`: its exit code, its report, and all it wrote.
+async fn check(args: &[String]) -> (i32, Value, String) {
+    let bin = testkit::locate_collector().unwrap();
+    let run = tokio::process::Command::new(bin)
+        .arg("check")
+        .args(["-o", "json", "--check-timeout", "20"])
+        // The test apiservers listen on loopback, which members may not name by default.
+        .args(["--allow-endpoint", "127.0.0.1/32"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(CHECK_LIMIT, run)
+        .await
+        .expect("collector check did not finish")
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report = serde_json::from_str(&stdout)
+        .unwrap_or_else(|err| panic!("not JSON ({err}): {stdout}\nstderr: {stderr}"));
+    (
+        output.status.code().unwrap_or(-1),
+        report,
+        format!("{stdout}{stderr}"),
+    )
+}
+
+fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no row for {name}: {report:#}"))
+}
+
+#[tokio::test]
+async fn each_member_gets_the_reason_the_collector_would_give() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+    let karmada = Karmada::install(control_plane).await.unwrap();
+    let ns = format!("tether-check-{}", std::process::id());
+    member.create_namespace_named(&ns).await.unwrap();
+    member.create_service_account(&ns, "agent-a").await.unwrap();
+    member.create_service_account(&ns, "gone").await.unwrap();
+    // Bound to nothing: the member accepts its token and lets it do nothing.
+    let bare: ServiceAccount =
+        serde_json::from_value(json!({ "metadata": { "name": "bare", "namespace": ns } })).unwrap();
+    Api::<ServiceAccount>::namespaced(member.admin_client().unwrap(), &ns)
+        .create(&PostParams::default(), &bare)
+        .await
+        .unwrap();
+    let good = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
+    let revoked = member.mint_token(&ns, "gone", HOUR).await.unwrap();
+    let unbound = member.mint_token(&ns, "bare", HOUR).await.unwrap();
+    member.revoke(&ns, "gone", &revoked).await.unwrap();
+    let register = |name, ca_pem, token| {
+        let karmada = karmada.clone();
+        let endpoint = member.endpoint().to_owned();
+        async move {
+            let push = PushMember {
+                name,
+                endpoint: &endpoint,
+                ca_pem,
+                token,
+            };
+            karmada.register(&push).await.unwrap();
+        }
+    };
+    register("good", member.ca_pem(), &good).await;
+    register("revoked", member.ca_pem(), &revoked).await;
+    register("norbac", member.ca_pem(), &unbound).await;
+    // Another cluster's CA: the member's serving certificate does not verify.
+    register("wrongca", control_plane.ca_pem(), &good).await;
+    let admin_token = control_plane.admin_token().unwrap();
+    let flags = control_plane_args(control_plane, &admin_token).unwrap();
+
+    let started = tokio::time::Instant::now();
+    let mut alone = flags.clone();
+    alone.extend(["--member".to_owned(), "good".to_owned()]);
+    let (code, report, _) = check(&alone).await;
+    eprintln!("check --member good: {:?}", started.elapsed());
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["members"].as_array().unwrap().len(), 1);
+    let ok = row(&report, "good");
+    assert_eq!(ok["reason"], "MemberReady", "{ok:#}");
+    assert_eq!(ok["source"], "karmada");
+    assert_eq!(ok["definition"], "Karmada Cluster good");
+    assert_eq!(ok["credential"]["from"], "Secret karmada-cluster/good");
+    assert_eq!(ok["credential"]["kind"], "token");
+    assert!(ok["credential"]["jwt"]["exp"].is_string(), "{ok:#}");
+    assert!(ok["credential"]["expires_in_seconds"].as_i64().unwrap() > 3000);
+    assert_eq!(
+        ok["whoami"]["user"],
+        format!("system:serviceaccount:{ns}:agent-a")
+    );
+    let access = ok["access"].as_array().unwrap();
+    assert_eq!(access.len(), 2, "deployments and nodes: {ok:#}");
+    assert!(
+        access
+            .iter()
+            .all(|a| a["list"] == true && a["watch"] == true)
+    );
+    assert_eq!(ok["readyz"]["ok"], true);
+    assert_eq!(ok["tls"]["verified"], true, "{ok:#}");
+    assert_eq!(ok["tls"]["hostname_matches"], true);
+    assert!(ok["tls"]["serving_not_after"].is_string());
+
+    let started = tokio::time::Instant::now();
+    let (code, report, everything) = check(&flags).await;
+    eprintln!("check of four members: {:?}", started.elapsed());
+    eprintln!("{report:#}");
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["usable"], false);
+    assert_eq!(row(&report, "good")["reason"], "MemberReady");
+
+    let rejected = row(&report, "revoked");
+    assert_eq!(rejected["reason"], "Unauthorized", "{rejected:#}");
+    assert_eq!(rejected["whoami"]["error"], "credential rejected (401)");
+    assert!(
+        rejected["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("mint a new token")
+    );
+
+    let forbidden = row(&report, "norbac");
+    assert_eq!(forbidden["reason"], "Forbidden", "{forbidden:#}");
+    assert_eq!(
+        forbidden["whoami"]["user"],
+        format!("system:serviceaccount:{ns}:bare"),
+        "a 403 is not a 401: the member knows who it is"
+    );
+    let denied = forbidden["access"].as_array().unwrap();
+    assert!(
+        denied
+            .iter()
+            .all(|a| a["list"] == false && a["watch"] == false)
+    );
+
+    let untrusted = row(&report, "wrongca");
+    assert_eq!(untrusted["reason"], "Unreachable", "{untrusted:#}");
+    assert_eq!(untrusted["tls"]["verified"], false);
+    assert!(
+        untrusted["tls"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("UnknownIssuer"),
+        "{untrusted:#}"
+    );
+    assert!(untrusted["tls"]["serving_not_after"].is_string());
+
+    for token in [&good, &revoked, &unbound, &admin_token] {
+        assert!(!everything.contains(token.as_str()), "a token was printed");
+    }
+}
