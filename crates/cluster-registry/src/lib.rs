@@ -117,6 +117,7 @@ mod source_state;
 mod stored_credential;
 #[cfg(test)]
 mod test_ca;
+pub mod token_rotation;
 mod watch;
 
 pub use admission::DEFAULT_SECRET_NAMESPACE;
