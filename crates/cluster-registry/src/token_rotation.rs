@@ -29,7 +29,7 @@ mod home;
 mod record;
 
 pub use home::{HomeError, HomeSnapshot, TokenHome};
-pub use record::{MintClaim, RotationRecord};
+pub use record::{RECORD_ANNOTATION, RotationRecord};
 
 /// Names the member ServiceAccount whose tokens are minted (`namespace/name`).
 pub const SERVICE_ACCOUNT_ANNOTATION: &str = "tether.io/rotation-service-account";

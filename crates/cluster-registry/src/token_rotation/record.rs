@@ -1,7 +1,7 @@
 //! [`RotationRecord`]: what the last mint left beside the token, read by the next one, on
 //! whichever replica leads by then.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -22,29 +22,8 @@ pub struct RotationRecord {
     pub expires_at: Option<SystemTime>,
     /// The last manual request (`tether.io/rotate-now`) handled.
     pub handled_request: Option<String>,
-    /// A mint in progress: the replica that claimed it, and when.
-    pub claim: Option<MintClaim>,
-}
-
-/// A replica's claim to mint the next token: written (with a `resourceVersion` precondition)
-/// before it calls TokenRequest, so that two replicas never both mint.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MintClaim {
-    /// The claiming replica's identity.
-    pub holder: String,
-    /// When it claimed.
-    pub at: SystemTime,
-}
-
-impl MintClaim {
-    /// Whether the claim still holds at `now`: a replica that died mid-mint blocks the chain
-    /// only for `timeout`, and so does a claim dated ahead (clock skew, or a forged record).
-    pub fn holds(&self, now: SystemTime, timeout: Duration) -> bool {
-        let distance = now
-            .duration_since(self.at)
-            .unwrap_or_else(|ahead| ahead.duration());
-        distance < timeout
-    }
+    /// The replica that minted it.
+    pub minted_by: Option<String>,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -57,9 +36,7 @@ struct Wire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     handled_request: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    claimed_by: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    claimed_at: Option<String>,
+    minted_by: Option<String>,
 }
 
 impl RotationRecord {
@@ -73,15 +50,11 @@ impl RotationRecord {
             return Self::default();
         };
         let time = |value: Option<String>| value.as_deref().and_then(parse_time);
-        let claim = match (wire.claimed_by, time(wire.claimed_at)) {
-            (Some(holder), Some(at)) => Some(MintClaim { holder, at }),
-            _ => None,
-        };
         Self {
             minted_at: time(wire.minted_at),
             expires_at: time(wire.expires_at),
             handled_request: wire.handled_request,
-            claim,
+            minted_by: wire.minted_by,
         }
     }
 
@@ -91,8 +64,7 @@ impl RotationRecord {
             minted_at: self.minted_at.map(format_time),
             expires_at: self.expires_at.map(format_time),
             handled_request: self.handled_request.clone(),
-            claimed_by: self.claim.as_ref().map(|c| c.holder.clone()),
-            claimed_at: self.claim.as_ref().map(|c| format_time(c.at)),
+            minted_by: self.minted_by.clone(),
         };
         // A struct of strings always serializes.
         serde_json::to_string(&wire).unwrap_or_default()
@@ -116,6 +88,7 @@ fn format_time(at: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn at(secs: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
@@ -127,10 +100,7 @@ mod tests {
             minted_at: Some(at(1_800_000_000)),
             expires_at: Some(at(1_800_003_600)),
             handled_request: Some("2026-12-02T10:00:00Z".into()),
-            claim: Some(MintClaim {
-                holder: "tether-0".into(),
-                at: at(1_800_000_100),
-            }),
+            minted_by: Some("tether-0".into()),
         };
         let json = record.to_json();
         assert!(
@@ -149,23 +119,5 @@ mod tests {
                 "{text:.20}"
             );
         }
-        let half_claim = RotationRecord::parse(r#"{"claimedBy":"a"}"#);
-        assert_eq!(half_claim.claim, None);
-    }
-
-    #[test]
-    fn a_claim_holds_until_its_timeout() {
-        let claim = MintClaim {
-            holder: "a".into(),
-            at: at(100),
-        };
-        let timeout = Duration::from_secs(30);
-        assert!(claim.holds(at(129), timeout));
-        assert!(!claim.holds(at(130), timeout));
-        assert!(claim.holds(at(80), timeout), "a claim a little ahead holds");
-        assert!(
-            !claim.holds(at(50), timeout),
-            "one far ahead does not block the chain"
-        );
     }
 }
