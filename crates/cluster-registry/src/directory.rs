@@ -19,6 +19,8 @@
 //! caFile: member1-ca.crt          # optional, PEM
 //! insecureSkipTLSVerification: false  # optional
 //! proxyURL: http://proxy:3128     # optional
+//! rotation:                       # optional: Tether mints tokens into tokenFile
+//!   serviceAccount: tether-member/tether
 //! ```
 //!
 //! or, with everything in a kubeconfig (its current context, else its only one):
