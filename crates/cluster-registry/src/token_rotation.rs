@@ -126,7 +126,8 @@ impl TokenRotation {
     /// ```
     /// use std::collections::BTreeMap;
     /// use cluster_registry::token_rotation::{TokenHome, TokenRotation};
-    ///     ///
+    /// use member_client::SecretRef;
+    ///
     /// let annotations = BTreeMap::from([
     ///     ("tether.io/rotation-service-account".to_owned(), "tether/collector".to_owned()),
     ///     ("tether.io/rotate-tokens".to_owned(), "true".to_owned()),
