@@ -145,13 +145,20 @@ impl MemberTask {
     /// Mints the member's tokens as `plan` says from now on (`None`, or a plan that is not
     /// active: not at all), without touching its client or watches.
     pub(crate) fn set_rotation(&mut self, plan: Option<RotationPlan>) {
-        // The old chain stops first, so that two never mint for one member.
-        self.chain = None;
         let all = self.context.rotator.args.rotate_tokens;
         let Some(plan) = plan.filter(|plan| plan.rotation.active(all)) else {
+            self.chain = None;
             self.rotation.send_replace(RotationState::Fine);
             return;
         };
+        if let Some(chain) = &self.chain
+            && chain.home() == plan.rotation.home
+        {
+            chain.update(plan.rotation);
+            return;
+        }
+        // The old chain stops first, so that two never mint for one member.
+        self.chain = None;
         self.chain = Some(TokenChain::start(
             self.member.clone(),
             plan.rotation,

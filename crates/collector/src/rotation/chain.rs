@@ -35,6 +35,7 @@ const LONGEST_WAIT: Duration = Duration::from_secs(300);
 /// with it, before or after its write, never half-way through one).
 pub(crate) struct TokenChain {
     task: tokio::task::JoinHandle<()>,
+    requests: watch::Sender<TokenRotation>,
 }
 
 impl Drop for TokenChain {
@@ -65,9 +66,11 @@ impl TokenChain {
                 },
             )
         });
+        let (requests, changes) = watch::channel(rotation.clone());
         let chain = Chain {
             member,
             rotation,
+            requests: changes,
             client,
             config,
             rotator,
@@ -77,13 +80,26 @@ impl TokenChain {
         };
         Self {
             task: tokio::spawn(chain.run()),
+            requests,
         }
+    }
+
+    /// Where the chain's tokens live.
+    pub(crate) fn home(&self) -> TokenHome {
+        self.requests.borrow().home.clone()
+    }
+
+    /// Goes on with what `rotation` asks now (a new `rotate-now`, another lifetime), without
+    /// stopping: a mint in flight finishes and is written first.
+    pub(crate) fn update(&self, rotation: TokenRotation) {
+        self.requests.send_replace(rotation);
     }
 }
 
 struct Chain {
     member: String,
     rotation: TokenRotation,
+    requests: watch::Receiver<TokenRotation>,
     client: Client,
     config: MemberClientConfig,
     rotator: TokenRotator,
@@ -120,10 +136,16 @@ impl Chain {
                     }
                 }
             }
+            self.rotation = self.requests.borrow_and_update().clone();
             let wait = self.step().await;
             tokio::select! {
                 () = tokio::time::sleep(wait.min(LONGEST_WAIT)) => {}
                 () = self.changed.notified() => {}
+                changed = self.requests.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
                 () = leadership.changed() => handover = true,
             }
         }
