@@ -211,16 +211,11 @@ impl Chain {
         let account = self.rotation.service_account.clone();
         tracing::info!(member, service_account = %account, why, "minting a token");
         let deadline = self.rotator.request_timeout;
+        let user = account.username();
         let minted = async {
+            mint::check_current(&self.client, &user, deadline).await?;
             let token = mint::request_token(&self.client, &self.rotation, deadline).await?;
-            mint::verify(
-                &self.config,
-                &self.rotator.policy,
-                &token,
-                &account.username(),
-                deadline,
-            )
-            .await?;
+            mint::verify(&self.config, &self.rotator.policy, &token, &user, deadline).await?;
             Ok::<_, MintError>(token)
         };
         let token = match minted.await {

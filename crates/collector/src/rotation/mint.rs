@@ -36,9 +36,40 @@ pub(crate) enum MintError {
     /// The new token authenticates as someone else, or not at all.
     #[error("the minted token {0}; it was not written")]
     NotVerified(String),
+    /// The current token is not the named ServiceAccount's.
+    #[error("{0}")]
+    WrongIdentity(String),
     /// Anything else: not found, unreachable, a timeout, an answer without a token.
     #[error("{0}")]
     Failed(Text),
+}
+
+/// Checks that the current credential, which `client` carries, authenticates as `user`: a
+/// definition naming another ServiceAccount than the one its token belongs to would otherwise
+/// switch the member to another identity, with other permissions.
+pub(crate) async fn check_current(
+    client: &Client,
+    user: &str,
+    deadline: Duration,
+) -> Result<(), MintError> {
+    let seen = tokio::time::timeout(deadline, whoami(client))
+        .await
+        .map_err(|_| {
+            MintError::Failed(Text::new(&format!(
+                "the SelfSubjectReview took over {deadline:?}"
+            )))
+        })?;
+    match (seen.error, seen.user) {
+        (Some(error), _) => Err(MintError::Failed(Text::new(&format!(
+            "the current token could not be checked with a SelfSubjectReview: {error}"
+        )))),
+        (None, Some(seen)) if seen == user => Ok(()),
+        (None, seen) => Err(MintError::WrongIdentity(format!(
+            "the current token authenticates as {:?}, not as the ServiceAccount the definition \
+             names ({user:?}); nothing was minted",
+            seen.unwrap_or_default()
+        ))),
+    }
 }
 
 /// Asks the member, through `client` (which carries the current credential), for a token of
