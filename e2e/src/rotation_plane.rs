@@ -23,7 +23,9 @@ use serde_json::json;
 use testkit::{Environment, MIN_TOKEN_EXPIRY, karmada::SECRET_NAMESPACE};
 
 use crate::{
-    collector_run::control_plane_args, karmada_plane::KarmadaPlane, manifest_apply::apply_object,
+    collector_run::{RunningCollector, control_plane_args},
+    karmada_plane::KarmadaPlane,
+    manifest_apply::apply_object,
 };
 
 /// The shipped member-side RBAC of token rotation: the Role and RoleBinding that let the
@@ -301,6 +303,21 @@ impl Drop for SecretWrites {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// `tether_token_rotations_total` of `member` with `result` (`success`, `failed`, ...), as
+/// `collector` exports it.
+///
+/// # Panics
+/// The collector's `/metrics` failing.
+pub async fn rotations(collector: &RunningCollector, member: &str, result: &str) -> f64 {
+    collector
+        .metric(
+            "tether_token_rotations_total",
+            &format!(r#"member="{member}",result="{result}""#),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("reading /metrics: {err:#}"))
 }
 
 /// Polls `probe` every 200 ms until it is true, for at most `limit`.

@@ -1,6 +1,7 @@
 //! The collector minting member tokens itself (`--rotate-tokens`) against real apiservers: a
-//! member that may not mint, an expired chain and its re-seeding, and a manual rotation with
-//! the shipped member RBAC. The fleet and the handover have files of their own.
+//! member that may not mint, one whose token is another identity's, an expired chain and its
+//! re-seeding, and a manual rotation with the shipped member RBAC. The fleet, the handover and
+//! the other homes (Argo CD, member files) have files of their own.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -10,22 +11,15 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use cluster_registry::token_rotation::{
-    EXPIRATION_ANNOTATION, RECORD_ANNOTATION, ROTATE_ANNOTATION, ROTATE_NOW_ANNOTATION,
-    SERVICE_ACCOUNT_ANNOTATION,
-};
+use cluster_registry::token_rotation::ROTATE_NOW_ANNOTATION;
 use e2e::{
-    collector_run::{RunningCollector, temp_dir},
+    collector_run::RunningCollector,
     manifest::parse_documents,
     manifest_apply::apply_object,
-    rotation_plane::{MEMBER_RBAC_YAML, RotatingMember, RotationPlane, eventually},
+    rotation_plane::{MEMBER_RBAC_YAML, RotatingMember, RotationPlane, eventually, rotations},
 };
-use k8s_openapi::api::{core::v1::Secret, events::v1::Event};
-use kube::{
-    Api,
-    api::{ListParams, PostParams},
-};
-use serde_json::json;
+use k8s_openapi::api::events::v1::Event;
+use kube::{Api, api::ListParams};
 use testkit::karmada::SECRET_NAMESPACE;
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
@@ -51,16 +45,6 @@ async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollec
         .await
         .unwrap()
         .with_reader(plane.admin_token())
-}
-
-async fn rotations(collector: &RunningCollector, member: &str, result: &str) -> f64 {
-    collector
-        .metric(
-            "tether_token_rotations_total",
-            &format!(r#"member="{member}",result="{result}""#),
-        )
-        .await
-        .unwrap()
 }
 
 /// Reasons of the Events on member `name`'s Secret.
@@ -342,171 +326,4 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
         )
         .await
         .unwrap();
-}
-
-#[tokio::test]
-async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest() {
-    let plane = RotationPlane::start(1, 0).await.unwrap();
-    let member = plane.env.cluster(1);
-    member
-        .create_service_account("tether-rotation", "argocd-manager")
-        .await
-        .unwrap();
-    let seeded = member
-        .mint_token(
-            "tether-rotation",
-            "argocd-manager",
-            testkit::MIN_TOKEN_EXPIRY,
-        )
-        .await
-        .unwrap();
-    let ca_data = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
-    let control_plane = plane.env.control_plane();
-    control_plane
-        .create_namespace_named("argocd")
-        .await
-        .unwrap();
-    let secrets = Api::<Secret>::namespaced(control_plane.admin_client().unwrap(), "argocd");
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {
-            "name": "cluster-argo1",
-            "labels": { "argocd.argoproj.io/secret-type": "cluster" },
-            "annotations": {
-                SERVICE_ACCOUNT_ANNOTATION: "tether-rotation/argocd-manager",
-                ROTATE_ANNOTATION: "true",
-                EXPIRATION_ANNOTATION: "600",
-            },
-        },
-        "stringData": {
-            "name": "argo1",
-            "server": member.endpoint(),
-            "project": "platform",
-            "config": json!({
-                "bearerToken": seeded,
-                "tlsClientConfig": { "caData": ca_data, "insecure": false },
-            }).to_string(),
-        },
-    }))
-    .unwrap();
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
-    let mut args = plane
-        .collector_args(&["--members-from", "argocd", "--argocd-namespace", "argocd"])
-        .unwrap();
-    args.extend(
-        [
-            "--rotate-tokens",
-            "--rotation-fraction",
-            FAST,
-            "--probe-period",
-            "2",
-        ]
-        .map(str::to_owned),
-    );
-    let collector = RunningCollector::start(&args)
-        .await
-        .unwrap()
-        .with_reader(plane.admin_token());
-
-    eventually("argo1 rotates twice", START, || async {
-        rotations(&collector, "argo1", "success").await >= 2.0
-    })
-    .await
-    .unwrap();
-    let written = secrets.get("cluster-argo1").await.unwrap();
-    let data = written.data.unwrap();
-    let config: serde_json::Value = serde_json::from_slice(&data["config"].0).unwrap();
-    let token = config["bearerToken"].as_str().unwrap();
-    assert_ne!(token, seeded);
-    assert_eq!(
-        config["tlsClientConfig"]["caData"],
-        ca_data.as_str(),
-        "the rest is kept"
-    );
-    assert_eq!(data["project"].0, b"platform");
-    assert_eq!(member.token_status(token).await.unwrap(), 200);
-    let record = &written.metadata.annotations.unwrap()[RECORD_ANNOTATION];
-    assert!(record.contains("mintedAt"), "{record}");
-    eventually("argo1 is ready on its new token", START, || async {
-        collector
-            .metric("tether_member_ready", r#"member="argo1""#)
-            .await
-            .unwrap()
-            == 1.0
-    })
-    .await
-    .unwrap();
-    assert_eq!(
-        collector
-            .metric("tether_unauthorized_responses_total", "")
-            .await
-            .unwrap(),
-        0.0
-    );
-}
-
-#[tokio::test]
-async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
-    let plane = RotationPlane::start(1, 0).await.unwrap();
-    let member = plane.env.cluster(1);
-    member
-        .create_service_account("tether-rotation", "filed")
-        .await
-        .unwrap();
-    let seeded = member
-        .mint_token("tether-rotation", "filed", testkit::MIN_TOKEN_EXPIRY)
-        .await
-        .unwrap();
-    let dir = temp_dir("members").unwrap();
-    std::fs::write(dir.join("filed.token"), &seeded).unwrap();
-    std::fs::write(dir.join("filed-ca.crt"), member.ca_pem()).unwrap();
-    std::fs::write(
-        dir.join("filed.yaml"),
-        format!(
-            "name: filed\napiEndpoint: {}\ntokenFile: filed.token\ncaFile: filed-ca.crt\n\
-             rotation:\n  serviceAccount: tether-rotation/filed\n  enabled: true\n  \
-             expirationSeconds: 600\n",
-            member.endpoint()
-        ),
-    )
-    .unwrap();
-    let members_dir = dir.display().to_string();
-    let collector = RunningCollector::start(
-        &[
-            "--members-from",
-            "directory",
-            "--members-dir",
-            &members_dir,
-            "--insecure-serve-api",
-            "--rotation-fraction",
-            FAST,
-            "--probe-period",
-            "2",
-        ]
-        .map(str::to_owned),
-    )
-    .await
-    .unwrap();
-
-    eventually("filed rotates", START, || async {
-        rotations(&collector, "filed", "success").await >= 1.0
-    })
-    .await
-    .unwrap();
-    let token = std::fs::read_to_string(dir.join("filed.token")).unwrap();
-    assert_ne!(token, seeded);
-    assert_eq!(member.token_status(&token).await.unwrap(), 200);
-    let record = std::fs::read_to_string(dir.join(".filed.token.rotation")).unwrap();
-    assert!(record.contains("mintedAt"), "{record}");
-    eventually("filed is ready on its new token", START, || async {
-        collector
-            .metric("tether_member_ready", r#"member="filed""#)
-            .await
-            .unwrap()
-            == 1.0
-    })
-    .await
-    .unwrap();
 }

@@ -11,23 +11,13 @@ use std::time::Duration;
 
 use e2e::{
     collector_run::RunningCollector,
-    rotation_plane::{RotationPlane, eventually},
+    rotation_plane::{RotationPlane, eventually, rotations},
 };
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
 const START: Duration = Duration::from_secs(60);
 /// The period a 600 s token rotates with at `--rotation-fraction 0.01`.
 const PERIOD: Duration = Duration::from_secs(6);
-
-async fn rotations(collector: &RunningCollector, member: &str, result: &str) -> f64 {
-    collector
-        .metric(
-            "tether_token_rotations_total",
-            &format!(r#"member="{member}",result="{result}""#),
-        )
-        .await
-        .unwrap()
-}
 
 #[tokio::test]
 async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_write_each() {

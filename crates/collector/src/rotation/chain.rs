@@ -255,12 +255,13 @@ impl Chain {
                 deadline
             }
             Ok(Err(HomeError::Conflict)) => {
-                // Someone wrote the home since it was read: look again before anything else.
+                // Someone wrote the home since it was read. Look again, but not at once: a
+                // writer that keeps rewriting it must not make Tether mint in a loop.
                 self.rotator
                     .metrics
                     .record_token_rotation(&member, "conflict");
                 tracing::warn!(member, home = %home, "the token home changed during a mint; the minted token was not written");
-                Duration::ZERO
+                self.rotator.args.retry()
             }
             Ok(Err(err)) => {
                 self.failed(format!(
@@ -318,8 +319,15 @@ impl Chain {
                 secondary: None,
             },
         };
-        if let Err(err) = recorder.publish(&event, &reference).await {
-            tracing::warn!(member = %self.member, error = %err, "recording a rotation Event failed");
+        let deadline = self.rotator.request_timeout;
+        match tokio::time::timeout(deadline, recorder.publish(&event, &reference)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(member = %self.member, error = %err, "recording a rotation Event failed");
+            }
+            Err(_) => {
+                tracing::warn!(member = %self.member, ?deadline, "recording a rotation Event timed out");
+            }
         }
     }
 }
