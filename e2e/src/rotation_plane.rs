@@ -45,6 +45,18 @@ pub struct RotatingMember {
     pub account: String,
 }
 
+impl RotatingMember {
+    /// Member `name` on apiserver `cluster`, rotating the tokens of `namespace/account`.
+    pub fn new(name: &str, cluster: usize, namespace: &str, account: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            cluster,
+            namespace: namespace.to_owned(),
+            account: account.to_owned(),
+        }
+    }
+}
+
 /// The harness, the Karmada objects, and the members.
 pub struct RotationPlane {
     /// The apiservers: 0 is the control plane, 1.. the members.
@@ -82,12 +94,12 @@ impl RotationPlane {
                 .await?;
         }
         for i in 0..members {
-            let member = RotatingMember {
-                name: format!("m{i:02}"),
-                cluster: 1 + i % apiservers,
-                namespace: "tether-rotation".to_owned(),
-                account: format!("rot-{i}"),
-            };
+            let member = RotatingMember::new(
+                &format!("m{i:02}"),
+                1 + i % apiservers,
+                "tether-rotation",
+                &format!("rot-{i}"),
+            );
             this.add(member).await?;
         }
         Ok(this)

@@ -67,12 +67,7 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
         .await
         .unwrap();
     let token = plane
-        .add(RotatingMember {
-            name: "refused".to_owned(),
-            cluster: 1,
-            namespace: "no-minting".to_owned(),
-            account: "plain".to_owned(),
-        })
+        .add(RotatingMember::new("refused", 1, "no-minting", "plain"))
         .await
         .unwrap();
     let collector = start_collector(&plane, FAST).await;
@@ -141,12 +136,12 @@ async fn a_definition_naming_another_service_account_than_its_token_switches_not
     let mut plane = RotationPlane::start(1, 1).await.unwrap();
     let others = plane.secret_token("m00").await.unwrap();
     plane
-        .add(RotatingMember {
-            name: "impostor".to_owned(),
-            cluster: 1,
-            namespace: "tether-rotation".to_owned(),
-            account: "rot-x".to_owned(),
-        })
+        .add(RotatingMember::new(
+            "impostor",
+            1,
+            "tether-rotation",
+            "rot-x",
+        ))
         .await
         .unwrap();
     // Its Secret holds rot-0's token, which may mint rot-x's: minting would switch identities.
@@ -270,12 +265,7 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
         .await
         .unwrap();
     let seeded = plane
-        .add(RotatingMember {
-            name: "shipped".to_owned(),
-            cluster: 1,
-            namespace: "tether-member".to_owned(),
-            account: "tether".to_owned(),
-        })
+        .add(RotatingMember::new("shipped", 1, "tether-member", "tether"))
         .await
         .unwrap();
     let admin = plane.env.cluster(1).admin_client().unwrap();

@@ -98,7 +98,7 @@ impl Supervisor {
 
     async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
         if let Some(task) = self.tasks.get_mut(&spec.name)
-            && task.serves(&spec, ca_bundle.as_ref())
+            && task.only_rotation_changed(&spec, ca_bundle.as_ref())
         {
             // Only what rotation asks changed (a `tether.io/rotate-now`, say): keep the client
             // and its watches.

@@ -69,7 +69,7 @@ pub(crate) struct MemberTask {
     member: String,
     chain: Option<TokenChain>,
     rotation: watch::Sender<RotationState>,
-    /// The definition the client was built from, without its rotation request.
+    /// The definition the client was built from, and the rotation request it runs with.
     definition: (MemberSpec, Option<Bytes>),
 }
 
@@ -96,7 +96,6 @@ impl MemberTask {
         plan: Option<RotationPlan>,
     ) -> Self {
         let member = definition.0.name.clone();
-        let definition = (client_part(definition.0), definition.1);
         let rotated = Arc::new(Notify::new());
         let (rotation, rotation_changes) = watch::channel(status.rotation().clone());
         let (stores, informer_states, informers) = informers::start(
@@ -135,16 +134,25 @@ impl MemberTask {
         task
     }
 
-    /// Whether this task's client serves `spec` with `ca_bundle`: they differ at most in what
-    /// rotation asks, which needs no new client and no relist.
-    pub(crate) fn serves(&self, spec: &MemberSpec, ca_bundle: Option<&Bytes>) -> bool {
+    /// Whether `spec` with `ca_bundle` differs from what this task runs with only in what
+    /// rotation asks: that needs no new client and no relist. Anything else (a member usable
+    /// again, a new endpoint or CA) rebuilds the client, as the registry's `Upserted` says.
+    pub(crate) fn only_rotation_changed(
+        &self,
+        spec: &MemberSpec,
+        ca_bundle: Option<&Bytes>,
+    ) -> bool {
         let (defined, ca) = &self.definition;
-        ca.as_ref() == ca_bundle && *defined == client_part(spec.clone())
+        ca.as_ref() == ca_bundle
+            && defined.token_rotation != spec.token_rotation
+            && client_part(defined.clone()) == client_part(spec.clone())
     }
 
     /// Mints the member's tokens as `plan` says from now on (`None`, or a plan that is not
     /// active: not at all), without touching its client or watches.
     pub(crate) fn set_rotation(&mut self, plan: Option<RotationPlan>) {
+        self.definition.0.token_rotation =
+            plan.as_ref().map(|plan| Box::new(plan.rotation.clone()));
         let all = self.context.rotator.args.rotate_tokens;
         let Some(plan) = plan.filter(|plan| plan.rotation.active(all)) else {
             self.chain = None;

@@ -52,23 +52,29 @@ pub(crate) async fn check_current(
     user: &str,
     deadline: Duration,
 ) -> Result<(), MintError> {
+    let seen = user_of(client, deadline).await.map_err(|why| {
+        MintError::Failed(Text::new(&format!(
+            "the current token could not be checked: {why}"
+        )))
+    })?;
+    if seen == user {
+        return Ok(());
+    }
+    Err(MintError::WrongIdentity(format!(
+        "the current token authenticates as {seen:?}, not as the ServiceAccount the definition \
+         names ({user:?}); nothing was minted"
+    )))
+}
+
+/// Who `client`'s credential authenticates as on the member (a SelfSubjectReview), or why
+/// the review gave no answer within `deadline`.
+async fn user_of(client: &Client, deadline: Duration) -> Result<String, String> {
     let seen = tokio::time::timeout(deadline, whoami(client))
         .await
-        .map_err(|_| {
-            MintError::Failed(Text::new(&format!(
-                "the SelfSubjectReview took over {deadline:?}"
-            )))
-        })?;
-    match (seen.error, seen.user) {
-        (Some(error), _) => Err(MintError::Failed(Text::new(&format!(
-            "the current token could not be checked with a SelfSubjectReview: {error}"
-        )))),
-        (None, Some(seen)) if seen == user => Ok(()),
-        (None, seen) => Err(MintError::WrongIdentity(format!(
-            "the current token authenticates as {:?}, not as the ServiceAccount the definition \
-             names ({user:?}); nothing was minted",
-            seen.unwrap_or_default()
-        ))),
+        .map_err(|_| format!("the SelfSubjectReview took over {deadline:?}"))?;
+    match seen.error {
+        Some(error) => Err(format!("the SelfSubjectReview failed: {error}")),
+        None => Ok(seen.user.unwrap_or_default()),
     }
 }
 
@@ -133,23 +139,15 @@ pub(crate) async fn verify(
         .with_policy(policy.clone())
         .build(config, &CredentialHealth::new())
         .map_err(|err| MintError::Failed(Text::new(&err.to_string())))?;
-    let seen = tokio::time::timeout(deadline, whoami(&client))
+    let seen = user_of(&client, deadline)
         .await
-        .map_err(|_| {
-            MintError::Failed(Text::new(&format!(
-                "the SelfSubjectReview took over {deadline:?}"
-            )))
-        })?;
-    match (seen.error, seen.user) {
-        (Some(error), _) => Err(MintError::NotVerified(format!(
-            "could not be checked with a SelfSubjectReview: {error}"
-        ))),
-        (None, Some(seen)) if seen == user => Ok(()),
-        (None, seen) => Err(MintError::NotVerified(format!(
-            "authenticates as {:?}, not {user:?}",
-            seen.unwrap_or_default()
-        ))),
+        .map_err(|why| MintError::NotVerified(format!("could not be checked: {why}")))?;
+    if seen == user {
+        return Ok(());
     }
+    Err(MintError::NotVerified(format!(
+        "authenticates as {seen:?}, not {user:?}"
+    )))
 }
 
 /// The one credential a verifying client carries.
