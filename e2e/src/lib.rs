@@ -17,4 +17,5 @@ pub mod manifest;
 pub mod manifest_apply;
 pub mod profile_plane;
 pub mod rbac_grants;
+pub mod rotation_plane;
 pub mod scenario;

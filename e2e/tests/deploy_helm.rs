@@ -105,6 +105,7 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     let writes = Writes {
         status: false,
         profiles: true,
+        tokens: false,
     };
     assert_rbac(&publishing, writes, "helm publishing ClusterProfiles");
     let args = assert_collector_workload(&publishing, "helm publishing ClusterProfiles");
@@ -179,6 +180,12 @@ const CASES: &[Case] = &[
     },
     Case {
         file: "publish-clusterprofiles-values.yaml",
+        members_from: MembersFrom::Karmada,
+        namespaces: &[],
+        grants: &[],
+    },
+    Case {
+        file: "token-rotation-values.yaml",
         members_from: MembersFrom::Karmada,
         namespaces: &[],
         grants: &[],
@@ -259,6 +266,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
         expected_grants(Writes {
             status: args.write_status,
             profiles: args.publish_clusterprofiles.is_some(),
+            tokens: args.rotation.rotate_tokens,
         })
     } else {
         grants(REVIEW_GRANTS)

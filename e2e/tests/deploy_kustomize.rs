@@ -39,6 +39,8 @@ fn kustomize_rbac_is_least_privilege() {
     assert_rbac(&beside, false, "beside-karmada");
     let publishing = kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
     assert_rbac(&publishing, PUBLISHING, PUBLISH_OVERLAY);
+    let rotating = kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
+    assert_rbac(&rotating, ROTATING, ROTATION_OVERLAY);
 }
 
 /// The base publishing ClusterProfiles, through `components/publish-clusterprofiles`.
@@ -47,6 +49,15 @@ const PUBLISH_OVERLAY: &str = "overlays/publish-clusterprofiles";
 const PUBLISHING: Writes = Writes {
     status: true,
     profiles: true,
+    tokens: false,
+};
+/// The base rotating member tokens, through `components/token-rotation`.
+const ROTATION_OVERLAY: &str = "overlays/token-rotation";
+/// What the collector writes with it: status, and minted tokens into the member Secrets.
+const ROTATING: Writes = Writes {
+    status: true,
+    profiles: false,
+    tokens: true,
 };
 
 #[test]
@@ -95,6 +106,13 @@ fn kustomize_deployments_match_the_collector_cli() {
             .collect::<std::collections::BTreeSet<_>>(),
         base.iter().map(id).collect(),
         "the component adds its Role and RoleBinding and nothing else"
+    );
+
+    let rotating = kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
+    let args = assert_collector_workload(&rotating, ROTATION_OVERLAY);
+    assert!(
+        args.rotation.rotate_tokens && args.leader_elect,
+        "only the leader mints"
     );
 }
 
@@ -180,6 +198,19 @@ async fn kustomize_publishing_overlay_is_accepted_by_a_real_apiserver() {
     assert_authorized(&client, &objects, PUBLISHING).await;
 }
 
+#[tokio::test]
+async fn kustomize_token_rotation_overlay_is_accepted_by_a_real_apiserver() {
+    let env = Environment::with_members(0).await.unwrap();
+    let client = env.control_plane().admin_client().unwrap();
+    let mut objects = load_documents(&generated_crd_path()).unwrap();
+    objects.extend(kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap());
+    let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
+        .await
+        .unwrap();
+    assert_eq!(accepted.len(), objects.len());
+    assert_authorized(&client, &objects, ROTATING).await;
+}
+
 fn sorted(mut objects: Vec<Value>) -> Vec<Value> {
     objects.sort_by_key(id);
     objects
@@ -187,7 +218,12 @@ fn sorted(mut objects: Vec<Value>) -> Vec<Value> {
 
 #[test]
 fn minimal_renderer_agrees_with_kustomize() {
-    for rel in ["base", "overlays/beside-karmada", PUBLISH_OVERLAY] {
+    for rel in [
+        "base",
+        "overlays/beside-karmada",
+        PUBLISH_OVERLAY,
+        ROTATION_OVERLAY,
+    ] {
         let dir = kustomize_dir(rel);
         let ours = sorted(kustomize::build(&dir).unwrap());
         let theirs = sorted(kustomize::kustomize_build(&dir).unwrap());

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt as _;
 use member_client::{
     SecretRef, SourceError,
     exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
@@ -36,6 +37,7 @@ use crate::{
     member::checked_spec,
     secret_store::secret_data,
     stored_credential::{Material, StoredCredential},
+    token_rotation::{TokenHome, TokenRotation},
 };
 
 /// Data key holding the cluster's name.
@@ -138,6 +140,11 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
             .tls_client_config
             .server_name
             .filter(|n| !n.trim().is_empty());
+        spec.token_rotation = TokenRotation::from_annotations(
+            secret.annotations(),
+            TokenHome::ArgoCdSecret(secret_ref.clone()),
+        )?
+        .map(Box::new);
         Ok(spec)
     })();
     MemberDefinition { name, spec }

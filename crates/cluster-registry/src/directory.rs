@@ -19,6 +19,8 @@
 //! caFile: member1-ca.crt          # optional, PEM
 //! insecureSkipTLSVerification: false  # optional
 //! proxyURL: http://proxy:3128     # optional
+//! rotation:                       # optional: Tether mints tokens into tokenFile
+//!   serviceAccount: tether-member/tether
 //! ```
 //!
 //! or, with everything in a kubeconfig (its current context, else its only one):
@@ -65,6 +67,7 @@ use crate::{
     bounded_file::{self, FileError},
     member::checked_spec,
     secret_store::StoredSecret,
+    token_rotation::{RotationBlock, TokenRotation},
 };
 
 mod credential_files;
@@ -140,6 +143,10 @@ pub struct MemberFile {
     /// An `http://` or `https://` proxy.
     #[serde(rename = "proxyURL", default)]
     pub proxy_url: Option<String>,
+    /// Token rotation: Tether mints the token of this ServiceAccount and replaces
+    /// [`token_file`](Self::token_file) with it ([`token_rotation`](crate::token_rotation)).
+    #[serde(default)]
+    pub rotation: Option<RotationBlock>,
 }
 
 /// Where a member file's connection settings and credential come from.
@@ -303,11 +310,18 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
                 key.clone(),
                 file.insecure_skip_tls_verification,
                 file.proxy_url.clone(),
-            ),
+            )
+            .and_then(|mut spec| {
+                spec.token_rotation = rotation(dir, &path, &file)?;
+                Ok(spec)
+            }),
             credential_files::direct(dir, &key, &file, api_endpoint),
         ),
         Ok(Layout::Kubeconfig(kubeconfig)) => {
-            credential_files::kubeconfig(dir, &key, &file.name, kubeconfig)
+            let (spec, secret) = credential_files::kubeconfig(dir, &key, &file.name, kubeconfig);
+            // Without a tokenFile there is nothing to write a minted token to.
+            let spec = rotation(dir, &path, &file).and(spec);
+            (spec, secret)
         }
     };
     ScannedMember {
@@ -318,6 +332,36 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
         },
         secret,
     }
+}
+
+/// The file's `rotation:` request; it needs a `tokenFile` to replace, named by a plain
+/// relative path.
+fn rotation(
+    dir: &Path,
+    path: &Path,
+    file: &MemberFile,
+) -> std::result::Result<Option<Box<TokenRotation>>, InvalidReason> {
+    let Some(block) = &file.rotation else {
+        return Ok(None);
+    };
+    let plain = |p: &Path| {
+        p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
+    match &file.token_file {
+        Some(token_file) if plain(token_file) => block
+            .rotation(dir.join(token_file))
+            .map(|r| Some(Box::new(r))),
+        _ => rotation_without_token_file(path),
+    }
+}
+
+fn rotation_without_token_file<T>(path: &Path) -> std::result::Result<T, InvalidReason> {
+    Err(InvalidReason::DefinitionInvalid(format!(
+        "{}: rotation needs a tokenFile inside the directory (a plain relative path) to write \
+         each minted token to",
+        path.display()
+    )))
 }
 
 /// What serde_yaml says is wrong, unless it quotes a value: `exec.env` values may be secrets.

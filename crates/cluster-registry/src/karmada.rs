@@ -16,7 +16,11 @@ use member_client::{Credential, SecretRef, SourceError, validation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{InvalidReason, MemberDefinition, Result, member::checked_spec};
+use crate::{
+    InvalidReason, MemberDefinition, Result,
+    member::checked_spec,
+    token_rotation::{TokenHome, TokenRotation},
+};
 
 /// Secret data key holding the bearer token.
 pub const TOKEN_KEY: &str = "token";
@@ -144,13 +148,20 @@ pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
             .secret_ref
             .as_ref()
             .ok_or_else(|| InvalidReason::DefinitionInvalid("spec.secretRef is not set".into()))?;
-        checked_spec(
+        let secret_ref = SecretRef::new(&secret_ref.namespace, &secret_ref.name);
+        let mut member = checked_spec(
             name.clone(),
             spec.api_endpoint.clone().unwrap_or_default(),
-            SecretRef::new(&secret_ref.namespace, &secret_ref.name),
+            secret_ref.clone(),
             spec.insecure_skip_tls_verification,
             spec.proxy_url.clone(),
-        )
+        )?;
+        member.token_rotation = TokenRotation::from_annotations(
+            cluster.annotations(),
+            TokenHome::KarmadaSecret(secret_ref),
+        )?
+        .map(Box::new);
+        Ok(member)
     })();
     MemberDefinition { name, spec: result }
 }
@@ -250,6 +261,7 @@ mod tests {
             insecure_skip_tls_verify: insecure,
             proxy_url: proxy.map(str::to_owned),
             tls_server_name: None,
+            token_rotation: None,
         };
         assert_eq!(def.spec, Ok(want));
     }
@@ -313,6 +325,30 @@ mod tests {
     fn bad_secrets_are_typed_errors(#[case] pairs: &[(&str, &[u8])], #[case] want: &str) {
         let err = credential(&key(), &data(pairs)).unwrap_err();
         assert!(format!("{err:?}").starts_with(want), "{err:?}");
+    }
+
+    #[test]
+    fn rotation_annotations_are_read_with_the_secret_as_the_home() {
+        let mut c = cluster(push(json!({})));
+        c.metadata.annotations = Some(BTreeMap::from([(
+            crate::token_rotation::SERVICE_ACCOUNT_ANNOTATION.to_owned(),
+            "tether/collector".to_owned(),
+        )]));
+        let rotation = member_from_cluster(&c)
+            .spec
+            .unwrap()
+            .token_rotation
+            .unwrap();
+        assert_eq!(
+            rotation.home,
+            TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "member1"))
+        );
+        c.metadata.annotations = Some(BTreeMap::from([(
+            crate::token_rotation::ROTATE_ANNOTATION.to_owned(),
+            "true".to_owned(),
+        )]));
+        let refused = member_from_cluster(&c).spec.unwrap_err();
+        assert_eq!(refused.condition_reason(), "DefinitionInvalid");
     }
 
     #[test]

@@ -86,6 +86,12 @@
 //! watch per configured namespace, with the cluster label selector. No Secret is listed
 //! cluster-wide.
 //!
+//! # Token rotation
+//! A definition may ask Tether to mint its tokens ([`token_rotation::TokenRotation`], in
+//! [`MemberSpec::token_rotation`]): Karmada `Cluster` and Argo CD Secret annotations, or a
+//! member file's `rotation:` block. [`token_rotation::TokenHome`] reads the token where the
+//! member's credential lives and writes a new one back there, conditionally.
+//!
 //! # Sources
 //! [`Registry::sources`] says, per source of definitions ([`Source`]), whether it is listed,
 //! still listing, or failing with which error ([`SourceState`]). A consumer that cannot list
@@ -117,6 +123,7 @@ mod source_state;
 mod stored_credential;
 #[cfg(test)]
 mod test_ca;
+pub mod token_rotation;
 mod watch;
 
 pub use admission::DEFAULT_SECRET_NAMESPACE;

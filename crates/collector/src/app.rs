@@ -18,6 +18,7 @@ use crate::{
     mirror::Mirror,
     readiness::{Readiness, sources},
     registry_builder::registry_builder,
+    rotation,
 };
 
 /// How long shutting down may wait for the Lease to be given up.
@@ -76,6 +77,8 @@ pub async fn run(
         lease,
     )
     .await?;
+    let (rotator, lease) =
+        rotation::rotator(&args, control_plane.as_ref(), &identity, &metrics, lease).await?;
     let context = MemberContext {
         mirror: mirror.clone(),
         metrics: metrics.clone(),
@@ -85,6 +88,7 @@ pub async fn run(
         probe_timeout: args.probe_timeout(),
         request_timeout: args.request_timeout(),
         resources: Arc::from(args.mirror.clone()),
+        rotator,
     };
     let supervisor = Supervisor::new(
         ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),

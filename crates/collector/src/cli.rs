@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use clap::{Parser, ValueEnum};
 use member_client::{EndpointPolicy, exec::ExecPolicy, validation::Cidr};
 
-pub use crate::mirror::MirroredResource;
+pub use crate::{mirror::MirroredResource, rotation::RotationArgs};
 
 /// Watches every member cluster with credentials that survive rotation, and reports their
 /// health to the control plane.
@@ -170,6 +170,10 @@ pub struct Args {
     /// member. Only the leader writes (`--leader-elect`).
     #[arg(long, value_name = "NAMESPACE", value_parser = namespace_name)]
     pub publish_clusterprofiles: Option<String>,
+
+    /// Token rotation.
+    #[command(flatten)]
+    pub rotation: RotationArgs,
 
     /// Address of the HTTP server (/metrics, /healthz, /readyz, /api/v1/clusters).
     #[arg(long, default_value = "0.0.0.0:8080", env = "TETHER_LISTEN")]

@@ -37,6 +37,7 @@
 //! | member health | `member::health::MemberHealth` | the outcome of the latest probe of a member, or why it cannot be probed (`cluster_registry::InvalidReason`); decides the conditions' reasons |
 //! | member status | `member::status::MemberStatus` | a member's health with its version, node summary and transition times: what becomes the `Ready` and `CredentialsValid` conditions |
 //! | source state | `cluster_registry::SourceState` | whether a source of member definitions (Karmada Clusters, Argo CD Secrets, a directory) is listed |
+//! | rotation state | `rotation::RotationState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
 //! | readiness | `readiness::ReadyState` | whether the collector itself should receive traffic (`/readyz`) |
 //!
 //! # Modules
@@ -45,6 +46,8 @@
 //! - `control_plane`: the collector's own client, the guard on its credential, leader election.
 //! - `clusterprofile`: a SIG-Multicluster `ClusterProfile` per member
 //!   (`--publish-clusterprofiles`).
+//! - `rotation`: minting each opted-in member's tokens (TokenRequest) and writing them back
+//!   where its credential lives (`--rotate-tokens`).
 //! - `readiness`: `/readyz`'s state and the inputs that block it.
 //! - `mirror`: the multi-cluster view the read API serves.
 //! - `metrics`, `http`: what is served.
@@ -63,3 +66,4 @@ mod metrics;
 mod mirror;
 mod readiness;
 mod registry_builder;
+mod rotation;

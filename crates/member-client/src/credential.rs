@@ -1,17 +1,13 @@
 //! A member's credential: a bearer token, a client certificate, or both, with the CA bundle
 //! that goes with it and when it expires.
 
-use std::{
-    fmt,
-    time::{Duration, SystemTime},
-};
+use std::{fmt, time::SystemTime};
 
-use base64::Engine as _;
 use bytes::Bytes;
 use http::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::{ClientIdentity, exec::ExecOutput, source::SourceError};
+use crate::{ClientIdentity, JwtClaims, exec::ExecOutput, source::SourceError};
 
 /// What produced a [`Credential`]; the `kind` label of `tether_token_fetches_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -282,24 +278,7 @@ fn earliest(a: Option<SystemTime>, b: Option<SystemTime>) -> Option<SystemTime> 
 /// Reads `exp` from a JWT's payload. Anything that is not a three-part token with a base64url
 /// JSON payload holding a numeric `exp` yields `None`.
 fn jwt_expiry(token: &str) -> Option<SystemTime> {
-    let mut parts = token.split('.');
-    let (_header, payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    // RFC 7515 says unpadded, but some issuers pad; accept both.
-    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    #[derive(serde::Deserialize)]
-    struct Claims {
-        exp: Option<f64>,
-    }
-    let exp = serde_json::from_slice::<Claims>(&payload).ok()?.exp?;
-    if !exp.is_finite() || exp < 0.0 {
-        return None;
-    }
-    SystemTime::UNIX_EPOCH.checked_add(Duration::try_from_secs_f64(exp).ok()?)
+    JwtClaims::of(token)?.exp
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ pub mod exec;
 mod failure_kind;
 mod file_source;
 mod guarded_resolver;
+mod jwt_claims;
 mod request_deadline;
 mod secret_ref;
 mod shared_service;
@@ -74,6 +75,7 @@ pub use exec::{
 };
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
+pub use jwt_claims::JwtClaims;
 pub use request_deadline::{DeadlineExceeded, RequestDeadline, RequestDeadlineLayer};
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};

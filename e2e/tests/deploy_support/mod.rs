@@ -71,13 +71,22 @@ pub const PUBLISH_GRANTS: &[&str] = &[
     "fleet multicluster.x-k8s.io/clusterprofiles/status patch",
 ];
 
-/// What the collector is to write: Cluster status, ClusterProfiles, both or neither.
+/// What rotating member tokens adds (and [`LEASE_GRANTS`]): writing each minted token back
+/// into its Secret, and Events on that Secret.
+pub const ROTATION_GRANTS: &[&str] = &[
+    "karmada-cluster core/secrets update",
+    "karmada-cluster events.k8s.io/events create,patch",
+];
+
+/// What the collector is to write: Cluster status, ClusterProfiles, member tokens.
 #[derive(Clone, Copy, Debug)]
 pub struct Writes {
     /// `--write-status`.
     pub status: bool,
     /// `--publish-clusterprofiles` (in [`PROFILES_NAMESPACE`]).
     pub profiles: bool,
+    /// `--rotate-tokens`.
+    pub tokens: bool,
 }
 
 impl From<bool> for Writes {
@@ -86,6 +95,7 @@ impl From<bool> for Writes {
         Self {
             status,
             profiles: false,
+            tokens: false,
         }
     }
 }
@@ -99,7 +109,10 @@ pub fn expected_grants(writes: impl Into<Writes>) -> BTreeSet<String> {
     if writes.profiles {
         expected.extend(grants(PUBLISH_GRANTS));
     }
-    if writes.status || writes.profiles {
+    if writes.tokens {
+        expected.extend(grants(ROTATION_GRANTS));
+    }
+    if writes.status || writes.profiles || writes.tokens {
         expected.extend(grants(LEASE_GRANTS));
     }
     expected
@@ -252,6 +265,11 @@ pub const PUBLISH_FORBIDDEN: &[Request] = &[
     ),
     (PROFILES_NAMESPACE, "", "secrets", "", "", "list"),
 ];
+/// What rotating tokens does: a minted token written back, an Event on its Secret.
+pub const ROTATES: &[Request] = &[
+    (KARMADA_SECRETS, "", "secrets", "", "member1", "update"),
+    (KARMADA_SECRETS, "events.k8s.io", "events", "", "", "create"),
+];
 /// What the collector must never be able to do.
 pub const FORBIDDEN: &[Request] = &[
     ("kube-system", "events.k8s.io", "events", "", "", "create"),
@@ -259,8 +277,8 @@ pub const FORBIDDEN: &[Request] = &[
     ("", "", "secrets", "", "", "list"),
     ("kube-system", "", "secrets", "", "", "list"),
     ("tether-system", "", "secrets", "", "", "get"),
-    (KARMADA_SECRETS, "", "secrets", "", "member1", "update"),
     (KARMADA_SECRETS, "", "secrets", "", "", "create"),
+    ("tether-system", "", "secrets", "", "member1", "update"),
     ("", "cluster.karmada.io", "clusters", "", "member1", "patch"),
     (
         "",
@@ -306,7 +324,8 @@ pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl 
     for (requests, allowed) in [
         (WRITES, writes.status),
         (PUBLISHES, writes.profiles),
-        (LEASES, writes.status || writes.profiles),
+        (ROTATES, writes.tokens),
+        (LEASES, writes.status || writes.profiles || writes.tokens),
     ] {
         if allowed {
             must_allow.extend_from_slice(requests);

@@ -2,6 +2,7 @@
 
 mod credential_kinds;
 mod kubeconfig_files;
+mod rotation;
 
 use super::*;
 use crate::{stored_credential::StoredCredential, test_ca::ca_pem};
@@ -76,6 +77,7 @@ async fn member_files_become_members(
         insecure_skip_tls_verify: insecure,
         proxy_url: proxy.map(str::to_owned),
         tls_server_name: None,
+        token_rotation: None,
     };
     assert_eq!(scanned[0].definition.spec, Ok(want));
 }

@@ -13,9 +13,9 @@
 //!   to do.
 
 mod args;
-mod credential;
+pub(crate) mod credential;
 mod member;
-mod probe;
+pub(crate) mod probe;
 mod remedy;
 mod report;
 mod run;

@@ -1,7 +1,7 @@
 //! The report as printed: the table and the JSON.
 
 use super::{
-    credential::{CredentialSummary, JwtClaims},
+    credential::{CredentialSummary, JwtSummary},
     probe::{Access, Whoami},
     remedy::remedy,
     report::{MemberReport, Readyz, Report, SourceReport},
@@ -22,7 +22,7 @@ fn good() -> MemberReport {
         credential: Some(CredentialSummary {
             from: "Secret karmada-cluster/member1".into(),
             kind: Some("token"),
-            jwt: Some(JwtClaims {
+            jwt: Some(JwtSummary {
                 iss: Some("https://kubernetes.default.svc".into()),
                 aud: vec!["api".into()],
                 exp: Some("2100-01-01T00:00:00Z".into()),

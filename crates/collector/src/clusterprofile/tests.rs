@@ -60,6 +60,7 @@ fn access() -> ProfileAccess {
         insecure_skip_tls_verify: false,
         proxy_url: None,
         tls_server_name: None,
+        token_rotation: None,
     };
     ProfileAccess::of(&spec, None)
 }

@@ -8,6 +8,7 @@ use k8s_openapi::{
 };
 
 use super::health::MemberHealth;
+use crate::rotation::RotationState;
 
 /// The type of the condition that says whether a member is usable; its reason is the health.
 pub(crate) const READY_CONDITION: &str = "Ready";
@@ -26,6 +27,8 @@ pub(crate) struct MemberStatus {
     nodes: Option<NodeSummary>,
     /// The member's serving certificate is not verified (`--allow-insecure-members`).
     tls_unverified: bool,
+    /// What its token chain says, when Tether rotates its tokens.
+    rotation: RotationState,
     ready_since: Timestamp,
     credentials_since: Timestamp,
 }
@@ -37,6 +40,7 @@ impl Default for MemberStatus {
             kubernetes_version: None,
             nodes: None,
             tls_unverified: false,
+            rotation: RotationState::Fine,
             ready_since: Timestamp::now(),
             credentials_since: Timestamp::now(),
         }
@@ -55,10 +59,34 @@ impl MemberStatus {
         if health.ready_status() != self.health.ready_status() {
             self.ready_since = now;
         }
-        if health.credentials_valid_status() != self.health.credentials_valid_status() {
+        let credentials = self.credentials_valid_status();
+        self.health = health;
+        if self.credentials_valid_status() != credentials {
             self.credentials_since = now;
         }
-        self.health = health;
+    }
+
+    /// Records what the member's token chain says.
+    pub(crate) fn set_rotation(&mut self, rotation: RotationState) {
+        let credentials = self.credentials_valid_status();
+        self.rotation = rotation;
+        if self.credentials_valid_status() != credentials {
+            self.credentials_since = Timestamp::now();
+        }
+    }
+
+    /// What the member's token chain says.
+    pub(crate) fn rotation(&self) -> &RotationState {
+        &self.rotation
+    }
+
+    /// `CredentialsValid`'s status: False while the token chain is broken, whatever the probe
+    /// says, since the credential that works now will not for long.
+    fn credentials_valid_status(&self) -> &'static str {
+        match self.rotation.reason() {
+            Some(_) => "False",
+            None => self.health.credentials_valid_status(),
+        }
     }
 
     /// Records whether the member's serving certificate goes unverified; every condition
@@ -89,6 +117,7 @@ impl MemberStatus {
     /// did: a new health, version or node summary.
     pub(crate) fn differs_from(&self, before: &Self) -> bool {
         self.health != before.health
+            || self.rotation != before.rotation
             || self.kubernetes_version != before.kubernetes_version
             || self.nodes != before.nodes
     }
@@ -103,25 +132,35 @@ impl MemberStatus {
                  (insecureSkipTLSVerification, allowed by --allow-insecure-members)",
             );
         }
-        let condition = |type_: &str, status: &str, reason: &str, since: Timestamp| Condition {
-            type_: type_.to_owned(),
-            status: status.to_owned(),
-            reason: reason.to_owned(),
-            message: message.clone(),
-            last_transition_time: Time(since),
-            observed_generation: None,
-        };
+        let condition =
+            |type_: &str, status: &str, reason: &str, message: String, since: Timestamp| {
+                Condition {
+                    type_: type_.to_owned(),
+                    status: status.to_owned(),
+                    reason: reason.to_owned(),
+                    message,
+                    last_transition_time: Time(since),
+                    observed_generation: None,
+                }
+            };
+        let (credentials_reason, credentials_message) =
+            match (self.rotation.reason(), self.rotation.message()) {
+                (Some(reason), Some(rotation)) => (reason, format!("{rotation}; {message}")),
+                _ => (h.credentials_valid_reason(), message.clone()),
+            };
         vec![
             condition(
                 READY_CONDITION,
                 h.ready_status(),
                 h.reason(),
+                message,
                 self.ready_since,
             ),
             condition(
                 CREDENTIALS_VALID_CONDITION,
-                h.credentials_valid_status(),
-                h.credentials_valid_reason(),
+                self.credentials_valid_status(),
+                credentials_reason,
+                credentials_message,
                 self.credentials_since,
             ),
         ]
@@ -188,6 +227,35 @@ mod tests {
                 condition.message
             );
         }
+    }
+
+    #[test]
+    fn a_broken_token_chain_makes_credentials_invalid_while_the_member_stays_ready() {
+        let mut status = MemberStatus::default();
+        status.set_health(MemberHealth::Healthy);
+        let since = status.credentials_since;
+        let before = status.clone();
+        status.set_rotation(RotationState::Failed("the member refused (403)".into()));
+        assert!(status.differs_from(&before));
+        let conditions = status.conditions();
+        assert_eq!(
+            (conditions[0].status.as_str(), conditions[0].reason.as_str()),
+            ("True", "MemberReady")
+        );
+        assert_eq!(
+            (conditions[1].status.as_str(), conditions[1].reason.as_str()),
+            ("False", "RotationFailed")
+        );
+        assert!(
+            conditions[1]
+                .message
+                .starts_with("the member refused (403); ")
+        );
+        assert!(status.credentials_since >= since);
+        status.set_rotation(RotationState::Expired("expired".into()));
+        assert_eq!(status.conditions()[1].reason, "TokenExpired");
+        status.set_rotation(RotationState::Fine);
+        assert_eq!(status.conditions()[1].reason, "CredentialsAccepted");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::clusterprofile::ProfileAccess;
 use super::{
     health::MemberHealth,
     status::MemberStatus,
-    task::{MemberContext, MemberTask},
+    task::{MemberContext, MemberTask, RotationPlan},
 };
 
 /// Owns every member task; members fail independently.
@@ -97,6 +97,15 @@ impl Supervisor {
     }
 
     async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
+        if let Some(task) = self.tasks.get_mut(&spec.name)
+            && task.only_rotation_changed(&spec, ca_bundle.as_ref())
+        {
+            // Only what rotation asks changed (a `tether.io/rotate-now`, say): keep the client
+            // and its watches.
+            let plan = rotation_plan(&spec, ca_bundle, self.context.request_timeout);
+            task.set_rotation(plan);
+            return;
+        }
         // Stop the old client first: a new CA or endpoint means new connections.
         let replacing = match self.tasks.remove(&spec.name) {
             Some(task) => {
@@ -113,7 +122,8 @@ impl Supervisor {
             .profiles
             .as_ref()
             .map(|_| ProfileAccess::of(&spec, ca_bundle.as_deref()));
-        let mut config = spec.client_config(ca_bundle);
+        let plan = rotation_plan(&spec, ca_bundle.clone(), self.context.request_timeout);
+        let mut config = spec.client_config(ca_bundle.clone());
         config.request_timeout = self.context.request_timeout;
         match self.factory.build(&config, &health) {
             Ok(client) => {
@@ -122,15 +132,17 @@ impl Supervisor {
                 if let Some(profiles) = &self.context.profiles {
                     profiles.define(&spec.name, access);
                 }
+                let name = spec.name.clone();
                 let task = MemberTask::start(
-                    spec.name.clone(),
+                    (spec, ca_bundle),
                     client,
                     health,
                     self.context.clone(),
                     status,
                     replacing,
+                    plan,
                 );
-                self.tasks.insert(spec.name, task);
+                self.tasks.insert(name, task);
             }
             Err(err) => {
                 let reason = match err {
@@ -185,4 +197,16 @@ impl Supervisor {
         }
         self.clientless.insert(name.to_owned(), status);
     }
+}
+
+/// What `spec` asks of token rotation, with the client config that verifies each new token.
+fn rotation_plan(
+    spec: &MemberSpec,
+    ca_bundle: Option<Bytes>,
+    request_timeout: std::time::Duration,
+) -> Option<RotationPlan> {
+    let rotation = spec.token_rotation.as_deref()?.clone();
+    let mut config = spec.client_config(ca_bundle);
+    config.request_timeout = request_timeout;
+    Some(RotationPlan { rotation, config })
 }

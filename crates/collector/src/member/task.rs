@@ -2,10 +2,12 @@
 
 use std::{sync::Arc, time::Duration};
 
+use bytes::Bytes;
+use cluster_registry::{MemberSpec, token_rotation::TokenRotation};
 use kube::Client;
-use member_client::CredentialHealth;
+use member_client::{CredentialHealth, MemberClientConfig};
 use tokio::{
-    sync::Notify,
+    sync::{Notify, watch},
     time::{Instant, MissedTickBehavior},
 };
 
@@ -21,6 +23,7 @@ use crate::{
     clusterprofile::ProfilePublisher,
     metrics::Metrics,
     mirror::{Mirror, MirroredResource},
+    rotation::{RotationState, TokenChain, TokenRotator},
 };
 
 /// What every member task works with: where it publishes, and how it probes and mirrors.
@@ -42,6 +45,15 @@ pub(crate) struct MemberContext {
     pub(crate) request_timeout: Duration,
     /// The kinds mirrored from every member.
     pub(crate) resources: Arc<[MirroredResource]>,
+    /// Mints the tokens of members that ask for it.
+    pub(crate) rotator: TokenRotator,
+}
+
+/// What a member task needs to mint the member's tokens: what it asks, and the client config
+/// that verifies each new token.
+pub(crate) struct RotationPlan {
+    pub(crate) rotation: TokenRotation,
+    pub(crate) config: MemberClientConfig,
 }
 
 /// A running member; dropping it stops its probe and watches.
@@ -50,6 +62,15 @@ pub(crate) struct MemberTask {
     prober: Option<tokio::task::JoinHandle<()>>,
     informers: Option<Informers>,
     rotated: Arc<Notify>,
+    /// Rings the token chain when the credential changed.
+    credential_changed: Arc<Notify>,
+    client: Client,
+    context: MemberContext,
+    member: String,
+    chain: Option<TokenChain>,
+    rotation: watch::Sender<RotationState>,
+    /// The definition the client was built from, and the rotation request it runs with.
+    definition: (MemberSpec, Option<Bytes>),
 }
 
 impl Drop for MemberTask {
@@ -66,14 +87,17 @@ impl MemberTask {
     /// client is no transition; `replacing` says an earlier client was just stopped, whose
     /// watches the new ones relist.
     pub(crate) fn start(
-        member: String,
+        definition: (MemberSpec, Option<Bytes>),
         client: Client,
         health: CredentialHealth,
         context: MemberContext,
         status: MemberStatus,
         replacing: bool,
+        plan: Option<RotationPlan>,
     ) -> Self {
+        let member = definition.0.name.clone();
         let rotated = Arc::new(Notify::new());
+        let (rotation, rotation_changes) = watch::channel(status.rotation().clone());
         let (stores, informer_states, informers) = informers::start(
             &member,
             &client,
@@ -85,25 +109,79 @@ impl MemberTask {
         context.metrics.watch_member(&member, health.clone());
         let prober = Prober {
             status,
-            member,
-            client,
-            context,
+            member: member.clone(),
+            client: client.clone(),
+            context: context.clone(),
             stores,
             informers: informer_states,
             confirmation: Confirmation::default(),
         };
         let notified = rotated.clone();
-        let prober = tokio::spawn(prober.run(health, notified));
-        Self {
+        let prober = tokio::spawn(prober.run(health, notified, rotation_changes));
+        let mut task = Self {
             prober: Some(prober),
             informers: Some(informers),
             rotated,
+            credential_changed: Arc::new(Notify::new()),
+            client,
+            context,
+            member,
+            chain: None,
+            rotation,
+            definition,
+        };
+        task.set_rotation(plan);
+        task
+    }
+
+    /// Whether `spec` with `ca_bundle` differs from what this task runs with only in what
+    /// rotation asks: that needs no new client and no relist. Anything else (a member usable
+    /// again, a new endpoint or CA) rebuilds the client, as the registry's `Upserted` says.
+    pub(crate) fn only_rotation_changed(
+        &self,
+        spec: &MemberSpec,
+        ca_bundle: Option<&Bytes>,
+    ) -> bool {
+        let (defined, ca) = &self.definition;
+        ca.as_ref() == ca_bundle
+            && defined.token_rotation != spec.token_rotation
+            && client_part(defined.clone()) == client_part(spec.clone())
+    }
+
+    /// Mints the member's tokens as `plan` says from now on (`None`, or a plan that is not
+    /// active: not at all), without touching its client or watches.
+    pub(crate) fn set_rotation(&mut self, plan: Option<RotationPlan>) {
+        self.definition.0.token_rotation =
+            plan.as_ref().map(|plan| Box::new(plan.rotation.clone()));
+        let all = self.context.rotator.args.rotate_tokens;
+        let Some(plan) = plan.filter(|plan| plan.rotation.active(all)) else {
+            self.chain = None;
+            self.rotation.send_replace(RotationState::Fine);
+            return;
+        };
+        if let Some(chain) = &self.chain
+            && chain.home() == plan.rotation.home
+        {
+            chain.update(plan.rotation);
+            return;
         }
+        // The old chain stops first, so that two never mint for one member.
+        self.chain = None;
+        self.chain = Some(TokenChain::start(
+            self.member.clone(),
+            plan.rotation,
+            self.client.clone(),
+            plan.config,
+            self.context.rotator.clone(),
+            self.rotation.clone(),
+            self.credential_changed.clone(),
+        ));
     }
 
     /// Stops the probe and the watches and waits until neither runs: after this, nothing
     /// publishes or records for the member.
     pub(crate) async fn stop(mut self) {
+        self.chain = None;
         if let Some(prober) = self.prober.take() {
             prober.abort();
             // An aborted task ends with a cancellation error: that is the point.
@@ -118,7 +196,14 @@ impl MemberTask {
     /// `tether_rotation_to_use_seconds` how long until a request with the new token succeeded.
     pub(crate) fn credentials_rotated(&self) {
         self.rotated.notify_one();
+        self.credential_changed.notify_one();
     }
+}
+
+/// `spec` without what rotation asks.
+fn client_part(mut spec: MemberSpec) -> MemberSpec {
+    spec.token_rotation = None;
+    spec
 }
 
 /// The probing half of a member task, and the owner of the member's status.
@@ -133,7 +218,12 @@ struct Prober {
 }
 
 impl Prober {
-    async fn run(mut self, health: CredentialHealth, rotated: Arc<Notify>) {
+    async fn run(
+        mut self,
+        health: CredentialHealth,
+        rotated: Arc<Notify>,
+        mut rotation: watch::Receiver<RotationState>,
+    ) {
         let mut credential_changes = health.subscribe();
         let mut ticker = tokio::time::interval(self.context.probe_period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -141,7 +231,7 @@ impl Prober {
             // Probe on schedule, at once when a request learns the credential changed state (a
             // rejected credential shows without waiting a tick), and when an informer syncs or
             // starts failing.
-            let mut rotation = None;
+            let mut noticed = None;
             tokio::select! {
                 _ = ticker.tick() => {}
                 () = self.informers.changed() => {}
@@ -150,12 +240,19 @@ impl Prober {
                         return;
                     }
                 }
-                () = rotated.notified() => rotation = Some(Instant::now()),
+                () = rotated.notified() => noticed = Some(Instant::now()),
+                changed = rotation.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let state = rotation.borrow_and_update().clone();
+                    self.status.set_rotation(state);
+                }
             }
             self.probe_once().await;
             // The cache was invalidated before the rotation was announced, so this probe
             // carried the new token; if it was accepted, that is the rotation's first use.
-            if let Some(noticed) = rotation
+            if let Some(noticed) = noticed
                 && *self.status.health() == MemberHealth::Healthy
             {
                 self.context

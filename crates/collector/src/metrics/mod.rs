@@ -153,6 +153,14 @@ impl Metrics {
     }
 
     /// Records how long a rotated credential took from being noticed to its first use.
+    /// Counts a token mint for `member` (`tether_token_rotations_total`); `result` is one of
+    /// `success`, `failed`, `expired`, `conflict`.
+    pub(crate) fn record_token_rotation(&self, member: &str, result: &'static str) {
+        self.update_member(member, |entry| {
+            *entry.token_rotations.entry(result).or_default() += 1;
+        });
+    }
+
     pub(crate) fn observe_rotation_to_use(&self, elapsed: Duration) {
         self.inner.rotation_to_use.observe(elapsed.as_secs_f64());
     }

@@ -27,6 +27,7 @@ pub(super) struct MemberEntry {
     pub(super) ready: Option<bool>,
     pub(super) relists: BTreeMap<String, u64>,
     pub(super) watch_errors: BTreeMap<(String, &'static str), u64>,
+    pub(super) token_rotations: BTreeMap<&'static str, u64>,
 }
 
 /// The scrape-time collector. `BTreeMap`s so that samples come out sorted by label.
@@ -230,6 +231,17 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
                 })
         })
         .collect();
+    let token_rotations = members
+        .iter()
+        .flat_map(|(member, entry)| {
+            entry.token_rotations.iter().map(move |(result, value)| {
+                (
+                    vec![("member", member.as_str()), ("result", *result)],
+                    *value,
+                )
+            })
+        })
+        .collect();
     let expiry = watched
         .iter()
         .filter_map(|(member, health)| {
@@ -288,6 +300,14 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
             help: "Failed lists and watches of a mirrored resource on a member, by failure kind.",
             kind: MetricType::Counter,
             samples: watch_errors,
+        },
+        Family {
+            name: "token_rotations",
+            help: "Token mints for a member by result: success (written back), failed (refused, \
+                   unverified, unreadable or unwritable home), expired (the token in the home \
+                   had expired), conflict (the home changed during the mint; nothing written).",
+            kind: MetricType::Counter,
+            samples: token_rotations,
         },
     ]
 }

@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::exec::ExecOutput;
+use base64::Engine as _;
 use rstest::rstest;
+use std::time::Duration;
 
 fn jwt(payload: &str) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);

@@ -61,7 +61,7 @@ app.kubernetes.io/part-of: tether
 {{/* Whether the collector joins the leader election: it writes status, or publishes
 ClusterProfiles. */}}
 {{- define "tether.electsLeader" -}}
-{{- if or (include "tether.writesStatus" .) .Values.publishClusterProfiles }}true{{ end }}
+{{- if or (include "tether.writesStatus" .) .Values.publishClusterProfiles .Values.tokenRotation.enabled }}true{{ end }}
 {{- end }}
 
 {{- define "tether.image" -}}
@@ -87,6 +87,9 @@ ClusterProfiles. */}}
 {{- end }}
 {{- if and (not .Values.secretNamespaces) (ne .Values.membersFrom "clusterprofile") }}
 {{- fail "secretNamespaces must name at least one namespace holding member Secrets" }}
+{{- end }}
+{{- if and .Values.tokenRotation.enabled (not (has .Values.membersFrom (list "karmada" "argocd"))) }}
+{{- fail "tokenRotation writes minted tokens back into Karmada or Argo CD Secrets: membersFrom must be karmada or argocd" }}
 {{- end }}
 {{- end }}
 
@@ -118,6 +121,10 @@ ClusterProfiles. */}}
 - --write-status={{ .Values.writeStatus }}
 {{- with .Values.publishClusterProfiles }}
 - --publish-clusterprofiles={{ . }}
+{{- end }}
+{{- if .Values.tokenRotation.enabled }}
+- --rotate-tokens
+- --rotation-fraction={{ .Values.tokenRotation.fraction }}
 {{- end }}
 - --self-rejected-grace={{ int .Values.selfRejectedGrace }}
 {{- if .Values.insecureServeApi }}

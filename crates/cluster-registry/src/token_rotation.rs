@@ -1,0 +1,297 @@
+//! [`TokenRotation`]: a member's request that Tether mint its tokens with the TokenRequest API
+//! and write each one back where the member's credential lives ([`TokenHome`]).
+//!
+//! A Karmada `Cluster` or an Argo CD cluster Secret asks with annotations:
+//!
+//! | annotation | value |
+//! | --- | --- |
+//! | [`SERVICE_ACCOUNT_ANNOTATION`] | `namespace/name` of the ServiceAccount on the member whose tokens are minted |
+//! | [`ROTATE_ANNOTATION`] | `"true"` to rotate, `"false"` to never rotate, even with `--rotate-tokens` |
+//! | [`EXPIRATION_ANNOTATION`] | the lifetime asked for, in seconds (default 3600, at least 600); the apiserver may grant less |
+//! | [`AUDIENCES_ANNOTATION`] | comma-separated audiences (default: the apiserver's own) |
+//! | [`ROTATE_NOW_ANNOTATION`] | any new value asks for one rotation at once |
+//!
+//! A member file asks with a `rotation:` block holding the same fields
+//! (`serviceAccount`, `enabled`, `expirationSeconds`, `audiences`, `rotateNow`).
+//!
+//! A request that names no ServiceAccount is no request; one that says `"true"` without a
+//! ServiceAccount, or whose fields do not parse, makes the definition
+//! [`DefinitionInvalid`](crate::InvalidReason::DefinitionInvalid), so a typo never silently
+//! leaves a member unrotated.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use serde::Deserialize;
+
+use crate::{InvalidReason, admission::is_dns1123_subdomain};
+
+mod home;
+mod record;
+
+pub use home::{HomeError, HomeSnapshot, TokenHome};
+pub use record::{RECORD_ANNOTATION, RotationRecord};
+
+/// Names the member ServiceAccount whose tokens are minted (`namespace/name`).
+pub const SERVICE_ACCOUNT_ANNOTATION: &str = "tether.io/rotation-service-account";
+/// `"true"` or `"false"`: this member's choice, which overrides `--rotate-tokens`.
+pub const ROTATE_ANNOTATION: &str = "tether.io/rotate-tokens";
+/// The token lifetime to ask for, in seconds.
+pub const EXPIRATION_ANNOTATION: &str = "tether.io/rotation-expiration-seconds";
+/// The audiences to ask for, comma-separated.
+pub const AUDIENCES_ANNOTATION: &str = "tether.io/rotation-audiences";
+/// A value not yet handled asks for one rotation at once.
+pub const ROTATE_NOW_ANNOTATION: &str = "tether.io/rotate-now";
+
+/// The lifetime asked for when the definition does not say.
+pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+/// The shortest lifetime the TokenRequest API grants.
+pub const MIN_EXPIRATION_SECONDS: i64 = 600;
+
+/// Caps on what a definition may ask for: they bound what is kept and sent per member.
+const MAX_AUDIENCES: usize = 16;
+const MAX_AUDIENCE_LEN: usize = 256;
+const MAX_REQUEST_LEN: usize = 256;
+/// Kubernetes' own cap on `expirationSeconds` (2^32 seconds).
+const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
+
+/// A ServiceAccount on the member.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ServiceAccountRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+impl ServiceAccountRef {
+    /// The user name its tokens authenticate as.
+    pub fn username(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
+    }
+
+    fn parse(value: &str) -> Result<Self, String> {
+        let (namespace, name) = value
+            .trim()
+            .split_once('/')
+            .ok_or_else(|| format!("{value:?} is not namespace/name"))?;
+        if !is_dns1123_subdomain(namespace) || namespace.contains('.') {
+            return Err(format!("{namespace:?} is not a namespace name"));
+        }
+        if !is_dns1123_subdomain(name) {
+            return Err(format!("{name:?} is not a ServiceAccount name"));
+        }
+        Ok(Self {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+impl std::fmt::Display for ServiceAccountRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What a member definition asks of token rotation, and where its token lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRotation {
+    /// The ServiceAccount whose tokens are minted.
+    pub service_account: ServiceAccountRef,
+    /// `Some(true)`: rotate; `Some(false)`: never; `None`: as `--rotate-tokens` says.
+    pub enabled: Option<bool>,
+    /// The lifetime asked for.
+    pub expiration_seconds: i64,
+    /// The audiences asked for (empty: the apiserver's own).
+    pub audiences: Vec<String>,
+    /// The latest manual request; a value the [`RotationRecord`] has not handled asks for one
+    /// rotation at once.
+    pub requested: Option<String>,
+    /// Where the token is read from and written back to.
+    pub home: TokenHome,
+}
+
+impl TokenRotation {
+    /// Whether tokens are minted, given `--rotate-tokens` (`all`).
+    pub fn active(&self, all: bool) -> bool {
+        self.enabled.unwrap_or(all)
+    }
+
+    /// The request read from `annotations` for a token that lives in `home`; `Ok(None)` when
+    /// they name no ServiceAccount and do not ask to rotate.
+    ///
+    /// # Errors
+    /// [`InvalidReason::DefinitionInvalid`] naming the annotation that does not parse.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use cluster_registry::token_rotation::{TokenHome, TokenRotation};
+    /// use member_client::SecretRef;
+    ///
+    /// let annotations = BTreeMap::from([
+    ///     ("tether.io/rotation-service-account".to_owned(), "tether/collector".to_owned()),
+    ///     ("tether.io/rotate-tokens".to_owned(), "true".to_owned()),
+    /// ]);
+    /// let home = TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "m1"));
+    /// let rotation = TokenRotation::from_annotations(&annotations, home)?.unwrap();
+    /// assert_eq!(rotation.service_account.username(), "system:serviceaccount:tether:collector");
+    /// assert_eq!(rotation.expiration_seconds, 3600);
+    /// # Ok::<_, cluster_registry::InvalidReason>(())
+    /// ```
+    pub fn from_annotations(
+        annotations: &BTreeMap<String, String>,
+        home: TokenHome,
+    ) -> Result<Option<Self>, InvalidReason> {
+        let get = |key: &str| annotations.get(key).map(String::as_str);
+        let invalid =
+            |key: &str, why: String| InvalidReason::DefinitionInvalid(format!("{key}: {why}"));
+        let enabled = get(ROTATE_ANNOTATION)
+            .map(|value| match value.trim() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                other => Err(invalid(
+                    ROTATE_ANNOTATION,
+                    format!("{other:?} is neither \"true\" nor \"false\""),
+                )),
+            })
+            .transpose()?;
+        let Some(service_account) = get(SERVICE_ACCOUNT_ANNOTATION) else {
+            return match enabled {
+                Some(true) => Err(invalid(
+                    ROTATE_ANNOTATION,
+                    format!("rotating needs {SERVICE_ACCOUNT_ANNOTATION} (namespace/name)"),
+                )),
+                _ => Ok(None),
+            };
+        };
+        let service_account = ServiceAccountRef::parse(service_account)
+            .map_err(|why| invalid(SERVICE_ACCOUNT_ANNOTATION, why))?;
+        let expiration_seconds = get(EXPIRATION_ANNOTATION)
+            .map(|value| {
+                value
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("{value:?} is not a number of seconds"))
+                    .and_then(expiration)
+                    .map_err(|why| invalid(EXPIRATION_ANNOTATION, why))
+            })
+            .transpose()?
+            .unwrap_or(DEFAULT_EXPIRATION_SECONDS);
+        let audiences = get(AUDIENCES_ANNOTATION)
+            .map(|value| {
+                audiences(value.split(',').map(str::trim).filter(|a| !a.is_empty()))
+                    .map_err(|why| invalid(AUDIENCES_ANNOTATION, why))
+            })
+            .transpose()?
+            .unwrap_or_default();
+        let requested = get(ROTATE_NOW_ANNOTATION)
+            .map(|value| request(value).map_err(|why| invalid(ROTATE_NOW_ANNOTATION, why)))
+            .transpose()?
+            .flatten();
+        Ok(Some(Self {
+            service_account,
+            enabled,
+            expiration_seconds,
+            audiences,
+            requested,
+            home,
+        }))
+    }
+}
+
+/// A member file's `rotation:` block, the annotations' fields under their camelCase names.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RotationBlock {
+    /// `namespace/name`.
+    pub service_account: String,
+    /// As [`ROTATE_ANNOTATION`].
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// As [`EXPIRATION_ANNOTATION`].
+    #[serde(default)]
+    pub expiration_seconds: Option<i64>,
+    /// As [`AUDIENCES_ANNOTATION`], as a list.
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    /// As [`ROTATE_NOW_ANNOTATION`].
+    #[serde(default)]
+    pub rotate_now: Option<String>,
+}
+
+impl RotationBlock {
+    /// The request this block makes for the token file `token_file`.
+    ///
+    /// # Errors
+    /// [`InvalidReason::DefinitionInvalid`] naming the field that does not parse.
+    pub fn rotation(&self, token_file: PathBuf) -> Result<TokenRotation, InvalidReason> {
+        let invalid = |field: &str, why: String| {
+            InvalidReason::DefinitionInvalid(format!("rotation.{field}: {why}"))
+        };
+        Ok(TokenRotation {
+            service_account: ServiceAccountRef::parse(&self.service_account)
+                .map_err(|why| invalid("serviceAccount", why))?,
+            enabled: self.enabled,
+            expiration_seconds: self
+                .expiration_seconds
+                .map(expiration)
+                .transpose()
+                .map_err(|why| invalid("expirationSeconds", why))?
+                .unwrap_or(DEFAULT_EXPIRATION_SECONDS),
+            audiences: audiences(self.audiences.iter().map(String::as_str))
+                .map_err(|why| invalid("audiences", why))?,
+            requested: self
+                .rotate_now
+                .as_deref()
+                .map(request)
+                .transpose()
+                .map_err(|why| invalid("rotateNow", why))?
+                .flatten(),
+            home: TokenHome::File(token_file),
+        })
+    }
+}
+
+fn expiration(seconds: i64) -> Result<i64, String> {
+    if !(MIN_EXPIRATION_SECONDS..MAX_EXPIRATION_SECONDS).contains(&seconds) {
+        return Err(format!(
+            "{seconds} is outside {MIN_EXPIRATION_SECONDS}..{MAX_EXPIRATION_SECONDS} (the TokenRequest API's range)"
+        ));
+    }
+    Ok(seconds)
+}
+
+fn audiences<'a>(values: impl Iterator<Item = &'a str>) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for audience in values {
+        if out.len() == MAX_AUDIENCES {
+            return Err(format!("more than {MAX_AUDIENCES} audiences"));
+        }
+        if audience.is_empty()
+            || audience.len() > MAX_AUDIENCE_LEN
+            || audience
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(format!(
+                "an audience must be 1 to {MAX_AUDIENCE_LEN} characters without spaces"
+            ));
+        }
+        out.push(audience.to_owned());
+    }
+    Ok(out)
+}
+
+/// A manual request's value; an empty one asks for nothing.
+fn request(value: &str) -> Result<Option<String>, String> {
+    let value = value.trim();
+    if value.len() > MAX_REQUEST_LEN || value.chars().any(char::is_control) {
+        return Err(format!(
+            "at most {MAX_REQUEST_LEN} printable characters (a timestamp, say)"
+        ));
+    }
+    Ok((!value.is_empty()).then(|| value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests;

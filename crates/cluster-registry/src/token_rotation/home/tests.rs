@@ -1,0 +1,108 @@
+use std::time::{Duration, SystemTime};
+
+use secrecy::ExposeSecret as _;
+
+use super::*;
+
+fn record(request: &str) -> RotationRecord {
+    RotationRecord {
+        minted_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)),
+        handled_request: Some(request.to_owned()),
+        ..RotationRecord::default()
+    }
+}
+
+#[tokio::test]
+async fn a_token_file_is_replaced_with_its_record_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m1.token");
+    std::fs::write(&token_file, "old-token\n").unwrap();
+    let home = TokenHome::File(token_file.clone());
+
+    let base = home.read(None).await.unwrap();
+    assert_eq!(base.token.as_ref().unwrap().expose_secret(), "old-token");
+    assert_eq!(base.record, RotationRecord::default());
+
+    let new = SecretString::from("new-token");
+    let written = home
+        .write(None, &base, Some(&new), &record("r1"))
+        .await
+        .unwrap();
+    assert_eq!(written.token.unwrap().expose_secret(), "new-token");
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap(), "new-token");
+    let again = home.read(None).await.unwrap();
+    assert_eq!(again.record, record("r1"));
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
+    assert!(
+        names.contains(&".m1.token.rotation".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_file_that_changed_since_it_was_read_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m1.token");
+    std::fs::write(&token_file, "old-token").unwrap();
+    let home = TokenHome::File(token_file.clone());
+    let base = home.read(None).await.unwrap();
+    std::fs::write(&token_file, "written-by-someone-else").unwrap();
+
+    let new = SecretString::from("new-token");
+    let err = home
+        .write(None, &base, Some(&new), &record("r1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err, HomeError::Conflict);
+    assert_eq!(
+        std::fs::read_to_string(&token_file).unwrap(),
+        "written-by-someone-else"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_token_file_reads_as_no_token_and_a_secret_needs_a_control_plane() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = TokenHome::File(dir.path().join("absent.token"));
+    assert!(home.read(None).await.unwrap().token.is_none());
+    let secret = TokenHome::KarmadaSecret(SecretRef::new("ns", "s"));
+    assert!(matches!(
+        secret.read(None).await,
+        Err(HomeError::Invalid(_))
+    ));
+}
+
+#[test]
+fn an_argocd_config_keeps_every_other_field() {
+    let mut data = BTreeMap::from([(
+        CONFIG_KEY.to_owned(),
+        ByteString(br#"{"bearerToken":"old","tlsClientConfig":{"caData":"Q0E="}}"#.to_vec()),
+    )]);
+    assert_eq!(argocd_token(&data).unwrap().unwrap().expose_secret(), "old");
+    set_argocd_token(&mut data, &SecretString::from("new")).unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&data[CONFIG_KEY].0).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({"bearerToken": "new", "tlsClientConfig": {"caData": "Q0E="}})
+    );
+
+    let mut garbage = BTreeMap::from([(CONFIG_KEY.to_owned(), ByteString(b"[1]".to_vec()))]);
+    assert!(matches!(
+        set_argocd_token(&mut garbage, &SecretString::from("new")),
+        Err(HomeError::Invalid(_))
+    ));
+}
+
+#[test]
+fn a_snapshot_never_shows_its_token() {
+    let snapshot = HomeSnapshot {
+        token: Some(SecretString::from("s3cr3t-token")),
+        record: RotationRecord::default(),
+        secret: None,
+    };
+    assert!(!format!("{snapshot:?}").contains("s3cr3t"));
+}

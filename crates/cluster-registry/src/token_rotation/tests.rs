@@ -1,0 +1,135 @@
+use std::collections::BTreeMap;
+
+use member_client::SecretRef;
+use rstest::rstest;
+
+use super::*;
+
+fn home() -> TokenHome {
+    TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "m1"))
+}
+
+fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn every_annotation_is_read() {
+    let rotation = TokenRotation::from_annotations(
+        &annotations(&[
+            (SERVICE_ACCOUNT_ANNOTATION, " tether/collector "),
+            (ROTATE_ANNOTATION, "false"),
+            (EXPIRATION_ANNOTATION, "7200"),
+            (AUDIENCES_ANNOTATION, "api, vault,"),
+            (ROTATE_NOW_ANNOTATION, "2026-12-02T10:00:00Z"),
+        ]),
+        home(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(rotation.service_account.to_string(), "tether/collector");
+    assert_eq!(rotation.enabled, Some(false));
+    assert!(
+        !rotation.active(true),
+        "the member's false beats --rotate-tokens"
+    );
+    assert_eq!(rotation.expiration_seconds, 7200);
+    assert_eq!(rotation.audiences, ["api", "vault"]);
+    assert_eq!(rotation.requested.as_deref(), Some("2026-12-02T10:00:00Z"));
+    assert_eq!(rotation.home, home());
+}
+
+#[test]
+fn without_a_choice_the_flag_decides() {
+    let rotation = TokenRotation::from_annotations(
+        &annotations(&[(SERVICE_ACCOUNT_ANNOTATION, "tether/collector")]),
+        home(),
+    )
+    .unwrap()
+    .unwrap();
+    assert!(!rotation.active(false));
+    assert!(rotation.active(true));
+    assert_eq!(rotation.expiration_seconds, DEFAULT_EXPIRATION_SECONDS);
+    assert_eq!(rotation.requested, None);
+}
+
+#[rstest]
+#[case::nothing(&[])]
+#[case::opted_out_without_account(&[(ROTATE_ANNOTATION, "false")])]
+#[case::unrelated(&[("tether.io/other", "x")])]
+fn no_service_account_is_no_request(#[case] pairs: &[(&str, &str)]) {
+    assert_eq!(
+        TokenRotation::from_annotations(&annotations(pairs), home()).unwrap(),
+        None
+    );
+}
+
+#[rstest]
+#[case::on_without_account(&[(ROTATE_ANNOTATION, "true")], ROTATE_ANNOTATION)]
+#[case::not_a_bool(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (ROTATE_ANNOTATION, "yes")], ROTATE_ANNOTATION)]
+#[case::no_slash(&[(SERVICE_ACCOUNT_ANNOTATION, "collector")], SERVICE_ACCOUNT_ANNOTATION)]
+#[case::bad_namespace(&[(SERVICE_ACCOUNT_ANNOTATION, "a.b/c")], SERVICE_ACCOUNT_ANNOTATION)]
+#[case::bad_name(&[(SERVICE_ACCOUNT_ANNOTATION, "a/B_c")], SERVICE_ACCOUNT_ANNOTATION)]
+#[case::too_short(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (EXPIRATION_ANNOTATION, "599")], EXPIRATION_ANNOTATION)]
+#[case::too_long(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (EXPIRATION_ANNOTATION, "4294967296")], EXPIRATION_ANNOTATION)]
+#[case::not_a_number(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (EXPIRATION_ANNOTATION, "1h")], EXPIRATION_ANNOTATION)]
+#[case::spaced_audience(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (AUDIENCES_ANNOTATION, "a b")], AUDIENCES_ANNOTATION)]
+#[case::control_in_request(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (ROTATE_NOW_ANNOTATION, "a\u{1b}b")], ROTATE_NOW_ANNOTATION)]
+fn a_bad_request_is_an_invalid_definition_naming_its_annotation(
+    #[case] pairs: &[(&str, &str)],
+    #[case] named: &str,
+) {
+    let err = TokenRotation::from_annotations(&annotations(pairs), home()).unwrap_err();
+    assert_eq!(err.condition_reason(), "DefinitionInvalid");
+    assert!(err.to_string().contains(named), "{err}");
+}
+
+#[test]
+fn what_a_request_may_hold_is_bounded() {
+    let many = vec!["a"; 17].join(",");
+    let long = "x".repeat(257);
+    for pairs in [
+        [
+            (SERVICE_ACCOUNT_ANNOTATION, "a/b"),
+            (AUDIENCES_ANNOTATION, many.as_str()),
+        ],
+        [
+            (SERVICE_ACCOUNT_ANNOTATION, "a/b"),
+            (AUDIENCES_ANNOTATION, long.as_str()),
+        ],
+        [
+            (SERVICE_ACCOUNT_ANNOTATION, "a/b"),
+            (ROTATE_NOW_ANNOTATION, long.as_str()),
+        ],
+    ] {
+        assert!(TokenRotation::from_annotations(&annotations(&pairs), home()).is_err());
+    }
+}
+
+#[test]
+fn a_member_file_block_reads_as_the_annotations_do() {
+    let block: RotationBlock = serde_yaml::from_str(
+        "serviceAccount: tether/collector\nenabled: true\nexpirationSeconds: 900\n\
+         audiences: [api]\nrotateNow: \"1\"\n",
+    )
+    .unwrap();
+    let rotation = block.rotation("/m/m1.token".into()).unwrap();
+    assert_eq!(rotation.service_account.name, "collector");
+    assert_eq!(rotation.enabled, Some(true));
+    assert_eq!(rotation.expiration_seconds, 900);
+    assert_eq!(rotation.audiences, ["api"]);
+    assert_eq!(rotation.requested.as_deref(), Some("1"));
+    assert_eq!(rotation.home, TokenHome::File("/m/m1.token".into()));
+
+    let bad: RotationBlock =
+        serde_yaml::from_str("serviceAccount: tether/collector\nexpirationSeconds: 60\n").unwrap();
+    let err = bad.rotation("/m/t".into()).unwrap_err();
+    assert!(
+        err.to_string().contains("rotation.expirationSeconds"),
+        "{err}"
+    );
+    assert!(serde_yaml::from_str::<RotationBlock>("serviceAccount: a/b\nextra: 1\n").is_err());
+}

@@ -1,0 +1,349 @@
+//! [`TokenChain`]: one member's tokens, minted one after another for as long as its task runs.
+
+use std::{
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use cluster_registry::token_rotation::{
+    HomeError, HomeSnapshot, RotationRecord, TokenHome, TokenRotation,
+};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::{
+    Client,
+    runtime::events::{Event, EventType, Recorder, Reporter},
+};
+use member_client::{JwtClaims, MemberClientConfig};
+use secrecy::ExposeSecret as _;
+use tokio::sync::{Notify, watch};
+
+use super::{
+    RotationState, TokenRotator,
+    mint::{self, MintError},
+    schedule::{self, Next},
+};
+use crate::{check::credential::rfc3339, member::leadership::Leadership};
+
+/// The reporting controller of rotation Events.
+const REPORTER: &str = "tether-collector";
+
+/// The longest wait between two looks at the home: a token written there by hand is noticed
+/// through the registry at once, this only bounds a missed notice.
+const LONGEST_WAIT: Duration = Duration::from_secs(300);
+
+/// A member's running token chain; dropping it stops the chain (a mint in flight is dropped
+/// with it, before or after its write, never half-way through one).
+pub(crate) struct TokenChain {
+    task: tokio::task::JoinHandle<()>,
+    requests: watch::Sender<TokenRotation>,
+}
+
+impl Drop for TokenChain {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl TokenChain {
+    /// Starts minting `member`'s tokens as `rotation` asks, through `client` (the member's
+    /// own, carrying its current credential), verifying each new one with a client made from
+    /// `config`. Reports to `state`; `changed` rings when the member's credential changed.
+    pub(crate) fn start(
+        member: String,
+        rotation: TokenRotation,
+        client: Client,
+        config: MemberClientConfig,
+        rotator: TokenRotator,
+        state: watch::Sender<RotationState>,
+        changed: Arc<Notify>,
+    ) -> Self {
+        let recorder = rotator.control_plane.clone().map(|client| {
+            Recorder::new(
+                client,
+                Reporter {
+                    controller: REPORTER.to_owned(),
+                    instance: Some(rotator.identity.clone()),
+                },
+            )
+        });
+        let (requests, changes) = watch::channel(rotation.clone());
+        let chain = Chain {
+            member,
+            rotation,
+            requests: changes,
+            client,
+            config,
+            rotator,
+            state,
+            changed,
+            recorder,
+        };
+        Self {
+            task: tokio::spawn(chain.run()),
+            requests,
+        }
+    }
+
+    /// Where the chain's tokens live.
+    pub(crate) fn home(&self) -> TokenHome {
+        self.requests.borrow().home.clone()
+    }
+
+    /// Goes on with what `rotation` asks now (a new `rotate-now`, another lifetime), without
+    /// stopping: a mint in flight finishes and is written first.
+    pub(crate) fn update(&self, rotation: TokenRotation) {
+        self.requests.send_replace(rotation);
+    }
+}
+
+struct Chain {
+    member: String,
+    rotation: TokenRotation,
+    requests: watch::Receiver<TokenRotation>,
+    client: Client,
+    config: MemberClientConfig,
+    rotator: TokenRotator,
+    state: watch::Sender<RotationState>,
+    changed: Arc<Notify>,
+    recorder: Option<Recorder>,
+}
+
+impl Chain {
+    async fn run(mut self) {
+        // A member file's token is this replica's own; a Secret is shared by every replica.
+        let shared = !matches!(self.rotation.home, TokenHome::File(_));
+        if let Some(refusal) = self.rotator.refusal.clone().filter(|_| shared) {
+            self.report(RotationState::Failed(refusal)).await;
+            return;
+        }
+        let leader = self.rotator.leader.clone().filter(|_| shared);
+        // A replica that leads from its start may follow one that died mid-mint, too.
+        let mut handover = leader.is_some();
+        let mut leadership = Leadership::new(leader);
+        loop {
+            if !leadership.leading() {
+                leadership.changed().await;
+                handover = true;
+                continue;
+            }
+            if handover {
+                handover = false;
+                tokio::select! {
+                    () = tokio::time::sleep(self.rotator.handover_grace()) => {}
+                    () = leadership.changed() => {
+                        handover = true;
+                        continue;
+                    }
+                }
+            }
+            self.rotation = self.requests.borrow_and_update().clone();
+            let wait = self.step().await;
+            tokio::select! {
+                () = tokio::time::sleep(wait.min(LONGEST_WAIT)) => {}
+                () = self.changed.notified() => {}
+                changed = self.requests.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                () = leadership.changed() => handover = true,
+            }
+        }
+    }
+
+    /// Reads the home and acts on it; returns how long to wait before the next look.
+    async fn step(&mut self) -> Duration {
+        let home = self.rotation.home.clone();
+        let deadline = self.rotator.request_timeout;
+        let read = tokio::time::timeout(deadline, home.read(self.rotator.control_plane.as_ref()));
+        let snapshot = match read.await {
+            Ok(Ok(snapshot)) => snapshot,
+            Ok(Err(err)) => {
+                return self
+                    .failed(format!("the token cannot be read from the {home}: {err}"))
+                    .await;
+            }
+            Err(_) => {
+                return self
+                    .failed(format!("reading the {home} took over {deadline:?}"))
+                    .await;
+            }
+        };
+        let now = SystemTime::now();
+        let next = schedule::next(
+            snapshot.token.as_ref().map(|t| t.expose_secret()),
+            &snapshot.record,
+            self.rotation.requested.as_deref(),
+            self.rotator.args.rotation_fraction,
+            now,
+        );
+        match next {
+            Next::At(due) => {
+                self.report(RotationState::Fine).await;
+                due.duration_since(now).unwrap_or(Duration::ZERO)
+            }
+            Next::Mint(why) => self.mint(&home, snapshot, why).await,
+            Next::Expired(exp) => {
+                self.rotator
+                    .metrics
+                    .record_token_rotation(&self.member, "expired");
+                self.report(RotationState::Expired(format!(
+                    "the token in the {home} expired at {}, so no new one can be minted with it \
+                     (was the collector stopped that long?); write a valid token there to \
+                     re-seed the chain",
+                    rfc3339(exp)
+                )))
+                .await;
+                self.rotator.args.retry()
+            }
+            Next::NoToken => {
+                self.failed(format!(
+                    "the {home} holds no token to mint with; write a valid token there to seed \
+                     the chain"
+                ))
+                .await
+            }
+        }
+    }
+
+    async fn mint(&mut self, home: &TokenHome, snapshot: HomeSnapshot, why: &str) -> Duration {
+        let member = self.member.clone();
+        let account = self.rotation.service_account.clone();
+        tracing::info!(member, service_account = %account, why, "minting a token");
+        let deadline = self.rotator.request_timeout;
+        let user = account.username();
+        let minted = async {
+            mint::check_current(&self.client, &user, deadline).await?;
+            let token = mint::request_token(&self.client, &self.rotation, deadline).await?;
+            mint::verify(&self.config, &self.rotator.policy, &token, &user, deadline).await?;
+            Ok::<_, MintError>(token)
+        };
+        let token = match minted.await {
+            Ok(token) => token,
+            Err(err) => return self.failed(err.to_string()).await,
+        };
+        let expires_at = JwtClaims::of(token.expose_secret()).and_then(|c| c.exp);
+        let record = RotationRecord {
+            minted_at: Some(SystemTime::now()),
+            expires_at,
+            handled_request: self
+                .rotation
+                .requested
+                .clone()
+                .or(snapshot.record.handled_request.clone()),
+            minted_by: Some(self.rotator.identity.clone()),
+        };
+        let write = home.write(
+            self.rotator.control_plane.as_ref(),
+            &snapshot,
+            Some(&token),
+            &record,
+        );
+        match tokio::time::timeout(deadline, write).await {
+            Ok(Ok(_)) => {
+                self.rotator
+                    .metrics
+                    .record_token_rotation(&member, "success");
+                tracing::info!(
+                    member,
+                    home = %home,
+                    expires_at = expires_at.map(rfc3339).as_deref().unwrap_or("never"),
+                    "rotated the member's token"
+                );
+                self.report(RotationState::Fine).await;
+                // The registry tells of the new token; look again then, or soon anyway.
+                deadline
+            }
+            Ok(Err(HomeError::Conflict)) => {
+                // Someone wrote the home since it was read. Look again, but not at once: a
+                // writer that keeps rewriting it must not make Tether mint in a loop.
+                self.rotator
+                    .metrics
+                    .record_token_rotation(&member, "conflict");
+                tracing::warn!(member, home = %home, "the token home changed during a mint; the minted token was not written");
+                self.rotator.args.retry()
+            }
+            Ok(Err(err)) => {
+                self.failed(format!(
+                    "the minted token could not be written to the {home}: {err}"
+                ))
+                .await
+            }
+            Err(_) => {
+                self.failed(format!("writing the {home} took over {deadline:?}"))
+                    .await
+            }
+        }
+    }
+
+    /// Reports a failure and counts it; returns the wait before the next attempt.
+    async fn failed(&mut self, message: String) -> Duration {
+        self.rotator
+            .metrics
+            .record_token_rotation(&self.member, "failed");
+        tracing::warn!(member = %self.member, message, "token rotation failed");
+        self.report(RotationState::Failed(message)).await;
+        self.rotator.args.retry()
+    }
+
+    /// Publishes `state`, and records an Event on the home's Secret when its reason changes.
+    async fn report(&mut self, state: RotationState) {
+        let before = self.state.send_replace(state.clone());
+        if before.reason() == state.reason() {
+            return;
+        }
+        let (Some(recorder), Some(reference)) =
+            (&self.recorder, secret_reference(&self.rotation.home))
+        else {
+            return;
+        };
+        let event = match (&state, state.reason()) {
+            (_, Some(reason)) => Event {
+                type_: EventType::Warning,
+                reason: reason.to_owned(),
+                note: state
+                    .message()
+                    .map(|m| format!("member {}: {m}", self.member)),
+                action: "Rotate".to_owned(),
+                secondary: None,
+            },
+            (_, None) => Event {
+                type_: EventType::Normal,
+                reason: "TokenRotated".to_owned(),
+                note: Some(format!(
+                    "member {}: the token chain works again (was {})",
+                    self.member,
+                    before.reason().unwrap_or_default()
+                )),
+                action: "Rotate".to_owned(),
+                secondary: None,
+            },
+        };
+        let deadline = self.rotator.request_timeout;
+        match tokio::time::timeout(deadline, recorder.publish(&event, &reference)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
+                tracing::warn!(member = %self.member, error = %err, "recording a rotation Event failed");
+            }
+            Err(_) => {
+                tracing::warn!(member = %self.member, ?deadline, "recording a rotation Event timed out");
+            }
+        }
+    }
+}
+
+/// The Secret a home lives in, as an Event's object.
+fn secret_reference(home: &TokenHome) -> Option<ObjectReference> {
+    match home {
+        TokenHome::KarmadaSecret(secret) | TokenHome::ArgoCdSecret(secret) => {
+            Some(ObjectReference {
+                api_version: Some("v1".to_owned()),
+                kind: Some("Secret".to_owned()),
+                namespace: Some(secret.namespace.clone()),
+                name: Some(secret.name.clone()),
+                ..ObjectReference::default()
+            })
+        }
+        TokenHome::File(_) => None,
+    }
+}

@@ -1,0 +1,74 @@
+//! Token rotation: Tether mints each opted-in member's tokens with the TokenRequest API on the
+//! member, checks each new one with a SelfSubjectReview, and writes it back where the member's
+//! credential lives ([`TokenHome`](cluster_registry::token_rotation::TokenHome)), so that
+//! Karmada, Argo CD and anything else reading that Secret get it too.
+//!
+//! ```text
+//!  TokenChain (one per opted-in member, in its task)
+//!    read the home ──► schedule::next ──► wait │ mint: TokenRequest ─► SelfSubjectReview ─► write (resourceVersion)
+//!        ▲                                                                                     │
+//!        └──────── the registry sees the new token, the member's clients use it ◄──────────────┘
+//! ```
+//!
+//! - **When**: at [`--rotation-fraction`](RotationArgs::rotation_fraction) of the current
+//!   token's lifetime as granted (`iat`/`nbf` to `exp`), at once for a new
+//!   `tether.io/rotate-now` value or a token without `exp`. Decided from the home as read,
+//!   never from memory, so any replica decides the same.
+//! - **Who**: the leader only. A replica that just became leader waits out the longest mint
+//!   first ([`TokenRotator::handover_grace`]), so a mint its predecessor started is written
+//!   (or abandoned) before it looks. The write carries the `resourceVersion` it read, so a
+//!   replica that lost the race overwrites nothing.
+//! - **Broken chains** are loud: `CredentialsValid=False` with `TokenExpired` or
+//!   `RotationFailed`, an Event on the Secret, and `tether_token_rotations_total`.
+
+mod args;
+mod chain;
+mod mint;
+mod schedule;
+mod start;
+mod state;
+
+use std::time::Duration;
+
+use kube::Client;
+use member_client::EndpointPolicy;
+use tokio::sync::watch;
+
+pub use args::RotationArgs;
+pub(crate) use chain::TokenChain;
+pub(crate) use start::rotator;
+pub(crate) use state::RotationState;
+
+use crate::metrics::Metrics;
+
+/// What every member's token chain shares: the control plane the homes live in, this
+/// replica's identity and leadership, and the flags.
+#[derive(Clone)]
+pub(crate) struct TokenRotator {
+    /// The control plane (`None` with member files only).
+    pub(crate) control_plane: Option<Client>,
+    /// This replica, as Events name it.
+    pub(crate) identity: String,
+    /// The leader-election Lease's verdict (`None`: no election, this replica always mints
+    /// tokens that live in the control plane).
+    pub(crate) leader: Option<watch::Receiver<bool>>,
+    /// Why this replica may mint no token that lives in the control plane: it runs with
+    /// leader election but joined none, so it cannot know it is the only one minting.
+    pub(crate) refusal: Option<String>,
+    /// The flags.
+    pub(crate) args: RotationArgs,
+    /// Where verifying clients may connect (the members' own policy).
+    pub(crate) policy: EndpointPolicy,
+    /// How long each request of a mint may take.
+    pub(crate) request_timeout: Duration,
+    /// Counters.
+    pub(crate) metrics: Metrics,
+}
+
+impl TokenRotator {
+    /// How long a new leader waits before its first mint: a TokenRequest, a
+    /// SelfSubjectReview and a write, each to its deadline, and a second to spare.
+    pub(crate) fn handover_grace(&self) -> Duration {
+        self.request_timeout * 3 + Duration::from_secs(1)
+    }
+}

@@ -1,0 +1,48 @@
+//! Wires token rotation into the collector: the control plane, and the leader election it
+//! mints under.
+
+use crate::{
+    cli::Args,
+    control_plane::{ControlPlane, Lease, join_election},
+    metrics::Metrics,
+};
+
+use super::TokenRotator;
+
+/// The rotator `args` ask for, and the Lease: `lease` as given, or one joined here when
+/// `--rotate-tokens` needs leader election and nothing joined it yet.
+///
+/// # Errors
+/// Joining the election failing.
+pub(crate) async fn rotator(
+    args: &Args,
+    control_plane: Option<&ControlPlane>,
+    identity: &str,
+    metrics: &Metrics,
+    lease: Option<Lease>,
+) -> anyhow::Result<(TokenRotator, Option<Lease>)> {
+    let lease = match (lease, control_plane) {
+        (Some(lease), _) => Some(lease),
+        (None, Some(cp)) if args.leader_elect && args.rotation.rotate_tokens => {
+            Some(join_election(cp.client.clone(), args, identity, metrics).await?)
+        }
+        (None, _) => None,
+    };
+    let refusal = (lease.is_none() && args.leader_elect && control_plane.is_some()).then(|| {
+        "this collector runs with leader election (--leader-elect) but joined none, so it \
+         cannot know it is the only replica minting: run it with --rotate-tokens (it then \
+         joins the election), or with --leader-elect=false as a single replica"
+            .to_owned()
+    });
+    let rotator = TokenRotator {
+        control_plane: control_plane.map(|cp| cp.client.clone()),
+        identity: identity.to_owned(),
+        leader: lease.as_ref().and_then(Lease::leader),
+        refusal,
+        args: args.rotation.clone(),
+        policy: args.endpoint_policy(),
+        request_timeout: args.request_timeout(),
+        metrics: metrics.clone(),
+    };
+    Ok((rotator, lease))
+}

@@ -1,0 +1,350 @@
+//! Members whose tokens the collector rotates: Karmada `Cluster`s on the harness control plane,
+//! each with its own ServiceAccount on a member apiserver and the rotation annotations, and
+//! what the tests count (Secret writes, the apiservers' TokenRequests).
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use cluster_registry::{
+    karmada::{Cluster, ClusterSpec, LocalSecretReference, SyncMode},
+    token_rotation::{EXPIRATION_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION},
+};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{
+    Api,
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
+    runtime::watcher,
+};
+use serde_json::json;
+use testkit::{Environment, MIN_TOKEN_EXPIRY, karmada::SECRET_NAMESPACE};
+
+use crate::{
+    collector_run::{RunningCollector, control_plane_args},
+    karmada_plane::KarmadaPlane,
+    manifest_apply::apply_object,
+};
+
+/// The shipped member-side RBAC of token rotation: the Role and RoleBinding that let the
+/// ServiceAccount `tether-member/tether` mint its own tokens.
+pub const MEMBER_RBAC_YAML: &str = include_str!("../../deploy/member-rbac/token-rotation.yaml");
+
+/// One member whose tokens are rotated.
+#[derive(Clone, Debug)]
+pub struct RotatingMember {
+    /// The `Cluster`'s and its Secret's name.
+    pub name: String,
+    /// Which harness apiserver it is (1-based).
+    pub cluster: usize,
+    /// Its ServiceAccount's namespace on that apiserver.
+    pub namespace: String,
+    /// Its ServiceAccount, whose tokens Tether mints.
+    pub account: String,
+}
+
+impl RotatingMember {
+    /// Member `name` on apiserver `cluster`, rotating the tokens of `namespace/account`.
+    pub fn new(name: &str, cluster: usize, namespace: &str, account: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            cluster,
+            namespace: namespace.to_owned(),
+            account: account.to_owned(),
+        }
+    }
+}
+
+/// The harness, the Karmada objects, and the members.
+pub struct RotationPlane {
+    /// The apiservers: 0 is the control plane, 1.. the members.
+    pub env: Environment,
+    /// Karmada on the control plane.
+    pub plane: KarmadaPlane,
+    /// Every member, in registration order.
+    pub members: Vec<RotatingMember>,
+    admin_token: String,
+}
+
+impl RotationPlane {
+    /// Starts `apiservers` member apiservers and registers `members` members over them, round
+    /// robin, each with a fresh 600 s token of its own ServiceAccount (`rot-<i>` in
+    /// namespace `tether-rotation`, which may mint its own tokens) in its Secret,
+    /// `tether.io/rotate-tokens: "true"` and 600 s asked for each minted token.
+    ///
+    /// # Errors
+    /// Any step failing.
+    pub async fn start(apiservers: usize, members: usize) -> anyhow::Result<Self> {
+        let env = Environment::with_members(apiservers).await?;
+        let plane = KarmadaPlane::install(env.control_plane()).await?;
+        env.control_plane()
+            .create_namespace_named("tether-system")
+            .await?;
+        let admin_token = env.control_plane().admin_token()?;
+        let mut this = Self {
+            env,
+            plane,
+            members: Vec::new(),
+            admin_token,
+        };
+        for cluster in 1..=apiservers {
+            this.prepare_namespace(cluster, "tether-rotation", true)
+                .await?;
+        }
+        for i in 0..members {
+            let member = RotatingMember::new(
+                &format!("m{i:02}"),
+                1 + i % apiservers,
+                "tether-rotation",
+                &format!("rot-{i}"),
+            );
+            this.add(member).await?;
+        }
+        Ok(this)
+    }
+
+    /// Creates namespace `ns` on apiserver `cluster`, lets its ServiceAccounts read what the
+    /// collector mirrors and, if `minting`, mint tokens of any ServiceAccount of `ns`.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn prepare_namespace(
+        &self,
+        cluster: usize,
+        ns: &str,
+        minting: bool,
+    ) -> anyhow::Result<()> {
+        let member = self.env.cluster(cluster);
+        member.create_namespace_named(ns).await?;
+        member.grant_reader_to_namespace(ns).await?;
+        if minting {
+            let client = member.admin_client()?;
+            apply_object(
+                &client,
+                &json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                    "metadata": { "name": "mint-own-tokens", "namespace": ns },
+                    "rules": [{ "apiGroups": [""], "resources": ["serviceaccounts/token"],
+                                "verbs": ["create"] }],
+                }),
+            )
+            .await?;
+            apply_object(
+                &client,
+                &json!({
+                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": { "name": "mint-own-tokens", "namespace": ns },
+                    "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                 "name": "mint-own-tokens" },
+                    "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                   "name": format!("system:serviceaccounts:{ns}") }],
+                }),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Creates `member`'s ServiceAccount, writes its Secret with a fresh 600 s token and
+    /// registers its `Cluster` asking for rotation; returns the token.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn add(&mut self, member: RotatingMember) -> anyhow::Result<String> {
+        let cluster = self.env.cluster(member.cluster);
+        cluster
+            .create_service_account(&member.namespace, &member.account)
+            .await?;
+        let token = cluster
+            .mint_token(&member.namespace, &member.account, MIN_TOKEN_EXPIRY)
+            .await?;
+        self.plane
+            .write_secret(&member.name, &token, cluster.ca_pem())
+            .await?;
+        let annotations = BTreeMap::from([
+            (
+                SERVICE_ACCOUNT_ANNOTATION.to_owned(),
+                format!("{}/{}", member.namespace, member.account),
+            ),
+            (ROTATE_ANNOTATION.to_owned(), "true".to_owned()),
+            (
+                EXPIRATION_ANNOTATION.to_owned(),
+                MIN_TOKEN_EXPIRY.as_secs().to_string(),
+            ),
+        ]);
+        let object = Cluster {
+            metadata: ObjectMeta {
+                name: Some(member.name.clone()),
+                annotations: Some(annotations),
+                ..ObjectMeta::default()
+            },
+            spec: ClusterSpec {
+                sync_mode: SyncMode::Push,
+                api_endpoint: Some(cluster.endpoint().to_owned()),
+                secret_ref: Some(LocalSecretReference {
+                    namespace: SECRET_NAMESPACE.to_owned(),
+                    name: member.name.clone(),
+                }),
+                insecure_skip_tls_verification: false,
+                proxy_url: None,
+            },
+            status: None,
+        };
+        Api::<Cluster>::all(self.plane.client().clone())
+            .create(&PostParams::default(), &object)
+            .await?;
+        self.members.push(member);
+        Ok(token)
+    }
+
+    /// The flags that point a collector at the control plane (its own credential the admin
+    /// token), with `extra`.
+    ///
+    /// # Errors
+    /// I/O errors writing the credential files.
+    pub fn collector_args(&self, extra: &[&str]) -> anyhow::Result<Vec<String>> {
+        let mut args = control_plane_args(self.env.control_plane(), &self.admin_token)?;
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        Ok(args)
+    }
+
+    /// The token reader every collector of the plane is read with.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// The token in member `name`'s Secret now.
+    ///
+    /// # Errors
+    /// API errors, or no token there.
+    pub async fn secret_token(&self, name: &str) -> anyhow::Result<String> {
+        let secret = Api::<Secret>::namespaced(self.plane.client().clone(), SECRET_NAMESPACE)
+            .get(name)
+            .await?;
+        let token = secret
+            .data
+            .and_then(|d| d.get("token").cloned())
+            .ok_or_else(|| anyhow::anyhow!("Secret {name} holds no token"))?;
+        Ok(String::from_utf8(token.0)?)
+    }
+
+    /// Sets annotation `key` on member `name`'s `Cluster`.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn annotate(&self, name: &str, key: &str, value: &str) -> anyhow::Result<()> {
+        let patch = json!({ "metadata": { "annotations": { key: value } } });
+        Api::<Cluster>::all(self.plane.client().clone())
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(())
+    }
+
+    /// TokenRequests apiserver `cluster` has answered so far, by its own metrics.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn token_requests(&self, cluster: usize) -> anyhow::Result<f64> {
+        let client = self.env.cluster(cluster).admin_client()?;
+        let request = http::Request::get("/metrics").body(Vec::new())?;
+        let text = client.request_text(request).await?;
+        Ok(text
+            .lines()
+            .filter(|line| {
+                line.starts_with("apiserver_request_total{")
+                    && line.contains(r#"resource="serviceaccounts""#)
+                    && line.contains(r#"subresource="token""#)
+                    && line.contains(r#"verb="POST""#)
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    }
+
+    /// Starts counting, per member Secret, the writes that changed its token.
+    pub fn count_secret_writes(&self) -> SecretWrites {
+        let api = Api::<Secret>::namespaced(self.plane.client().clone(), SECRET_NAMESPACE);
+        let counts = Arc::new(Mutex::new(BTreeMap::new()));
+        let seen = counts.clone();
+        let task = tokio::spawn(async move {
+            let mut tokens: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+            let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+            while let Some(event) = events.next().await {
+                let (secret, counted) = match event {
+                    Ok(watcher::Event::Apply(secret)) => (secret, true),
+                    Ok(watcher::Event::InitApply(secret)) => (secret, false),
+                    _ => continue,
+                };
+                let name = secret.metadata.name.clone().unwrap_or_default();
+                let token = secret
+                    .data
+                    .and_then(|d| d.get("token").map(|t| t.0.clone()))
+                    .unwrap_or_default();
+                let changed = tokens.insert(name.clone(), token.clone()) != Some(token);
+                if counted && changed {
+                    *seen
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .entry(name)
+                        .or_insert(0) += 1;
+                }
+            }
+        });
+        SecretWrites { counts, task }
+    }
+}
+
+/// Token-changing writes per member Secret, counted since it started; stops when dropped.
+pub struct SecretWrites {
+    counts: Arc<Mutex<BTreeMap<String, u32>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SecretWrites {
+    /// The counts so far.
+    pub fn counts(&self) -> BTreeMap<String, u32> {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for SecretWrites {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// `tether_token_rotations_total` of `member` with `result` (`success`, `failed`, ...), as
+/// `collector` exports it.
+///
+/// # Panics
+/// The collector's `/metrics` failing.
+pub async fn rotations(collector: &RunningCollector, member: &str, result: &str) -> f64 {
+    collector
+        .metric(
+            "tether_token_rotations_total",
+            &format!(r#"member="{member}",result="{result}""#),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("reading /metrics: {err:#}"))
+}
+
+/// Polls `probe` every 200 ms until it is true, for at most `limit`.
+///
+/// # Errors
+/// `probe` never true within `limit`; the error says `what`.
+pub async fn eventually<F, Fut>(what: &str, limit: Duration, mut probe: F) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let started = tokio::time::Instant::now();
+    while !probe().await {
+        anyhow::ensure!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,319 @@
+//! The collector minting member tokens itself (`--rotate-tokens`) against real apiservers: a
+//! member that may not mint, one whose token is another identity's, an expired chain and its
+//! re-seeding, and a manual rotation with the shipped member RBAC. The fleet, the handover and
+//! the other homes (Argo CD, member files) have files of their own.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use cluster_registry::token_rotation::ROTATE_NOW_ANNOTATION;
+use e2e::{
+    collector_run::RunningCollector,
+    manifest::parse_documents,
+    manifest_apply::apply_object,
+    rotation_plane::{MEMBER_RBAC_YAML, RotatingMember, RotationPlane, eventually, rotations},
+};
+use k8s_openapi::api::events::v1::Event;
+use kube::{Api, api::ListParams};
+use testkit::karmada::SECRET_NAMESPACE;
+
+/// Start-up: the registry lists, the member clients connect, the watches list.
+const START: Duration = Duration::from_secs(60);
+/// A 600 s token is replaced after 6 s at this fraction.
+const FAST: &str = "0.01";
+
+async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollector {
+    let args = plane
+        .collector_args(&[
+            "--rotate-tokens",
+            "--rotation-fraction",
+            fraction,
+            "--rotation-retry-seconds",
+            "2",
+            "--probe-period",
+            "2",
+            "--request-timeout",
+            "3",
+        ])
+        .unwrap();
+    RunningCollector::start(&args)
+        .await
+        .unwrap()
+        .with_reader(plane.admin_token())
+}
+
+/// Reasons of the Events on member `name`'s Secret.
+async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
+    Api::<Event>::namespaced(plane.plane.client().clone(), SECRET_NAMESPACE)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_others_rotate() {
+    let mut plane = RotationPlane::start(1, 1).await.unwrap();
+    plane
+        .prepare_namespace(1, "no-minting", false)
+        .await
+        .unwrap();
+    let token = plane
+        .add(RotatingMember::new("refused", 1, "no-minting", "plain"))
+        .await
+        .unwrap();
+    let collector = start_collector(&plane, FAST).await;
+
+    plane
+        .plane
+        .wait_condition(
+            "refused",
+            "CredentialsValid",
+            "False",
+            "RotationFailed",
+            START,
+        )
+        .await
+        .unwrap();
+    let cluster = plane.plane.cluster("refused").await.unwrap();
+    let conditions = cluster.status.unwrap().conditions;
+    let credentials = conditions
+        .iter()
+        .find(|c| c.type_ == "CredentialsValid")
+        .unwrap();
+    assert!(
+        credentials.message.contains("(403)") && credentials.message.contains("forbidden"),
+        "the apiserver's refusal is quoted: {}",
+        credentials.message
+    );
+    let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("True", "MemberReady"),
+        "its current token still works"
+    );
+    assert_eq!(plane.secret_token("refused").await.unwrap(), token);
+    assert_eq!(
+        plane.env.cluster(1).token_status(&token).await.unwrap(),
+        200
+    );
+    eventually("a RotationFailed Event on the Secret", START, || async {
+        secret_events(&plane, "refused")
+            .await
+            .iter()
+            .any(|r| r == "RotationFailed")
+    })
+    .await
+    .unwrap();
+    assert!(rotations(&collector, "refused", "failed").await >= 1.0);
+
+    // The other member is unaffected: it rotates and stays accepted.
+    eventually("m00 rotates twice", START, || async {
+        rotations(&collector, "m00", "success").await >= 2.0
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        plane
+            .plane
+            .condition("m00", "CredentialsValid")
+            .await
+            .unwrap(),
+        Some(("True".to_owned(), "CredentialsAccepted".to_owned()))
+    );
+}
+
+#[tokio::test]
+async fn a_definition_naming_another_service_account_than_its_token_switches_nothing() {
+    let mut plane = RotationPlane::start(1, 1).await.unwrap();
+    let others = plane.secret_token("m00").await.unwrap();
+    plane
+        .add(RotatingMember::new(
+            "impostor",
+            1,
+            "tether-rotation",
+            "rot-x",
+        ))
+        .await
+        .unwrap();
+    // Its Secret holds rot-0's token, which may mint rot-x's: minting would switch identities.
+    let member = plane.env.cluster(1);
+    plane
+        .plane
+        .write_secret("impostor", &others, member.ca_pem())
+        .await
+        .unwrap();
+    let collector = start_collector(&plane, FAST).await;
+
+    plane
+        .plane
+        .wait_condition(
+            "impostor",
+            "CredentialsValid",
+            "False",
+            "RotationFailed",
+            START,
+        )
+        .await
+        .unwrap();
+    let cluster = plane.plane.cluster("impostor").await.unwrap();
+    let credentials = cluster
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "CredentialsValid")
+        .unwrap();
+    assert!(
+        credentials
+            .message
+            .contains("authenticates as \"system:serviceaccount:tether-rotation:rot-0\"")
+            && credentials.message.contains("nothing was minted"),
+        "{}",
+        credentials.message
+    );
+    assert_eq!(rotations(&collector, "impostor", "success").await, 0.0);
+    assert_eq!(plane.secret_token("impostor").await.unwrap(), others);
+}
+
+/// A JWT-shaped token whose `exp` has passed, as a Secret holds after Tether was down past it.
+fn expired_token() -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    format!(
+        "{}.{}.{}",
+        b64(r#"{"alg":"RS256"}"#),
+        b64(
+            r#"{"sub":"system:serviceaccount:tether-rotation:rot-0","iat":1700000000,"exp":1700000600}"#
+        ),
+        b64("not-a-signature")
+    )
+}
+
+#[tokio::test]
+async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
+    let plane = RotationPlane::start(1, 1).await.unwrap();
+    let member = plane.env.cluster(1);
+    plane
+        .plane
+        .write_secret("m00", &expired_token(), member.ca_pem())
+        .await
+        .unwrap();
+    let collector = start_collector(&plane, FAST).await;
+
+    plane
+        .plane
+        .wait_condition("m00", "CredentialsValid", "False", "TokenExpired", START)
+        .await
+        .unwrap();
+    assert!(rotations(&collector, "m00", "expired").await >= 1.0);
+    assert_eq!(
+        rotations(&collector, "m00", "success").await,
+        0.0,
+        "nothing minted"
+    );
+    eventually("a TokenExpired Event on the Secret", START, || async {
+        secret_events(&plane, "m00")
+            .await
+            .iter()
+            .any(|r| r == "TokenExpired")
+    })
+    .await
+    .unwrap();
+
+    // Re-seed: a fresh token written by hand restarts the chain.
+    let fresh = member
+        .mint_token("tether-rotation", "rot-0", testkit::MIN_TOKEN_EXPIRY)
+        .await
+        .unwrap();
+    plane
+        .plane
+        .write_secret("m00", &fresh, member.ca_pem())
+        .await
+        .unwrap();
+    plane
+        .plane
+        .wait_condition(
+            "m00",
+            "CredentialsValid",
+            "True",
+            "CredentialsAccepted",
+            START,
+        )
+        .await
+        .unwrap();
+    eventually("the re-seeded chain rotates", START, || async {
+        rotations(&collector, "m00", "success").await >= 1.0
+    })
+    .await
+    .unwrap();
+    assert_ne!(plane.secret_token("m00").await.unwrap(), fresh);
+}
+
+#[tokio::test]
+async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothing() {
+    let mut plane = RotationPlane::start(1, 0).await.unwrap();
+    plane
+        .prepare_namespace(1, "tether-member", false)
+        .await
+        .unwrap();
+    let seeded = plane
+        .add(RotatingMember::new("shipped", 1, "tether-member", "tether"))
+        .await
+        .unwrap();
+    let admin = plane.env.cluster(1).admin_client().unwrap();
+    for object in parse_documents(MEMBER_RBAC_YAML, "token-rotation.yaml").unwrap() {
+        apply_object(&admin, &object).await.unwrap();
+    }
+    // At 0.8 of 600 s nothing is due for 8 minutes: only the request can mint.
+    let collector = start_collector(&plane, "0.8").await;
+    plane
+        .plane
+        .wait_condition("shipped", "Ready", "True", "MemberReady", START)
+        .await
+        .unwrap();
+    // Past the new leader's wait before its first mint (3 × 3 s + 1 s), nothing was minted.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(plane.secret_token("shipped").await.unwrap(), seeded);
+
+    for (request, minted) in [("1", 1.0), ("1", 1.0), ("2", 2.0)] {
+        plane
+            .annotate("shipped", ROTATE_NOW_ANNOTATION, request)
+            .await
+            .unwrap();
+        // Well within that wait: the running chain takes the request, nothing restarts.
+        let quick = Duration::from_secs(5);
+        eventually(&format!("rotate-now={request}"), quick, || async {
+            rotations(&collector, "shipped", "success").await >= minted
+        })
+        .await
+        .unwrap();
+        // A request already handled asks for nothing more.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert_eq!(rotations(&collector, "shipped", "success").await, minted);
+    }
+    assert_ne!(plane.secret_token("shipped").await.unwrap(), seeded);
+    assert_eq!(
+        collector.metric("tether_relists_total", "").await.unwrap(),
+        0.0,
+        "a rotate-now annotation rebuilds no client"
+    );
+    plane
+        .plane
+        .wait_condition(
+            "shipped",
+            "CredentialsValid",
+            "True",
+            "CredentialsAccepted",
+            START,
+        )
+        .await
+        .unwrap();
+}

@@ -1,0 +1,193 @@
+//! Where else a rotated token lives: an Argo CD cluster Secret's `config.bearerToken` (every
+//! other field kept) and a member file's token file, replaced in place with no control plane.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use cluster_registry::token_rotation::{
+    EXPIRATION_ANNOTATION, RECORD_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
+};
+use e2e::{
+    collector_run::{RunningCollector, temp_dir},
+    rotation_plane::{RotationPlane, eventually, rotations},
+};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, api::PostParams};
+use serde_json::json;
+
+/// Start-up: the registry lists, the member clients connect, the watches list.
+const START: Duration = Duration::from_secs(60);
+/// A 600 s token is replaced after 6 s at this fraction.
+const FAST: &str = "0.01";
+
+#[tokio::test]
+async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest() {
+    let plane = RotationPlane::start(1, 0).await.unwrap();
+    let member = plane.env.cluster(1);
+    member
+        .create_service_account("tether-rotation", "argocd-manager")
+        .await
+        .unwrap();
+    let seeded = member
+        .mint_token(
+            "tether-rotation",
+            "argocd-manager",
+            testkit::MIN_TOKEN_EXPIRY,
+        )
+        .await
+        .unwrap();
+    let ca_data = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
+    let control_plane = plane.env.control_plane();
+    control_plane
+        .create_namespace_named("argocd")
+        .await
+        .unwrap();
+    let secrets = Api::<Secret>::namespaced(control_plane.admin_client().unwrap(), "argocd");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {
+            "name": "cluster-argo1",
+            "labels": { "argocd.argoproj.io/secret-type": "cluster" },
+            "annotations": {
+                SERVICE_ACCOUNT_ANNOTATION: "tether-rotation/argocd-manager",
+                ROTATE_ANNOTATION: "true",
+                EXPIRATION_ANNOTATION: "600",
+            },
+        },
+        "stringData": {
+            "name": "argo1",
+            "server": member.endpoint(),
+            "project": "platform",
+            "config": json!({
+                "bearerToken": seeded,
+                "tlsClientConfig": { "caData": ca_data, "insecure": false },
+            }).to_string(),
+        },
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let mut args = plane
+        .collector_args(&["--members-from", "argocd", "--argocd-namespace", "argocd"])
+        .unwrap();
+    args.extend(
+        [
+            "--rotate-tokens",
+            "--rotation-fraction",
+            FAST,
+            "--probe-period",
+            "2",
+        ]
+        .map(str::to_owned),
+    );
+    let collector = RunningCollector::start(&args)
+        .await
+        .unwrap()
+        .with_reader(plane.admin_token());
+
+    eventually("argo1 rotates twice", START, || async {
+        rotations(&collector, "argo1", "success").await >= 2.0
+    })
+    .await
+    .unwrap();
+    let written = secrets.get("cluster-argo1").await.unwrap();
+    let data = written.data.unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&data["config"].0).unwrap();
+    let token = config["bearerToken"].as_str().unwrap();
+    assert_ne!(token, seeded);
+    assert_eq!(
+        config["tlsClientConfig"]["caData"],
+        ca_data.as_str(),
+        "the rest is kept"
+    );
+    assert_eq!(data["project"].0, b"platform");
+    assert_eq!(member.token_status(token).await.unwrap(), 200);
+    let record = &written.metadata.annotations.unwrap()[RECORD_ANNOTATION];
+    assert!(record.contains("mintedAt"), "{record}");
+    eventually("argo1 is ready on its new token", START, || async {
+        collector
+            .metric("tether_member_ready", r#"member="argo1""#)
+            .await
+            .unwrap()
+            == 1.0
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        collector
+            .metric("tether_unauthorized_responses_total", "")
+            .await
+            .unwrap(),
+        0.0
+    );
+}
+
+#[tokio::test]
+async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
+    let plane = RotationPlane::start(1, 0).await.unwrap();
+    let member = plane.env.cluster(1);
+    member
+        .create_service_account("tether-rotation", "filed")
+        .await
+        .unwrap();
+    let seeded = member
+        .mint_token("tether-rotation", "filed", testkit::MIN_TOKEN_EXPIRY)
+        .await
+        .unwrap();
+    let dir = temp_dir("members").unwrap();
+    std::fs::write(dir.join("filed.token"), &seeded).unwrap();
+    std::fs::write(dir.join("filed-ca.crt"), member.ca_pem()).unwrap();
+    std::fs::write(
+        dir.join("filed.yaml"),
+        format!(
+            "name: filed\napiEndpoint: {}\ntokenFile: filed.token\ncaFile: filed-ca.crt\n\
+             rotation:\n  serviceAccount: tether-rotation/filed\n  enabled: true\n  \
+             expirationSeconds: 600\n",
+            member.endpoint()
+        ),
+    )
+    .unwrap();
+    let members_dir = dir.display().to_string();
+    let collector = RunningCollector::start(
+        &[
+            "--members-from",
+            "directory",
+            "--members-dir",
+            &members_dir,
+            "--insecure-serve-api",
+            "--rotation-fraction",
+            FAST,
+            "--probe-period",
+            "2",
+        ]
+        .map(str::to_owned),
+    )
+    .await
+    .unwrap();
+
+    eventually("filed rotates", START, || async {
+        rotations(&collector, "filed", "success").await >= 1.0
+    })
+    .await
+    .unwrap();
+    let token = std::fs::read_to_string(dir.join("filed.token")).unwrap();
+    assert_ne!(token, seeded);
+    assert_eq!(member.token_status(&token).await.unwrap(), 200);
+    let record = std::fs::read_to_string(dir.join(".filed.token.rotation")).unwrap();
+    assert!(record.contains("mintedAt"), "{record}");
+    eventually("filed is ready on its new token", START, || async {
+        collector
+            .metric("tether_member_ready", r#"member="filed""#)
+            .await
+            .unwrap()
+            == 1.0
+    })
+    .await
+    .unwrap();
+}
