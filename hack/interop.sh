@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Build the Go interop programs under e2e/interop/*/ (each its own Go module): real client-go
-# consumers that Tether's e2e tests run against what Tether and its fixtures publish.
+# Build the Go programs that are not Tether, each its own Go module: the interop programs under
+# e2e/interop/*/ (real client-go consumers that Tether's e2e tests run against what Tether and
+# its fixtures publish) and the scale bench's anchors under crates/scale-bench/anchors/*/
+# (client-go member clients as other systems wire them, measured beside Tether).
 #
 # Usage:
 #   bin="$(hack/interop.sh)"          # build all that are missing or stale, print the bin dir
-#   bin="$(hack/interop.sh NAME)"     # only e2e/interop/NAME; the binary is "$bin/NAME"
+#   bin="$(hack/interop.sh NAME)"     # only the program NAME; the binary is "$bin/NAME"
 #
 # stdout carries only the absolute bin directory, <repo>/.interop/bin; progress goes to stderr.
 # Each binary has a stamp, the sha256 of its module's go.mod, go.sum and *.go files, and is
@@ -18,7 +20,7 @@ die() { printf 'interop: error: %s\n' "$*" >&2; exit 1; }
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 repo_root="$(cd "$script_dir/.." && pwd -P)"
-programs_dir="$repo_root/e2e/interop"
+program_dirs=("$repo_root/e2e/interop" "$repo_root/crates/scale-bench/anchors")
 bin_dir="$repo_root/.interop/bin"
 
 # shellcheck source-path=SCRIPTDIR source=versions.env
@@ -26,20 +28,31 @@ source "$script_dir/versions.env"
 : "${GO_MIN_VERSION:?must be set in hack/versions.env}"
 
 case "${1:-}" in
-  -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+  -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
 esac
 (($# <= 1)) || die "at most one program name (try --help)"
+
+# The module directory of program <name>, if there is one.
+module_of() {
+  local dir
+  for dir in "${program_dirs[@]}"; do
+    [[ -f $dir/$1/go.mod ]] && { printf '%s\n' "$dir/$1"; return 0; }
+  done
+  return 1
+}
 
 names=()
 if [[ -n ${1:-} ]]; then
   [[ $1 =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die "not a program name: $1"
-  [[ -f $programs_dir/$1/go.mod ]] || die "no program e2e/interop/$1 (no go.mod there)"
+  module_of "$1" >/dev/null || die "no program $1 (no go.mod in e2e/interop/$1 or crates/scale-bench/anchors/$1)"
   names=("$1")
 else
-  for mod in "$programs_dir"/*/go.mod; do
-    [[ -f $mod ]] && names+=("$(basename "$(dirname "$mod")")")
+  for dir in "${program_dirs[@]}"; do
+    for mod in "$dir"/*/go.mod; do
+      [[ -f $mod ]] && names+=("$(basename "$(dirname "$mod")")")
+    done
   done
-  ((${#names[@]})) || die "no programs under e2e/interop/"
+  ((${#names[@]})) || die "no programs under e2e/interop/ or crates/scale-bench/anchors/"
 fi
 
 # The inputs of a build, in a fixed order: go.mod, go.sum, then every *.go file by path.
@@ -54,7 +67,7 @@ up_to_date() { # <name> <stamp>
 # Fast path: nothing to build (needs no Go at all).
 stale=()
 for name in "${names[@]}"; do
-  up_to_date "$name" "$(stamp_for "$programs_dir/$name")" || stale+=("$name")
+  up_to_date "$name" "$(stamp_for "$(module_of "$name")")" || stale+=("$name")
 done
 if ((${#stale[@]} == 0)); then
   printf '%s\n' "$bin_dir"
@@ -105,7 +118,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 for name in "${stale[@]}"; do
-  dir="$programs_dir/$name"
+  dir="$(module_of "$name")"
   stamp="$(stamp_for "$dir")"
   if up_to_date "$name" "$stamp"; then   # another run may have built it while we waited
     log "$name is up to date"
