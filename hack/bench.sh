@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The scale bench (crates/scale-bench): 1,000 logical members in one collector on real
-# kube-apiservers, a mass rotation, models of other systems on a subset of the same members,
-# and the BearerLayer's per-request cost, printed as one table on stdout (progress on stderr).
-# About 10 minutes on 2 cores after the build; peak memory about 2 GiB (4 kube-apiservers).
+# kube-apiservers, a mass rotation, other systems' member clients beside Tether's on a subset of
+# the same members (client-go as Karmada and Argo CD wire it, from crates/scale-bench/anchors/,
+# and kube-rs; each a process of its own), and the BearerLayer's per-request cost at 1, 16 and
+# 64 requests in flight, printed as one table on stdout (progress on stderr).
+# About 12 minutes on 2 cores after the build; peak memory about 2.5 GiB (4 kube-apiservers).
 # Extra arguments go to the bench, e.g. `hack/bench.sh --members 200`; see `--help`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -11,7 +13,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 KUBEBUILDER_ASSETS="$(hack/envtest.sh)"
 export KUBEBUILDER_ASSETS
 
-# The collector runs as a child process, so that its RSS and CPU are its own: release builds.
+# The Go anchors, built with this machine's Go and cached in .interop/bin like the e2e interop
+# programs (the bench finds them through the same script).
+hack/interop.sh client-go-anchor >/dev/null
+
+# The collector and the Rust anchors run as child processes, so that their RSS and CPU are
+# their own: release builds.
 cargo build --release --quiet -p collector -p scale-bench
 target_dir="${CARGO_TARGET_DIR:-target}"
 export TETHER_COLLECTOR_BIN="$target_dir/release/collector"

@@ -74,7 +74,7 @@ pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result
     let layered = ClientFactory::new(tokens)
         .with_policy(EndpointPolicy::loopback())
         .build(&member, &CredentialHealth::new())?;
-    let report = overhead::interleaved(&plain, &layered, rounds, batch).await;
+    let report = overhead::interleaved(&plain, &layered, rounds, batch, 1).await;
     server.abort();
     report
 }

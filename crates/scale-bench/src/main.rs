@@ -1,13 +1,14 @@
 //! `scale-bench`: Tether's collector with 1,000 members on real kube-apiservers, a mass
-//! rotation, models of other systems on a subset of the same members, and the BearerLayer's
-//! per-request cost, printed as one table. Run it through `hack/bench.sh`.
+//! rotation, other systems' member clients (client-go as Karmada and Argo CD wire it, kube-rs)
+//! beside Tether's on a subset of the same members, and the BearerLayer's per-request cost,
+//! printed as one table. Run it through `hack/bench.sh`.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
 use scale_bench::{
-    baselines::{self, BaselineOptions},
+    baselines::{self, BaselineOptions, Programs},
     credential_kinds, overhead,
     scale::{
         fleet::Fleet,
@@ -40,21 +41,25 @@ struct Args {
     /// Seconds to wait for all Ready before reporting what there is.
     #[arg(long, default_value_t = 180)]
     ready_limit: u64,
-    /// Members of the baseline subset (0: no baselines).
+    /// Members of the anchors' subset (0: no anchors). Each of the five systems runs them all,
+    /// as a process of its own.
     #[arg(long, default_value_t = 50)]
     baseline_members: usize,
     /// Request period of each baseline client, seconds.
     #[arg(long, default_value_t = 1)]
     baseline_probe_period: u64,
     /// Seconds after the forced reconnect at which blind members are counted.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 60)]
     blind_after: u64,
     /// Rounds of the BearerLayer A/B (0: skip).
     #[arg(long, default_value_t = 61)]
     overhead_rounds: usize,
-    /// Sequential GETs per client per round.
+    /// GETs per client per round (times in-flight / 4 above 4 in flight).
     #[arg(long, default_value_t = 300)]
     overhead_batch: usize,
+    /// Requests in flight in the BearerLayer A/B, one run per level.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 64])]
+    overhead_concurrency: Vec<usize>,
     /// Concurrent misses on an exec plugin in the single-flight case (0: skip).
     #[arg(long, default_value_t = 1000)]
     exec_misses: usize,
@@ -83,12 +88,18 @@ async fn main() -> anyhow::Result<()> {
     progress(started, &format!("collector binary: {}", bin.display()));
 
     // 4. first: an idle machine for the microbenchmark.
-    let overhead = if args.overhead_rounds > 0 {
-        progress(started, "BearerLayer vs static token, in process");
-        Some(overhead::measure(args.overhead_rounds, args.overhead_batch).await?)
-    } else {
-        None
-    };
+    let mut overhead = Vec::new();
+    if args.overhead_rounds > 0 {
+        for &concurrency in &args.overhead_concurrency {
+            progress(
+                started,
+                &format!("BearerLayer vs static token, in process, {concurrency} in flight"),
+            );
+            // Enough waves per batch that ramp-up and drain do not dominate a round.
+            let batch = args.overhead_batch * (concurrency / 4).max(1);
+            overhead.push(overhead::measure(args.overhead_rounds, batch, concurrency).await?);
+        }
+    }
 
     let certificate = if args.overhead_rounds > 0 {
         progress(
@@ -141,13 +152,17 @@ async fn main() -> anyhow::Result<()> {
     drop(running);
 
     let baselines = if args.baseline_members > 0 {
-        progress(started, "baselines (collector stopped)");
+        progress(started, "anchors (collector stopped)");
         let options = BaselineOptions {
             members: args.baseline_members,
             probe_period: Duration::from_secs(args.baseline_probe_period),
             window: Duration::from_secs(10),
             blind_after: Duration::from_secs(args.blind_after),
             limit: Duration::from_secs(90),
+            programs: Programs {
+                rust_anchor: std::env::current_exe()?.with_file_name("rust-anchor"),
+                client_go_anchor: testkit::interop::binary("client-go-anchor")?,
+            },
         };
         Some(
             baselines::run(&mut fleet, &options)
@@ -163,8 +178,8 @@ async fn main() -> anyhow::Result<()> {
     if let Some(report) = &baselines {
         sections.push(sections::baselines(report, &scale));
     }
-    if let Some(report) = &overhead {
-        sections.push(sections::overhead(report));
+    if !overhead.is_empty() {
+        sections.push(sections::overhead(&overhead));
     }
     if certificate.is_some() || exec.is_some() {
         sections.push(sections::credential_kinds(

@@ -1,7 +1,9 @@
 //! What the `BearerLayer` costs per request, against a plain kube client with a static token,
 //! over the same loopback HTTP server, measured in this process: the interleaved A/B of
-//! `crates/member-client/benches/bearer_overhead.rs` (alternating batches of sequential GETs,
-//! the median of the per-round ratios), so machine noise hits both clients alike.
+//! `crates/member-client/benches/bearer_overhead.rs` (alternating batches of GETs, the median
+//! of the per-round ratios), so machine noise hits both clients alike. A batch keeps
+//! `concurrency` GETs in flight, so that a cost that only shows when requests share the
+//! layer's stack (its lock, its concurrency limit) shows too.
 
 use std::{
     convert::Infallible,
@@ -10,6 +12,7 @@ use std::{
 
 use anyhow::Context as _;
 use bytes::Bytes;
+use futures::{StreamExt as _, TryStreamExt as _};
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
@@ -29,8 +32,10 @@ const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 pub struct OverheadReport {
     /// Rounds (each one batch per client).
     pub rounds: usize,
-    /// Sequential GETs per batch.
+    /// GETs per batch.
     pub batch: usize,
+    /// GETs in flight at once within a batch.
+    pub concurrency: usize,
     /// Median per-request time of the static-token client.
     pub static_us: f64,
     /// Median per-request time of the BearerLayer client.
@@ -49,11 +54,15 @@ impl CredentialSource for StaticSource {
     }
 }
 
-/// Runs `rounds` rounds of `batch` GETs per client.
+/// Runs `rounds` rounds of `batch` GETs per client, `concurrency` at a time.
 ///
 /// # Errors
 /// The loopback server or a client failing.
-pub async fn measure(rounds: usize, batch: usize) -> anyhow::Result<OverheadReport> {
+pub async fn measure(
+    rounds: usize,
+    batch: usize,
+    concurrency: usize,
+) -> anyhow::Result<OverheadReport> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let server = tokio::spawn(serve(listener));
@@ -69,13 +78,14 @@ pub async fn measure(rounds: usize, batch: usize) -> anyhow::Result<OverheadRepo
             &MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench")),
             &CredentialHealth::new(),
         )?;
-    let report = interleaved(&plain, &layered, rounds, batch).await;
+    let report = interleaved(&plain, &layered, rounds, batch, concurrency).await;
     server.abort();
     report
 }
 
-/// Warms both clients, then runs `rounds` rounds of `batch` sequential GETs per client,
-/// alternating which goes first: `static_us` is `plain`'s, `layered_us` is `layered`'s.
+/// Warms both clients, then runs `rounds` rounds of `batch` GETs per client, `concurrency` in
+/// flight at once, alternating which goes first: `static_us` is `plain`'s, `layered_us` is
+/// `layered`'s (wall time per request: with 16 in flight, a sixteenth of a GET's latency).
 ///
 /// # Errors
 /// A GET failing.
@@ -84,10 +94,12 @@ pub async fn interleaved(
     layered: &kube::Client,
     rounds: usize,
     batch: usize,
+    concurrency: usize,
 ) -> anyhow::Result<OverheadReport> {
-    // Warm both connection pools and the cache.
-    get(plain).await?;
-    get(layered).await?;
+    let concurrency = concurrency.max(1);
+    // Warm both connection pools (one connection per request in flight) and the cache.
+    run_batch(plain, concurrency, concurrency).await?;
+    run_batch(layered, concurrency, concurrency).await?;
 
     let (mut plain_times, mut layered_times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
@@ -101,9 +113,7 @@ pub async fn interleaved(
         for use_layer in order {
             let client = if use_layer { layered } else { plain };
             let start = Instant::now();
-            for _ in 0..batch {
-                get(client).await?;
-            }
+            run_batch(client, batch, concurrency).await?;
             times[usize::from(use_layer)] = start.elapsed() / u32::try_from(batch)?;
         }
         plain_times.push(times[0].as_secs_f64() * 1e6);
@@ -119,6 +129,7 @@ pub async fn interleaved(
     Ok(OverheadReport {
         rounds,
         batch,
+        concurrency,
         static_us: median(&mut plain_times),
         layered_us: median(&mut layered_times),
         ratio: (
@@ -127,6 +138,16 @@ pub async fn interleaved(
             ratios.get(3 * n / 4).copied().unwrap_or(f64::NAN),
         ),
     })
+}
+
+/// `count` GETs, `concurrency` in flight at once.
+async fn run_batch(client: &kube::Client, count: usize, concurrency: usize) -> anyhow::Result<()> {
+    futures::stream::iter(0..count)
+        .map(|_| get(client))
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<()>>()
+        .await
+        .map(drop)
 }
 
 async fn get(client: &kube::Client) -> anyhow::Result<()> {

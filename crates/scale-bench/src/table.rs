@@ -64,7 +64,7 @@ pub fn render(sections: &[Section]) -> String {
     let header = Row {
         what: "measure".into(),
         tether: "Tether".into(),
-        anchor: "anchor (model of another system)".into(),
+        anchor: "anchor (another system)".into(),
         ratio: "ratio anchor/Tether".into(),
         goal: "goal".into(),
         met: "met".into(),

@@ -29,6 +29,7 @@ type member struct {
 	out     *emitter
 	secrets corev1client.SecretInterface
 
+	rebuild  sync.Mutex // one replace at a time
 	mu       sync.Mutex
 	client   kubernetes.Interface
 	stop     chan struct{}
@@ -39,11 +40,14 @@ type member struct {
 
 // run builds the member's clients, starts its informers and probes it every period.
 func (m *member) run(ctx context.Context, period time.Duration) {
+	// A bench must not fail on the order in which the control plane's objects appear: read
+	// until the Secret is there (the bench stops this process if it never is).
 	for {
 		token, err := m.readToken(ctx)
 		if err == nil {
-			m.start(token)
-			break
+			if err = m.start(token); err == nil {
+				break
+			}
 		}
 		fmt.Fprintf(os.Stderr, "client-go-anchor: %s: %v; retrying\n", m.def.Name, err)
 		select {
@@ -105,11 +109,10 @@ func (m *member) config(token string) *rest.Config {
 }
 
 // start builds a clientset and informers for token and waits until they have synced.
-func (m *member) start(token string) {
+func (m *member) start(token string) error {
 	client, err := kubernetes.NewForConfig(m.config(token))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "client-go-anchor: %s: %v\n", m.def.Name, err)
-		return
+		return err
 	}
 	stop := make(chan struct{})
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(m.fleet.Namespace))
@@ -124,21 +127,27 @@ func (m *member) start(token string) {
 	m.mu.Lock()
 	m.client, m.stop, m.token = client, stop, token
 	m.mu.Unlock()
+	return nil
 }
 
 // replace stops the member's informers and starts new ones with token (argocd mode).
 func (m *member) replace(token string) {
+	m.rebuild.Lock()
+	defer m.rebuild.Unlock()
 	m.mu.Lock()
 	if token == m.token {
 		m.mu.Unlock()
 		return
 	}
 	old := m.stop
+	m.stop = nil
 	m.mu.Unlock()
 	if old != nil {
 		close(old)
 	}
-	m.start(token)
+	if err := m.start(token); err != nil {
+		fmt.Fprintf(os.Stderr, "client-go-anchor: %s: rebuilding: %v\n", m.def.Name, err)
+	}
 }
 
 // sawDeployment reports the canary's ready replicas when they change.

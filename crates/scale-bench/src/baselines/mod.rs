@@ -1,43 +1,44 @@
-//! The anchors: the same members, the same apiservers, the same run, with the credential
-//! handling of other systems ([`models`]) beside Tether's.
+//! The anchors: the same members, the same apiserver, the same run, with other systems'
+//! member clients beside Tether's, each as a process of its own ([`System`]).
 //!
-//! On a subset of members that share one member apiserver, every model gets a client per
-//! member, and each client runs what a controller runs: a Deployment watch (a reflector) and a
-//! request every `probe_period` (a `SelfSubjectReview`, whose answer names the ServiceAccount the
-//! token belongs to, so each request shows which token it carried). Then:
-//! 1. steady state for `window`: Secret reads per second of each model;
+//! On a subset of members that share one member apiserver, every system runs a client per
+//! member with what a controller runs: a Deployment and a Node watch and a request every
+//! `probe_period` (a `SelfSubjectReview`, whose answer names the ServiceAccount the token
+//! belongs to, so each request shows which token it carried). Each reports [`Observation`]s on
+//! its stdout. Then:
+//! 1. steady state for `window`: Secret reads per second, and RSS per member;
 //! 2. rotation: each member's Secret gets a token of a new ServiceAccount and the old
 //!    ServiceAccount is deleted (as in the mass rotation); per member, the time from the write's
-//!    acknowledgement to the first request that carried the new token, and the requests that
-//!    failed with 401 until every model has switched (or `limit`);
+//!    acknowledgement to the first request that carried the new token; the 401s from then on
+//!    and the last of them; the lists of watched collections until every system that re-reads
+//!    tokens has switched (or `limit`);
 //! 3. one forced reconnect: the apiserver restarts, a Deployment's status changes, and
 //!    `blind_after` later the members whose watch has not seen the change are counted as blind.
 
-pub mod models;
-mod probe;
+pub mod child;
+pub mod fleet_file;
+pub mod observation;
+pub mod rust_anchor;
+pub mod system;
 
 use std::{
     collections::BTreeMap,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
     time::{Duration, Instant, SystemTime},
 };
 
 use anyhow::Context as _;
-use cluster_registry::{RegistryBuilder, RegistryEvent};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, api::PostParams};
-use member_client::{ClientFactory, CredentialHealth, EndpointPolicy};
 use testkit::RestartOptions;
 
 use crate::scale::{
     fleet::{Fleet, Member, SECRET_NAMESPACE},
     percentiles::Percentiles,
 };
-use models::{Model, ModelAuthLayer, SecretReader, TTL};
-use probe::{Probe, lock, start_probe};
+use child::BaselineProcess;
+use fleet_file::{Endpoint, FleetFile, FleetMember};
+use observation::MemberRecord;
+pub use system::{Programs, System};
 
 /// The canary Deployment whose status change the watches must see after the restart.
 const CANARY: &str = "canary";
@@ -55,22 +56,32 @@ pub struct BaselineOptions {
     pub blind_after: Duration,
     /// Give up waiting for syncs and switches after this long.
     pub limit: Duration,
+    /// The baseline programs.
+    pub programs: Programs,
 }
 
-/// What one model did.
+/// What one system did.
 #[derive(Clone, Debug, Default)]
-pub struct ModelReport {
+pub struct SystemReport {
     /// Secret reads per second at steady state (Tether: token-cache fetches from the registry's
     /// in-memory store, which cost no API call).
     pub reads_per_second: f64,
+    /// Resident set size of its process at steady state, per member.
+    pub rss_per_member: u64,
     /// Secret write acknowledged → first request with the new token, per member that switched.
     pub rotation_to_use: Percentiles,
     /// Members whose requests never carried the new token before the bench stopped looking.
     pub never_switched: usize,
-    /// Requests and watch calls that failed with 401 from the rotation to the end.
+    /// 401 responses from the rotation to the restart.
     pub failed_401: u64,
+    /// Rotation → the last of those 401s.
+    pub last_401_after: Option<Duration>,
+    /// Lists of watched collections from the rotation to the restart, per member.
+    pub relists_per_member: f64,
     /// Members whose watch had not seen the post-restart change `blind_after` later.
     pub blind: usize,
+    /// Output lines it could not use (0 unless a program is broken).
+    pub malformed: u64,
 }
 
 /// What the baseline run measured.
@@ -80,17 +91,20 @@ pub struct BaselineReport {
     pub members: usize,
     /// The options it ran with.
     pub options: BaselineOptions,
-    /// Per model.
-    pub models: BTreeMap<Model, ModelReport>,
+    /// Per system.
+    pub systems: BTreeMap<System, SystemReport>,
     /// Rotation start → every old token rejected.
     pub revoked_after: Duration,
+    /// Where the baseline processes' stderr is.
+    pub log_dir: std::path::PathBuf,
 }
 
 /// Runs the baselines on the first `options.members` members served by `member1`'s apiserver
 /// (so that one restart reconnects them all).
 ///
 /// # Errors
-/// API errors, or syncs and revocations not done within `options.limit`.
+/// API errors, a baseline process not starting or exiting, or syncs and revocations not done
+/// within `options.limit`.
 pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result<BaselineReport> {
     let server_index = fleet.members.first().map_or(0, |m| m.apiserver);
     let subset: Vec<Member> = fleet
@@ -102,11 +116,7 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
         .collect();
     anyhow::ensure!(!subset.is_empty(), "no members for the baselines");
     let server = &fleet.apiservers[server_index];
-    let (endpoint, ca_pem, namespace) = (
-        server.endpoint.clone(),
-        server.ca_pem.clone(),
-        server.namespace.clone(),
-    );
+    let namespace = server.namespace.clone();
     let admin = server.admin.clone();
 
     // The canary, ready=1.
@@ -119,151 +129,161 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
         .context("creating the canary Deployment")?;
     testkit::set_deployment_status(&admin, &namespace, CANARY, 1).await?;
 
-    // Tether: the registry over the control plane, its token cache, the collector's factory.
-    let (registry, mut events, driver) = RegistryBuilder::new()
-        .endpoint_policy(EndpointPolicy::loopback())
-        .karmada(fleet.control_plane.clone())
-        .build();
-    let driver = AbortOnDrop(tokio::spawn(driver.run()));
-    let factory =
-        ClientFactory::new(registry.tokens().clone()).with_policy(EndpointPolicy::loopback());
-    // Each member's client config, from its Upserted event (which carries the CA bundle).
-    let mut configs = BTreeMap::new();
-    let deadline = tokio::time::Instant::now() + options.limit;
-    while subset.iter().any(|m| !configs.contains_key(&m.name)) {
-        let event = tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .context("the registry never saw every member")?
-            .context("the registry stopped")?;
-        if let RegistryEvent::Upserted { spec, ca_bundle } = event {
-            configs.insert(spec.name.clone(), spec.client_config(ca_bundle));
-        }
+    // Kept after the run: the processes' stderr. The fleet file (it holds the control plane's
+    // admin token) is removed when the run ends, however it ends.
+    let dir = tempfile::Builder::new()
+        .prefix("tether-baselines-")
+        .tempdir()?
+        .keep();
+    let control_plane = fleet.env.control_plane();
+    let fleet_path = dir.join("fleet.json");
+    let _remove = RemoveOnDrop(fleet_path.clone());
+    FleetFile {
+        control_plane: Endpoint {
+            server: control_plane.endpoint().to_owned(),
+            ca_pem: control_plane.ca_pem().to_owned(),
+            token: control_plane.admin_token()?,
+        },
+        secret_namespace: SECRET_NAMESPACE.to_owned(),
+        namespace: namespace.clone(),
+        canary: CANARY.to_owned(),
+        probe_period_millis: u64::try_from(options.probe_period.as_millis())?,
+        members: subset
+            .iter()
+            .map(|m| FleetMember {
+                name: m.name.clone(),
+                server: server.endpoint.clone(),
+                ca_pem: server.ca_pem.clone(),
+            })
+            .collect(),
     }
-    let _drain = AbortOnDrop(tokio::spawn(async move {
-        while events.recv().await.is_some() {}
-    }));
-
-    let reads: BTreeMap<Model, Arc<AtomicU64>> = Model::ALL
+    .write(&fleet_path)?;
+    let names: Vec<&str> = subset.iter().map(|m| m.name.as_str()).collect();
+    let mut processes = System::ALL
         .iter()
-        .map(|m| (*m, Arc::new(AtomicU64::new(0))))
-        .collect();
-    let next = subset[0].generation + 1;
-    let mut probes = Vec::new();
-    for member in &subset {
-        let reader = |model: Model| {
-            SecretReader::new(
-                fleet.control_plane.clone(),
-                SECRET_NAMESPACE,
-                &member.name,
-                Arc::clone(&reads[&model]),
+        .map(|system| {
+            BaselineProcess::spawn(
+                *system,
+                &options.programs,
+                &fleet_path,
+                names.iter().copied(),
+                &dir,
             )
-        };
-        for model in Model::ALL {
-            let client = match model {
-                Model::BakedIn => {
-                    let token = reader(model).read().await?;
-                    models::baked_in_client(&endpoint, &ca_pem, &token)?
-                }
-                Model::TtlOnly => models::layered_client(
-                    &endpoint,
-                    &ca_pem,
-                    &ModelAuthLayer::ttl(reader(model), TTL),
-                )?,
-                Model::EveryRequest => models::layered_client(
-                    &endpoint,
-                    &ca_pem,
-                    &ModelAuthLayer::every_request(reader(model)),
-                )?,
-                Model::Tether => {
-                    let config = configs
-                        .get(&member.name)
-                        .with_context(|| format!("no Upserted for {}", member.name))?;
-                    factory.build(config, &CredentialHealth::new())?
-                }
-            };
-            probes.push(start_probe(
-                model,
-                member,
-                &namespace,
-                next,
-                client,
-                options.probe_period,
-            ));
-        }
-    }
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
-    // Every watch synced (sees the canary).
+    // Every member of every system synced and sees the canary.
     let deadline = Instant::now() + options.limit;
-    while probes.iter().any(|p| p.canary_ready() != Some(1)) {
+    loop {
+        let waiting: Vec<&str> = processes
+            .iter()
+            .filter(|p| {
+                p.ledger
+                    .snapshot()
+                    .values()
+                    .any(|r| !r.synced || r.canary != Some(1))
+            })
+            .map(|p| p.system.label())
+            .collect();
+        if waiting.is_empty() {
+            break;
+        }
+        for process in &mut processes {
+            process.sample().with_context(|| logs_at(&dir))?;
+        }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "the baseline watches did not sync"
+            "not every member synced within {:?}: {waiting:?} ({})",
+            options.limit,
+            logs_at(&dir)
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
     // 1. Steady state.
-    let reads_at = |reads: &BTreeMap<Model, Arc<AtomicU64>>| -> BTreeMap<Model, u64> {
-        let mut now: BTreeMap<Model, u64> = reads
+    let reads = |processes: &[BaselineProcess]| -> Vec<u64> {
+        processes
             .iter()
-            .map(|(m, r)| (*m, r.load(Ordering::Relaxed)))
-            .collect();
-        now.insert(Model::Tether, registry.tokens().stats().fetches);
-        now
+            .map(|p| total(&p.ledger.snapshot(), |r| r.secret_reads))
+            .collect()
     };
-    let before = reads_at(&reads);
+    let before = reads(&processes);
     let started = Instant::now();
     tokio::time::sleep(options.window).await;
-    let after = reads_at(&reads);
+    let after = reads(&processes);
     let seconds = started.elapsed().as_secs_f64();
-    let mut report: BTreeMap<Model, ModelReport> = Model::ALL
-        .iter()
-        .map(|m| {
-            let delta = after[m].saturating_sub(before[m]) as f64;
-            (
-                *m,
-                ModelReport {
-                    reads_per_second: delta / seconds,
-                    ..ModelReport::default()
-                },
-            )
-        })
-        .collect();
+    let mut reports = Vec::with_capacity(processes.len());
+    for (i, process) in processes.iter_mut().enumerate() {
+        let rss = process.sample().with_context(|| logs_at(&dir))?.rss_bytes;
+        reports.push(SystemReport {
+            reads_per_second: after[i].saturating_sub(before[i]) as f64 / seconds,
+            rss_per_member: rss / u64::try_from(subset.len())?,
+            ..SystemReport::default()
+        });
+    }
 
     // 2. Rotation: new ServiceAccounts, tokens, Secrets; old ServiceAccounts deleted.
+    let next = subset[0].generation + 1;
     let f: &Fleet = fleet;
-    f.bounded(subset.iter(), |m| f.create_service_account(m, next))
+    f.bounded(subset.iter(), |m| f.ensure_service_account(m, next))
         .await?;
     let tokens = f.bounded(subset.iter(), |m| f.mint(m, next)).await?;
-    for probe in &probes {
-        probe.failed_401.store(0, Ordering::Relaxed);
-    }
+    let at_rotation: Vec<BTreeMap<String, MemberRecord>> =
+        processes.iter().map(|p| p.ledger.snapshot()).collect();
     let rotation = Instant::now();
+    let rotation_wall = SystemTime::now();
     let acks = f
         .bounded(subset.iter().zip(&tokens), |(m, t)| f.write_token(m, t))
         .await?;
     let acked: BTreeMap<&str, SystemTime> =
         subset.iter().map(|m| m.name.as_str()).zip(acks).collect();
-    for probe in &mut probes {
-        probe.acked = acked.get(probe.member.as_str()).copied();
-    }
     f.bounded(subset.iter(), |m| f.delete_service_account(m, m.generation))
         .await?;
     f.wait_until_rejected(subset.iter(), rotation + options.limit)
         .await
         .context("revoking the old tokens")?;
     let revoked_after = rotation.elapsed();
-    // Until every model but the baked-in one has switched, or the limit.
-    let switched = |p: &Probe| lock(&p.first_new).is_some();
-    while probes
-        .iter()
-        .any(|p| p.model != Model::BakedIn && !switched(p))
-        && rotation.elapsed() < options.limit
+    let new_user = |m: &Member| {
+        format!(
+            "system:serviceaccount:{namespace}:{}",
+            m.service_account(next)
+        )
+    };
+    let switched = |records: &BTreeMap<String, MemberRecord>, m: &Member| {
+        records
+            .get(&m.name)
+            .is_some_and(|r| r.users.contains_key(&new_user(m)))
+    };
+    // Until every system that re-reads tokens has switched, or the limit.
+    while processes.iter().any(|p| {
+        let records = p.ledger.snapshot();
+        !p.system.bakes_in() && subset.iter().any(|m| !switched(&records, m))
+    }) && rotation.elapsed() < options.limit
     {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // At least two more requests per client after the revocation.
     tokio::time::sleep(options.probe_period * 2).await;
+    for ((process, report), before) in processes.iter().zip(&mut reports).zip(&at_rotation) {
+        let records = process.ledger.snapshot();
+        report.rotation_to_use = Percentiles::of(subset.iter().filter_map(|m| {
+            let used = *records.get(&m.name)?.users.get(&new_user(m))?;
+            Some(
+                used.duration_since(acked[m.name.as_str()])
+                    .unwrap_or_default(),
+            )
+        }));
+        report.never_switched = subset.iter().filter(|m| !switched(&records, m)).count();
+        report.failed_401 = total(&records, |r| r.unauthorized) - total(before, |r| r.unauthorized);
+        report.last_401_after = records
+            .values()
+            .filter_map(|r| r.last_unauthorized)
+            .max()
+            .and_then(|last| last.duration_since(rotation_wall).ok());
+        report.relists_per_member = (total(&records, |r| r.lists) - total(before, |r| r.lists))
+            as f64
+            / subset.len() as f64;
+    }
 
     // 3. One forced reconnect, then a change every watch should see.
     fleet
@@ -290,26 +310,18 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
         }
     }
     tokio::time::sleep(options.blind_after).await;
-
-    for model in Model::ALL {
-        let of_model: Vec<&Probe> = probes.iter().filter(|p| p.model == model).collect();
-        let entry = report.entry(model).or_default();
-        entry.rotation_to_use = Percentiles::of(of_model.iter().filter_map(|p| {
-            let used = (*lock(&p.first_new))?;
-            Some(used.duration_since(p.acked?).unwrap_or(Duration::ZERO))
-        }));
-        entry.never_switched = of_model.iter().filter(|p| !switched(p)).count();
-        entry.failed_401 = of_model
-            .iter()
-            .map(|p| p.failed_401.load(Ordering::Relaxed))
-            .sum();
-        entry.blind = of_model
-            .iter()
-            .filter(|p| p.canary_ready() != Some(3))
-            .count();
+    let mut systems = BTreeMap::new();
+    for (process, mut report) in processes.iter().zip(reports) {
+        let records = process.ledger.snapshot();
+        report.blind = records.values().filter(|r| r.canary != Some(3)).count();
+        report.malformed = process
+            .ledger
+            .malformed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        systems.insert(process.system, report);
     }
-    drop(probes);
-    drop(driver);
+    drop(processes);
+
     for (member, token) in fleet
         .members
         .iter_mut()
@@ -322,16 +334,25 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     Ok(BaselineReport {
         members: subset.len(),
         options: options.clone(),
-        models: report,
+        systems,
         revoked_after,
+        log_dir: dir,
     })
 }
 
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+fn total(records: &BTreeMap<String, MemberRecord>, count: impl Fn(&MemberRecord) -> u64) -> u64 {
+    records.values().map(count).sum()
+}
 
-impl Drop for AbortOnDrop {
+fn logs_at(dir: &std::path::Path) -> String {
+    format!("the baselines' stderr is in {}", dir.display())
+}
+
+/// Removes a file when dropped.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        self.0.abort();
+        let _ = std::fs::remove_file(&self.0);
     }
 }

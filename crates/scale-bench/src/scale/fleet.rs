@@ -212,6 +212,28 @@ impl Fleet {
         Ok(())
     }
 
+    /// Creates `member`'s ServiceAccount of `generation` unless it exists ([`Fleet::start`]
+    /// makes generation 1 ahead of the first rotation).
+    ///
+    /// # Errors
+    /// API errors other than "already exists".
+    pub async fn ensure_service_account(
+        &self,
+        member: &Member,
+        generation: u32,
+    ) -> anyhow::Result<()> {
+        match self.create_service_account(member, generation).await {
+            Err(err)
+                if err
+                    .downcast_ref::<kube::Error>()
+                    .is_some_and(|e| matches!(e, kube::Error::Api(s) if s.code == 409)) =>
+            {
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     /// Deletes `member`'s ServiceAccount of `generation`, which revokes its tokens (after the
     /// apiserver's ~10 s token cache).
     ///

@@ -1,0 +1,91 @@
+//! The members a baseline process runs, as the bench hands them over: a JSON file read by the
+//! Go anchors (`anchors/client-go-anchor`, whose `fleetFile` is this struct) and `rust-anchor`.
+//! It holds the control plane's admin token, so it is written owner-only into the run's own
+//! temporary directory, and nothing here prints it.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+/// An apiserver, and the admin token the control plane is read with (empty for members).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    /// `https://127.0.0.1:<port>`.
+    pub server: String,
+    /// PEM CA bundle of its serving certificate.
+    #[serde(rename = "caPEM")]
+    pub ca_pem: String,
+    /// Bearer token (the control plane's admin; empty for members, whose token is the Secret).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+}
+
+/// One member: its Secret on the control plane has its name.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetMember {
+    /// `memberN`.
+    pub name: String,
+    /// `https://127.0.0.1:<port>`.
+    pub server: String,
+    /// PEM CA bundle of its apiserver.
+    #[serde(rename = "caPEM")]
+    pub ca_pem: String,
+}
+
+/// What a baseline process runs.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetFile {
+    /// The control plane, where the member Secrets are.
+    pub control_plane: Endpoint,
+    /// Namespace of the member Secrets.
+    pub secret_namespace: String,
+    /// Namespace of the watched Deployments on the member apiservers.
+    pub namespace: String,
+    /// Name of the canary Deployment.
+    pub canary: String,
+    /// Period of each member's `SelfSubjectReview`, ms.
+    pub probe_period_millis: u64,
+    /// The members.
+    pub members: Vec<FleetMember>,
+}
+
+impl std::fmt::Debug for FleetFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetFile")
+            .field("control_plane", &self.control_plane.server)
+            .field("namespace", &self.namespace)
+            .field("members", &self.members.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FleetFile {
+    /// Writes it to `path`, readable by its owner only.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
+        use std::{io::Write as _, os::unix::fs::OpenOptionsExt as _};
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        file.write_all(&serde_json::to_vec(self)?)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Reads it from `path`.
+    ///
+    /// # Errors
+    /// I/O errors, or not a fleet file.
+    pub fn read(path: &Path) -> anyhow::Result<Self> {
+        let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_slice(&raw).with_context(|| format!("parsing {}", path.display()))
+    }
+}
