@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sync"
@@ -40,6 +41,9 @@ import (
 // requestTimeout bounds every request this program makes itself (Secret GETs, reviews);
 // watches are left to the informers.
 const requestTimeout = 10 * time.Second
+
+// maxFleetFile is the largest fleet file read (10,000 members fit in a few MiB).
+const maxFleetFile = 64 << 20
 
 // fleetFile is what the bench hands over.
 type fleetFile struct {
@@ -139,9 +143,17 @@ func readFleet(path string) (*fleetFile, error) {
 	if path == "" {
 		return nil, fmt.Errorf("--fleet is required")
 	}
-	raw, err := os.ReadFile(path)
+	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer file.Close()
+	raw, err := io.ReadAll(io.LimitReader(file, maxFleetFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxFleetFile {
+		return nil, fmt.Errorf("%s is over %d bytes", path, maxFleetFile)
 	}
 	var fleet fleetFile
 	if err := json.Unmarshal(raw, &fleet); err != nil {

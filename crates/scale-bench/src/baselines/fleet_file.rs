@@ -8,6 +8,9 @@ use std::path::Path;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
+/// The largest fleet file read: 10,000 members with their CA bundles fit in a few MiB.
+const MAX_FLEET_FILE: u64 = 64 * 1024 * 1024;
+
 /// An apiserver, and the admin token the control plane is read with (empty for members).
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -83,9 +86,20 @@ impl FleetFile {
     /// Reads it from `path`.
     ///
     /// # Errors
-    /// I/O errors, or not a fleet file.
+    /// I/O errors, a file over 64 MiB, or not a fleet file.
     pub fn read(path: &Path) -> anyhow::Result<Self> {
-        let raw = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        use std::io::Read as _;
+        let file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let mut raw = Vec::new();
+        file.take(MAX_FLEET_FILE + 1)
+            .read_to_end(&mut raw)
+            .with_context(|| format!("reading {}", path.display()))?;
+        anyhow::ensure!(
+            raw.len() as u64 <= MAX_FLEET_FILE,
+            "{} is over {MAX_FLEET_FILE} bytes",
+            path.display()
+        );
         serde_json::from_slice(&raw).with_context(|| format!("parsing {}", path.display()))
     }
 }
