@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Parser;
 use scale_bench::{
-    baselines::{self, BaselineOptions, Programs},
+    baselines::{self, BaselineOptions, BaselineReport, Programs},
     credential_kinds, overhead,
     scale::{
         fleet::Fleet,
+        report::{RotationReport, ScaleReport},
         run::{self, PhaseOptions},
     },
     sections, table,
@@ -20,7 +21,7 @@ use scale_bench::{
 /// Tether at scale, against anchors in the same run.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Logical member clusters.
+    /// Logical member clusters (0: only the in-process measurements, sections 4 and 5).
     #[arg(long, default_value_t = 1000)]
     members: usize,
     /// Member apiservers they share (`memberN` uses apiserver `N mod A`).
@@ -123,6 +124,75 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
+    let fleet = if args.members > 0 {
+        Some(fleet_phases(&args, &bin, started).await?)
+    } else {
+        None
+    };
+    progress(started, "done");
+
+    let mut sections = Vec::new();
+    if let Some(f) = &fleet {
+        sections.extend([sections::scale(&f.scale), sections::rotation(&f.rotation)]);
+        if let Some(report) = &f.baselines {
+            sections.push(sections::baselines(report, &f.scale));
+        }
+    }
+    if !overhead.is_empty() {
+        sections.push(sections::overhead(&overhead));
+    }
+    if certificate.is_some() || exec.is_some() {
+        sections.push(sections::credential_kinds(
+            certificate.as_ref(),
+            exec.as_ref(),
+        ));
+    }
+    println!();
+    println!(
+        "Tether scale bench: {} members on {} member apiservers (+ control plane), {} cores, {}",
+        args.members,
+        args.apiservers,
+        std::thread::available_parallelism().map_or(0, usize::from),
+        table::duration(started.elapsed())
+    );
+    println!();
+    print!("{}", table::render(&sections));
+    println!();
+    if let Some(f) = &fleet {
+        let by_kind: Vec<String> = f
+            .scale
+            .requests_by_kind
+            .iter()
+            .take(8)
+            .map(|(kind, rate)| format!("{kind} {rate:.1}/s"))
+            .collect();
+        println!(
+            "steady-state requests to the member apiservers by kind: {}",
+            by_kind.join(", ")
+        );
+        if !f.warnings.is_empty() {
+            println!("collector warnings: {:?}", f.warnings);
+        }
+        println!("collector logs: {}", f.log_dir.display());
+    }
+    Ok(())
+}
+
+/// What the phases on real apiservers measured.
+struct FleetResults {
+    scale: ScaleReport,
+    rotation: RotationReport,
+    baselines: Option<BaselineReport>,
+    warnings: std::collections::BTreeMap<String, u64>,
+    log_dir: std::path::PathBuf,
+}
+
+/// Sections 1 to 3: the fleet on real apiservers, the collector, the mass rotation, the anchors.
+async fn fleet_phases(
+    args: &Args,
+    bin: &std::path::Path,
+    started: Instant,
+) -> anyhow::Result<FleetResults> {
     progress(
         started,
         &format!(
@@ -144,7 +214,7 @@ async fn main() -> anyhow::Result<()> {
         started,
         "collector: start until all Ready, then steady state",
     );
-    let (running, scale) = run::scale(&fleet, &bin, &options).await?;
+    let (running, scale) = run::scale(&fleet, bin, &options).await?;
     progress(started, "mass rotation");
     let rotation = run::rotate_all(&mut fleet, &running, &options).await?;
     let warnings = run::warnings(&running);
@@ -172,45 +242,11 @@ async fn main() -> anyhow::Result<()> {
     } else {
         None
     };
-    progress(started, "done");
-
-    let mut sections = vec![sections::scale(&scale), sections::rotation(&rotation)];
-    if let Some(report) = &baselines {
-        sections.push(sections::baselines(report, &scale));
-    }
-    if !overhead.is_empty() {
-        sections.push(sections::overhead(&overhead));
-    }
-    if certificate.is_some() || exec.is_some() {
-        sections.push(sections::credential_kinds(
-            certificate.as_ref(),
-            exec.as_ref(),
-        ));
-    }
-    println!();
-    println!(
-        "Tether scale bench: {} members on {} member apiservers (+ control plane), {} cores, {}",
-        args.members,
-        args.apiservers,
-        std::thread::available_parallelism().map_or(0, usize::from),
-        table::duration(started.elapsed())
-    );
-    println!();
-    print!("{}", table::render(&sections));
-    println!();
-    let by_kind: Vec<String> = scale
-        .requests_by_kind
-        .iter()
-        .take(8)
-        .map(|(kind, rate)| format!("{kind} {rate:.1}/s"))
-        .collect();
-    println!(
-        "steady-state requests to the member apiservers by kind: {}",
-        by_kind.join(", ")
-    );
-    if !warnings.is_empty() {
-        println!("collector warnings: {warnings:?}");
-    }
-    println!("collector logs: {}", log_dir.display());
-    Ok(())
+    Ok(FleetResults {
+        scale,
+        rotation,
+        baselines,
+        warnings,
+        log_dir,
+    })
 }
