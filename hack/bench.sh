@@ -4,7 +4,8 @@
 # the same members (client-go as Karmada and Argo CD wire it, from crates/scale-bench/anchors/,
 # and kube-rs; each a process of its own), and the BearerLayer's per-request cost at 1, 16 and
 # 64 requests in flight, printed as one table on stdout (progress on stderr).
-# About 12 minutes on 2 cores after the build; peak memory about 2.5 GiB (4 kube-apiservers).
+# About 4 minutes on 2 cores after the build; peak memory about 2 GiB for the 4 kube-apiservers,
+# plus 20-50 MiB for each anchor process.
 # Extra arguments go to the bench, e.g. `hack/bench.sh --members 200`; see `--help`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
