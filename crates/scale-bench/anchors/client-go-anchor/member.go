@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func (m *member) config(token string) *rest.Config {
 		QPS:   40,
 		Burst: 60,
 	}
-	observe := func(rt httpRoundTripper) httpRoundTripper {
+	observe := func(rt http.RoundTripper) http.RoundTripper {
 		return &observingTransport{inner: rt, member: m.def.Name, out: m.out}
 	}
 	switch m.mode {

@@ -9,8 +9,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-type httpRoundTripper = http.RoundTripper
-
 // observingTransport reports every 401 and every list of the watched collections. It sits
 // where Karmada's and client-go's own wrappers sit (rest.Config.WrapTransport), below the
 // token source, so it sees the request as sent.
