@@ -19,3 +19,4 @@ pub mod profile_plane;
 pub mod rbac_grants;
 pub mod rotation_plane;
 pub mod scenario;
+pub mod shard_plane;

@@ -13,12 +13,17 @@ use crate::{
         self, HttpState, ServerLimits,
         auth::{AccessGate, KubeAccessReview, ReviewConfig},
     },
-    member::{status_writer::StatusWriter, supervisor::Supervisor, task::MemberContext},
+    member::{
+        status_writer::StatusWriter,
+        supervisor::{ShardGate, Supervisor},
+        task::MemberContext,
+    },
     metrics::Metrics,
     mirror::Mirror,
     readiness::{Readiness, sources},
     registry_builder::registry_builder,
     rotation,
+    shard::{Ownership, Shard, ShardMode},
 };
 
 /// How long shutting down may wait for the Lease to be given up.
@@ -46,8 +51,33 @@ pub async fn run(
 
     let mirror = Mirror::default();
     let identity = args.identity();
+    let (shard, membership) = match args.shard.shards {
+        ShardMode::Off => (None, None),
+        ShardMode::Auto => {
+            let cp = crate::shard::require_control_plane(control_plane.as_ref())?;
+            let (shard, membership) = Shard::join(
+                cp.client.clone(),
+                &args.shard,
+                &args.leader_election_namespace,
+                &identity,
+            )?;
+            tracing::info!(identity = %identity, group = %args.shard.shard_group, "sharding: joined the group");
+            (Some(shard), Some(membership))
+        }
+    };
+    let membership = async move {
+        match membership {
+            Some(membership) => membership.await,
+            None => std::future::pending().await,
+        }
+    };
     let (status_writer, writes, lease) =
         match (&control_plane, args.members_from, args.write_status) {
+            (Some(cp), MembersFrom::Karmada, true) if shard.is_some() => {
+                let (writer, writes) =
+                    StatusWriter::new(cp.client.clone(), identity.clone(), None, shard.as_ref());
+                (Some(writer), Some(writes), None)
+            }
             (Some(cp), MembersFrom::Karmada, true) => {
                 let lease = if args.leader_elect {
                     Some(join_election(cp.client.clone(), &args, &identity, &metrics).await?)
@@ -57,7 +87,7 @@ pub async fn run(
                 };
                 let leader = lease.as_ref().and_then(Lease::leader);
                 let (writer, writes) =
-                    StatusWriter::new(cp.client.clone(), identity.clone(), leader);
+                    StatusWriter::new(cp.client.clone(), identity.clone(), leader, None);
                 (Some(writer), Some(writes), lease)
             }
             _ => (None, None, None),
@@ -105,6 +135,7 @@ pub async fn run(
             metrics: metrics.clone(),
             readiness: readiness.clone(),
             clusters: Arc::new(mirror),
+            shard: shard.as_ref().map(|shard| shard.map.clone()),
         },
         gate,
         limits.request_timeout,
@@ -136,7 +167,8 @@ pub async fn run(
     let outcome = tokio::select! {
         () = driver.run() => Err(anyhow::anyhow!("the registry stopped")),
         () = sources => Err(anyhow::anyhow!("the registry's source states closed")),
-        () = supervisor.run(events) => Err(anyhow::anyhow!("the registry's event channel closed")),
+        () = supervise(supervisor, events, shard.as_ref()) => Err(anyhow::anyhow!("the registry's event channel closed")),
+        () = membership => Err(anyhow::anyhow!("the shard Lease keeper stopped")),
         () = writes => Err(anyhow::anyhow!("the status writer stopped")),
         () = publishes => Err(anyhow::anyhow!("the ClusterProfile publisher stopped")),
         served = server => served.context("the HTTP server failed"),
@@ -148,7 +180,26 @@ pub async fn run(
     if let Some(lease) = lease {
         lease.release(LEASE_RELEASE_DEADLINE).await;
     }
+    if let Some(shard) = shard {
+        shard.release(LEASE_RELEASE_DEADLINE).await;
+    }
     outcome
+}
+
+/// Runs the supervisor over every member, or with `shard`, over this replica's own.
+async fn supervise(
+    supervisor: Supervisor,
+    events: tokio::sync::mpsc::Receiver<cluster_registry::RegistryEvent>,
+    shard: Option<&Shard>,
+) {
+    match shard {
+        None => supervisor.run(events).await,
+        Some(shard) => {
+            let ownership = Ownership::new(shard.load_factor, shard.map.clone());
+            let gate = ShardGate::new(shard.view.clone(), ownership);
+            supervisor.run_sharded(events, gate).await;
+        }
+    }
 }
 
 /// The gate in front of `/metrics` and `/api/...`: reviews through the control plane, or none

@@ -5,7 +5,11 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use clap::{Parser, ValueEnum};
 use member_client::{EndpointPolicy, exec::ExecPolicy, validation::Cidr};
 
-pub use crate::{mirror::MirroredResource, rotation::RotationArgs};
+pub use crate::{
+    mirror::MirroredResource,
+    rotation::RotationArgs,
+    shard::{ShardArgs, ShardMode},
+};
 
 /// Watches every member cluster with credentials that survive rotation, and reports their
 /// health to the control plane.
@@ -174,6 +178,10 @@ pub struct Args {
     /// Token rotation.
     #[command(flatten)]
     pub rotation: RotationArgs,
+
+    /// Sharding across replicas.
+    #[command(flatten)]
+    pub shard: ShardArgs,
 
     /// Address of the HTTP server (/metrics, /healthz, /readyz, /api/v1/clusters).
     #[arg(long, default_value = "0.0.0.0:8080", env = "TETHER_LISTEN")]

@@ -38,6 +38,8 @@
 //! | member status | `member::status::MemberStatus` | a member's health with its version, node summary and transition times: what becomes the `Ready` and `CredentialsValid` conditions |
 //! | source state | `cluster_registry::SourceState` | whether a source of member definitions (Karmada Clusters, Argo CD Secrets, a directory) is listed |
 //! | rotation state | `rotation::RotationState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
+//! | shard view | `shard::ShardView` | the live replicas of a shard group as one replica last read their Leases, and whether it is one of them |
+//! | assignment | `shard::Assignment` | which replica owns which member, the same on every replica for the same view |
 //! | readiness | `readiness::ReadyState` | whether the collector itself should receive traffic (`/readyz`) |
 //!
 //! # Modules
@@ -48,6 +50,8 @@
 //!   (`--publish-clusterprofiles`).
 //! - `rotation`: minting each opted-in member's tokens (TokenRequest) and writing them back
 //!   where its credential lives (`--rotate-tokens`).
+//! - `shard`: splitting the members between replicas (`--shards auto`): Leases, the
+//!   assignment, ownership.
 //! - `readiness`: `/readyz`'s state and the inputs that block it.
 //! - `mirror`: the multi-cluster view the read API serves.
 //! - `metrics`, `http`: what is served.
@@ -67,3 +71,4 @@ mod mirror;
 mod readiness;
 mod registry_builder;
 mod rotation;
+mod shard;

@@ -190,6 +190,28 @@ impl CollectorProcess {
         Ok(sent.elapsed())
     }
 
+    /// Sends SIGSTOP: the process freezes, as a node under memory pressure or a long GC pause
+    /// would freeze it, holding its connections and its view of the world.
+    ///
+    /// # Errors
+    /// The signal failing.
+    pub fn pause(&self) -> Result<()> {
+        self.signal(rustix::process::Signal::STOP)
+    }
+
+    /// Sends SIGCONT after [`pause`](Self::pause).
+    ///
+    /// # Errors
+    /// The signal failing.
+    pub fn resume(&self) -> Result<()> {
+        self.signal(rustix::process::Signal::CONT)
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) -> Result<()> {
+        rustix::process::kill_process(rustix::process::Pid::from_child(&self.child), signal)
+            .with_context(|| format!("sending {signal:?} to the collector"))
+    }
+
     /// `GET path`: status and body.
     ///
     /// # Errors

@@ -189,7 +189,7 @@ pub async fn install_cluster_crd(client: &Client) -> Result<()> {
 }
 
 /// Karmada's `cluster.karmada.io/v1alpha1` `Cluster`, for dynamic requests.
-fn cluster_resource() -> ApiResource {
+pub(crate) fn cluster_resource() -> ApiResource {
     ApiResource {
         group: "cluster.karmada.io".to_owned(),
         version: "v1alpha1".to_owned(),

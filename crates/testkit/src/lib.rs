@@ -89,6 +89,7 @@ mod plain_http;
 mod ports;
 mod process;
 mod service_account;
+mod status_writers;
 pub mod tools;
 mod workload;
 
@@ -108,4 +109,5 @@ pub use karmada::{Karmada, PushMember};
 pub use plain_http::http_get;
 pub use ports::free_loopback_addr;
 pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};
+pub use status_writers::{DoubleWrite, OWNER_CONDITION, StatusWriters};
 pub use workload::{deployment, set_deployment_status};

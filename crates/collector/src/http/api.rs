@@ -12,7 +12,13 @@ use axum::{
 use serde::Serialize;
 
 use super::HttpState;
-use crate::mirror::{ClusterSummary, MirroredResource};
+use crate::{
+    mirror::{ClusterSummary, MirroredResource},
+    shard::Owner,
+};
+
+/// The header naming the replica whose shard a sharded collector's answer covers.
+pub(crate) const SHARD_HEADER: &str = "tether-shard";
 
 /// Read access to the mirrored member clusters.
 ///
@@ -38,6 +44,14 @@ pub(crate) enum ApiError {
         /// The requested member.
         name: String,
     },
+    /// With sharding: another replica owns the member and answers for it. 421.
+    #[error("cluster {name:?} is served by replica {owner:?}")]
+    ClusterElsewhere {
+        /// The requested member.
+        name: String,
+        /// The identity of the replica that owns it.
+        owner: String,
+    },
     /// The member is mirrored, but not that resource. 404.
     #[error("resource {resource:?} is not mirrored on cluster {name:?}")]
     ResourceNotFound {
@@ -53,13 +67,17 @@ impl ApiError {
     pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::ClusterNotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::ClusterElsewhere { .. } => StatusCode::MISDIRECTED_REQUEST,
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.to_string() });
+        let mut body = serde_json::json!({ "error": self.to_string() });
+        if let Self::ClusterElsewhere { owner, .. } = &self {
+            body["owner"] = owner.clone().into();
+        }
         (self.status(), Json(body)).into_response()
     }
 }
@@ -70,8 +88,21 @@ struct ObjectList {
     items: Vec<serde_json::Value>,
 }
 
-pub(super) async fn list_clusters(State(state): State<HttpState>) -> Json<Vec<ClusterSummary>> {
-    Json(state.clusters.clusters())
+pub(super) async fn list_clusters(State(state): State<HttpState>) -> Response {
+    let clusters = Json(state.clusters.clusters());
+    // Sharded, the list is this replica's shard only: say whose.
+    match state.shard.as_ref().and_then(crate::shard::ShardMap::me) {
+        Some(me) => ([(SHARD_HEADER, me)], clusters).into_response(),
+        None => clusters.into_response(),
+    }
+}
+
+/// The answer for a member this replica does not mirror: another replica's (421), or none.
+fn not_mirrored(state: &HttpState, name: String) -> ApiError {
+    match state.shard.as_ref().map(|shard| shard.owner(&name)) {
+        Some(Owner::Replica(owner)) => ApiError::ClusterElsewhere { name, owner },
+        _ => ApiError::ClusterNotFound { name },
+    }
 }
 
 pub(super) async fn get_cluster(
@@ -82,7 +113,7 @@ pub(super) async fn get_cluster(
         .clusters
         .cluster(&name)
         .map(Json)
-        .ok_or(ApiError::ClusterNotFound { name })
+        .ok_or_else(|| not_mirrored(&state, name))
 }
 
 pub(super) async fn list_objects(
@@ -99,7 +130,7 @@ pub(super) async fn list_objects(
     }
     // Tell "no such member" from "member without that resource": they need different fixes.
     if state.clusters.cluster(&name).is_none() {
-        return Err(ApiError::ClusterNotFound { name });
+        return Err(not_mirrored(&state, name));
     }
     Err(ApiError::ResourceNotFound {
         name,
@@ -156,6 +187,37 @@ mod tests {
                 json!({"error": r#"cluster "m9" is not mirrored"#})
             )
         );
+    }
+
+    #[tokio::test]
+    async fn a_sharded_replica_sends_other_members_to_their_owner() {
+        use crate::shard::{Assignment, Member, ShardMap, ShardView};
+        let members = (0..20).map(|i| format!("m{i}")).collect();
+        let view = ShardView {
+            replicas: ["a".to_owned(), "b".to_owned()].into(),
+            me: Some(Member {
+                identity: "a".to_owned(),
+                generation: 1,
+            }),
+            term: 1,
+        };
+        let assignment = Assignment::compute(&members, &view.replicas, 0.25);
+        let elsewhere = (0..20)
+            .map(|i| format!("m{i}"))
+            .find(|m| assignment.owner(m) == Some("b"))
+            .unwrap();
+        let map = ShardMap::default();
+        map.set(view, assignment);
+        let mut sharded = state();
+        sharded.shard = Some(map);
+        let (status, headers, body) = get(&sharded, &format!("/api/v1/clusters/{elsewhere}")).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["owner"], "b", "{body}");
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        let (status, headers, _) = get(&sharded, "/api/v1/clusters").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[super::SHARD_HEADER], "a");
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@ use tower_http::timeout::TimeoutLayer;
 pub(crate) use api::ClusterReader;
 pub(crate) use server::{ServerLimits, serve};
 
-use crate::{metrics::Metrics, readiness::Readiness};
+use crate::{metrics::Metrics, readiness::Readiness, shard::ShardMap};
 
 /// What the handlers read. Every field is a cheap handle, so cloning per request is cheap.
 #[derive(Clone)]
@@ -26,6 +26,8 @@ pub(crate) struct HttpState {
     pub(crate) readiness: Readiness,
     /// Served by `/api/v1/clusters…`.
     pub(crate) clusters: Arc<dyn ClusterReader>,
+    /// With `--shards auto`: who owns the members this replica does not serve.
+    pub(crate) shard: Option<ShardMap>,
 }
 
 /// Every route, over `state`. With a `gate`, `/metrics` and `/api/...` answer only callers it
@@ -38,8 +40,8 @@ pub(crate) struct HttpState {
 /// | `GET /readyz` | 200 `ok` when ready, else 503 with a short reason |
 /// | `GET /metrics` | OpenMetrics text |
 /// | `GET /api/v1/readiness` | `{"ready": bool, "reason": "<full reason>"}` |
-/// | `GET /api/v1/clusters` | JSON list of [`ClusterSummary`] |
-/// | `GET /api/v1/clusters/{name}` | one [`ClusterSummary`], or 404 |
+/// | `GET /api/v1/clusters` | JSON list of [`ClusterSummary`]; sharded, this replica's members only, with a `tether-shard: <identity>` header |
+/// | `GET /api/v1/clusters/{name}` | one [`ClusterSummary`], or 404; sharded, 421 `{"owner": ...}` for a member another replica owns |
 /// | `GET /api/v1/clusters/{name}/{group}/{version}/{resource}` | `{"items": [...]}`, or 404 |
 ///
 /// Every request gets 503 after `request_timeout`.
@@ -141,6 +143,7 @@ pub(super) mod tests {
             metrics: Metrics::new(),
             readiness: Readiness::new(),
             clusters: Arc::new(FakeClusters),
+            shard: None,
         }
     }
 

@@ -7,6 +7,7 @@ pub(crate) mod informer_state;
 pub(crate) mod informers;
 pub(crate) mod leadership;
 pub(crate) mod status;
+pub(crate) mod status_fence;
 pub(crate) mod status_writer;
 pub(crate) mod supervisor;
 pub(crate) mod task;

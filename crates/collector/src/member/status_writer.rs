@@ -26,7 +26,9 @@ use super::{
     health::MemberHealth,
     leadership::Leadership,
     status::{MemberStatus, READY_CONDITION},
+    status_fence::{FenceError, StatusFence},
 };
+use crate::shard::Shard;
 
 /// Field manager for status patches, and the reporting controller of Events.
 const MANAGER: &str = "tether-collector";
@@ -65,23 +67,32 @@ impl Queue {
 
 impl StatusWriter {
     /// A writer over the control plane's `client`, reporting Events as `identity`, writing only
-    /// while `leader` (if given) says this replica leads; and the future that writes. Nothing
-    /// is written unless the future runs.
+    /// while `leader` (if given) says this replica leads, or with `shard`, only the members
+    /// this replica owns and has claimed; and the future that writes. Nothing is written unless
+    /// the future runs.
     pub(crate) fn new(
         client: Client,
         identity: String,
         leader: Option<watch::Receiver<bool>>,
+        shard: Option<&Shard>,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
+        let clusters: Api<Cluster> = Api::all(client.clone());
+        // Each replica of a shard group writes as itself, so the Cluster's managedFields
+        // say which replica wrote its status last.
+        let fence = shard.map(|shard| {
+            StatusFence::new(clusters.clone(), shard, format!("{MANAGER}.{identity}"))
+        });
         let reporter = Reporter {
             controller: MANAGER.to_owned(),
             instance: Some(identity),
         };
         let queue = Arc::new(Queue::default());
         let writes = Writes {
-            clusters: Api::all(client.clone()),
+            clusters,
             recorder: Recorder::new(client, reporter),
             queue: queue.clone(),
             written: BTreeMap::new(),
+            fence,
         };
         (Self { queue }, writes.run(leader))
     }
@@ -109,8 +120,10 @@ struct Writes {
     clusters: Api<Cluster>,
     recorder: Recorder,
     queue: Arc<Queue>,
-    /// What this replica wrote since it last became leader.
+    /// What this replica wrote since it last became leader (or gained the member).
     written: BTreeMap<String, MemberStatus>,
+    /// With sharding: the claims status writes are fenced by.
+    fence: Option<StatusFence>,
 }
 
 impl Writes {
@@ -136,6 +149,18 @@ impl Writes {
 
     /// Writes every submitted status that differs from what this replica wrote.
     async fn write_due(&mut self) {
+        {
+            // A member forgotten (removed, or moved to another replica) and seen again is
+            // written, and claimed, afresh.
+            let latest = self.queue.latest();
+            self.written.retain(|member, _| latest.contains_key(member));
+            if let Some(fence) = &self.fence {
+                fence.retain(|member| latest.contains_key(member));
+                if fence.rejoined() {
+                    self.written.clear();
+                }
+            }
+        }
         let due: Vec<(String, MemberStatus, Option<MemberHealth>)> = self
             .queue
             .latest()
@@ -192,9 +217,16 @@ impl Writes {
                 }
             },
         };
-        if let Err(err) = self.write(member, status).await {
-            tracing::warn!(member, error = %err, "writing Cluster status failed");
-            return false;
+        match self.write(member, status).await {
+            Ok(()) => {}
+            Err(err @ (FenceError::NotOwner | FenceError::ClaimedBy { .. })) => {
+                tracing::info!(member, reason = %err, "not writing Cluster status: fenced");
+                return false;
+            }
+            Err(err) => {
+                tracing::warn!(member, error = %err, "writing Cluster status failed");
+                return false;
+            }
         }
         if let Some(from) = transition
             && let Err(err) = self.record_transition(member, &from, next).await
@@ -215,7 +247,10 @@ impl Writes {
             .map(|c| c.reason))
     }
 
-    async fn write(&self, member: &str, status: &MemberStatus) -> Result<(), kube::Error> {
+    async fn write(&self, member: &str, status: &MemberStatus) -> Result<(), FenceError> {
+        if let Some(fence) = &self.fence {
+            return fence.write(member, &status.cluster_status()).await;
+        }
         let patch = StatusPatch {
             status: status.cluster_status(),
         };
@@ -227,6 +262,7 @@ impl Writes {
             .patch_status(member, &params, &Patch::Merge(&patch))
             .await
             .map(drop)
+            .map_err(FenceError::from)
     }
 
     /// Records an Event on the member's `Cluster` for a change of health from the condition

@@ -1,5 +1,7 @@
 //! One task per member, started, rebuilt and stopped as the registry says.
 
+mod sharded;
+
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
@@ -8,6 +10,8 @@ use member_client::{ClientFactory, CredentialHealth};
 use tokio::sync::mpsc;
 
 use crate::clusterprofile::ProfileAccess;
+
+pub(crate) use sharded::ShardGate;
 
 use super::{
     health::MemberHealth,

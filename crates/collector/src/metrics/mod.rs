@@ -9,6 +9,7 @@
 mod insecure;
 mod member_info;
 mod scrape;
+mod shard;
 
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -22,6 +23,7 @@ use crate::cli::MembersFrom;
 use insecure::InsecureMembers;
 use member_info::MemberInfo;
 use scrape::{MemberEntry, Watched, failure_kind_label};
+use shard::ShardMetrics;
 
 /// Upper bounds of `tether_rotation_to_use_seconds`, from 1 ms to 60 s. A rotation picked up
 /// through a Secret event lands in the low buckets; one caught only by a 401 or by the cache's
@@ -56,6 +58,7 @@ struct Inner {
     source_listed: Family<Vec<(String, String)>, Gauge>,
     insecure: Arc<InsecureMembers>,
     member_info: Arc<MemberInfo>,
+    shard: ShardMetrics,
 }
 
 impl Metrics {
@@ -90,6 +93,7 @@ impl Metrics {
         registry.register_collector(Box::new(Arc::clone(&insecure)));
         let member_info = Arc::new(MemberInfo::new(Arc::clone(&watched)));
         registry.register_collector(Box::new(Arc::clone(&member_info)));
+        let shard = ShardMetrics::register(&mut registry);
         Self {
             inner: Arc::new(Inner {
                 registry,
@@ -98,6 +102,7 @@ impl Metrics {
                 source_listed,
                 insecure,
                 member_info,
+                shard,
             }),
         }
     }
@@ -176,6 +181,16 @@ impl Metrics {
     /// Sets `tether_leader` to 1 or 0; until the first call it has no sample.
     pub(crate) fn set_leader(&self, leader: bool) {
         self.inner.watched.set_leader(leader);
+    }
+
+    /// Sets `tether_shard_members{replica}` and `tether_shard_replicas`.
+    pub(crate) fn set_shard(&self, replica: &str, members: usize, replicas: usize) {
+        self.inner.shard.set(replica, members, replicas);
+    }
+
+    /// Counts `n` members moved `direction` (`in` or `out`) in `tether_shard_moves_total`.
+    pub(crate) fn record_shard_moves(&self, direction: &str, n: usize) {
+        self.inner.shard.record_moves(direction, n);
     }
 
     /// Sets `tether_member_ready{member}` to 1 or 0.

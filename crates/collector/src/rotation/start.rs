@@ -28,11 +28,24 @@ pub(crate) async fn rotator(
         }
         (None, _) => None,
     };
-    let refusal = (lease.is_none() && args.leader_elect && control_plane.is_some()).then(|| {
-        "this collector runs with leader election (--leader-elect) but joined none, so it \
+    let sharded = args.shard.shards == crate::shard::ShardMode::Auto;
+    let refusal = if sharded {
+        Some(
+            "this collector shares its members with other replicas (--shards auto), and token \
+             rotation needs a single writer: rotate with one replica, or with leader election \
+             and without --shards"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    let refusal = refusal.or_else(|| {
+        (lease.is_none() && args.leader_elect && control_plane.is_some()).then(|| {
+            "this collector runs with leader election (--leader-elect) but joined none, so it \
          cannot know it is the only replica minting: run it with --rotate-tokens (it then \
          joins the election), or with --leader-elect=false as a single replica"
-            .to_owned()
+                .to_owned()
+        })
     });
     let rotator = TokenRotator {
         control_plane: control_plane.map(|cp| cp.client.clone()),

@@ -1,0 +1,204 @@
+//! The fence against an apiserver that keeps one `Cluster` and checks `resourceVersion`
+//! preconditions as a real one does: a replica that lost a member without noticing
+//! overwrites nothing.
+
+use std::sync::{Arc, Mutex};
+
+use cluster_registry::karmada::{Cluster, ClusterStatus};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
+use kube::{Api, client::Body};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::{Claim, FenceError, OWNER_CONDITION, StatusFence};
+use crate::shard::{Assignment, Member, ShardMap, ShardView};
+
+const MEMBER: &str = "m1";
+
+/// The stored `Cluster`: its `resourceVersion` and status.
+type Stored = Arc<Mutex<(u64, Value)>>;
+
+fn object(stored: &(u64, Value)) -> Value {
+    json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+        "metadata": { "name": MEMBER, "resourceVersion": stored.0.to_string() },
+        "spec": { "syncMode": "Push" },
+        "status": stored.1,
+    })
+}
+
+/// GET of the `Cluster`, and merge patches of its status refused with 409 when their
+/// `metadata.resourceVersion` is not the stored one.
+fn apiserver() -> (Api<Cluster>, Stored) {
+    let stored: Stored = Arc::new(Mutex::new((1, json!({}))));
+    let shared = stored.clone();
+    let service = tower::service_fn(move |req: http::Request<Body>| {
+        let shared = shared.clone();
+        async move {
+            let method = req.method().clone();
+            let bytes = req.into_body().collect_bytes().await.unwrap_or_default();
+            let mut stored = shared.lock().unwrap();
+            let (status, body) = if method == http::Method::PATCH {
+                let patch: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                match patch["metadata"]["resourceVersion"].as_str() {
+                    Some(version) if version != stored.0.to_string() => (
+                        409,
+                        json!({ "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                "reason": "Conflict", "code": 409,
+                                "message": "the object has been modified" }),
+                    ),
+                    _ => {
+                        stored.0 += 1;
+                        stored.1 = patch["status"].clone();
+                        (200, object(&stored))
+                    }
+                }
+            } else {
+                (200, object(&stored))
+            };
+            let body = serde_json::to_vec(&body).unwrap_or_default();
+            http::Response::builder()
+                .status(status)
+                .body(Body::from(body))
+        }
+    });
+    (Api::all(kube::Client::new(service, "default")), stored)
+}
+
+/// Replica `me` of the group {a, b}, placing [`MEMBER`] on `owner`.
+fn fence(clusters: &Api<Cluster>, me: &str, owner: &str, settle_secs: u64) -> StatusFence {
+    let view = ShardView {
+        replicas: [owner.to_owned()].into(),
+        me: Some(Member {
+            identity: me.to_owned(),
+            generation: 1,
+        }),
+        term: 1,
+    };
+    let members = [MEMBER.to_owned()].into();
+    let assignment = Assignment::compute(&members, &view.replicas, 0.25);
+    let map = ShardMap::default();
+    map.set(view.clone(), assignment);
+    let (_sender, receiver) = watch::channel(view);
+    StatusFence::from_parts(
+        clusters.clone(),
+        receiver,
+        map,
+        std::time::Duration::from_secs(settle_secs),
+        format!("tether-collector.{me}"),
+    )
+}
+
+fn status(reason: &str) -> ClusterStatus {
+    ClusterStatus {
+        conditions: vec![Condition {
+            type_: "Ready".to_owned(),
+            status: "True".to_owned(),
+            reason: reason.to_owned(),
+            message: String::new(),
+            last_transition_time: Time(Timestamp::UNIX_EPOCH),
+            observed_generation: None,
+        }],
+        ..ClusterStatus::default()
+    }
+}
+
+fn stored_claim(stored: &Stored) -> (String, String) {
+    let stored = stored.lock().unwrap();
+    let conditions = stored.1["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let find = |type_: &str| {
+        conditions
+            .iter()
+            .find(|c| c["type"] == type_)
+            .map(|c| {
+                c[if type_ == "Ready" {
+                    "reason"
+                } else {
+                    "message"
+                }]
+                .to_string()
+            })
+            .unwrap_or_default()
+    };
+    (find("Ready"), find(OWNER_CONDITION))
+}
+
+#[tokio::test]
+async fn a_replica_that_lost_a_member_without_noticing_overwrites_nothing() {
+    let (clusters, stored) = apiserver();
+    // Replica a owns the member and writes it.
+    let a = fence(&clusters, "a", "a", 0);
+    a.write(MEMBER, &status("ByA")).await.unwrap();
+    assert_eq!(
+        stored_claim(&stored),
+        ("\"ByA\"".into(), "\"a/1/1\"".into())
+    );
+
+    // Replica b's view has moved the member to b; a's has not (it has not noticed).
+    let b = fence(&clusters, "b", "b", 0);
+    b.write(MEMBER, &status("ByB")).await.unwrap();
+    assert_eq!(
+        stored_claim(&stored),
+        ("\"ByB\"".into(), "\"b/1/2\"".into())
+    );
+
+    let refused = a.write(MEMBER, &status("ByAStale")).await.unwrap_err();
+    assert!(
+        matches!(&refused, FenceError::ClaimedBy { owner } if owner == "b/1"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        stored_claim(&stored),
+        ("\"ByB\"".into(), "\"b/1/2\"".into()),
+        "b's status stands"
+    );
+    // b goes on writing over its own last write.
+    b.write(MEMBER, &status("ByBAgain")).await.unwrap();
+    assert_eq!(stored_claim(&stored).0, "\"ByBAgain\"");
+}
+
+#[tokio::test]
+async fn another_claim_is_taken_over_only_after_the_views_settled() {
+    let (clusters, stored) = apiserver();
+    fence(&clusters, "a", "a", 0)
+        .write(MEMBER, &status("ByA"))
+        .await
+        .unwrap();
+    let b = fence(&clusters, "b", "b", 3600);
+    let waiting = b.write(MEMBER, &status("ByB")).await.unwrap_err();
+    assert!(
+        matches!(waiting, FenceError::ClaimedBy { .. }),
+        "{waiting:?}"
+    );
+    assert_eq!(stored_claim(&stored).1, "\"a/1/1\"");
+    // Not the owner in its own view: nothing is even tried.
+    let c = fence(&clusters, "c", "a", 0);
+    assert!(matches!(
+        c.write(MEMBER, &status("ByC")).await,
+        Err(FenceError::NotOwner)
+    ));
+}
+
+#[test]
+fn a_claim_reads_back_from_its_condition() {
+    let claim = Claim {
+        owner: "shard-a/3".to_owned(),
+        epoch: 7,
+        since: Time(Timestamp::UNIX_EPOCH),
+    };
+    let cluster = Cluster {
+        metadata: kube::api::ObjectMeta::default(),
+        spec: serde_json::from_value(json!({"syncMode": "Push"})).unwrap(),
+        status: Some(ClusterStatus {
+            conditions: vec![claim.condition()],
+            ..ClusterStatus::default()
+        }),
+    };
+    assert_eq!(Claim::of(&cluster), Some(claim));
+}

@@ -1,0 +1,156 @@
+//! A fleet for sharded collectors: Karmada `Cluster`s on the harness control plane, each with
+//! its own ServiceAccount on a member apiserver, and collector replicas as child processes
+//! (so that one can be SIGKILLed or frozen).
+
+use std::time::Duration;
+
+use cluster_registry::karmada::{Cluster, ClusterSpec, LocalSecretReference, SyncMode};
+use kube::{
+    Api,
+    api::{ObjectMeta, PostParams},
+};
+use testkit::{CollectorProcess, Environment, MIN_TOKEN_EXPIRY, karmada::SECRET_NAMESPACE};
+
+use crate::{
+    collector_run::{control_plane_args, temp_dir},
+    karmada_plane::KarmadaPlane,
+};
+
+/// The namespace of the members' ServiceAccounts on each member apiserver.
+const MEMBER_NAMESPACE: &str = "tether-shard";
+
+/// The harness, the Karmada objects and the member names.
+pub struct ShardPlane {
+    /// The apiservers: 0 is the control plane, 1.. the members.
+    pub env: Environment,
+    /// Karmada on the control plane.
+    pub plane: KarmadaPlane,
+    /// Every member's `Cluster` name.
+    pub members: Vec<String>,
+    admin_token: String,
+}
+
+impl ShardPlane {
+    /// Starts `apiservers` member apiservers and registers `members` push-mode members over
+    /// them, round robin, each with a token of its own ServiceAccount.
+    ///
+    /// # Errors
+    /// Any step failing.
+    pub async fn start(apiservers: usize, members: usize) -> anyhow::Result<Self> {
+        let env = Environment::with_members(apiservers).await?;
+        let plane = KarmadaPlane::install(env.control_plane()).await?;
+        env.control_plane()
+            .create_namespace_named("tether-system")
+            .await?;
+        for cluster in 1..=apiservers {
+            let member = env.cluster(cluster);
+            member.create_namespace_named(MEMBER_NAMESPACE).await?;
+            member.grant_reader_to_namespace(MEMBER_NAMESPACE).await?;
+        }
+        let admin_token = env.control_plane().admin_token()?;
+        let clusters = Api::<Cluster>::all(plane.client().clone());
+        let mut names = Vec::with_capacity(members);
+        for i in 0..members {
+            let name = format!("s{i:03}");
+            let cluster = env.cluster(1 + i % apiservers);
+            let account = format!("member-{i}");
+            cluster
+                .create_service_account(MEMBER_NAMESPACE, &account)
+                .await?;
+            let token = cluster
+                .mint_token(MEMBER_NAMESPACE, &account, MIN_TOKEN_EXPIRY)
+                .await?;
+            plane.write_secret(&name, &token, cluster.ca_pem()).await?;
+            let object = Cluster {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: ClusterSpec {
+                    sync_mode: SyncMode::Push,
+                    api_endpoint: Some(cluster.endpoint().to_owned()),
+                    secret_ref: Some(LocalSecretReference {
+                        namespace: SECRET_NAMESPACE.to_owned(),
+                        name: name.clone(),
+                    }),
+                    insecure_skip_tls_verification: false,
+                    proxy_url: None,
+                },
+                status: None,
+            };
+            clusters.create(&PostParams::default(), &object).await?;
+            names.push(name);
+        }
+        Ok(Self {
+            env,
+            plane,
+            members: names,
+            admin_token,
+        })
+    }
+
+    /// Starts a sharded replica `identity` (a child process, Lease `lease_seconds`) with
+    /// `extra` flags, and waits until it serves.
+    ///
+    /// # Errors
+    /// The binary missing, or the replica not serving within a minute.
+    pub async fn replica(
+        &self,
+        identity: &str,
+        lease_seconds: u64,
+        extra: &[&str],
+    ) -> anyhow::Result<CollectorProcess> {
+        let mut args = control_plane_args(self.env.control_plane(), &self.admin_token)?;
+        let lease = lease_seconds.to_string();
+        args.extend(
+            [
+                "--insecure-serve-api",
+                "--shards",
+                "auto",
+                "--shard-lease-seconds",
+                &lease,
+                "--leader-election-identity",
+                identity,
+            ]
+            .iter()
+            .chain(extra)
+            .map(|a| (*a).to_owned()),
+        );
+        let mut process =
+            CollectorProcess::spawn(&testkit::locate_collector()?, &args, &temp_dir(identity)?)?;
+        // Its stdout is a pipe: keep it drained.
+        if let Some(mut stdout) = process.take_stdout() {
+            std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        }
+        process.wait_until_healthy(Duration::from_secs(60)).await?;
+        Ok(process)
+    }
+}
+
+/// The members `replica` serves on its read API (`/api/v1/clusters`).
+///
+/// # Errors
+/// The request failing or an answer that is not a list of clusters.
+pub async fn served(replica: &CollectorProcess) -> anyhow::Result<Vec<String>> {
+    let (status, body) = replica.get("/api/v1/clusters").await?;
+    anyhow::ensure!(status == 200, "GET /api/v1/clusters: {status}");
+    let list: Vec<serde_json::Value> = serde_json::from_str(&body)?;
+    Ok(list
+        .iter()
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// The sum of metric `name`'s samples on `replica` whose line contains `label`.
+///
+/// # Errors
+/// The scrape failing.
+pub async fn metric(replica: &CollectorProcess, name: &str, label: &str) -> anyhow::Result<f64> {
+    Ok(replica
+        .metrics()
+        .await?
+        .lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}

@@ -1,0 +1,206 @@
+//! Three sharded collector replicas over 60 members: each member is served and written by
+//! exactly one replica within the load bound; a frozen replica that lost its members without
+//! noticing overwrites no one's status; a SIGKILLed replica's members are taken over within
+//! its Lease duration; and no status is ever written by a replica that does not hold the
+//! member's claim (checked from the `Cluster`s' own `managedFields`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::{Duration, Instant},
+};
+
+use e2e::{
+    rotation_plane::eventually,
+    shard_plane::{ShardPlane, metric, served},
+};
+use testkit::{CollectorProcess, StatusWriters};
+
+const MEMBERS: usize = 60;
+const LEASE_SECONDS: u64 = 6;
+const IDENTITIES: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// Who serves each member, if every member is served by exactly one of `replicas`.
+async fn partition(replicas: &[(&str, &CollectorProcess)]) -> Option<BTreeMap<String, String>> {
+    let mut owners = BTreeMap::new();
+    for (identity, replica) in replicas {
+        for member in served(replica).await.ok()? {
+            if owners.insert(member, (*identity).to_owned()).is_some() {
+                return None;
+            }
+        }
+    }
+    (owners.len() == MEMBERS).then_some(owners)
+}
+
+/// Whether every member's status was last written by the replica that serves it.
+fn written_by_owners(writers: &StatusWriters, owners: &BTreeMap<String, String>) -> bool {
+    owners
+        .iter()
+        .all(|(member, owner)| writers.last_write(member).is_some_and(|(_, w)| w == *owner))
+}
+
+#[tokio::test]
+async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
+    let plane = ShardPlane::start(1, MEMBERS).await.unwrap();
+    let writers = StatusWriters::start(plane.plane.client().clone());
+    let flags = ["--probe-period", "2", "--request-timeout", "2"];
+    let a = plane
+        .replica(IDENTITIES[0], LEASE_SECONDS, &flags)
+        .await
+        .unwrap();
+    let b = plane
+        .replica(IDENTITIES[1], LEASE_SECONDS, &flags)
+        .await
+        .unwrap();
+    let c = plane
+        .replica(IDENTITIES[2], LEASE_SECONDS, &flags)
+        .await
+        .unwrap();
+    let all = [
+        (IDENTITIES[0], &a),
+        (IDENTITIES[1], &b),
+        (IDENTITIES[2], &c),
+    ];
+
+    // Each member is served by one replica, which wrote its status; no replica over the bound.
+    eventually("three replicas share the members", LIMIT, || async {
+        partition(&all)
+            .await
+            .is_some_and(|owners| written_by_owners(&writers, &owners))
+    })
+    .await
+    .unwrap();
+    let owners = partition(&all).await.unwrap();
+    let bound = (1.25 * MEMBERS as f64 / 3.0).ceil() as usize;
+    for identity in IDENTITIES {
+        let held = owners.values().filter(|o| *o == identity).count();
+        assert!(
+            held > 0 && held <= bound,
+            "{identity} holds {held}, bound {bound}"
+        );
+        let replica = all.iter().find(|(i, _)| *i == identity).unwrap().1;
+        let label = format!("replica=\"{identity}\"");
+        assert_eq!(
+            metric(replica, "tether_shard_members", &label)
+                .await
+                .unwrap(),
+            held as f64
+        );
+    }
+    for member in &plane.members {
+        let ready = plane.plane.condition(member, "Ready").await.unwrap();
+        assert_eq!(ready.map(|(s, _)| s).as_deref(), Some("True"), "{member}");
+    }
+    // A replica sends a member it does not own to its owner.
+    let (elsewhere, owner) = owners.iter().find(|(_, o)| *o != IDENTITIES[0]).unwrap();
+    let (status, body) = a
+        .get(&format!("/api/v1/clusters/{elsewhere}"))
+        .await
+        .unwrap();
+    assert_eq!(status, 421, "{body}");
+    assert!(body.contains(owner.as_str()), "{body}");
+
+    // Freeze shard-c past its Lease: the others take its members over and claim them. Woken,
+    // shard-c still believes it owns them; its writes must be refused, not land.
+    let c_members: BTreeSet<String> = owners
+        .iter()
+        .filter(|(_, o)| *o == IDENTITIES[2])
+        .map(|(m, _)| m.clone())
+        .collect();
+    c.pause().unwrap();
+    let two = [(IDENTITIES[0], &a), (IDENTITIES[1], &b)];
+    eventually(
+        "shard-a and shard-b take the frozen replica's members",
+        LIMIT,
+        || async {
+            partition(&two)
+                .await
+                .is_some_and(|owners| written_by_owners(&writers, &owners))
+        },
+    )
+    .await
+    .unwrap();
+    c.resume().unwrap();
+    eventually("shard-c is back with its members", LIMIT, || async {
+        partition(&all).await.is_some_and(|owners| {
+            owners.values().any(|o| o == IDENTITIES[2]) && written_by_owners(&writers, &owners)
+        })
+    })
+    .await
+    .unwrap();
+
+    // SIGKILL shard-c: its members must have an owner again within its Lease duration (plus a
+    // read of the Leases and the start of the members' watches).
+    let c_members_now: BTreeSet<String> = partition(&all)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|(_, o)| o == IDENTITIES[2])
+        .map(|(m, _)| m)
+        .collect();
+    let killed = Instant::now();
+    drop(c);
+    eventually(
+        "shard-a and shard-b take the killed replica's members",
+        LIMIT,
+        || async { partition(&two).await.is_some() },
+    )
+    .await
+    .unwrap();
+    let without_owner = killed.elapsed();
+    eventually("the new owners write the status", LIMIT, || async {
+        partition(&two)
+            .await
+            .is_some_and(|owners| written_by_owners(&writers, &owners))
+    })
+    .await
+    .unwrap();
+    let bound_two = (1.25 * MEMBERS as f64 / 2.0).ceil() as usize;
+    let owners = partition(&two).await.unwrap();
+    for (identity, _) in two {
+        let held = owners.values().filter(|o| *o == identity).count();
+        assert!(
+            held <= bound_two,
+            "{identity} holds {held}, bound {bound_two}"
+        );
+    }
+    assert!(
+        without_owner <= Duration::from_secs(LEASE_SECONDS + 4),
+        "the killed replica's members went {without_owner:?} without an owner (Lease {LEASE_SECONDS} s)"
+    );
+    let moved_in = metric(&a, "tether_shard_moves_total", "direction=\"in\"")
+        .await
+        .unwrap()
+        + metric(&b, "tether_shard_moves_total", "direction=\"in\"")
+            .await
+            .unwrap();
+    assert!(
+        moved_in >= (c_members.len() + c_members_now.len()) as f64,
+        "{moved_in} members moved in for two takeovers of {} and {}",
+        c_members.len(),
+        c_members_now.len()
+    );
+
+    let double = writers.double_writes();
+    assert!(
+        double.is_empty(),
+        "status written without the claim: {double:?}"
+    );
+    let writes = writers.writes();
+    assert!(
+        writes.contains_key(IDENTITIES[2]),
+        "shard-c wrote nothing: {writes:?}"
+    );
+    eprintln!(
+        "sharding: {MEMBERS} members over 3 replicas, {} of shard-c's taken over {without_owner:?} \
+         after its SIGKILL (Lease {LEASE_SECONDS} s); status writes per replica {writes:?}; \
+         0 double writes",
+        c_members_now.len()
+    );
+}
