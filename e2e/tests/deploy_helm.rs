@@ -106,6 +106,7 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
         status: false,
         profiles: true,
         tokens: false,
+        shards: false,
     };
     assert_rbac(&publishing, writes, "helm publishing ClusterProfiles");
     let args = assert_collector_workload(&publishing, "helm publishing ClusterProfiles");
@@ -191,6 +192,12 @@ const CASES: &[Case] = &[
         grants: &[],
     },
     Case {
+        file: "sharded-values.yaml",
+        members_from: MembersFrom::Karmada,
+        namespaces: &[],
+        grants: &[],
+    },
+    Case {
         file: "argocd-values.yaml",
         members_from: MembersFrom::Argocd,
         namespaces: &["argocd"],
@@ -267,6 +274,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
             status: args.write_status,
             profiles: args.publish_clusterprofiles.is_some(),
             tokens: args.rotation.rotate_tokens,
+            shards: args.shard.shards == collector::cli::ShardMode::Auto,
         })
     } else {
         grants(REVIEW_GRANTS)
@@ -277,6 +285,18 @@ fn assert_case(case: &Case, objects: &[Value]) {
     let actual = rbac_grants(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
     assert_eq!(actual, expected, "{what}: the collector's RBAC");
     api_reader_role(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
+    // Several replicas get a PodDisruptionBudget over their pods; one gets none.
+    let deployment = of_kind(objects, "Deployment").next().unwrap();
+    let replicas = deployment["spec"]["replicas"].as_i64().unwrap_or(1);
+    let budgets: Vec<_> = of_kind(objects, "PodDisruptionBudget").collect();
+    assert_eq!(budgets.len(), usize::from(replicas > 1), "{what}: budgets");
+    for budget in budgets {
+        assert_eq!(
+            budget["spec"]["selector"]["matchLabels"],
+            deployment["spec"]["selector"]["matchLabels"],
+            "{what}: the budget covers the collector's pods"
+        );
+    }
     assert!(
         of_kind(objects, "CustomResourceDefinition")
             .next()

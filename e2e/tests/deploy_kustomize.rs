@@ -41,6 +41,8 @@ fn kustomize_rbac_is_least_privilege() {
     assert_rbac(&publishing, PUBLISHING, PUBLISH_OVERLAY);
     let rotating = kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
     assert_rbac(&rotating, ROTATING, ROTATION_OVERLAY);
+    let sharded = kustomize::build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
+    assert_rbac(&sharded, SHARDED, SHARDED_OVERLAY);
 }
 
 /// The base publishing ClusterProfiles, through `components/publish-clusterprofiles`.
@@ -50,6 +52,7 @@ const PUBLISHING: Writes = Writes {
     status: true,
     profiles: true,
     tokens: false,
+    shards: false,
 };
 /// The base rotating member tokens, through `components/token-rotation`.
 const ROTATION_OVERLAY: &str = "overlays/token-rotation";
@@ -58,6 +61,16 @@ const ROTATING: Writes = Writes {
     status: true,
     profiles: false,
     tokens: true,
+    shards: false,
+};
+/// The base with three replicas sharing the members, through `components/sharding`.
+const SHARDED_OVERLAY: &str = "overlays/sharded";
+/// What the collector writes with it: status, and its own shard Lease.
+const SHARDED: Writes = Writes {
+    status: true,
+    profiles: false,
+    tokens: false,
+    shards: true,
 };
 
 #[test]
@@ -113,6 +126,27 @@ fn kustomize_deployments_match_the_collector_cli() {
     assert!(
         args.rotation.rotate_tokens && args.leader_elect,
         "only the leader mints"
+    );
+
+    let sharded = kustomize::build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
+    let args = assert_collector_workload(&sharded, SHARDED_OVERLAY);
+    assert_eq!(args.shard.shards, collector::cli::ShardMode::Auto);
+    assert_sharded_workload(&sharded, SHARDED_OVERLAY);
+}
+
+/// Several replicas, and a PodDisruptionBudget over exactly the collector's pods that lets
+/// one go at a time.
+fn assert_sharded_workload(objects: &[Value], what: &str) {
+    let deployment = of_kind(objects, "Deployment").next().unwrap();
+    let replicas = deployment["spec"]["replicas"].as_i64().unwrap();
+    assert!(replicas > 1, "{what}: {replicas} replicas");
+    let budgets: Vec<_> = of_kind(objects, "PodDisruptionBudget").collect();
+    assert_eq!(budgets.len(), 1, "{what}: one PodDisruptionBudget");
+    assert_eq!(budgets[0]["spec"]["maxUnavailable"], 1, "{what}");
+    assert_eq!(
+        budgets[0]["spec"]["selector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"],
+        "{what}: the budget covers the collector's pods"
     );
 }
 
@@ -211,6 +245,19 @@ async fn kustomize_token_rotation_overlay_is_accepted_by_a_real_apiserver() {
     assert_authorized(&client, &objects, ROTATING).await;
 }
 
+#[tokio::test]
+async fn kustomize_sharded_overlay_is_accepted_by_a_real_apiserver() {
+    let env = Environment::with_members(0).await.unwrap();
+    let client = env.control_plane().admin_client().unwrap();
+    let mut objects = load_documents(&generated_crd_path()).unwrap();
+    objects.extend(kustomize::build(&kustomize_dir(SHARDED_OVERLAY)).unwrap());
+    let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
+        .await
+        .unwrap();
+    assert_eq!(accepted.len(), objects.len());
+    assert_authorized(&client, &objects, SHARDED).await;
+}
+
 fn sorted(mut objects: Vec<Value>) -> Vec<Value> {
     objects.sort_by_key(id);
     objects
@@ -223,6 +270,7 @@ fn minimal_renderer_agrees_with_kustomize() {
         "overlays/beside-karmada",
         PUBLISH_OVERLAY,
         ROTATION_OVERLAY,
+        SHARDED_OVERLAY,
     ] {
         let dir = kustomize_dir(rel);
         let ours = sorted(kustomize::build(&dir).unwrap());

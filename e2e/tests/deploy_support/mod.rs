@@ -62,6 +62,11 @@ pub const LEASE_GRANTS: &[&str] = &[
     "tether-system coordination.k8s.io/leases[tether-collector] get,update,patch",
 ];
 
+/// The shard Leases (`--shards auto`): each replica's own, named after its pod, and the
+/// group's, read together.
+pub const SHARD_GRANTS: &[&str] =
+    &["tether-system coordination.k8s.io/leases create,get,list,update"];
+
 /// The namespace the deploy tests publish ClusterProfiles in.
 pub const PROFILES_NAMESPACE: &str = "fleet";
 
@@ -87,6 +92,8 @@ pub struct Writes {
     pub profiles: bool,
     /// `--rotate-tokens`.
     pub tokens: bool,
+    /// `--shards auto`.
+    pub shards: bool,
 }
 
 impl From<bool> for Writes {
@@ -96,6 +103,7 @@ impl From<bool> for Writes {
             status,
             profiles: false,
             tokens: false,
+            shards: false,
         }
     }
 }
@@ -114,6 +122,9 @@ pub fn expected_grants(writes: impl Into<Writes>) -> BTreeSet<String> {
     }
     if writes.status || writes.profiles || writes.tokens {
         expected.extend(grants(LEASE_GRANTS));
+    }
+    if writes.shards {
+        expected.extend(grants(SHARD_GRANTS));
     }
     expected
 }
@@ -270,6 +281,33 @@ pub const ROTATES: &[Request] = &[
     (KARMADA_SECRETS, "", "secrets", "", "member1", "update"),
     (KARMADA_SECRETS, "events.k8s.io", "events", "", "", "create"),
 ];
+/// What a sharded replica does with the Leases of its group.
+pub const SHARDS: &[Request] = &[
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "",
+        "list",
+    ),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "tether-shard-pod-1",
+        "get",
+    ),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "tether-shard-pod-1",
+        "update",
+    ),
+];
 /// What the collector must never be able to do.
 pub const FORBIDDEN: &[Request] = &[
     ("kube-system", "events.k8s.io", "events", "", "", "create"),
@@ -296,6 +334,14 @@ pub const FORBIDDEN: &[Request] = &[
         "",
         "someone-else",
         "patch",
+    ),
+    (
+        "tether-system",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "tether-shard-pod-1",
+        "delete",
     ),
     (
         "kube-system",
@@ -325,6 +371,7 @@ pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl 
         (WRITES, writes.status),
         (PUBLISHES, writes.profiles),
         (ROTATES, writes.tokens),
+        (SHARDS, writes.shards),
         (LEASES, writes.status || writes.profiles || writes.tokens),
     ] {
         if allowed {

@@ -51,6 +51,11 @@ pub struct ShardArgs {
     /// The shard group: replicas with the same group (and namespace) share the members.
     #[arg(long, default_value = "tether-collector", value_parser = group_name)]
     pub shard_group: String,
+
+    /// The UID of this replica's pod (the downward API's `metadata.uid`), whose name is the
+    /// identity: the shard Lease is then owned by the pod, and deleted with it.
+    #[arg(long = "shard-pod-uid", env = "POD_UID")]
+    pub pod_uid: Option<String>,
 }
 
 impl ShardArgs {

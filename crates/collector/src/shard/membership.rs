@@ -13,12 +13,12 @@ use std::{
 
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
-    apimachinery::pkg::apis::meta::v1::MicroTime,
+    apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference},
     jiff::Timestamp,
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, ListParams, ObjectMeta, PostParams},
+    api::{ListParams, ObjectMeta, PostParams},
 };
 use tokio::{sync::watch, time::Instant};
 
@@ -37,6 +37,10 @@ pub(crate) struct MembershipConfig {
     pub(crate) group: String,
     pub(crate) identity: String,
     pub(crate) lease_duration: Duration,
+    /// The UID of this replica's pod (named after its identity): the Lease is owned by the
+    /// pod, so the garbage collector deletes it with the pod and Leases of gone pods do not
+    /// pile up.
+    pub(crate) pod_uid: Option<String>,
 }
 
 impl MembershipConfig {
@@ -141,6 +145,15 @@ impl Membership {
             .labels
             .get_or_insert_default()
             .insert(GROUP_LABEL.to_owned(), self.config.group.clone());
+        if let Some(uid) = &self.config.pod_uid {
+            lease.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: "v1".to_owned(),
+                kind: "Pod".to_owned(),
+                name: self.config.identity.clone(),
+                uid: uid.clone(),
+                ..OwnerReference::default()
+            }]);
+        }
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         if self.renewed.is_none() {
             spec.acquire_time = Some(now.clone());
@@ -233,11 +246,21 @@ impl Membership {
         })
     }
 
-    /// Deletes this replica's Lease, so the others take its members over at once.
+    /// Gives this replica's Lease up (no holder), so the others take its members over at once.
+    /// The Lease itself stays for the next process of this identity, or until the garbage
+    /// collector deletes it with its pod.
     pub(crate) async fn release(client: Client, config: &MembershipConfig, deadline: Duration) {
         let leases: Api<Lease> = Api::namespaced(client, &config.namespace);
         let name = config.lease_name();
-        match tokio::time::timeout(deadline, leases.delete(&name, &DeleteParams::default())).await {
+        let release = async {
+            let mut lease = leases.get(&name).await?;
+            if let Some(spec) = lease.spec.as_mut() {
+                spec.holder_identity = None;
+                spec.renew_time = None;
+            }
+            leases.replace(&name, &PostParams::default(), &lease).await
+        };
+        match tokio::time::timeout(deadline, release).await {
             Ok(Ok(_)) => tracing::info!(lease = %name, "released the shard Lease"),
             Ok(Err(err)) => {
                 tracing::warn!(lease = %name, error = %err, "releasing the shard Lease failed")

@@ -72,6 +72,7 @@ impl Shard {
             group: args.shard_group.clone(),
             identity: identity.to_owned(),
             lease_duration: args.lease_duration(),
+            pod_uid: args.pod_uid.clone(),
         };
         let (sender, view) = watch::channel(ShardView::default());
         let membership = Membership::new(client.clone(), config.clone());

@@ -88,6 +88,9 @@ ClusterProfiles. */}}
 {{- if and (not .Values.secretNamespaces) (ne .Values.membersFrom "clusterprofile") }}
 {{- fail "secretNamespaces must name at least one namespace holding member Secrets" }}
 {{- end }}
+{{- if and .Values.sharding.enabled (or .Values.tokenRotation.enabled .Values.publishClusterProfiles) }}
+{{- fail "sharding splits the writers; tokenRotation and publishClusterProfiles need a single one: enable one or the other" }}
+{{- end }}
 {{- if and .Values.tokenRotation.enabled (not (has .Values.membersFrom (list "karmada" "argocd"))) }}
 {{- fail "tokenRotation writes minted tokens back into Karmada or Argo CD Secrets: membersFrom must be karmada or argocd" }}
 {{- end }}
@@ -125,6 +128,11 @@ ClusterProfiles. */}}
 {{- if .Values.tokenRotation.enabled }}
 - --rotate-tokens
 - --rotation-fraction={{ .Values.tokenRotation.fraction }}
+{{- end }}
+{{- if .Values.sharding.enabled }}
+- --shards=auto
+- --shard-lease-seconds={{ int .Values.sharding.leaseSeconds }}
+- --shard-load-factor={{ .Values.sharding.loadFactor }}
 {{- end }}
 - --self-rejected-grace={{ int .Values.selfRejectedGrace }}
 {{- if .Values.insecureServeApi }}
