@@ -196,7 +196,7 @@ async fn supervise(
         None => supervisor.run(events).await,
         Some(shard) => {
             let ownership = Ownership::new(shard.load_factor, shard.map.clone());
-            let gate = ShardGate::new(shard.view.clone(), ownership);
+            let gate = ShardGate::new(shard.view.clone(), ownership, shard.handover());
             supervisor.run_sharded(events, gate).await;
         }
     }

@@ -172,11 +172,42 @@ mod tests {
         let after = Assignment::compute(&members, &five, 0.25);
         let moved = after.moves_from(&before);
         let ideal = members.len() / 5;
+        eprintln!("4 → 5 replicas: moved {moved}, ideal {ideal}");
         assert!(
             moved as f64 <= 1.15 * ideal as f64,
             "{moved} moved, ideal {ideal}"
         );
         assert!(after.members_of("tether-4").count() as f64 >= 0.8 * ideal as f64);
+    }
+
+    #[test]
+    fn modulo_hashing_moves_most_members_where_rendezvous_moves_one_share() {
+        // Argo CD's `legacy` sharding: a hash of the member modulo the replica count.
+        let modulo = |member: &str, replicas: u64| score(member, "") % replicas;
+        let members = names("cluster-", 4000);
+        let moved_modulo = members
+            .iter()
+            .filter(|m| modulo(m, 4) != modulo(m, 3))
+            .count();
+        let four = names("tether-", 4);
+        let mut three = four.clone();
+        three.remove("tether-3");
+        let before = Assignment::compute(&members, &four, 0.25);
+        let moved = Assignment::compute(&members, &three, 0.25).moves_from(&before);
+        assert!(
+            moved_modulo as f64 > 0.7 * members.len() as f64,
+            "modulo moved {moved_modulo}"
+        );
+        assert!(
+            moved * 2 < moved_modulo,
+            "{moved} against modulo's {moved_modulo}"
+        );
+        let orphaned = before.members_of("tether-3").count();
+        eprintln!(
+            "4 → 3 replicas, {} members: rendezvous with bounded loads moved {moved} \
+             ({orphaned} had to), modulo {moved_modulo}",
+            members.len()
+        );
     }
 
     #[test]

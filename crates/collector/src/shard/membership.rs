@@ -98,25 +98,38 @@ impl Membership {
             }
             // Read before renewing: a replica woken from a pause longer than its Lease sees
             // that it lapsed (and so rejoins with a new term) rather than renewing over it.
-            match self.read().await {
-                Ok(next) => {
-                    view.send_if_modified(|current| {
-                        let changed = *current != next;
-                        if changed {
-                            *current = next;
-                        }
-                        changed
-                    });
-                }
-                Err(err) => tracing::warn!(error = %err, "reading the shard Leases failed"),
-            }
+            self.publish(&view).await;
             let now = Instant::now();
             let due = self
                 .renewed
                 .is_none_or(|(at, _)| now.duration_since(at) >= self.config.renew_period());
-            if due && let Err(err) = self.renew().await {
-                tracing::warn!(error = %err, lease = %self.config.lease_name(), "renewing the shard Lease failed");
+            if due {
+                match self.renew().await {
+                    // Just (re)joined: the others see the Lease from their next read, so take
+                    // the members at once rather than a read later.
+                    Ok(()) if !self.joined => self.publish(&view).await,
+                    Ok(()) => {}
+                    Err(err) => {
+                        tracing::warn!(error = %err, lease = %self.config.lease_name(), "renewing the shard Lease failed");
+                    }
+                }
             }
+        }
+    }
+
+    /// Reads the group and sends the view if it changed.
+    async fn publish(&mut self, view: &watch::Sender<ShardView>) {
+        match self.read().await {
+            Ok(next) => {
+                view.send_if_modified(|current| {
+                    let changed = *current != next;
+                    if changed {
+                        *current = next;
+                    }
+                    changed
+                });
+            }
+            Err(err) => tracing::warn!(error = %err, "reading the shard Leases failed"),
         }
     }
 

@@ -91,8 +91,15 @@ impl Shard {
         Membership::release(self.client, &self.config, deadline).await;
     }
 
-    /// How long a view may go unrefreshed before a member's status is no longer written from
-    /// it: two reads of the group.
+    /// How long a member moved away stays watched here while its new owner starts it: one
+    /// renewal of the Lease.
+    pub(crate) fn handover(&self) -> Duration {
+        self.config.lease_duration / 3
+    }
+
+    /// How long a replica that owns a member waits after first seeing another replica's claim
+    /// on it before taking the claim over: two reads of the group, after which views that
+    /// disagreed agree again.
     pub(crate) fn settle(&self) -> Duration {
         self.config.poll_period() * 2
     }

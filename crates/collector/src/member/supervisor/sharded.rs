@@ -21,25 +21,43 @@ const MEMBER_CHANGE_DELAY: Duration = Duration::from_millis(200);
 pub(crate) struct ShardGate {
     pub(crate) view: watch::Receiver<ShardView>,
     pub(crate) ownership: Ownership,
-    /// The last event of every member Tether could watch, owned or not, to start a member
-    /// from the moment this replica gains it.
-    last_events: HashMap<String, RegistryEvent>,
+    /// What starts each member Tether could watch, owned or not, the moment this replica
+    /// gains it: its last definition and, if its credential is unusable since, that event
+    /// too (at most two per member).
+    last_events: HashMap<String, Vec<RegistryEvent>>,
+    /// Members moved to another replica and still watched here until the deadline, so that
+    /// they are not unwatched while the new owner starts them (nothing is written for them).
+    releasing: HashMap<String, Instant>,
+    /// How long a moved member stays watched here: one renewal of the Lease.
+    handover: Duration,
 }
 
 impl ShardGate {
-    pub(crate) fn new(view: watch::Receiver<ShardView>, ownership: Ownership) -> Self {
+    pub(crate) fn new(
+        view: watch::Receiver<ShardView>,
+        ownership: Ownership,
+        handover: Duration,
+    ) -> Self {
         Self {
             view,
             ownership,
             last_events: HashMap::new(),
+            releasing: HashMap::new(),
+            handover,
         }
+    }
+
+    /// The earliest deadline of a member still being handed over.
+    fn next_release(&self) -> Option<Instant> {
+        self.releasing.values().min().copied()
     }
 
     /// Records `event`; returns the member it is about and whether the set of members changed.
     fn record(&mut self, event: &RegistryEvent) -> Option<(String, bool)> {
         match event {
             RegistryEvent::Upserted { spec, .. } => {
-                self.last_events.insert(spec.name.clone(), event.clone());
+                self.last_events
+                    .insert(spec.name.clone(), vec![event.clone()]);
                 Some((spec.name.clone(), self.ownership.insert(&spec.name)))
             }
             RegistryEvent::Invalid {
@@ -50,8 +68,14 @@ impl ShardGate {
                 self.last_events.remove(name);
                 Some((name.clone(), self.ownership.remove(name)))
             }
-            RegistryEvent::Invalid { name, .. } => {
-                self.last_events.insert(name.clone(), event.clone());
+            RegistryEvent::Invalid { name, reason } => {
+                let events = self.last_events.entry(name.clone()).or_default();
+                // An unusable credential leaves the definition standing (its task keeps its
+                // watches for when the Secret is fixed); an unusable definition replaces it.
+                events.retain(|e| {
+                    reason.is_credential() && matches!(e, RegistryEvent::Upserted { .. })
+                });
+                events.push(event.clone());
                 Some((name.clone(), self.ownership.insert(name)))
             }
             RegistryEvent::CredentialsRotated { name, .. } => Some((name.clone(), false)),
@@ -71,6 +95,7 @@ impl Supervisor {
         let mut rebalance_at: Option<Instant> = None;
         loop {
             let due = rebalance_at;
+            let release = gate.next_release();
             tokio::select! {
                 event = events.recv() => {
                     let Some(event) = event else { return };
@@ -97,6 +122,7 @@ impl Supervisor {
                     rebalance_at = None;
                     self.rebalance(&mut gate).await;
                 }
+                () = sleep_until(release) => self.release_due(&mut gate).await,
             }
         }
     }
@@ -106,14 +132,22 @@ impl Supervisor {
         let moves = gate.ownership.rebalance(&view);
         let mut handed_over = 0;
         for member in &moves.lost {
-            self.forget(member).await;
             if gate.last_events.contains_key(member) {
+                // Moved, not removed: keep watching it for one renewal while the new owner
+                // starts it; the status writer already writes nothing for it.
                 handed_over += 1;
+                gate.releasing
+                    .insert(member.clone(), Instant::now() + gate.handover);
                 tracing::info!(member = %member, "member moved to another replica");
+            } else {
+                self.forget(member).await;
             }
         }
         for member in &moves.gained {
-            if let Some(event) = gate.last_events.get(member).cloned() {
+            // Still watched if it was being handed over: its last events bring the running
+            // task up to date (a definition unchanged keeps its client and watches).
+            gate.releasing.remove(member);
+            for event in gate.last_events.get(member).cloned().unwrap_or_default() {
                 self.apply(event).await;
             }
         }
@@ -132,6 +166,25 @@ impl Supervisor {
         }
         metrics.record_shard_moves("in", moves.taken_over);
         metrics.record_shard_moves("out", handed_over);
+    }
+}
+
+impl Supervisor {
+    /// Stops the members whose handover grace is over.
+    async fn release_due(&mut self, gate: &mut ShardGate) {
+        let now = Instant::now();
+        let due: Vec<String> = gate
+            .releasing
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(member, _)| member.clone())
+            .collect();
+        for member in due {
+            gate.releasing.remove(&member);
+            if !gate.ownership.owns(&member) {
+                self.forget(&member).await;
+            }
+        }
     }
 }
 
