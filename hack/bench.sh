@@ -7,6 +7,7 @@
 # About 4 minutes on 2 cores after the build; peak memory about 2 GiB for the 4 kube-apiservers,
 # plus 20-50 MiB for each anchor process.
 # Extra arguments go to the bench, e.g. `hack/bench.sh --members 200`; see `--help`.
+# `hack/bench.sh --sharded [--members N --replicas R]`: the sharded mode (shard-bench) instead.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,4 +26,9 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 export TETHER_COLLECTOR_BIN="$target_dir/release/collector"
 # Each member holds a few connections; the apiservers hold the other ends.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# `--sharded`: several collector replicas with --shards auto instead (see shard-bench --help).
+if [[ "${1:-}" == "--sharded" ]]; then
+  shift
+  exec "$target_dir/release/shard-bench" "$@"
+fi
 exec "$target_dir/release/scale-bench" "$@"

@@ -25,4 +25,5 @@ pub mod credential_kinds;
 pub mod overhead;
 pub mod scale;
 pub mod sections;
+pub mod sharded;
 pub mod table;

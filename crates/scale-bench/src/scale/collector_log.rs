@@ -41,9 +41,9 @@ pub struct CollectorLog {
 }
 
 /// Spawns `bin` against `control_plane` (members from Karmada `Cluster`s, status written back)
-/// with the admin token as its own credential, a `probe_period` and JSON logs, copies its
-/// stdout to `collector.log` in a fresh log directory while reading it into a [`CollectorLog`],
-/// and waits until `/healthz` answers.
+/// with the admin token as its own credential, a `probe_period`, JSON logs and `extra` flags,
+/// copies its stdout to `collector.log` in a fresh log directory while reading it into a
+/// [`CollectorLog`], and waits until `/healthz` answers.
 ///
 /// # Errors
 /// Spawning fails, or `/healthz` does not answer within 30 s.
@@ -51,6 +51,7 @@ pub async fn start_collector(
     bin: &Path,
     control_plane: &testkit::Cluster,
     probe_period: Duration,
+    extra: &[String],
 ) -> anyhow::Result<(CollectorProcess, CollectorLog)> {
     let log_dir = std::env::temp_dir().join(format!(
         "tether-scale-bench-{}-{}",
@@ -75,6 +76,7 @@ pub async fn start_collector(
         // not the control plane's access reviews.
         "--insecure-serve-api".to_owned(),
     ]);
+    args.extend(extra.iter().cloned());
     let mut process = CollectorProcess::spawn(bin, &args, &log_dir)?;
     let stdout = process.take_stdout().context("the child has no stdout")?;
     let log = CollectorLog::default();

@@ -49,14 +49,14 @@ pub struct Running {
 
 /// Sums over the member apiservers' `/metrics`.
 #[derive(Clone, Debug)]
-struct ApiserverCounters {
-    at: Instant,
-    requests: f64,
-    watches: f64,
+pub(crate) struct ApiserverCounters {
+    pub(crate) at: Instant,
+    pub(crate) requests: f64,
+    pub(crate) watches: f64,
     by_kind: BTreeMap<String, f64>,
 }
 
-async fn apiserver_counters(fleet: &Fleet) -> anyhow::Result<ApiserverCounters> {
+pub(crate) async fn apiserver_counters(fleet: &Fleet) -> anyhow::Result<ApiserverCounters> {
     let mut requests = 0.0;
     let mut watches = 0.0;
     let mut by_kind = BTreeMap::new();
@@ -127,7 +127,7 @@ pub async fn scale(
     let before = apiserver_counters(fleet).await?.watches;
     let conditions = ConditionWatch::start(fleet.control_plane.clone());
     let (mut collector, log) =
-        start_collector(bin, fleet.env.control_plane(), options.probe_period).await?;
+        start_collector(bin, fleet.env.control_plane(), options.probe_period, &[]).await?;
     let started = collector.started;
     let deadline = started + options.ready_limit;
     let all_ready = loop {

@@ -1,0 +1,76 @@
+//! The sharded collector replicas of the bench, and who serves what: each replica's read API
+//! lists the members it owns.
+
+use std::{collections::BTreeMap, path::Path, time::Duration};
+
+use testkit::CollectorProcess;
+
+use crate::scale::{collector_log::start_collector, fleet::Fleet, prom};
+
+/// One replica: its identity and process.
+pub struct Replica {
+    /// `--leader-election-identity`, and so `tether-shard-<identity>`.
+    pub identity: String,
+    /// The process (SIGKILLed when dropped).
+    pub process: CollectorProcess,
+}
+
+/// Starts replica `identity` of the shard group over `fleet`.
+///
+/// # Errors
+/// Spawning fails or it does not serve within 30 s.
+pub async fn start(
+    bin: &Path,
+    fleet: &Fleet,
+    identity: &str,
+    lease_seconds: u64,
+    probe_period: Duration,
+) -> anyhow::Result<Replica> {
+    let extra = [
+        "--shards",
+        "auto",
+        "--shard-lease-seconds",
+        &lease_seconds.to_string(),
+        "--leader-election-identity",
+        identity,
+    ]
+    .map(str::to_owned);
+    let (process, _log) =
+        start_collector(bin, fleet.env.control_plane(), probe_period, &extra).await?;
+    Ok(Replica {
+        identity: identity.to_owned(),
+        process,
+    })
+}
+
+/// Member → the replicas whose read API lists it now. A replica that does not answer lists
+/// nothing.
+pub async fn owners(replicas: &[Replica]) -> BTreeMap<String, Vec<String>> {
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for replica in replicas {
+        let Ok((200, body)) = replica.process.get("/api/v1/clusters").await else {
+            continue;
+        };
+        let Ok(list) = serde_json::from_str::<Vec<serde_json::Value>>(&body) else {
+            continue;
+        };
+        for member in list.iter().filter_map(|c| c["name"].as_str()) {
+            owners
+                .entry(member.to_owned())
+                .or_default()
+                .push(replica.identity.clone());
+        }
+    }
+    owners
+}
+
+/// The sum of `name` (with `labels`) over every replica's `/metrics`.
+pub async fn metric_sum(replicas: &[Replica], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let mut total = 0.0;
+    for replica in replicas {
+        if let Ok(text) = replica.process.metrics().await {
+            total += prom::sum(&text, name, labels);
+        }
+    }
+    total
+}
