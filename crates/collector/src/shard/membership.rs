@@ -27,6 +27,9 @@ use super::view::{Member, ShardView};
 /// The label every shard Lease carries; the group is its value.
 pub(crate) const GROUP_LABEL: &str = "tether.io/shard-group";
 
+/// The most shard Leases one read takes in.
+const MAX_REPLICAS: u32 = 1000;
+
 /// The prefix of a replica's Lease name.
 pub(crate) const LEASE_PREFIX: &str = "tether-shard-";
 
@@ -190,9 +193,10 @@ impl Membership {
     /// The group as the Leases say now.
     async fn read(&mut self) -> Result<ShardView, kube::Error> {
         let selector = format!("{GROUP_LABEL}={}", self.config.group);
+        // One page: a group of more replicas than this is not one Tether can be.
         let list = self
             .leases
-            .list(&ListParams::default().labels(&selector))
+            .list(&ListParams::default().labels(&selector).limit(MAX_REPLICAS))
             .await?;
         let now = Instant::now();
         let wall = Timestamp::now();

@@ -57,16 +57,7 @@ pub async fn run(
     let mut group = Vec::with_capacity(options.replicas + 1);
     for i in 1..=options.replicas {
         let identity = format!("shard-{i}");
-        group.push(
-            replicas::start(
-                bin,
-                fleet,
-                &identity,
-                options.lease_seconds,
-                options.probe_period,
-            )
-            .await?,
-        );
+        group.push(replicas::start(bin, fleet, &identity, options).await?);
     }
     let deadline = Instant::now() + options.limit;
     while conditions.ready() < members && Instant::now() < deadline {
@@ -117,16 +108,7 @@ pub async fn run(
     let owned = owners(&group).await;
     let at = Instant::now();
     let identity = format!("shard-{}", options.replicas + 1);
-    group.push(
-        replicas::start(
-            bin,
-            fleet,
-            &identity,
-            options.lease_seconds,
-            options.probe_period,
-        )
-        .await?,
-    );
+    group.push(replicas::start(bin, fleet, &identity, options).await?);
     let add = handover(&group, members, &owned, at, options.limit, Some(&identity)).await;
 
     let rotation = rotate(fleet, &group, &conditions, options).await?;

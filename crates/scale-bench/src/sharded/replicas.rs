@@ -1,10 +1,11 @@
 //! The sharded collector replicas of the bench, and who serves what: each replica's read API
 //! lists the members it owns.
 
-use std::{collections::BTreeMap, path::Path, time::Duration};
+use std::{collections::BTreeMap, path::Path};
 
 use testkit::CollectorProcess;
 
+use super::ShardedOptions;
 use crate::scale::{collector_log::start_collector, fleet::Fleet, prom};
 
 /// One replica: its identity and process.
@@ -23,20 +24,19 @@ pub async fn start(
     bin: &Path,
     fleet: &Fleet,
     identity: &str,
-    lease_seconds: u64,
-    probe_period: Duration,
+    options: &ShardedOptions,
 ) -> anyhow::Result<Replica> {
     let extra = [
         "--shards",
         "auto",
         "--shard-lease-seconds",
-        &lease_seconds.to_string(),
+        &options.lease_seconds.to_string(),
         "--leader-election-identity",
         identity,
     ]
     .map(str::to_owned);
     let (process, _log) =
-        start_collector(bin, fleet.env.control_plane(), probe_period, &extra).await?;
+        start_collector(bin, fleet.env.control_plane(), options.probe_period, &extra).await?;
     Ok(Replica {
         identity: identity.to_owned(),
         process,
