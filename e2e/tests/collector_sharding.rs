@@ -135,8 +135,8 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
     .await
     .unwrap();
 
-    // SIGKILL shard-c: its members must have an owner again within its Lease duration (plus a
-    // read of the Leases and the start of the members' watches).
+    // SIGKILL shard-c: its members must have an owner again within its Lease duration (the
+    // bound allows 2 s more for a loaded machine, where starting the watches takes longer).
     let c_members_now: BTreeSet<String> = partition(&all)
         .await
         .unwrap()
@@ -171,7 +171,7 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
         );
     }
     assert!(
-        without_owner <= Duration::from_secs(LEASE_SECONDS + 4),
+        without_owner <= Duration::from_secs(LEASE_SECONDS + 2),
         "the killed replica's members went {without_owner:?} without an owner (Lease {LEASE_SECONDS} s)"
     );
     let moved_in = metric(&a, "tether_shard_moves_total", "direction=\"in\"")

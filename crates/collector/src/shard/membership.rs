@@ -2,7 +2,8 @@
 //! every third of its duration; the live replicas are the Leases that are not expired.
 //!
 //! Expiry is judged the way client-go's leader election judges it, on this replica's own
-//! clock: a Lease is live while its `resourceVersion` changed less than its duration ago. A
+//! clock: a Lease is live while its `resourceVersion` changed less than [`expiry`] ago (its
+//! duration less two reads, so that its members have an owner again within the duration). A
 //! Lease seen for the first time is dated by its `renewTime`, so a restarted replica does not
 //! wait a whole duration to notice a replica that is long gone.
 
@@ -234,7 +235,7 @@ impl Membership {
                     at
                 }
             };
-            if now.duration_since(changed) < duration {
+            if now.duration_since(changed) < expiry(duration, self.config.poll_period()) {
                 replicas.insert(holder);
             }
         }
@@ -289,10 +290,42 @@ impl Membership {
     }
 }
 
+/// How long after its last renewal another replica's Lease of `duration` counts as expired:
+/// early enough that its members have a new owner within `duration` (two reads of `poll` are
+/// left for noticing and starting them), late enough that a replica renewing every third of
+/// it is never taken for dead (twice its renewal period). The replica itself stops writing
+/// only at `duration`, and a takeover's claim waits two reads more, so the early expiry moves
+/// watches, never writes, ahead of time.
+fn expiry(duration: Duration, poll: Duration) -> Duration {
+    duration.saturating_sub(poll * 2).max(duration * 2 / 3)
+}
+
 fn lease_transitions(lease: &Lease) -> i32 {
     lease
         .spec
         .as_ref()
         .and_then(|spec| spec.lease_transitions)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_expires_two_reads_early_but_never_within_two_renewals() {
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            expiry(Duration::from_secs(15), second),
+            Duration::from_secs(13)
+        );
+        assert_eq!(
+            expiry(Duration::from_secs(6), second),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            expiry(Duration::from_secs(3), second),
+            Duration::from_secs(2)
+        );
+    }
 }
