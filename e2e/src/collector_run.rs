@@ -106,14 +106,7 @@ impl RunningCollector {
     /// The collector's API failing.
     pub async fn metric(&self, name: &str, label: &str) -> anyhow::Result<f64> {
         let (_, text) = self.get("/metrics").await?;
-        Ok(text
-            .lines()
-            .filter(|line| {
-                (line.starts_with(&format!("{name}{{")) && line.contains(label))
-                    || (label.is_empty() && line.starts_with(&format!("{name} ")))
-            })
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum())
+        Ok(metric_sum(&text, name, label))
     }
 
     /// Waits for the collector to end by itself, up to `limit`, and returns how it ended.
@@ -181,6 +174,30 @@ pub fn control_plane_args(
     token: &str,
 ) -> anyhow::Result<Vec<String>> {
     testkit::control_plane_flags(control_plane, token, &temp_dir("collector")?)
+}
+
+/// The sum of the samples of metric `name` in the exposition `text` whose labels contain
+/// `label` (e.g. `member="member1"`; empty for all).
+pub fn metric_sum(text: &str, name: &str, label: &str) -> f64 {
+    text.lines()
+        .filter(|line| {
+            (line.starts_with(&format!("{name}{{")) && line.contains(label))
+                || (label.is_empty() && line.starts_with(&format!("{name} ")))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// [`metric_sum`] of a collector process's `/metrics`.
+///
+/// # Errors
+/// The scrape failing.
+pub async fn process_metric(
+    process: &testkit::CollectorProcess,
+    name: &str,
+    label: &str,
+) -> anyhow::Result<f64> {
+    Ok(metric_sum(&process.metrics().await?, name, label))
 }
 
 /// Numbers the directories [`temp_dir`] makes in this process.

@@ -140,17 +140,3 @@ pub async fn served(replica: &CollectorProcess) -> anyhow::Result<Vec<String>> {
         .filter_map(|c| c["name"].as_str().map(str::to_owned))
         .collect())
 }
-
-/// The sum of metric `name`'s samples on `replica` whose line contains `label`.
-///
-/// # Errors
-/// The scrape failing.
-pub async fn metric(replica: &CollectorProcess, name: &str, label: &str) -> anyhow::Result<f64> {
-    Ok(replica
-        .metrics()
-        .await?
-        .lines()
-        .filter(|l| l.starts_with(name) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
-}

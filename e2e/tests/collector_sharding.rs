@@ -15,8 +15,9 @@ use std::{
 };
 
 use e2e::{
+    collector_run::process_metric as metric,
     rotation_plane::eventually,
-    shard_plane::{ShardPlane, metric, served},
+    shard_plane::{ShardPlane, served},
 };
 use testkit::{CollectorProcess, StatusWriters};
 

@@ -53,14 +53,9 @@ async fn replica(plane: &RotationPlane, identity: &str) -> CollectorProcess {
 
 /// The sum of metric `name`'s samples containing `label`.
 async fn metric(process: &CollectorProcess, name: &str, label: &str) -> f64 {
-    process
-        .metrics()
+    e2e::collector_run::process_metric(process, name, label)
         .await
         .unwrap()
-        .lines()
-        .filter(|l| l.starts_with(name) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
 }
 
 #[tokio::test]
