@@ -76,7 +76,9 @@ pub use exec::{
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use jwt_claims::JwtClaims;
-pub use request_deadline::{DeadlineExceeded, RequestDeadline, RequestDeadlineLayer};
+pub use request_deadline::{
+    DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
+};
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};
 pub use text::Text;

@@ -5,14 +5,19 @@
 //! (a frozen process, a blackholed network) holds a list, a probe or a status write forever.
 //! Watches are bounded separately, by the watcher's idle deadline.
 
+mod pending;
+
 use std::{
     future::Future,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll},
     time::Duration,
 };
 
 use tower::{Layer, Service};
+
+use self::pending::{Pending, Registration};
 
 /// The deadline a request did not meet. Classified as
 /// [`FailureKind::Unreachable`](crate::FailureKind::Unreachable): the member did not answer.
@@ -35,7 +40,8 @@ pub struct RequestDeadlineLayer {
 
 impl RequestDeadlineLayer {
     /// Requests that are not watches fail with [`DeadlineExceeded`] after `deadline` without
-    /// response headers.
+    /// response headers (checked every tenth of it, at most every second: a request fails
+    /// that much late at most).
     pub fn new(deadline: Duration) -> Self {
         Self { deadline }
     }
@@ -47,16 +53,20 @@ impl<S> Layer<S> for RequestDeadlineLayer {
     fn layer(&self, inner: S) -> Self::Service {
         RequestDeadline {
             inner,
-            deadline: self.deadline,
+            pending: Arc::new(Pending::new(self.deadline)),
         }
     }
 }
 
 /// Fails a request that is not a watch when its response headers do not arrive in time.
+///
+/// Clones share one clock: a single task per service, running only while requests wait,
+/// fails the late ones. It runs on the Tokio runtime of the request that started it; a
+/// request on another runtime, after that one has shut down, starts it again there.
 #[derive(Clone, Debug)]
 pub struct RequestDeadline<S> {
     inner: S,
-    deadline: Duration,
+    pending: Arc<Pending>,
 }
 
 /// Whether `uri` asks for a watch (`?watch=true`, `watch=1`), which may stay open for minutes.
@@ -74,76 +84,82 @@ impl<S, B> Service<http::Request<B>> for RequestDeadline<S>
 where
     S: Service<http::Request<B>>,
     S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+    type Future = DeadlineFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let deadline = (!is_watch(request.uri())).then_some(self.deadline);
-        let response = self.inner.call(request);
-        Box::pin(async move {
-            match deadline {
-                None => response.await.map_err(Into::into),
-                Some(deadline) => match tokio::time::timeout(deadline, response).await {
-                    Ok(result) => result.map_err(Into::into),
-                    Err(_) => Err(Box::new(DeadlineExceeded(deadline)) as BoxError),
-                },
+        let clock = if is_watch(request.uri()) {
+            Clock::Unbounded
+        } else {
+            Clock::Unstarted(Arc::clone(&self.pending))
+        };
+        DeadlineFuture {
+            response: self.inner.call(request),
+            clock,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Response future of [`RequestDeadline`].
+    #[derive(Debug)]
+    pub struct DeadlineFuture<F> {
+        #[pin]
+        response: F,
+        clock: Clock,
+    }
+}
+
+/// Where a request stands against its deadline.
+#[derive(Debug)]
+enum Clock {
+    /// A watch: no deadline.
+    Unbounded,
+    /// Not polled yet: the clock starts when the response is first awaited.
+    Unstarted(Arc<Pending>),
+    Running(Registration),
+}
+
+impl<F, T, E> Future for DeadlineFuture<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<T, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(result) = this.response.poll(cx) {
+            // Out of the pending set now, not when the caller drops the future.
+            *this.clock = Clock::Unbounded;
+            return Poll::Ready(result.map_err(Into::into));
+        }
+        match &*this.clock {
+            Clock::Unbounded => Poll::Pending,
+            Clock::Unstarted(pending) => {
+                *this.clock = Clock::Running(pending.register(cx.waker()));
+                Poll::Pending
             }
-        })
+            Clock::Running(registration) => {
+                let waiting = registration.waiting();
+                waiting.wake_with(cx.waker());
+                // Checked after the waker is in place, so an expiry in between is not lost.
+                if waiting.expired() {
+                    let deadline = registration.deadline();
+                    *this.clock = Clock::Unbounded;
+                    return Poll::Ready(Err(Box::new(DeadlineExceeded(deadline))));
+                }
+                Poll::Pending
+            }
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-    use tower::ServiceExt as _;
-
-    type Answer = Pin<Box<dyn Future<Output = Result<http::Response<()>, BoxError>> + Send>>;
-
-    /// A service that never answers, like a frozen apiserver.
-    fn silent()
-    -> impl Service<
-        http::Request<()>,
-        Response = http::Response<()>,
-        Error = BoxError,
-        Future = Answer,
-    > + Clone {
-        tower::service_fn(|_req: http::Request<()>| Box::pin(std::future::pending()) as Answer)
-    }
-
-    #[rstest]
-    #[case::get("/readyz", false)]
-    #[case::list("/api/v1/nodes?limit=500", false)]
-    #[case::watch("/api/v1/nodes?watch=true&resourceVersion=5", true)]
-    #[case::watch_1("/api/v1/nodes?resourceVersion=5&watch=1", true)]
-    #[case::not_a_watch("/api/v1/nodes?watch=false", false)]
-    #[case::lookalike("/api/v1/nodes?xwatch=true", false)]
-    fn only_watches_are_exempt(#[case] uri: &str, #[case] watch: bool) {
-        assert_eq!(is_watch(&uri.parse().unwrap()), watch);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_request_without_answer_fails_at_the_deadline() {
-        let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(silent());
-        let request = http::Request::get("/readyz").body(()).unwrap();
-        let err = service.oneshot(request).await.unwrap_err();
-        assert!(err.downcast_ref::<DeadlineExceeded>().is_some(), "{err}");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_watch_may_stay_open() {
-        let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(silent());
-        let request = http::Request::get("/api/v1/nodes?watch=true")
-            .body(())
-            .unwrap();
-        let waited = tokio::time::timeout(Duration::from_secs(3600), service.oneshot(request));
-        assert!(waited.await.is_err(), "the watch was cut off");
-    }
-}
+mod tests;

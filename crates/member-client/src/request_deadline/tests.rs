@@ -1,0 +1,163 @@
+use std::{future::Future, pin::Pin, time::Duration};
+
+use tower::{Layer as _, Service};
+
+use super::*;
+use rstest::rstest;
+use tower::ServiceExt as _;
+
+type Answer = Pin<Box<dyn Future<Output = Result<http::Response<()>, BoxError>> + Send>>;
+
+/// A service that never answers, like a frozen apiserver.
+fn silent()
+-> impl Service<http::Request<()>, Response = http::Response<()>, Error = BoxError, Future = Answer>
++ Clone {
+    tower::service_fn(|_req: http::Request<()>| Box::pin(std::future::pending()) as Answer)
+}
+
+#[rstest]
+#[case::get("/readyz", false)]
+#[case::list("/api/v1/nodes?limit=500", false)]
+#[case::watch("/api/v1/nodes?watch=true&resourceVersion=5", true)]
+#[case::watch_1("/api/v1/nodes?resourceVersion=5&watch=1", true)]
+#[case::not_a_watch("/api/v1/nodes?watch=false", false)]
+#[case::lookalike("/api/v1/nodes?xwatch=true", false)]
+fn only_watches_are_exempt(#[case] uri: &str, #[case] watch: bool) {
+    assert_eq!(is_watch(&uri.parse().unwrap()), watch);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_without_answer_fails_at_the_deadline() {
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(silent());
+    let request = http::Request::get("/readyz").body(()).unwrap();
+    let err = service.oneshot(request).await.unwrap_err();
+    assert!(err.downcast_ref::<DeadlineExceeded>().is_some(), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_may_stay_open() {
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(silent());
+    let request = http::Request::get("/api/v1/nodes?watch=true")
+        .body(())
+        .unwrap();
+    let waited = tokio::time::timeout(Duration::from_secs(3600), service.oneshot(request));
+    assert!(waited.await.is_err(), "the watch was cut off");
+}
+
+/// Answers after the delay its path names (`/after/<ms>`), or never (`/never`).
+fn delayed()
+-> impl Service<http::Request<()>, Response = http::Response<()>, Error = BoxError, Future = Answer>
++ Clone {
+    tower::service_fn(|req: http::Request<()>| {
+        let delay = req
+            .uri()
+            .path()
+            .strip_prefix("/after/")
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis);
+        Box::pin(async move {
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => std::future::pending().await,
+            }
+            Ok(http::Response::new(()))
+        }) as Answer
+    })
+}
+
+fn get(path: &str) -> http::Request<()> {
+    http::Request::get(path).body(()).unwrap()
+}
+
+/// Late by at most a tick (a tenth of the deadline), never early.
+#[tokio::test(start_paused = true)]
+async fn a_request_fails_within_a_tick_after_its_deadline() {
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(delayed());
+    let started = tokio::time::Instant::now();
+    let err = service.oneshot(get("/never")).await.unwrap_err();
+    let waited = started.elapsed();
+    assert!(err.downcast_ref::<DeadlineExceeded>().is_some(), "{err}");
+    assert!(
+        (Duration::from_secs(5)..=Duration::from_millis(5500)).contains(&waited),
+        "failed after {waited:?}"
+    );
+}
+
+/// Of requests sharing one clock, only those without an answer in time fail, and nothing
+/// stays behind: no registration and, once nothing waits, no ticker.
+#[tokio::test(start_paused = true)]
+async fn only_late_requests_fail_and_nothing_stays_behind() {
+    let service = RequestDeadlineLayer::new(Duration::from_secs(2)).layer(delayed());
+    let paths = [
+        "/after/10",
+        "/never",
+        "/after/1900",
+        "/after/2600",
+        "/never",
+    ];
+    let results =
+        futures::future::join_all(paths.iter().map(|path| service.clone().oneshot(get(path))))
+            .await;
+    let late: Vec<bool> = results
+        .iter()
+        .map(|r| r.as_ref().err().is_some_and(|e| e.is::<DeadlineExceeded>()))
+        .collect();
+    assert_eq!(late, [false, true, false, true, true]);
+    assert_eq!(service.pending.len(), 0);
+    // The ticker notices on its next tick that nothing waits.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!service.pending.ticking());
+
+    // Answered ones leave nothing either, and a new request starts the clock again.
+    for _ in 0..100 {
+        service.clone().oneshot(get("/after/1")).await.unwrap();
+    }
+    assert_eq!(service.pending.len(), 0);
+    let err = service.clone().oneshot(get("/never")).await.unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+}
+
+/// A caller that gives up takes its request out of the pending set.
+#[tokio::test(start_paused = true)]
+async fn a_dropped_request_is_forgotten() {
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(delayed());
+    let gave_up = tokio::time::timeout(
+        Duration::from_secs(1),
+        service.clone().oneshot(get("/never")),
+    );
+    assert!(gave_up.await.is_err());
+    assert_eq!(service.pending.len(), 0);
+}
+
+/// The ticker lives on the runtime of the request that started it. A client kept past that
+/// runtime's end still holds every request to its deadline on the next runtime.
+#[test]
+fn the_clock_outlives_the_runtime_that_started_it() {
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+    };
+    let service = RequestDeadlineLayer::new(Duration::from_secs(1)).layer(delayed());
+    let first = runtime();
+    first.block_on(async {
+        // Started, then abandoned with the runtime while its ticker sleeps.
+        let waiting = tokio::spawn(service.clone().oneshot(get("/never")));
+        tokio::task::yield_now().await;
+        assert!(service.pending.ticking());
+        drop(waiting);
+    });
+    drop(first);
+    runtime().block_on(async {
+        let err = tokio::time::timeout(
+            Duration::from_secs(60),
+            service.clone().oneshot(get("/never")),
+        )
+        .await
+        .expect("the request waited past its deadline")
+        .unwrap_err();
+        assert!(err.is::<DeadlineExceeded>(), "{err}");
+    });
+}
