@@ -32,6 +32,7 @@ use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 use crate::{
     ClientIdentity, Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache,
+    token_cache::CredentialSlot,
 };
 
 /// Wraps a service in [`Bearer`]. Holds only handles, so it is cheap to clone.
@@ -45,6 +46,8 @@ struct Ctx {
     member: String,
     secret: SecretRef,
     tokens: TokenCache,
+    /// This client's copy of its cache entry: see [`CredentialSlot`].
+    slot: CredentialSlot,
     health: CredentialHealth,
 }
 
@@ -62,6 +65,7 @@ impl BearerLayer {
                 member: member.into(),
                 secret,
                 tokens,
+                slot: CredentialSlot::default(),
                 health,
             }),
         }
@@ -177,6 +181,8 @@ where
     }
 
     ctx.health.count_unauthorized();
+    // The copy may be what was rejected, even where the cache already holds a newer entry.
+    ctx.slot.clear();
     ctx.tokens
         .invalidate_if_current(&ctx.secret, &credential)
         .await;
@@ -221,7 +227,7 @@ where
 
 impl Ctx {
     async fn credential(&self) -> Result<Arc<Credential>, BoxError> {
-        let credential = self.tokens.get(&self.secret).await;
+        let credential = self.tokens.get_via(&self.slot, &self.secret).await;
         if let Ok(credential) = &credential {
             self.health.using(credential);
         }

@@ -3,7 +3,7 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::{Duration, SystemTime},
 };
@@ -54,6 +54,9 @@ struct Counters {
     /// kind's index in [`CredentialKind::ALL`] plus one (0: not known yet).
     expiry_unix_seconds: AtomicU64,
     kind: AtomicU64,
+    /// Whether the state is [`CredentialState::Valid`], written under the state's lock: every
+    /// successful request reports `Valid`, and a repeat need not take that lock.
+    valid: AtomicBool,
 }
 
 /// Counters of one member's auth traffic, for metrics and tests.
@@ -115,14 +118,19 @@ impl CredentialHealth {
             .expires_at()
             .and_then(|at| at.duration_since(SystemTime::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_secs().max(1));
-        self.counters
-            .expiry_unix_seconds
-            .store(expiry, Ordering::Relaxed);
         let kind = CredentialKind::ALL
             .iter()
             .position(|k| *k == credential.kind())
             .map_or(0, |i| i as u64 + 1);
-        self.counters.kind.store(kind, Ordering::Relaxed);
+        // Stored only on a change: a store per request would bounce the line between cores.
+        for (counter, value) in [
+            (&self.counters.expiry_unix_seconds, expiry),
+            (&self.counters.kind, kind),
+        ] {
+            if counter.load(Ordering::Relaxed) != value {
+                counter.store(value, Ordering::Relaxed);
+            }
+        }
     }
 
     pub(crate) fn count_unauthorized(&self) {
@@ -136,10 +144,15 @@ impl CredentialHealth {
     /// Records `next`, waking subscribers only if it differs from the current state. Returns
     /// whether it changed, so that callers log transitions rather than every request.
     pub fn report(&self, next: CredentialState) -> bool {
+        let valid = next == CredentialState::Valid;
+        if valid && self.counters.valid.load(Ordering::Acquire) {
+            return false;
+        }
         self.state.send_if_modified(|current| {
             if *current == next {
                 return false;
             }
+            self.counters.valid.store(valid, Ordering::Release);
             tracing::debug!(from = ?current, to = ?next, "credential state changed");
             *current = next;
             true
@@ -173,5 +186,11 @@ mod tests {
         health.report(CredentialState::Rejected);
         assert_eq!(*rx.borrow_and_update(), CredentialState::Rejected);
         assert_eq!(health.current(), CredentialState::Rejected);
+        health.report(CredentialState::Valid);
+        assert_eq!(
+            *rx.borrow_and_update(),
+            CredentialState::Valid,
+            "a success after a rejection is reported, not taken for a repeat"
+        );
     }
 }

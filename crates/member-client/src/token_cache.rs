@@ -19,9 +19,10 @@ use moka::{
 };
 
 use crate::{Credential, CredentialKind, CredentialSource, SecretRef, SourceError};
-use lifetime::EntryLifetime;
 #[cfg(test)]
 use lifetime::entry_lifetime;
+use lifetime::{Entry, EntryLifetime};
+pub(crate) use slot::CredentialSlot;
 
 /// How long entries live.
 #[derive(Clone, Debug)]
@@ -122,7 +123,8 @@ pub struct TokenCache {
 type Load = Shared<BoxFuture<'static, Result<Arc<Credential>, Arc<SourceError>>>>;
 
 struct Inner {
-    entries: Cache<SecretRef, Arc<Credential>>,
+    config: TokenCacheConfig,
+    entries: Cache<SecretRef, Entry>,
     source: Arc<dyn CredentialSource>,
     /// The loads in flight, one per key at most.
     loads: DashMap<SecretRef, Load>,
@@ -136,6 +138,9 @@ struct Inner {
     /// One clock for load generations and invalidations: a load is stale if an invalidation
     /// of its key ticked after the load began.
     clock: AtomicU64,
+    /// Entries removed so far by an invalidation, counted after each removal: a
+    /// [`CredentialSlot`] copied before the count moved may hold a removed entry.
+    removals: AtomicU64,
     counters: Counters,
     #[cfg(test)]
     before_store: std::sync::Mutex<Option<Arc<tokio::sync::Barrier>>>,
@@ -155,16 +160,18 @@ impl TokenCache {
     pub fn from_arc(source: Arc<dyn CredentialSource>, config: TokenCacheConfig) -> Self {
         let entries = Cache::builder()
             .max_capacity(config.max_capacity)
-            .expire_after(EntryLifetime(config))
+            .expire_after(EntryLifetime)
             .build();
         Self {
             inner: Arc::new(Inner {
+                config,
                 entries,
                 source,
                 loads: DashMap::new(),
                 failures: DashMap::new(),
                 epochs: DashMap::new(),
                 clock: AtomicU64::new(0),
+                removals: AtomicU64::new(0),
                 counters: Counters::default(),
                 #[cfg(test)]
                 before_store: std::sync::Mutex::new(None),
@@ -183,11 +190,22 @@ impl TokenCache {
     /// # Errors
     /// The source's error, shared with every caller that waited on the same load.
     pub async fn get(&self, key: &SecretRef) -> Result<Arc<Credential>, Arc<SourceError>> {
-        let inner = &self.inner;
-        if let Some(credential) = inner.entries.get(key).await {
-            inner.counters.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(credential);
+        match self.cached(key).await {
+            Some(entry) => Ok(entry.credential),
+            None => self.miss(key).await,
         }
+    }
+
+    /// The valid entry for `key`, counted as a hit, if there is one.
+    async fn cached(&self, key: &SecretRef) -> Option<Entry> {
+        let entry = self.inner.entries.get(key).await?;
+        self.inner.counters.hits.fetch_add(1, Ordering::Relaxed);
+        Some(entry)
+    }
+
+    /// Joins or starts the load of `key`, counted as a miss.
+    async fn miss(&self, key: &SecretRef) -> Result<Arc<Credential>, Arc<SourceError>> {
+        let inner = &self.inner;
         inner.counters.misses.fetch_add(1, Ordering::Relaxed);
         let load = inner
             .loads
@@ -248,6 +266,7 @@ impl TokenCache {
             .entry_by_ref(key)
             .and_compute_with(|_| std::future::ready(Op::Remove))
             .await;
+        inner.removals.fetch_add(1, Ordering::Release);
         self.inner
             .counters
             .invalidations
@@ -267,7 +286,9 @@ impl TokenCache {
             .entry_by_ref(key)
             .and_compute_with(|entry| {
                 let op = match entry {
-                    Some(entry) if entry.value().generation() == generation => Op::Remove,
+                    Some(entry) if entry.value().credential.generation() == generation => {
+                        Op::Remove
+                    }
                     _ => Op::Nop,
                 };
                 std::future::ready(op)
@@ -275,6 +296,7 @@ impl TokenCache {
             .await;
         let removed = matches!(outcome, CompResult::Removed(_));
         if removed {
+            self.inner.removals.fetch_add(1, Ordering::Release);
             self.inner
                 .counters
                 .invalidations
@@ -336,7 +358,7 @@ impl TokenCache {
     /// that the epoch check and the insert are one step with respect to
     /// [`invalidate`](Self::invalidate)'s removal.
     async fn store(&self, key: &SecretRef, credential: &Arc<Credential>) -> bool {
-        let epochs = &self.inner.epochs;
+        let (epochs, config) = (&self.inner.epochs, &self.inner.config);
         let outcome = self
             .inner
             .entries
@@ -348,7 +370,7 @@ impl TokenCache {
                 std::future::ready(if stale {
                     Op::Nop
                 } else {
-                    Op::Put(Arc::clone(credential))
+                    Op::Put(Entry::new(config, Arc::clone(credential)))
                 })
             })
             .await;
@@ -386,5 +408,6 @@ impl std::fmt::Debug for TokenCache {
 }
 
 mod lifetime;
+mod slot;
 #[cfg(test)]
 mod tests;

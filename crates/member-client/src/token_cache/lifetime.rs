@@ -10,21 +10,37 @@ use moka::Expiry;
 use super::TokenCacheConfig;
 use crate::{Credential, SecretRef};
 
-/// Per-entry lifetime: `min(ttl, exp - skew, fraction × (exp - now))`, at least `min_ttl`.
-pub(super) struct EntryLifetime(pub(super) TokenCacheConfig);
+/// A stored credential with the instant it expires, fixed when it is stored: the cache expires
+/// it then, and so does any copy of it (a [`CredentialSlot`](super::CredentialSlot)).
+#[derive(Clone)]
+pub(super) struct Entry {
+    pub(super) credential: Arc<Credential>,
+    pub(super) until: Instant,
+}
 
-impl Expiry<SecretRef, Arc<Credential>> for EntryLifetime {
+impl Entry {
+    /// `credential`, stored now: it lives `min(ttl, exp - skew, fraction × (exp - now))`, at
+    /// least `min_ttl`.
+    pub(super) fn new(config: &TokenCacheConfig, credential: Arc<Credential>) -> Self {
+        let lifetime = entry_lifetime(config, credential.expires_at(), SystemTime::now());
+        Self {
+            credential,
+            until: Instant::now() + lifetime,
+        }
+    }
+}
+
+/// Expires each entry at its [`Entry::until`].
+pub(super) struct EntryLifetime;
+
+impl Expiry<SecretRef, Entry> for EntryLifetime {
     fn expire_after_create(
         &self,
         _key: &SecretRef,
-        value: &Arc<Credential>,
-        _created_at: Instant,
+        value: &Entry,
+        created_at: Instant,
     ) -> Option<Duration> {
-        Some(entry_lifetime(
-            &self.0,
-            value.expires_at(),
-            SystemTime::now(),
-        ))
+        Some(value.until.saturating_duration_since(created_at))
     }
 }
 

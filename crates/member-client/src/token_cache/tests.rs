@@ -205,3 +205,5 @@ async fn a_transient_failure_is_served_while_a_retry_runs() {
     assert_eq!(fresh.token().unwrap().expose_secret(), "fresh");
     assert_eq!(source.finished.load(Ordering::SeqCst), 3);
 }
+
+mod slot;

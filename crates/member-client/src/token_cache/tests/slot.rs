@@ -1,0 +1,123 @@
+//! A client's copy of its entry: used while valid, never after a removal or past its expiry.
+
+use super::*;
+
+/// A source whose token is `t<n>`, `n` set by the test.
+struct Versioned(AtomicU64);
+
+#[async_trait::async_trait]
+impl CredentialSource for Arc<Versioned> {
+    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        let token = format!("t{}", self.0.load(Ordering::SeqCst));
+        Credential::from_token_bytes(token.as_bytes())
+    }
+}
+
+fn versioned() -> Arc<Versioned> {
+    Arc::new(Versioned(AtomicU64::new(0)))
+}
+
+async fn token_via(cache: &TokenCache, slot: &CredentialSlot, key: &SecretRef) -> String {
+    let credential = cache.get_via(slot, key).await.unwrap();
+    credential.token().unwrap().expose_secret().to_owned()
+}
+
+#[tokio::test]
+async fn a_filled_slot_answers_without_the_map() {
+    let source = versioned();
+    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let (slot, key) = (CredentialSlot::default(), SecretRef::new("ns", "s"));
+    assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a miss loads");
+    assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a hit fills");
+
+    // Gone from the map behind the slot's back (not an invalidation: nothing counted).
+    cache.inner.entries.invalidate(&key).await;
+    source.0.store(1, Ordering::SeqCst);
+    assert_eq!(token_via(&cache, &slot, &key).await, "t0");
+    assert_eq!(cache.stats().fetches, 1, "the slot answered");
+    let fresh = cache.get(&key).await.unwrap();
+    assert_eq!(fresh.token().unwrap().expose_secret(), "t1");
+}
+
+#[tokio::test]
+async fn no_slot_returns_what_an_invalidation_removed() {
+    let source = versioned();
+    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let (slot, key) = (CredentialSlot::default(), SecretRef::new("ns", "s"));
+    let (other, other_key) = (CredentialSlot::default(), SecretRef::new("ns", "other"));
+    for _ in 0..2 {
+        token_via(&cache, &slot, &key).await;
+        token_via(&cache, &other, &other_key).await;
+    }
+
+    source.0.store(1, Ordering::SeqCst);
+    cache.invalidate(&key).await;
+    assert_eq!(
+        token_via(&cache, &slot, &key).await,
+        "t1",
+        "after invalidate"
+    );
+    assert_eq!(
+        token_via(&cache, &other, &other_key).await,
+        "t0",
+        "another key's entry is still cached: its slot reads it again, and no fetch runs"
+    );
+
+    token_via(&cache, &slot, &key).await;
+    let rejected = cache.get(&key).await.unwrap();
+    source.0.store(2, Ordering::SeqCst);
+    assert!(cache.invalidate_if_current(&key, &rejected).await);
+    assert_eq!(
+        token_via(&cache, &slot, &key).await,
+        "t2",
+        "after a 401's compare-and-invalidate"
+    );
+}
+
+#[tokio::test]
+async fn a_slot_expires_with_its_entry() {
+    let source = versioned();
+    let config = TokenCacheConfig {
+        ttl: Duration::from_millis(200),
+        min_ttl: Duration::ZERO,
+        ..TokenCacheConfig::default()
+    };
+    let cache = TokenCache::new(Arc::clone(&source), config);
+    let (slot, key) = (CredentialSlot::default(), SecretRef::new("ns", "s"));
+    token_via(&cache, &slot, &key).await;
+    assert_eq!(token_via(&cache, &slot, &key).await, "t0");
+    source.0.store(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        token_via(&cache, &slot, &key).await,
+        "t1",
+        "the copy lived past the entry's lifetime"
+    );
+}
+
+/// Refills racing an invalidation (a reader that read the entry just before the removal and
+/// stores its copy just after) never hand out the removed value afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refills_racing_invalidations_never_outlive_them() {
+    let source = versioned();
+    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let slot = Arc::new(CredentialSlot::default());
+    let key = SecretRef::new("ns", "s");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = tokio::spawn({
+        let (cache, slot, key, stop) = (cache.clone(), slot.clone(), key.clone(), stop.clone());
+        async move {
+            while !stop.load(Ordering::SeqCst) {
+                cache.get_via(&slot, &key).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    for version in 1..=300 {
+        source.0.store(version, Ordering::SeqCst);
+        cache.invalidate(&key).await;
+        assert_eq!(token_via(&cache, &slot, &key).await, format!("t{version}"));
+    }
+    stop.store(true, Ordering::SeqCst);
+    racer.await.unwrap();
+}
