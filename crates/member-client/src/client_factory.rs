@@ -4,12 +4,11 @@ use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
-use tower::{layer::layer_fn, limit::ConcurrencyLimitLayer};
+use tower::limit::ConcurrencyLimitLayer;
 
 use crate::{
     BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, Result, SecretRef, TokenCache,
     guarded_resolver::{self, GuardedResolver, Lookup},
-    shared_service::SharedService,
     transport,
     validation::{self, EndpointPolicy},
 };
@@ -137,8 +136,9 @@ impl ClientFactory {
     ///
     /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`] → a
     /// deadline for requests that are not watches ([`RequestDeadlineLayer`]) → a
-    /// concurrency limit → a shared handle that makes the inner stack cloneable for the one
-    /// retry → kube's default stack (base URI, retries of 429/503/504, tracing, TLS, timeouts).
+    /// concurrency limit → kube's default stack (base URI, retries of 429/503/504, TLS,
+    /// timeouts), rebuilt cloneable: the one retry after a 401 calls a clone of it, and
+    /// concurrent requests share no lock on their way to the connection pool.
     ///
     /// # Errors
     /// [`Error::Invalid`] when the endpoint, proxy or CA bundle breaks its
@@ -182,7 +182,6 @@ impl ClientFactory {
                 source,
             })?;
         let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
-            .with_layer(&layer_fn(SharedService::new))
             .with_layer(&ConcurrencyLimitLayer::new(
                 config.max_concurrent_requests.max(1),
             ))

@@ -55,7 +55,6 @@ mod guarded_resolver;
 mod jwt_claims;
 mod request_deadline;
 mod secret_ref;
-mod shared_service;
 mod source;
 mod text;
 mod token_cache;

@@ -21,11 +21,13 @@ mod pool_recipe;
 
 use hyper_util::client::legacy::connect::{HttpConnector, proxy::Tunnel};
 use kube::client::{Body, ConfigExt as _, DynBody, retry::RetryPolicy};
-use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxService};
+use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxCloneService};
 
-/// What kube's default stack is (`kube::client::GenericService`, not exported).
+/// kube's default stack (`kube::client::GenericService`, not exported), but cloneable: every
+/// layer of it is, so the bearer layer's retry after a 401 calls a clone of it, and no request
+/// waits for another to be sent, as a shared handle behind a lock would make it.
 pub(crate) type GenericService =
-    BoxService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
+    BoxCloneService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
 use self::{identity_pools::IdentityPools, pool_recipe::PoolRecipe};
 use crate::guarded_resolver::GuardedResolver;
@@ -83,7 +85,7 @@ where
                 Box::new(http_body_util::BodyExt::map_err(body, BoxError::from)) as Box<DynBody>
             })
         })
-        .boxed())
+        .boxed_clone())
 }
 
 #[cfg(test)]
