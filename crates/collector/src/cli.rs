@@ -147,9 +147,9 @@ pub struct Args {
     pub probe_timeout: u64,
 
     /// Seconds any request that is not a watch (to a member or to the control plane) waits for
-    /// its response before it fails (it may fail up to a tenth later, at most 1 s: deadlines
-    /// are checked on one timer per member, not one per request). Open watches are bounded separately: one that stays
-    /// silent for over two minutes is reconnected from where it was.
+    /// its response before it fails (never sooner; up to a tenth later, at most 1 s: deadlines
+    /// are counted on one timer per member, not one per request). Open watches are bounded
+    /// separately: one that stays silent for over two minutes is reconnected from where it was.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: u64,
 

@@ -40,8 +40,8 @@ pub struct RequestDeadlineLayer {
 
 impl RequestDeadlineLayer {
     /// Requests that are not watches fail with [`DeadlineExceeded`] after `deadline` without
-    /// response headers (checked every tenth of it, at most every second: a request fails
-    /// that much late at most).
+    /// response headers, never sooner, and at most a tenth of it (and 1 s) later: deadlines
+    /// are counted in ticks of one timer per service, not one timer per request.
     pub fn new(deadline: Duration) -> Self {
         Self { deadline }
     }
@@ -140,21 +140,17 @@ where
             *this.clock = Clock::Unbounded;
             return Poll::Ready(result.map_err(Into::into));
         }
-        match &*this.clock {
+        match std::mem::replace(this.clock, Clock::Unbounded) {
             Clock::Unbounded => Poll::Pending,
             Clock::Unstarted(pending) => {
                 *this.clock = Clock::Running(pending.register(cx.waker()));
                 Poll::Pending
             }
             Clock::Running(registration) => {
-                let waiting = registration.waiting();
-                waiting.wake_with(cx.waker());
-                // Checked after the waker is in place, so an expiry in between is not lost.
-                if waiting.expired() {
-                    let deadline = registration.deadline();
-                    *this.clock = Clock::Unbounded;
-                    return Poll::Ready(Err(Box::new(DeadlineExceeded(deadline))));
+                if registration.expired(cx.waker()) {
+                    return Poll::Ready(Err(Box::new(DeadlineExceeded(registration.deadline()))));
                 }
+                *this.clock = Clock::Running(registration);
                 Poll::Pending
             }
         }

@@ -69,7 +69,7 @@ fn get(path: &str) -> http::Request<()> {
     http::Request::get(path).body(()).unwrap()
 }
 
-/// Late by at most a tick (a tenth of the deadline), never early.
+/// Late by at most a tenth of the deadline, never early.
 #[tokio::test(start_paused = true)]
 async fn a_request_fails_within_a_tick_after_its_deadline() {
     let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(delayed());
@@ -160,4 +160,19 @@ fn the_clock_outlives_the_runtime_that_started_it() {
         .unwrap_err();
         assert!(err.is::<DeadlineExceeded>(), "{err}");
     });
+}
+
+/// A ticker held up (a runtime thread blocked for longer than the deadline) does not count the
+/// time it missed against requests that start after it: they fail late, never early.
+#[tokio::test(flavor = "current_thread")]
+async fn a_lagging_clock_never_fails_a_request_early() {
+    let service = RequestDeadlineLayer::new(Duration::from_millis(200)).layer(delayed());
+    let keeps_ticking = tokio::spawn(service.clone().oneshot(get("/never")));
+    tokio::task::yield_now().await;
+    assert!(service.pending.ticking());
+    // NB: blocks the only runtime thread on purpose, so that the ticker misses its ticks.
+    std::thread::sleep(Duration::from_millis(600));
+    let answered = service.clone().oneshot(get("/after/150")).await;
+    assert!(answered.is_ok(), "failed before its deadline: {answered:?}");
+    assert!(keeps_ticking.await.unwrap().is_err());
 }
