@@ -39,12 +39,19 @@ use crate::ClientIdentity;
 /// request costs handshakes, never a connection with the wrong certificate.
 ///
 /// # Concurrent calls
-/// Clones share the pools. A call takes a lock only to look up (or swap in) the pool; making a
-/// pool is cheap (no I/O: the TLS roots were loaded once) and nothing awaits under the lock.
+/// Clones share the pools, through one `Arc`: the stack above is cloned for every request,
+/// and a clone of hyper's client is a dozen reference counts that concurrent requests would
+/// contend on. A call takes a lock only to look up (or swap in) the pool of an identity;
+/// making a pool is cheap (no I/O: the TLS roots were loaded once) and nothing awaits under
+/// the lock.
 pub(crate) struct IdentityPools<H> {
-    recipe: Arc<PoolRecipe<H>>,
+    shared: Arc<Shared<H>>,
+}
+
+struct Shared<H> {
+    recipe: PoolRecipe<H>,
     anonymous: Pool<H>,
-    slots: Arc<Mutex<Slots<H>>>,
+    slots: Mutex<Slots<H>>,
 }
 
 /// A pool and the identity all its connections presented.
@@ -59,21 +66,23 @@ struct Slots<H> {
     previous: Weak<IdentityPool<H>>,
 }
 
-impl<H: Clone> Clone for IdentityPools<H> {
+impl<H> Clone for IdentityPools<H> {
     fn clone(&self) -> Self {
         Self {
-            recipe: Arc::clone(&self.recipe),
-            anonymous: self.anonymous.clone(),
-            slots: Arc::clone(&self.slots),
+            shared: Arc::clone(&self.shared),
         }
     }
 }
 
 impl<H> fmt::Debug for IdentityPools<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let slots = self
+            .shared
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         f.debug_struct("IdentityPools")
-            .field("recipe", &self.recipe)
+            .field("recipe", &self.shared.recipe)
             .field("current", &slots.current.as_ref().map(|p| &p.identity))
             .finish_non_exhaustive()
     }
@@ -82,18 +91,24 @@ impl<H> fmt::Debug for IdentityPools<H> {
 impl<H: Dial> IdentityPools<H> {
     pub(crate) fn new(recipe: PoolRecipe<H>) -> Self {
         Self {
-            anonymous: recipe.pool(None),
-            recipe: Arc::new(recipe),
-            slots: Arc::new(Mutex::new(Slots {
-                current: None,
-                previous: Weak::new(),
-            })),
+            shared: Arc::new(Shared {
+                anonymous: recipe.pool(None),
+                recipe,
+                slots: Mutex::new(Slots {
+                    current: None,
+                    previous: Weak::new(),
+                }),
+            }),
         }
     }
 
     /// The pool for `identity`, made current if it is not the current one's.
     fn pool_for(&self, identity: &ClientIdentity) -> Arc<IdentityPool<H>> {
-        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slots = self
+            .shared
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(current) = &slots.current
             && current.identity.same_as(identity)
         {
@@ -108,7 +123,7 @@ impl<H: Dial> IdentityPools<H> {
         }
         let fresh = Arc::new(IdentityPool {
             identity: identity.clone(),
-            pool: self.recipe.pool(Some(identity)),
+            pool: self.shared.recipe.pool(Some(identity)),
         });
         let replaced = slots.current.replace(Arc::clone(&fresh));
         slots.previous = replaced.as_ref().map(Arc::downgrade).unwrap_or_default();
@@ -122,7 +137,11 @@ impl<H: Dial> IdentityPools<H> {
     /// What the router holds (tests).
     #[cfg(test)]
     pub(crate) fn slots(&self) -> SlotsView {
-        let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let slots = self
+            .shared
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         SlotsView {
             current: slots.current.as_ref().map(|p| p.identity.clone()),
             current_pool: slots.current.as_ref().map(Arc::as_ptr).map(|p| p as usize),
@@ -158,7 +177,7 @@ where
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         match request.extensions().get::<ClientIdentity>() {
             None => ResponseFuture {
-                inner: self.anonymous.request(request),
+                inner: self.shared.anonymous.request(request),
                 held: None,
             },
             Some(identity) => {
