@@ -49,6 +49,11 @@ struct Args {
     /// Request period of each baseline client, seconds.
     #[arg(long, default_value_t = 1)]
     baseline_probe_period: u64,
+    /// The anchors' steady-state window for Secret reads, seconds. Karmada >= 1.19 reads a
+    /// member's Secret once per 5-minute refresh period, so a shorter window may see none of
+    /// its reads: 330 shows them.
+    #[arg(long, default_value_t = 10)]
+    baseline_window: u64,
     /// Seconds after the forced reconnect at which blind members are counted.
     #[arg(long, default_value_t = 60)]
     blind_after: u64,
@@ -226,7 +231,7 @@ async fn fleet_phases(
         let options = BaselineOptions {
             members: args.baseline_members,
             probe_period: Duration::from_secs(args.baseline_probe_period),
-            window: Duration::from_secs(10),
+            window: Duration::from_secs(args.baseline_window),
             blind_after: Duration::from_secs(args.blind_after),
             limit: Duration::from_secs(90),
             programs: Programs {

@@ -214,7 +214,10 @@ pub fn baselines(b: &BaselineReport, scale: &ScaleReport) -> Section {
             relists,
             blind,
             Row::plain(
-                format!("{name}: Secret reads/s, steady (Tether: cache fetches)"),
+                format!(
+                    "{name}: Secret reads/s, steady for {} (Tether: cache fetches)",
+                    table::duration(b.options.window)
+                ),
                 format!("{:.2}/s", tether.reads_per_second),
             )
             .anchor(
@@ -241,7 +244,9 @@ pub fn baselines(b: &BaselineReport, scale: &ScaleReport) -> Section {
              rotation → use figures from below). Tether: member-client over the registry \
              (rust-anchor). Karmada ≥ 1.19: client-go {} transport.NewCachedTokenSource over a \
              Secret GET through the control plane, wrapped by \
-             ResettableTokenSourceWrapTransport, 5-min refresh (client-go-anchor --mode karmada). \
+             ResettableTokenSourceWrapTransport, 5-min refresh (client-go-anchor --mode karmada; a \
+             Secret-read window shorter than that may see none of its reads: \
+             --baseline-window). \
              client-go BearerToken: rest.Config{{BearerToken}} read once, as Karmada before #7663. \
              Argo CD: not gitops-engine (not buildable here) but its handleModEvent behaviour \
              written with client-go informers: on a changed cluster Secret, stop every informer, \
