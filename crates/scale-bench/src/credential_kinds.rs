@@ -65,7 +65,8 @@ pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result
     config.root_cert = Some(vec![pki.ca.der().to_vec()]);
     config.auth_info.client_certificate_data = Some(b64(&cert_pem));
     config.auth_info.client_key_data = Some(b64(&key_pem).into());
-    let plain = kube::Client::try_from(config)?;
+    let plain = kube::Client::try_from(config.clone())?;
+    let control = kube::Client::try_from(config)?;
 
     let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes())?;
     let tokens = TokenCache::new(Fixed(identity), TokenCacheConfig::default());
@@ -74,7 +75,7 @@ pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result
     let layered = ClientFactory::new(tokens)
         .with_policy(EndpointPolicy::loopback())
         .build(&member, &CredentialHealth::new())?;
-    let report = overhead::interleaved(&plain, &layered, rounds, batch, 1).await;
+    let report = overhead::interleaved(&plain, &control, &layered, rounds, batch, 1).await;
     server.abort();
     report
 }

@@ -1,9 +1,9 @@
 //! What the `BearerLayer` costs per request, against a plain kube client with a static token,
-//! over the same loopback HTTP server, measured in this process: the interleaved A/B of
-//! `crates/member-client/benches/bearer_overhead.rs` (alternating batches of GETs, the median
-//! of the per-round ratios), so machine noise hits both clients alike. A batch keeps
-//! `concurrency` GETs in flight, so that a cost that only shows when requests share the
-//! layer's stack (its lock, its concurrency limit) shows too.
+//! over the same loopback HTTP server, measured in this process: the clients take turns in
+//! slices of a few milliseconds, and each round also times the static client against itself,
+//! so machine noise hits all alike and the result says how finely it could resolve a
+//! difference. A run keeps `concurrency` GETs in flight, so that a cost that only shows when
+//! requests share the layer's stack (a lock, its concurrency limit) shows too.
 
 use std::{
     convert::Infallible,
@@ -42,6 +42,9 @@ pub struct OverheadReport {
     pub layered_us: f64,
     /// Median of the per-round ratios layered/static, with the 25th and 75th percentiles.
     pub ratio: (f64, f64, f64),
+    /// The same for a second static client against the first in the same rounds: what the
+    /// measurement reads where there is no difference, so how finely it resolves one.
+    pub control: (f64, f64, f64),
 }
 
 /// Always the same token, as a Secret that never changes.
@@ -70,7 +73,8 @@ pub async fn measure(
 
     let mut config = kube::Config::new(url.parse()?);
     config.auth_info.token = Some(SecretString::from(TOKEN));
-    let plain = kube::Client::try_from(config)?;
+    let plain = kube::Client::try_from(config.clone())?;
+    let control = kube::Client::try_from(config)?;
     let tokens = TokenCache::new(StaticSource, TokenCacheConfig::default());
     let layered = ClientFactory::new(tokens)
         .with_policy(EndpointPolicy::loopback())
@@ -78,66 +82,93 @@ pub async fn measure(
             &MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench")),
             &CredentialHealth::new(),
         )?;
-    let report = interleaved(&plain, &layered, rounds, batch, concurrency).await;
+    let report = interleaved(&plain, &control, &layered, rounds, batch, concurrency).await;
     server.abort();
     report
 }
 
-/// Warms both clients, then runs `rounds` rounds of `batch` GETs per client, `concurrency` in
-/// flight at once, alternating which goes first: `static_us` is `plain`'s, `layered_us` is
-/// `layered`'s (wall time per request: with 16 in flight, a sixteenth of a GET's latency).
+/// Waves of requests in one slice: a round takes turns slice by slice, so that the machine's
+/// drift over a slice (a few milliseconds) is all that can favour one client.
+const WAVES_PER_SLICE: usize = 4;
+
+/// The order of the three runs in a turn (0: the static client, 1: the layered one, 2: a
+/// second static client), through every permutation, so that each run holds each place
+/// equally often, and in a sequence where no run follows itself and each follows each other
+/// run equally often: a switch of client costs all three alike.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [0, 2, 1],
+    [2, 1, 0],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+];
+
+/// Warms the clients, then runs `rounds` rounds of `batch` GETs per client, `concurrency` in
+/// flight at once: `static_us` is `plain`'s, `layered_us` is `layered`'s (wall time per
+/// request: with 16 in flight, about a sixteenth of a GET's latency). `control` is a second
+/// client built as `plain` is, with its own connections: the A/A. The three take turns in
+/// slices of a few waves (`concurrency` GETs each) in every order, so that a drift of the
+/// machine's speed within a round weighs on all three alike.
 ///
 /// # Errors
 /// A GET failing.
 pub async fn interleaved(
     plain: &kube::Client,
+    control: &kube::Client,
     layered: &kube::Client,
     rounds: usize,
     batch: usize,
     concurrency: usize,
 ) -> anyhow::Result<OverheadReport> {
     let concurrency = concurrency.max(1);
-    // Warm both connection pools (one connection per request in flight) and the cache.
-    run_batch(plain, concurrency, concurrency).await?;
-    run_batch(layered, concurrency, concurrency).await?;
-
-    let (mut plain_times, mut layered_times, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..rounds {
-        // Alternate which goes first so neither always runs on the warmer machine.
-        let order = if round % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        let mut times = [Duration::ZERO; 2];
-        for use_layer in order {
-            let client = if use_layer { layered } else { plain };
-            let start = Instant::now();
-            run_batch(client, batch, concurrency).await?;
-            times[usize::from(use_layer)] = start.elapsed() / u32::try_from(batch)?;
-        }
-        plain_times.push(times[0].as_secs_f64() * 1e6);
-        layered_times.push(times[1].as_secs_f64() * 1e6);
-        ratios.push(times[1].as_secs_f64() / times[0].as_secs_f64());
+    let slice = (concurrency * WAVES_PER_SLICE).clamp(1, batch.max(1));
+    let turns = batch.div_ceil(slice).next_multiple_of(ORDERS.len());
+    let clients = [plain, layered, control];
+    // Warm the connection pools (one connection per request in flight) and the cache.
+    for client in clients {
+        run_batch(client, concurrency, concurrency).await?;
     }
-    let n = ratios.len();
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
-    let ratio = median(&mut ratios);
+
+    let (mut plain_times, mut layered_times) = (Vec::new(), Vec::new());
+    let (mut ratios, mut controls) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let mut times = [Duration::ZERO; 3];
+        for order in ORDERS.iter().cycle().take(turns) {
+            for &run in order {
+                let start = Instant::now();
+                run_batch(clients[run], slice, concurrency).await?;
+                times[run] += start.elapsed();
+            }
+        }
+        let [plain_time, layered_time, control_time] = times.map(|t| t.as_secs_f64());
+        let requests = (slice * turns) as f64;
+        plain_times.push(plain_time / requests * 1e6);
+        layered_times.push(layered_time / requests * 1e6);
+        ratios.push(layered_time / plain_time);
+        controls.push(control_time / plain_time);
+    }
     Ok(OverheadReport {
         rounds,
-        batch,
+        batch: slice * turns,
         concurrency,
-        static_us: median(&mut plain_times),
-        layered_us: median(&mut layered_times),
-        ratio: (
-            ratio,
-            ratios.get(n / 4).copied().unwrap_or(f64::NAN),
-            ratios.get(3 * n / 4).copied().unwrap_or(f64::NAN),
-        ),
+        static_us: quartiles(&mut plain_times).0,
+        layered_us: quartiles(&mut layered_times).0,
+        ratio: quartiles(&mut ratios),
+        control: quartiles(&mut controls),
     })
+}
+
+/// The median, 25th and 75th percentiles of `values` (sorted in place).
+fn quartiles(values: &mut [f64]) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let at = |q: usize| {
+        values
+            .get(values.len() * q / 4)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    (at(2), at(1), at(3))
 }
 
 /// `count` GETs, `concurrency` in flight at once.
@@ -183,4 +214,37 @@ async fn respond(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, In
         *response.status_mut() = StatusCode::UNAUTHORIZED;
     }
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the three runs pay for a place in a turn or for following another client, each
+    /// pays it equally often, so the A/A reads 1 and the ratio reads only the layer's cost.
+    #[test]
+    fn every_run_meets_every_place_and_predecessor_alike() {
+        let sequence: Vec<usize> = ORDERS.iter().flatten().copied().collect();
+        let mut places = [[0; 3]; 3];
+        let mut follows = [[0; 3]; 3];
+        for order in ORDERS {
+            for (place, &run) in order.iter().enumerate() {
+                places[run][place] += 1;
+            }
+        }
+        // Rounds chain their turns, so the last run of a round precedes the first of the next.
+        for (i, &run) in sequence.iter().enumerate() {
+            let before = sequence[(i + sequence.len() - 1) % sequence.len()];
+            follows[before][run] += 1;
+        }
+        assert_eq!(places, [[2; 3]; 3]);
+        assert_eq!(follows, [[0, 3, 3], [3, 0, 3], [3, 3, 0]]);
+    }
+
+    #[test]
+    fn quartiles_are_median_first() {
+        let mut values = vec![5.0, 1.0, 4.0, 2.0, 3.0];
+        assert_eq!(quartiles(&mut values), (3.0, 2.0, 4.0));
+        assert!(quartiles(&mut []).0.is_nan());
+    }
 }

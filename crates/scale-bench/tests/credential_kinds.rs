@@ -17,5 +17,8 @@ async fn the_certificate_path_answers_over_mtls() {
     let report = credential_kinds::certificate_overhead(3, 10).await.unwrap();
     eprintln!("{report:?}");
     assert!(report.layered_us.is_finite() && report.static_us.is_finite());
+    assert!(report.control.0.is_finite(), "the A/A control ran");
     assert_eq!(report.rounds, 3);
+    // Whole cycles of the six orders: 10 GETs in slices of 4 are 3 turns, rounded up to 6.
+    assert_eq!(report.batch, 24);
 }
