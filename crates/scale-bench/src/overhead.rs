@@ -1,7 +1,7 @@
 //! What the `BearerLayer` costs per request, against a plain kube client with a static token,
 //! over the same loopback HTTP server, measured in this process: the clients take turns in
-//! slices of a few milliseconds, and each round also times the static client against itself,
-//! so machine noise hits all alike and the result says how finely it could resolve a
+//! slices of a few milliseconds, and each round also times a second static client against the
+//! first, so machine noise hits all alike and the result says how finely it could resolve a
 //! difference. A run keeps `concurrency` GETs in flight, so that a cost that only shows when
 //! requests share the layer's stack (a lock, its concurrency limit) shows too.
 
@@ -32,7 +32,7 @@ const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 pub struct OverheadReport {
     /// Rounds (each one batch per client).
     pub rounds: usize,
-    /// GETs per batch.
+    /// GETs per client in a round.
     pub batch: usize,
     /// GETs in flight at once within a batch.
     pub concurrency: usize,
@@ -89,7 +89,7 @@ pub async fn measure(
 
 /// Waves of requests in one slice: a round takes turns slice by slice, so that the machine's
 /// drift over a slice (a few milliseconds) is all that can favour one client.
-const WAVES_PER_SLICE: usize = 4;
+pub const WAVES_PER_SLICE: usize = 4;
 
 /// The order of the three runs in a turn (0: the static client, 1: the layered one, 2: a
 /// second static client), through every permutation, so that each run holds each place

@@ -284,11 +284,12 @@ pub fn overhead(levels: &[OverheadReport]) -> Section {
             "in process over loopback HTTP, before the apiservers start: per level, {rounds} \
              rounds; a round is a run of GETs with that many in flight ({} each) by three \
              clients, static-token, BearerLayer and a second static-token one, taking turns in \
-             slices of 4 waves in every order; ratio = median of the per-round ratios to the \
+             slices of {} waves in every order; ratio = median of the per-round ratios to the \
              first (p25, p75), and A/A = the same for the second static client, which shows how \
              finely the machine resolves a difference; time per request = run wall time / \
              requests.",
-            batches.join(", ")
+            batches.join(", "),
+            crate::overhead::WAVES_PER_SLICE,
         ),
         rows: levels
             .iter()
