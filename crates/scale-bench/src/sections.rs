@@ -271,6 +271,15 @@ fn kib(bytes: u64) -> String {
     format!("{:.0} KiB", bytes as f64 / 1024.0)
 }
 
+/// An A/B's median ratio with its quartiles and the A/A of the same rounds.
+fn ratio_cell(label: &str, o: &OverheadReport) -> String {
+    let (ratio, p25, p75) = o.ratio;
+    format!(
+        "{label} {ratio:.3}× (p25 {p25:.3}, p75 {p75:.3}; A/A {:.3}×)",
+        o.control.0
+    )
+}
+
 /// Section 4: the `BearerLayer`'s per-request overhead, one row per concurrency level.
 pub fn overhead(levels: &[OverheadReport]) -> Section {
     let rounds = levels.first().map_or(0, |o| o.rounds);
@@ -294,7 +303,7 @@ pub fn overhead(levels: &[OverheadReport]) -> Section {
         rows: levels
             .iter()
             .map(|o| {
-                let (ratio, p25, p75) = o.ratio;
+                let ratio = o.ratio.0;
                 Row::plain(
                     format!(
                         "BearerLayer client vs static-token kube client, {} in flight, per request",
@@ -304,10 +313,7 @@ pub fn overhead(levels: &[OverheadReport]) -> Section {
                 )
                 .anchor(
                     format!("{:.1} µs (static token)", o.static_us),
-                    format!(
-                        "Tether/static {ratio:.3}× (p25 {p25:.3}, p75 {p75:.3}; A/A {:.3}×)",
-                        o.control.0
-                    ),
+                    ratio_cell("Tether/static", o),
                 )
                 .goal("≤ 1.02×", ratio <= 1.02)
             })
@@ -322,7 +328,7 @@ pub fn credential_kinds(
 ) -> Section {
     let mut rows = Vec::new();
     if let Some(o) = certificate {
-        let (ratio, p25, p75) = o.ratio;
+        let ratio = o.ratio.0;
         rows.push(
             Row::plain(
                 "client certificate from the cache vs baked into a kube client, median per request",
@@ -330,10 +336,7 @@ pub fn credential_kinds(
             )
             .anchor(
                 format!("{:.1} µs (baked in)", o.static_us),
-                format!(
-                    "Tether/baked {ratio:.3}× (p25 {p25:.3}, p75 {p75:.3}; A/A {:.3}×)",
-                    o.control.0
-                ),
+                ratio_cell("Tether/baked", o),
             )
             .goal("≤ 1.10×", ratio <= 1.10),
         );
