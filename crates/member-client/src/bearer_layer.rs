@@ -16,7 +16,10 @@
 //!     .build();
 //! # Ok(()) }
 //! ```
-//! [`ClientFactory`](crate::ClientFactory) builds exactly this stack.
+//! [`ClientFactory`](crate::ClientFactory) builds this stack without the buffer (the stack it
+//! rebuilds below is cloneable), with an in-flight limit
+//! ([`with_in_flight_limit`](BearerLayer::with_in_flight_limit)) and a
+//! [`RequestDeadlineLayer`](crate::RequestDeadlineLayer) under the bearer layer.
 
 use std::{
     fmt,
@@ -30,9 +33,11 @@ use http::{Request, Response, StatusCode, header::AUTHORIZATION};
 use kube::client::Body;
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
+use tokio::sync::{Semaphore, SemaphorePermit};
+
 use crate::{
     ClientIdentity, Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache,
-    token_cache::CredentialSlot,
+    request_copy::replayable, token_cache::CredentialSlot,
 };
 
 /// Wraps a service in [`Bearer`]. Holds only handles, so it is cheap to clone.
@@ -49,6 +54,8 @@ struct Ctx {
     /// This client's copy of its cache entry: see [`CredentialSlot`].
     slot: CredentialSlot,
     health: CredentialHealth,
+    /// Slots for requests on the wire; `None`: no limit.
+    in_flight: Option<Semaphore>,
 }
 
 impl BearerLayer {
@@ -67,6 +74,29 @@ impl BearerLayer {
                 tokens,
                 slot: CredentialSlot::default(),
                 health,
+                in_flight: None,
+            }),
+        }
+    }
+
+    /// At most `limit` requests (at least one) on the wire at once; more wait for a slot. A
+    /// request takes its slot once its credential is known, so that one waiting for a token
+    /// fetch holds none, and gives it back when its response headers arrive: a watch holds
+    /// none while it streams. A retry after a 401 takes a slot again.
+    ///
+    /// NB: the limit lives here rather than in a layer below so that a request pays for one
+    /// future, not one per layer; every request of a member goes through this one.
+    #[must_use]
+    pub fn with_in_flight_limit(self, limit: usize) -> Self {
+        let ctx = &self.ctx;
+        Self {
+            ctx: Arc::new(Ctx {
+                member: ctx.member.clone(),
+                secret: ctx.secret.clone(),
+                tokens: ctx.tokens.clone(),
+                slot: CredentialSlot::default(),
+                health: ctx.health.clone(),
+                in_flight: Some(Semaphore::new(limit.clamp(1, Semaphore::MAX_PERMITS))),
             }),
         }
     }
@@ -173,8 +203,8 @@ where
     S::Error: Into<BoxError>,
 {
     let credential = ctx.credential().await?;
-    let replay = try_clone(&request);
-    let response = call(&mut inner, request, &credential).await?;
+    let replay = replayable(&request);
+    let response = call(&ctx, &mut inner, request, &credential).await?;
     if response.status() != StatusCode::UNAUTHORIZED {
         ctx.observe(response.status());
         return Ok(response);
@@ -198,7 +228,7 @@ where
 
     ctx.health.count_retry();
     tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
-    let response = call(&mut inner, replay, &fresh).await?;
+    let response = call(&ctx, &mut inner, replay, &fresh).await?;
     if response.status() == StatusCode::UNAUTHORIZED {
         ctx.health.count_unauthorized();
         ctx.tokens.invalidate_if_current(&ctx.secret, &fresh).await;
@@ -208,8 +238,10 @@ where
     Ok(response)
 }
 
-/// Sends `request` with `credential`'s token once `inner` is ready.
+/// Sends `request` with `credential`'s token once it has a slot and `inner` is ready; the slot
+/// is given back when the response headers arrive.
 async fn call<S, B>(
+    ctx: &Ctx,
     inner: &mut S,
     request: Request<Body>,
     credential: &Credential,
@@ -218,6 +250,7 @@ where
     S: Service<Request<Body>, Response = Response<B>>,
     S::Error: Into<BoxError>,
 {
+    let _slot = ctx.slot_on_the_wire().await?;
     let ready = inner.ready().await.map_err(Into::into)?;
     ready
         .call(authorize(request, credential))
@@ -226,6 +259,19 @@ where
 }
 
 impl Ctx {
+    /// A slot under the in-flight limit, if there is one.
+    async fn slot_on_the_wire(&self) -> Result<Option<SemaphorePermit<'_>>, BoxError> {
+        let Some(in_flight) = &self.in_flight else {
+            return Ok(None);
+        };
+        // The common case without building the waiting future. The semaphore is never
+        // closed, so `acquire` fails only in theory.
+        if let Ok(permit) = in_flight.try_acquire() {
+            return Ok(Some(permit));
+        }
+        Ok(Some(in_flight.acquire().await?))
+    }
+
     async fn credential(&self) -> Result<Arc<Credential>, BoxError> {
         let credential = self.tokens.get_via(&self.slot, &self.secret).await;
         if let Ok(credential) = &credential {
@@ -284,18 +330,6 @@ fn authorize(mut request: Request<Body>, credential: &Credential) -> Request<Bod
     request
 }
 
-/// A copy to send again after a 401, or `None` if the body streams.
-fn try_clone(request: &Request<Body>) -> Option<Request<Body>> {
-    let body = request.body().try_clone()?;
-    let mut copy = Request::new(body);
-    *copy.method_mut() = request.method().clone();
-    *copy.uri_mut() = request.uri().clone();
-    *copy.version_mut() = request.version();
-    *copy.headers_mut() = request.headers().clone();
-    *copy.extensions_mut() = request.extensions().clone();
-    Some(copy)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,7 +363,7 @@ mod tests {
         );
 
         let certificate_only = Credential::from_identity(identity("new"));
-        let replay = authorize(try_clone(&request).unwrap(), &certificate_only);
+        let replay = authorize(replayable(&request).unwrap(), &certificate_only);
         assert!(replay.headers().get(AUTHORIZATION).is_none());
         assert_eq!(
             replay
@@ -341,7 +375,7 @@ mod tests {
         );
 
         let token_only = Credential::from_token_bytes(b"new-token").unwrap();
-        let replay = authorize(try_clone(&request).unwrap(), &token_only);
+        let replay = authorize(replayable(&request).unwrap(), &token_only);
         assert_eq!(replay.headers()[AUTHORIZATION], "Bearer new-token");
         assert!(replay.extensions().get::<ClientIdentity>().is_none());
     }

@@ -4,7 +4,6 @@ use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
-use tower::limit::ConcurrencyLimitLayer;
 
 use crate::{
     BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, Result, SecretRef, TokenCache,
@@ -134,10 +133,11 @@ impl ClientFactory {
     /// Builds the client for one member; `health` receives what the member says of its
     /// credential.
     ///
-    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`] → a
-    /// deadline for requests that are not watches ([`RequestDeadlineLayer`]) → a
-    /// concurrency limit → kube's default stack (base URI, retries of 429/503/504, TLS,
-    /// timeouts), rebuilt cloneable: the one retry after a 401 calls a clone of it, and
+    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`], which
+    /// also holds the member's in-flight limit
+    /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests)) → a
+    /// deadline for requests that are not watches ([`RequestDeadlineLayer`]) → kube's default
+    /// stack (base URI, retries of 429/503/504, TLS, timeouts), rebuilt cloneable: the one retry after a 401 calls a clone of it, and
     /// concurrent requests share no lock on their way to the connection pool.
     ///
     /// # Errors
@@ -174,7 +174,8 @@ impl ClientFactory {
             config.secret_ref.clone(),
             self.tokens.clone(),
             health.clone(),
-        );
+        )
+        .with_in_flight_limit(config.max_concurrent_requests);
         let resolver = GuardedResolver::new(Arc::clone(&self.policy), Arc::clone(&self.lookup));
         let service =
             transport::service(&kube_config, resolver).map_err(|source| Error::BuildClient {
@@ -182,9 +183,6 @@ impl ClientFactory {
                 source,
             })?;
         let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
-            .with_layer(&ConcurrencyLimitLayer::new(
-                config.max_concurrent_requests.max(1),
-            ))
             .with_layer(&RequestDeadlineLayer::new(config.request_timeout))
             .with_layer(&bearer)
             .build();

@@ -53,6 +53,7 @@ mod failure_kind;
 mod file_source;
 mod guarded_resolver;
 mod jwt_claims;
+mod request_copy;
 mod request_deadline;
 mod secret_ref;
 mod source;

@@ -18,9 +18,10 @@ mod identity_tests;
 #[cfg(test)]
 mod mtls_server;
 mod pool_recipe;
+mod server_retry;
 
 use hyper_util::client::legacy::connect::{HttpConnector, proxy::Tunnel};
-use kube::client::{Body, ConfigExt as _, DynBody, retry::RetryPolicy};
+use kube::client::{Body, ConfigExt as _, DynBody};
 use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxCloneService};
 
 /// kube's default stack (`kube::client::GenericService`, not exported), but cloneable: every
@@ -29,7 +30,7 @@ use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::
 pub(crate) type GenericService =
     BoxCloneService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
-use self::{identity_pools::IdentityPools, pool_recipe::PoolRecipe};
+use self::{identity_pools::IdentityPools, pool_recipe::PoolRecipe, server_retry::ServerRetry};
 use crate::guarded_resolver::GuardedResolver;
 
 /// Idle time before the first TCP keepalive probe on every connection to a member.
@@ -75,7 +76,7 @@ where
         .option_layer(
             config
                 .default_retry
-                .then(|| RetryLayer::new(RetryPolicy::server_retry())),
+                .then(|| RetryLayer::new(ServerRetry::new())),
         )
         .map_err(BoxError::from)
         .service(client);

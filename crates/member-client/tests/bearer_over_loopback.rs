@@ -116,6 +116,29 @@ async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
     assert_eq!(member.health.current(), CredentialState::Valid);
 }
 
+/// The member's in-flight limit holds: requests beyond it wait for a slot, and all succeed.
+#[tokio::test]
+async fn no_more_requests_are_on_the_wire_than_the_limit() {
+    const LIMIT: usize = 3;
+    let server = LoopbackApiserver::start(&["token-a"]).await;
+    let source = ScriptedSource::new("token-a");
+    let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, LIMIT));
+    server.delay_responses(Duration::from_millis(50));
+
+    let requests: Vec<_> = (0..4 * LIMIT)
+        .map(|_| {
+            let member = member.clone();
+            tokio::spawn(async move { member.get(PATH).await })
+        })
+        .collect();
+    for request in requests {
+        request.await.unwrap().unwrap();
+    }
+
+    assert_eq!(server.seen().len(), 4 * LIMIT);
+    assert_eq!(server.most_in_flight(), LIMIT);
+}
+
 #[rstest]
 #[case::post(http::Method::POST)]
 #[case::patch(http::Method::PATCH)]

@@ -3,7 +3,7 @@
 //! slices of a few milliseconds, and each round also times a second static client against the
 //! first, so machine noise hits all alike and the result says how finely it could resolve a
 //! difference. A run keeps `concurrency` GETs in flight, so that a cost that only shows when
-//! requests share the layer's stack (a lock, its concurrency limit) shows too.
+//! requests share the layer's stack (a lock, its in-flight limit) shows too.
 
 use std::{
     convert::Infallible,

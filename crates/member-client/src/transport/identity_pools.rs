@@ -115,7 +115,7 @@ impl<H: Dial> IdentityPools<H> {
             return Arc::clone(current);
         }
         // A request that read the old identity before the rotation (queued behind the
-        // concurrency limit, say): keep it on the old pool rather than swap back and forth.
+        // in-flight limit, say): keep it on the old pool rather than swap back and forth.
         if let Some(previous) = slots.previous.upgrade()
             && previous.identity.same_as(identity)
         {

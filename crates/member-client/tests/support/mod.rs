@@ -39,6 +39,9 @@ struct ServerState {
     accepted: Mutex<HashSet<String>>,
     seen: Mutex<Vec<Seen>>,
     hold_401s: Mutex<Option<Arc<Barrier>>>,
+    delay: Mutex<Duration>,
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
 }
 
 /// A loopback HTTP server that records the `Authorization` header of every request.
@@ -75,6 +78,16 @@ impl LoopbackApiserver {
     /// certainly rejected with the same token before any of them can refresh it.
     pub fn hold_401s_until(&self, n: usize) {
         *self.state.hold_401s.lock().unwrap() = Some(Arc::new(Barrier::new(n)));
+    }
+
+    /// Answers every request `delay` after it arrives.
+    pub fn delay_responses(&self, delay: Duration) {
+        *self.state.delay.lock().unwrap() = delay;
+    }
+
+    /// The most requests that were being answered at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.state.most_in_flight.load(Ordering::SeqCst)
     }
 
     pub fn seen(&self) -> Vec<Seen> {
@@ -120,6 +133,19 @@ async fn serve(listener: TcpListener, state: Arc<ServerState>) {
 
 async fn respond(
     state: Arc<ServerState>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    state.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    let delay = *state.delay.lock().unwrap();
+    tokio::time::sleep(delay).await;
+    let response = answer(&state, req).await;
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    response
+}
+
+async fn answer(
+    state: &ServerState,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
