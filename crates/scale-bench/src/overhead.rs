@@ -66,25 +66,63 @@ pub async fn measure(
     batch: usize,
     concurrency: usize,
 ) -> anyhow::Result<OverheadReport> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let server = tokio::spawn(serve(listener));
-    let url = format!("http://{addr}");
+    let server = Loopback::start().await?;
+    let plain = server.static_client()?;
+    let control = server.static_client()?;
+    let layered = server.layered_client()?;
+    interleaved(&plain, &control, &layered, rounds, batch, concurrency).await
+}
 
-    let mut config = kube::Config::new(url.parse()?);
-    config.auth_info.token = Some(SecretString::from(TOKEN));
-    let plain = kube::Client::try_from(config.clone())?;
-    let control = kube::Client::try_from(config)?;
-    let tokens = TokenCache::new(StaticSource, TokenCacheConfig::default());
-    let layered = ClientFactory::new(tokens)
-        .with_policy(EndpointPolicy::loopback())
-        .build(
-            &MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench")),
-            &CredentialHealth::new(),
-        )?;
-    let report = interleaved(&plain, &control, &layered, rounds, batch, concurrency).await;
-    server.abort();
-    report
+/// The loopback apiserver stand-in of the A/B, serving until dropped.
+#[derive(Debug)]
+pub struct Loopback {
+    url: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Loopback {
+    /// Serves on an ephemeral loopback port.
+    ///
+    /// # Errors
+    /// Binding the port.
+    pub async fn start() -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        Ok(Self {
+            url,
+            server: tokio::spawn(serve(listener)),
+        })
+    }
+
+    /// A kube client built from a config with the token in it: the baseline.
+    ///
+    /// # Errors
+    /// kube's, building the client.
+    pub fn static_client(&self) -> anyhow::Result<kube::Client> {
+        let mut config = kube::Config::new(self.url.parse()?);
+        config.auth_info.token = Some(SecretString::from(TOKEN));
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Tether's member client for the same server, its token from a cache.
+    ///
+    /// # Errors
+    /// The client factory's.
+    pub fn layered_client(&self) -> anyhow::Result<kube::Client> {
+        let tokens = TokenCache::new(StaticSource, TokenCacheConfig::default());
+        Ok(ClientFactory::new(tokens)
+            .with_policy(EndpointPolicy::loopback())
+            .build(
+                &MemberClientConfig::new("bench", &self.url, SecretRef::new("bench", "bench")),
+                &CredentialHealth::new(),
+            )?)
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
 }
 
 /// Waves of requests in one slice: a round takes turns slice by slice, so that the machine's
@@ -181,7 +219,11 @@ async fn run_batch(client: &kube::Client, count: usize, concurrency: usize) -> a
         .map(drop)
 }
 
-async fn get(client: &kube::Client) -> anyhow::Result<()> {
+/// One GET of a small object, as every run of the A/B sends.
+///
+/// # Errors
+/// The GET failing.
+pub async fn get(client: &kube::Client) -> anyhow::Result<()> {
     client
         .request_text(Request::get(PATH).body(Vec::new())?)
         .await
