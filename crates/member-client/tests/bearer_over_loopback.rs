@@ -23,7 +23,10 @@ use base64::Engine as _;
 use http::Request;
 use member_client::{CredentialState, FailureKind, TokenCacheConfig};
 use rstest::rstest;
-use support::{LoopbackApiserver, Member, ScriptedSource, member_with_token_a, wait_until};
+use support::{
+    LoopbackApiserver, Member, ScriptedSource, all_succeed, member_with_token_a, spawn_gets,
+    wait_until,
+};
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 
@@ -55,12 +58,7 @@ async fn ten_thousand_requests_on_a_cold_cache_fetch_once() {
     let source = ScriptedSource::gated("token-a");
     let member = Arc::new(Member::new(&server.url(), &source));
 
-    let requests: Vec<_> = (0..N)
-        .map(|_| {
-            let member = member.clone();
-            tokio::spawn(async move { member.get(PATH).await })
-        })
-        .collect();
+    let requests = spawn_gets(&member, PATH, N);
     // Every request has missed the cache and is waiting on the one load before it may finish.
     wait_until(
         "all requests miss the cache",
@@ -69,9 +67,7 @@ async fn ten_thousand_requests_on_a_cold_cache_fetch_once() {
     )
     .await;
     source.open_gate();
-    for request in requests {
-        request.await.unwrap().unwrap();
-    }
+    all_succeed(requests).await;
 
     assert_eq!(source.fetches(), 1, "concurrent misses share one fetch");
     assert_eq!(server.seen_with("token-a"), N);
@@ -91,15 +87,8 @@ async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
     server.accept_only(&["token-b"]);
     server.hold_401s_until(N);
 
-    let requests: Vec<_> = (0..N)
-        .map(|_| {
-            let member = member.clone();
-            tokio::spawn(async move { member.get(PATH).await })
-        })
-        .collect();
-    for request in requests {
-        request.await.unwrap().unwrap();
-    }
+    let requests = spawn_gets(&member, PATH, N);
+    all_succeed(requests).await;
 
     assert_eq!(
         source.fetches(),
@@ -125,15 +114,8 @@ async fn no_more_requests_are_on_the_wire_than_the_limit() {
     let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, LIMIT));
     server.delay_responses(Duration::from_millis(50));
 
-    let requests: Vec<_> = (0..4 * LIMIT)
-        .map(|_| {
-            let member = member.clone();
-            tokio::spawn(async move { member.get(PATH).await })
-        })
-        .collect();
-    for request in requests {
-        request.await.unwrap().unwrap();
-    }
+    let requests = spawn_gets(&member, PATH, 4 * LIMIT);
+    all_succeed(requests).await;
 
     assert_eq!(server.seen().len(), 4 * LIMIT);
     assert_eq!(server.most_in_flight(), LIMIT);

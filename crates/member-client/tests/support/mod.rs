@@ -337,6 +337,27 @@ impl Member {
     }
 }
 
+/// `n` GETs of `path` sent at once, each from a task of its own.
+pub fn spawn_gets(
+    member: &Arc<Member>,
+    path: &'static str,
+    n: usize,
+) -> Vec<JoinHandle<Result<String, kube::Error>>> {
+    (0..n)
+        .map(|_| {
+            let member = member.clone();
+            tokio::spawn(async move { member.get(path).await })
+        })
+        .collect()
+}
+
+/// Waits for every one of `gets`, failing the test if one fails.
+pub async fn all_succeed(gets: Vec<JoinHandle<Result<String, kube::Error>>>) {
+    for get in gets {
+        get.await.unwrap().unwrap();
+    }
+}
+
 /// Polls `check` every 10 ms until it holds, failing the test after `limit`.
 pub async fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + limit;
