@@ -31,9 +31,8 @@ use std::{
 
 use http::{Request, Response, StatusCode, header::AUTHORIZATION};
 use kube::client::Body;
-use tower::{BoxError, Layer, Service, ServiceExt as _};
-
 use tokio::sync::{Semaphore, SemaphorePermit};
+use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 use crate::{
     ClientIdentity, Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache,

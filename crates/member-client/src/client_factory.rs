@@ -135,10 +135,11 @@ impl ClientFactory {
     ///
     /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`], which
     /// also holds the member's in-flight limit
-    /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests)) → a
-    /// deadline for requests that are not watches ([`RequestDeadlineLayer`]) → kube's default
-    /// stack (base URI, retries of 429/503/504, TLS, timeouts), rebuilt cloneable: the one retry after a 401 calls a clone of it, and
-    /// concurrent requests share no lock on their way to the connection pool.
+    /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests)) → a deadline
+    /// for requests that are not watches ([`RequestDeadlineLayer`]) → kube's default stack
+    /// (base URI, retries of 429/503/504, TLS, timeouts), rebuilt cloneable: the one retry
+    /// after a 401 calls a clone of it, and concurrent requests share no lock on their way to
+    /// the connection pool.
     ///
     /// # Errors
     /// [`Error::Invalid`] when the endpoint, proxy or CA bundle breaks its
