@@ -34,6 +34,10 @@
 //! push-mode members, the way Karmada stores them. [`CollectorProcess`] runs Tether's
 //! `collector` binary against a control plane ([`control_plane_flags`]) as a child process.
 //!
+//! # Hostile endpoints
+//! [`HostileEndpoint`] is an HTTPS server on `127.0.0.2` and up that an attack test points a
+//! definition at: it records every `Authorization` header it receives.
+//!
 //! # Interop programs and tools
 //! [`interop::binary`] builds (or reuses) a Go program under `e2e/interop/` with
 //! `hack/interop.sh`, so a test can run a real client-go consumer against the harness.
@@ -79,6 +83,7 @@ pub mod crd;
 mod environment;
 mod etcd;
 mod hack_script;
+mod hostile_endpoint;
 pub mod interop;
 #[cfg(feature = "k3s")]
 mod k3s;
@@ -103,6 +108,7 @@ pub use collector_process::{
 pub use config::Config;
 pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
+pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
 pub use karmada::{Karmada, PushMember};
