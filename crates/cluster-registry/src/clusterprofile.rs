@@ -13,6 +13,7 @@
 
 mod definition;
 mod provider_file;
+mod provider_pins;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -25,12 +26,26 @@ pub use provider_file::{
     CliArgsPolicy, EnvVarsPolicy, MAX_PROVIDER_FILE_BYTES, Provider, ProviderFile,
     ProviderFileError,
 };
+pub use provider_pins::{
+    AnchoredPattern, ConfigPin, PROFILE_NAME_VAR, PROFILE_NAMESPACE_VAR, ProfilePins,
+};
 
 /// The label that says who manages a profile; Tether's published profiles carry
 /// [`TETHER_CLUSTER_MANAGER`].
 pub const CLUSTER_MANAGER_LABEL: &str = "x-k8s.io/cluster-manager";
 /// The cluster manager name of the profiles Tether publishes, and of its access provider.
 pub const TETHER_CLUSTER_MANAGER: &str = "tether";
+/// The label that marks a control-plane Secret as the credential of one member, its value the
+/// member's name. `tether-credential` serves a Secret only for the member its label names; the
+/// publisher writes it on the Secret of each member it publishes, where no other value is set.
+pub const CREDENTIAL_MEMBER_LABEL: &str = "tether.io/member";
+/// The annotation on a member's credential Secret recording the server that credential is for,
+/// as the member's published profile states it. `tether-credential` serves the Secret only to
+/// a client connecting to that server.
+pub const CREDENTIAL_SERVER_ANNOTATION: &str = "tether.io/server";
+/// The Secret type the apiserver fills with a ServiceAccount's token: never a member's
+/// credential for `tether-credential`, whatever its labels say.
+pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 /// The one standardised condition type: whether the member's control plane is healthy.
 pub const CONTROL_PLANE_HEALTHY: &str = "ControlPlaneHealthy";
 pub use crate::kubeconfig::EXEC_EXTENSION;

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::{
     ADDITIONAL_ARGS_EXTENSION, ADDITIONAL_ENVS_EXTENSION, AccessProvider, CliArgsPolicy,
     ClusterProfile, EXEC_EXTENSION, EnvVarsPolicy, Provider, ProviderFile,
+    provider_pins::PinnedProfile,
 };
 use crate::{
     InvalidReason, MemberDefinition, kubeconfig,
@@ -77,6 +78,12 @@ impl ClusterProfileConfig {
         let invalid = |why: &str| InvalidReason::DefinitionInvalid(Text::new(why).into());
         let (access, provider) = self.chosen(profile)?;
         let cluster = &access.cluster;
+        // Before anything else is read of the profile: what breaks a pin never becomes a plan.
+        let pinned = PinnedProfile {
+            name,
+            namespace: profile.metadata.namespace.as_deref().unwrap_or_default(),
+        };
+        provider.pins.check(&provider.name, pinned, cluster)?;
         if cluster.certificate_authority.is_some() {
             return Err(invalid(&format!(
                 "access provider {:?} names a certificate-authority file; only \

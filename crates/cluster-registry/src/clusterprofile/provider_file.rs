@@ -32,6 +32,10 @@ pub struct Provider {
     /// Whether, and how, the profile's `additional-envs` extension is used.
     #[serde(default, rename = "profileSourcedEnvVarsPolicy")]
     pub env_vars_policy: EnvVarsPolicy,
+    /// Tether's extension: what a profile must say of its plugin `config`, server and proxy
+    /// (`profileConfigPins`, `serverPatterns`, `proxyPatterns`).
+    #[serde(flatten)]
+    pub pins: super::provider_pins::ProfilePins,
 }
 
 /// What becomes of a profile's extra plugin arguments.
@@ -86,6 +90,7 @@ impl fmt::Debug for Provider {
             .field("command", &self.exec_config.command)
             .field("cli_args_policy", &self.cli_args_policy)
             .field("env_vars_policy", &self.env_vars_policy)
+            .field("pins", &self.pins)
             .finish_non_exhaustive()
     }
 }

@@ -218,3 +218,40 @@ fn malformed_additions_are_definition_invalid_only_where_they_would_be_used() {
     )));
     assert!(member.definition.spec.is_ok());
 }
+
+fn pinned_secretreader() -> Value {
+    let mut provider = secretreader("Ignore", "Ignore");
+    provider["profileConfigPins"] = json!({"clusterName": "$(PROFILE_NAME)"});
+    provider["serverPatterns"] = json!(["^https://[a-z0-9.-]+\\.example:6443$"]);
+    provider
+}
+
+#[test]
+fn a_profile_naming_another_members_cluster_gets_no_plan() {
+    let config = providers(json!([pinned_secretreader()]));
+    let stolen = cluster(json!({"extensions": [{"name": EXEC_EXTENSION,
+                                                "extension": {"clusterName": "member1"}}]}));
+    let member = config.member_from_profile(&profile(offering("secretreader", stolen)));
+    assert!(member.secret.is_none(), "no plugin plan for a broken pin");
+    let (reason, text) = reason(&member);
+    assert_eq!(reason, "DefinitionInvalid", "{text}");
+    assert!(text.contains("\"clusterName\" to \"cluster1\""), "{text}");
+}
+
+#[test]
+fn a_profile_whose_server_breaks_the_patterns_gets_no_plan() {
+    let config = providers(json!([pinned_secretreader()]));
+    let elsewhere = cluster(json!({"server": "https://127.0.0.2:6443"}));
+    let member = config.member_from_profile(&profile(offering("secretreader", elsewhere)));
+    assert!(member.secret.is_none());
+    let (reason, text) = reason(&member);
+    assert_eq!(reason, "EndpointForbidden", "{text}");
+    assert!(text.contains("127.0.0.2"), "{text}");
+}
+
+#[test]
+fn a_profile_that_keeps_the_pins_is_served() {
+    let config = providers(json!([pinned_secretreader()]));
+    let member = config.member_from_profile(&profile(offering("secretreader", cluster(json!({})))));
+    assert_eq!(plan(&member).command, "/bin/secretreader-plugin");
+}
