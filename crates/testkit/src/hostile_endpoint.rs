@@ -150,9 +150,7 @@ impl HostileEndpoint {
     /// Whether any request carried `Authorization: Bearer <token>`.
     pub fn saw_bearer(&self, token: &str) -> bool {
         let wanted = format!("Bearer {token}");
-        lock(&self.state.authorizations)
-            .iter()
-            .any(|seen| *seen == wanted)
+        lock(&self.state.authorizations).contains(&wanted)
     }
 
     /// How many requests arrived (with or without credentials).
