@@ -9,13 +9,14 @@ use crate::Text;
 /// Every field comes from the member definition, so none of it is trusted:
 /// [`ExecPolicy`](super::ExecPolicy) decides whether `command` may run at all.
 ///
-/// `Debug` prints the names of `env` but never their values, which often hold secrets.
+/// `Debug` prints the command, how many arguments there are and the names of `env`, never an
+/// argument or a value: either may hold a secret (`--token=…`, `AWS_SECRET_ACCESS_KEY`).
 ///
 /// ```
 /// use member_client::{ExecApiVersion, ExecConfig, ExecEnvVar};
 /// let config = ExecConfig {
 ///     command: "/usr/local/bin/cloud-auth".to_owned(),
-///     args: vec!["token".to_owned()],
+///     args: vec!["--key=arg-s3cr3t".to_owned()],
 ///     env: vec![ExecEnvVar { name: "CLOUD_KEY".to_owned(), value: "s3cr3t".to_owned() }],
 ///     api_version: ExecApiVersion::V1,
 ///     provide_cluster_info: false,
@@ -27,9 +28,9 @@ use crate::Text;
 pub struct ExecConfig {
     /// An absolute path, or a bare name looked up on the collector's `PATH`.
     pub command: String,
-    /// Arguments, passed as given.
+    /// Arguments, passed after the declaration's fixed ones if it accepts them.
     pub args: Vec<String>,
-    /// Variables added to the collector's own environment for the plugin.
+    /// Variables for the plugin, set if its declaration accepts them.
     pub env: Vec<ExecEnvVar>,
     /// The `client.authentication.k8s.io` version the plugin speaks.
     pub api_version: ExecApiVersion,
@@ -44,7 +45,7 @@ impl fmt::Debug for ExecConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExecConfig")
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &self.args.len())
             .field("env", &self.env)
             .field("api_version", &self.api_version)
             .field("provide_cluster_info", &self.provide_cluster_info)
@@ -200,10 +201,10 @@ mod tests {
     }
 
     #[test]
-    fn debug_hides_env_values_proxy_user_info_and_the_extension() {
+    fn debug_hides_args_env_values_proxy_user_info_and_the_extension() {
         let config = ExecConfig {
             command: "/bin/plugin".to_owned(),
-            args: vec!["--flag".to_owned()],
+            args: vec!["--flag=arg-s3cr3t".to_owned(), "/var/run/token".to_owned()],
             env: vec![ExecEnvVar {
                 name: "API_KEY".to_owned(),
                 value: "env-s3cr3t".to_owned(),
@@ -223,6 +224,7 @@ mod tests {
         assert!(!printed.contains("s3cr3t"), "{printed}");
         assert!(printed.contains("API_KEY"), "{printed}");
         assert!(printed.contains("https://10.0.0.1:6443"), "{printed}");
-        assert!(printed.contains("--flag"), "{printed}");
+        assert!(!printed.contains("/var/run/token"), "{printed}");
+        assert!(printed.contains("args: 2"), "{printed}");
     }
 }

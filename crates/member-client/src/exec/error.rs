@@ -18,21 +18,36 @@ pub enum ExecError {
     /// `command` does not resolve to a path given with `--allow-exec`; nothing was run.
     /// Permanent until the member definition or the allow-list changes.
     #[error(
-        "exec plugin \"{command}\" is not allowed: it must be an absolute path or a name on PATH that resolves to a file given with --allow-exec"
+        "exec plugin \"{command}\" is not allowed: it must be an absolute path or a name on PATH that resolves to a file declared with --exec-plugins or given with --allow-exec"
     )]
     NotAllowed {
         /// The command as the definition gives it, sanitized.
         command: Text,
     },
-    /// The definition sets a variable that makes a program load or run code of the definer's
-    /// choosing (`LD_PRELOAD`, `PATH`, `BASH_ENV`, …); nothing was run. Permanent until the
-    /// member definition changes.
+    /// The definition sets a variable the plugin's declaration does not accept from a
+    /// definition (by default none), or whose value does not match the declared pattern;
+    /// nothing was run. Permanent until the definition or the declaration changes.
     #[error(
-        "exec plugin environment variable \"{name}\" is not allowed: it can make the plugin run other code"
+        "exec plugin environment variable \"{name}\" is not accepted from a member definition: declare it with its value's pattern in the plugin's definitionEnv (--exec-plugins), or drop it from the definition"
     )]
     EnvNotAllowed {
-        /// The variable's name, sanitized.
+        /// The variable's name, sanitized; never its value.
         name: Text,
+    },
+    /// The definition passes an argument the plugin's declaration does not accept at that
+    /// position (by default none), or one that does not match the declared pattern; nothing
+    /// was run. Permanent until the definition or the declaration changes.
+    #[error(
+        "exec plugin \"{command}\": argument {index} from the member definition is not accepted (the declaration accepts {accepted} definition arguments, each matching its pattern in definitionArgs, after its fixed args): declare it with --exec-plugins, or drop it from the definition"
+    )]
+    ArgNotAllowed {
+        /// The command as the definition gives it, sanitized.
+        command: Text,
+        /// The refused argument's position among the definition's arguments, counted from 0
+        /// after any repetition of the declared fixed arguments; never its value.
+        index: usize,
+        /// How many definition arguments the declaration accepts.
+        accepted: usize,
     },
     /// The plugin ran (or was meant to) and gave no usable credential. May pass on retry, as a
     /// plugin's backend may be down.
@@ -45,7 +60,9 @@ impl ExecError {
     /// refused the definition, `ExecFailed` when the plugin failed.
     pub fn condition_reason(&self) -> &'static str {
         match self {
-            Self::NotAllowed { .. } | Self::EnvNotAllowed { .. } => "ExecNotAllowed",
+            Self::NotAllowed { .. } | Self::EnvNotAllowed { .. } | Self::ArgNotAllowed { .. } => {
+                "ExecNotAllowed"
+            }
             Self::Failed(_) => "ExecFailed",
         }
     }

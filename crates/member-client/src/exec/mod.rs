@@ -6,18 +6,24 @@
 //! plugin under a deadline and returns an [`ExecOutput`] or an [`ExecError`].
 //!
 //! # Guarantees
-//! - A member definition cannot run a program the operator did not allow: the command must
-//!   resolve, symlinks and all, to a file given with `--allow-exec`, and variables that make
-//!   a program load other code (`LD_PRELOAD`, `PATH`, `BASH_ENV`, …) are refused
-//!   ([`ExecPolicy::check`]). Nothing is started until both checks pass.
+//! - The operator owns the invocation. A member definition cannot run a program the operator
+//!   did not declare: the command must resolve, symlinks and all, to a file declared with
+//!   `--exec-plugins` or given with `--allow-exec`; and it may pass only the arguments and
+//!   variables that plugin's [`PluginDeclaration`] accepts, each matching its pattern (by
+//!   default none). Nothing is started until the checks pass ([`ExecPolicy::check`]).
+//! - The plugin's environment is built from nothing: a minimal `PATH`, a private `HOME`, the
+//!   declared variables, the accepted definition variables and `KUBERNETES_EXEC_INFO`; never
+//!   the collector's environment. With `--exec-run-as` it runs as another user
+//!   ([`RunAs`]), who cannot read files only the collector's user may (its ServiceAccount
+//!   token).
 //! - A run ends by [`ExecPolicy::timeout`], whatever the plugin does: at the deadline its whole
 //!   process group is killed.
 //! - Memory is bounded: at most [`ExecPolicy::MAX_STDOUT`] of stdout and
 //!   [`ExecPolicy::MAX_STDERR`] of stderr are held.
 //! - Errors never quote stdout, and `Debug` never prints tokens, keys or env values.
 //!
-//! Not promised: what an allowed plugin does with its arguments. Allow only plugins that
-//! cannot be told to run other programs.
+//! Not promised: what an allowed plugin does with the arguments its declaration accepts.
+//! Patterns should accept values, not options that name files or programs.
 //!
 //! ```no_run
 //! # async fn doc() -> Result<(), member_client::ExecError> {
@@ -45,16 +51,25 @@ mod config;
 mod error;
 mod exec_credential;
 mod exec_info;
+mod plugin_declaration;
+mod plugin_file;
 mod policy;
+mod private_home;
 mod refused_env;
 mod run;
+mod run_as;
 mod timestamp;
 
 pub use config::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, UnsupportedApiVersion};
 pub use error::{BadExecOutput, ExecError, ExecFailure};
 pub use exec_credential::ExecOutput;
+pub use plugin_declaration::{
+    ArgRule, DeclarationError, DefinitionRules, EnvRule, Pattern, PluginDeclaration,
+};
+pub use plugin_file::{ExecPluginsFile, ExecPluginsFileError, MAX_EXEC_PLUGINS_FILE_BYTES};
 pub use policy::ExecPolicy;
-pub use run::run;
+pub use run::{PLUGIN_PATH, run};
+pub use run_as::RunAs;
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,5 @@
-//! Which exec plugins a member definition may name, and how long one may run.
+//! Which exec plugins a member definition may name, how each is invoked, and how long one may
+//! run.
 
 use std::{
     ffi::OsStr,
@@ -10,20 +11,19 @@ use std::{
 
 use crate::Text;
 
-use super::{ExecConfig, ExecError, refused_env::env_is_refused};
+use super::{ExecConfig, ExecError, PluginDeclaration, RunAs, plugin_declaration::Invocation};
 
-/// The operator's allow-list of exec plugins (`--allow-exec PATH`) and the limits of a run.
+/// The operator's exec plugins (`--exec-plugins FILE`, `--allow-exec PATH`), the user they run
+/// as, and the limits of a run.
 ///
 /// Member definitions are not trusted to run programs: a plugin runs only if its command
-/// resolves to exactly one of the allowed files. Paths are canonicalized when the policy is
-/// made, and the command is canonicalized when it is checked, so a symlink, `..` or a
-/// different spelling of a path reaches only the file it points at. A path that does not exist
-/// when the policy is made never matches (see [`unresolved`](Self::unresolved)).
+/// resolves to exactly one of the declared files, and only with the arguments and variables
+/// its [`PluginDeclaration`] accepts. Paths are canonicalized when a declaration is made, and
+/// the command is canonicalized when it is checked, so a symlink, `..` or a different spelling
+/// of a path reaches only the file it points at. A path that does not exist when the
+/// declaration is made never matches (see [`unresolved`](Self::unresolved)).
 ///
-/// Cloning is cheap: the allow-list is shared.
-///
-/// NB: this guards which file is executed, not what it does with its arguments; allow only
-/// plugins that cannot be told to run other programs.
+/// Cloning is cheap: the declarations are shared.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -35,9 +35,9 @@ use super::{ExecConfig, ExecError, refused_env::env_is_refused};
 /// ```
 #[derive(Clone, Debug)]
 pub struct ExecPolicy {
-    allowed: Arc<[PathBuf]>,
-    unresolved: Arc<[PathBuf]>,
+    plugins: Arc<[Arc<PluginDeclaration>]>,
     timeout: Duration,
+    run_as: Option<RunAs>,
 }
 
 impl ExecPolicy {
@@ -49,39 +49,65 @@ impl ExecPolicy {
     /// The most of a plugin's stderr kept, in bytes: its end, which says why it failed.
     pub const MAX_STDERR: usize = 64 * 1024;
 
-    /// A policy that allows the given plugin paths.
+    /// A policy that allows the given plugin paths as `--allow-exec` does: each alone, with no
+    /// fixed argument or variable, accepting no argument and no variable from a definition
+    /// ([`PluginDeclaration::command_only`]).
     ///
     /// Each path is canonicalized now. A path that cannot be (it does not exist, say) is kept
     /// in [`unresolved`](Self::unresolved) and never matches: whatever appears there later was
     /// not vetted by whoever wrote the flag.
     pub fn new(allowed: impl IntoIterator<Item = PathBuf>) -> Self {
-        let (mut resolved, mut unresolved) = (Vec::new(), Vec::new());
-        for path in allowed {
-            match std::fs::canonicalize(&path) {
-                Ok(canonical) => resolved.push(canonical),
-                Err(_) => unresolved.push(path),
+        Self::declaring(allowed.into_iter().map(PluginDeclaration::command_only))
+    }
+
+    /// A policy that allows the declared plugins. Of two declarations of one file the first
+    /// wins, except that a full declaration replaces a bare `--allow-exec` one.
+    pub fn declaring(declarations: impl IntoIterator<Item = PluginDeclaration>) -> Self {
+        Self {
+            plugins: Arc::from([]),
+            timeout: Self::DEFAULT_TIMEOUT,
+            run_as: None,
+        }
+        .also_declaring(declarations)
+    }
+
+    /// This policy, also allowing `more` as [`new`](Self::new) does.
+    #[must_use]
+    pub fn also_allowing(self, more: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.also_declaring(more.into_iter().map(PluginDeclaration::command_only))
+    }
+
+    /// This policy, also allowing the declared plugins as [`declaring`](Self::declaring) does.
+    #[must_use]
+    pub fn also_declaring(self, more: impl IntoIterator<Item = PluginDeclaration>) -> Self {
+        let mut all: Vec<Arc<PluginDeclaration>> = self.plugins.to_vec();
+        for declaration in more {
+            let same = |d: &Arc<PluginDeclaration>| match (d.resolved(), declaration.resolved()) {
+                (Some(a), Some(b)) => a == b,
+                _ => d.command() == declaration.command(),
+            };
+            match all.iter_mut().find(|d| same(d)) {
+                Some(bare) if bare.is_bare() && !declaration.is_bare() => {
+                    *bare = Arc::new(declaration);
+                }
+                Some(_) => {}
+                None => all.push(Arc::new(declaration)),
             }
         }
         Self {
-            allowed: resolved.into(),
-            unresolved: unresolved.into(),
-            timeout: Self::DEFAULT_TIMEOUT,
+            plugins: all.into(),
+            ..self
         }
     }
 
-    /// This policy, also allowing `more` (canonicalized as [`new`](Self::new) does).
+    /// This policy's limits, allowing `declaration` alone: how a ClusterProfile's provider is
+    /// run, chosen by name rather than by command.
     #[must_use]
-    pub fn also_allowing(self, more: impl IntoIterator<Item = PathBuf>) -> Self {
-        let more = Self::new(more);
-        let join = |a: &[PathBuf], b: &[PathBuf]| -> Arc<[PathBuf]> {
-            let mut all = a.to_vec();
-            all.extend(b.iter().filter(|p| !a.contains(p)).cloned());
-            all.into()
-        };
+    pub fn only(&self, declaration: Arc<PluginDeclaration>) -> Self {
         Self {
-            allowed: join(&self.allowed, &more.allowed),
-            unresolved: join(&self.unresolved, &more.unresolved),
+            plugins: Arc::from([declaration]),
             timeout: self.timeout,
+            run_as: self.run_as,
         }
     }
 
@@ -97,29 +123,49 @@ impl ExecPolicy {
         self
     }
 
+    /// Runs every plugin as `run_as` (`--exec-run-as`) instead of the collector's own user.
+    #[must_use]
+    pub fn with_run_as(mut self, run_as: Option<RunAs>) -> Self {
+        self.run_as = run_as;
+        self
+    }
+
     /// How long a run may take.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
+    /// The user plugins run as; `None`: the collector's own.
+    pub fn run_as(&self) -> Option<RunAs> {
+        self.run_as
+    }
+
+    /// Whether any plugin may run at all.
+    pub fn allows_any(&self) -> bool {
+        self.plugins.iter().any(|d| d.resolved().is_some())
+    }
+
     /// The allowed plugins, canonicalized.
-    pub fn allowed_paths(&self) -> &[PathBuf] {
-        &self.allowed
+    pub fn allowed_paths(&self) -> Vec<PathBuf> {
+        (self.plugins.iter())
+            .filter_map(|d| d.resolved().map(Path::to_path_buf))
+            .collect()
     }
 
     /// The paths given that could not be canonicalized, and so never match; worth a warning
     /// at start-up.
-    pub fn unresolved(&self) -> &[PathBuf] {
-        &self.unresolved
+    pub fn unresolved(&self) -> Vec<PathBuf> {
+        (self.plugins.iter())
+            .filter(|d| d.resolved().is_none())
+            .map(|d| d.command().to_path_buf())
+            .collect()
     }
 
-    /// The canonical path `command` runs, if it is allowed.
-    ///
-    /// A command holding `/` must be absolute: relative to the collector's working directory
-    /// it would mean whatever that directory happens to hold. A bare name is looked up on
-    /// `PATH` as Go's `exec.LookPath` does (the first executable regular file wins), except
-    /// that empty and relative `PATH` entries are skipped, as Go does since 1.19. The result is
-    /// canonicalized and must equal an allowed path.
+    /// The allowed file `command` resolves to: an absolute path is canonicalized; a bare name
+    /// is looked up on the collector's `PATH` as Go's `exec.LookPath` does (the first
+    /// executable regular file wins), except that empty and relative `PATH` entries are
+    /// skipped, as Go does since 1.19. The result is canonicalized and must equal an allowed
+    /// path.
     ///
     /// This reads the file system; from async code prefer [`run`](super::run), which does it
     /// off the async workers.
@@ -131,26 +177,36 @@ impl ExecPolicy {
     }
 
     /// What [`run`](super::run) checks before it starts anything: the command is
-    /// [`allowed`](Self::allowed) and no variable in `env` can make the plugin load or run
-    /// other code. Admission can call this to refuse a definition early.
+    /// [`allowed`](Self::allowed), and its declaration accepts every argument and variable
+    /// the definition passes. Admission can call this to refuse a definition early.
     ///
     /// # Errors
-    /// [`ExecError::NotAllowed`] and [`ExecError::EnvNotAllowed`].
+    /// [`ExecError::NotAllowed`], [`ExecError::ArgNotAllowed`] and
+    /// [`ExecError::EnvNotAllowed`]; none of them quotes an argument or a value.
     pub fn check(&self, config: &ExecConfig) -> Result<PathBuf, ExecError> {
-        let path = self.allowed(&config.command)?;
-        if let Some(var) = config.env.iter().find(|var| env_is_refused(&var.name)) {
-            return Err(ExecError::EnvNotAllowed {
-                name: Text::new(&var.name),
-            });
-        }
-        Ok(path)
+        self.invocation(config).map(|invocation| invocation.path)
+    }
+
+    /// The checked invocation: see [`check`](Self::check).
+    pub(crate) fn invocation(&self, config: &ExecConfig) -> Result<Invocation, ExecError> {
+        let (path, declaration) =
+            self.declared_on(&config.command, std::env::var_os("PATH").as_deref())?;
+        declaration.invocation(path, config)
     }
 
     fn allowed_on(&self, command: &str, path_var: Option<&OsStr>) -> Result<PathBuf, ExecError> {
+        self.declared_on(command, path_var).map(|(path, _)| path)
+    }
+
+    fn declared_on(
+        &self,
+        command: &str,
+        path_var: Option<&OsStr>,
+    ) -> Result<(PathBuf, &PluginDeclaration), ExecError> {
         let refused = || ExecError::NotAllowed {
             command: Text::new(command),
         };
-        if self.allowed.is_empty() {
+        if !self.allows_any() {
             return Err(refused());
         }
         let found = if command.contains('/') {
@@ -161,11 +217,10 @@ impl ExecPolicy {
         let canonical = found
             .and_then(|path| std::fs::canonicalize(path).ok())
             .ok_or_else(refused)?;
-        if self.allowed.contains(&canonical) {
-            Ok(canonical)
-        } else {
-            Err(refused())
-        }
+        (self.plugins.iter())
+            .find(|d| d.resolved() == Some(canonical.as_path()))
+            .map(|d| (canonical.clone(), &**d))
+            .ok_or_else(refused)
     }
 }
 
@@ -195,7 +250,7 @@ fn is_executable_file(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{ExecApiVersion, ExecEnvVar};
+    use crate::exec::{DefinitionRules, EnvRule, ExecApiVersion, ExecEnvVar, Pattern};
     use rstest::rstest;
     use std::{ffi::OsString, fs};
 
@@ -368,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn check_refuses_an_env_var_that_chooses_code() {
+    fn check_refuses_what_the_declaration_does_not_accept() {
         let tree = Tree::new();
         let plugin = tree.file("plugin", 0o755);
         let mut config = ExecConfig {
@@ -382,7 +437,21 @@ mod tests {
             provide_cluster_info: false,
             cluster: None,
         };
-        let policy = ExecPolicy::new([plugin.clone()]);
+        let rules = DefinitionRules {
+            definition_args: vec![],
+            definition_env: vec![EnvRule {
+                name: "AWS_PROFILE".to_owned(),
+                pattern: Pattern::new("[a-z]+").unwrap(),
+            }],
+        };
+        let declared = PluginDeclaration::new(plugin.clone(), vec![], vec![], rules).unwrap();
+        // `--allow-exec` alone accepts no variable; the declaration accepts this one.
+        let bare = ExecPolicy::new([plugin.clone()]);
+        assert!(matches!(
+            bare.check(&config),
+            Err(ExecError::EnvNotAllowed { .. })
+        ));
+        let policy = bare.also_declaring([declared]);
         assert_eq!(policy.check(&config).unwrap(), plugin);
         config.env[0].name = "LD_PRELOAD".to_owned();
         assert_eq!(
@@ -391,5 +460,28 @@ mod tests {
                 name: Text::new("LD_PRELOAD")
             }
         );
+        config.env.clear();
+        config.args.push("--profile".to_owned());
+        assert!(matches!(
+            policy.check(&config),
+            Err(ExecError::ArgNotAllowed { index: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn only_allows_one_declaration_with_the_same_limits() {
+        let tree = Tree::new();
+        let (first, second) = (tree.file("plugin", 0o755), tree.file("other/p", 0o755));
+        let run_as = RunAs { uid: 7, gid: 8 };
+        let policy = ExecPolicy::new([first.clone()])
+            .with_timeout(Duration::from_secs(3))
+            .with_run_as(Some(run_as));
+        let only = policy.only(Arc::new(PluginDeclaration::command_only(second.clone())));
+        assert_eq!(only.allowed_paths(), [second]);
+        assert_eq!(
+            (only.timeout(), only.run_as()),
+            (Duration::from_secs(3), Some(run_as))
+        );
+        assert!(refused(only.allowed(first.to_str().unwrap())));
     }
 }

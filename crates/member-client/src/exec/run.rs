@@ -1,6 +1,6 @@
 //! Running an allowed plugin under a deadline, as client-go's exec authenticator does.
 
-use std::{path::PathBuf, process::Stdio, time::Duration};
+use std::{process::Stdio, time::Duration};
 
 use tokio::{
     io::{AsyncRead, AsyncReadExt as _},
@@ -11,8 +11,12 @@ use tokio::{
 use crate::Text;
 
 use super::{
-    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, exec_credential, exec_info,
+    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, RunAs, exec_credential, exec_info,
+    plugin_declaration::Invocation, private_home::PrivateHome,
 };
+
+/// The plugin's `PATH`, whatever the collector's is: system directories only.
+pub const PLUGIN_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// How long to wait for a killed plugin to be reaped. SIGKILL cannot be caught, so this only
 /// covers a process stuck in the kernel (on a dead NFS mount, say); tokio reaps it later.
@@ -20,11 +24,23 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 
 /// Runs `config`'s plugin if `policy` allows it and reads the credential it prints.
 ///
-/// The command is resolved and checked first ([`ExecPolicy::check`]); then the resolved path,
-/// not the name, is started with the given args, the collector's environment plus
-/// `config.env`, `KUBERNETES_EXEC_INFO`, and a null stdin. Everything, the check included, is
-/// bounded by [`ExecPolicy::timeout`]: at the deadline, the plugin's process group is killed,
-/// so a grandchild that holds stdout open ends too.
+/// The command is resolved and checked first ([`ExecPolicy::check`]: the command is declared,
+/// and its declaration accepts every argument and variable the definition passes); then the
+/// resolved path, not the name, is started with the declaration's fixed arguments followed by
+/// the definition's, a null stdin, and an environment built from nothing:
+///
+/// - `PATH` = [`PLUGIN_PATH`], and `HOME` = a fresh `0700` directory of this run's own, which
+///   is also the working directory and is removed after the run;
+/// - the declaration's fixed variables (which may replace `PATH` or `HOME`);
+/// - the definition's accepted variables;
+/// - `KUBERNETES_EXEC_INFO`, last, so nothing replaces it.
+///
+/// Nothing of the collector's own environment is passed on. With
+/// [`ExecPolicy::with_run_as`], the plugin runs as that user and group, with no
+/// supplementary group, and its `HOME` is theirs.
+///
+/// Everything, the check included, is bounded by [`ExecPolicy::timeout`]: at the deadline,
+/// the plugin's process group is killed, so a grandchild that holds stdout open ends too.
 ///
 /// ```no_run
 /// # async fn doc() -> Result<(), member_client::ExecError> {
@@ -43,8 +59,8 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 /// ```
 ///
 /// # Errors
-/// [`ExecError::NotAllowed`] or [`ExecError::EnvNotAllowed`] when nothing was run, otherwise
-/// [`ExecError::Failed`].
+/// [`ExecError::NotAllowed`], [`ExecError::ArgNotAllowed`] or [`ExecError::EnvNotAllowed`]
+/// when nothing was run, otherwise [`ExecError::Failed`].
 pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput, ExecError> {
     let timeout = policy.timeout();
     let deadline = Instant::now() + timeout;
@@ -52,9 +68,17 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
 
     let check = {
         let (policy, config) = (policy.clone(), config.clone());
-        tokio::task::spawn_blocking(move || policy.check(&config))
+        tokio::task::spawn_blocking(move || {
+            let invocation = policy.invocation(&config)?;
+            let home = PrivateHome::create(policy.run_as()).map_err(|err| {
+                ExecFailure::Spawn(Text::new(&format!(
+                    "could not make the plugin's private HOME: {err}"
+                )))
+            })?;
+            Ok::<_, ExecError>((invocation, home))
+        })
     };
-    let path = match tokio::time::timeout_at(deadline, check).await {
+    let (invocation, home) = match tokio::time::timeout_at(deadline, check).await {
         Ok(Ok(checked)) => checked?,
         // NB: the check only reads metadata; it cannot panic short of a bug, so refuse.
         Ok(Err(_panicked)) => {
@@ -65,28 +89,51 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
         Err(_elapsed) => return Err(timed_out.into()),
     };
 
-    let stdout = execute(path, config, deadline, timed_out).await?;
-    exec_credential::parse(&stdout, config.api_version)
+    let stdout = execute(
+        &invocation,
+        &home,
+        policy.run_as(),
+        config,
+        deadline,
+        timed_out,
+    )
+    .await;
+    // Removal reads the file system; a plugin may have left a tree behind.
+    let _ = tokio::task::spawn_blocking(move || home.remove()).await;
+    exec_credential::parse(&stdout?, config.api_version)
         .map_err(|bad| ExecFailure::BadOutput(bad).into())
 }
 
 async fn execute(
-    path: PathBuf,
+    invocation: &Invocation,
+    home: &PrivateHome,
+    run_as: Option<RunAs>,
     config: &ExecConfig,
     deadline: Instant,
     timed_out: ExecFailure,
 ) -> Result<Vec<u8>, ExecFailure> {
-    let child = Command::new(path)
-        .args(&config.args)
-        .envs(config.env.iter().map(|var| (&var.name, &var.value)))
-        // Set last so that `config.env` cannot replace it, as in client-go.
+    let mut command = Command::new(&invocation.path);
+    command
+        .args(&invocation.args)
+        .env_clear()
+        .env("PATH", PLUGIN_PATH)
+        .env("HOME", home.path())
+        .envs(invocation.env.iter().map(|var| (&var.name, &var.value)))
+        // Set last so that nothing replaces it, as in client-go.
         .env("KUBERNETES_EXEC_INFO", exec_info::exec_info(config))
+        .current_dir(home.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Its own process group, so that a timeout kills whatever it started as well.
         .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    if let Some(run_as) = run_as {
+        // std sets the group first and, when the collector is root, drops supplementary
+        // groups.
+        command.uid(run_as.uid).gid(run_as.gid);
+    }
+    let child = command
         .spawn()
         .map_err(|err| ExecFailure::Spawn(Text::new(&err.to_string())))?;
     let mut plugin = Plugin(child);

@@ -3,6 +3,7 @@
 mod allow_list;
 mod failures;
 mod properties;
+mod sandbox;
 
 use std::{
     fs,
@@ -143,8 +144,27 @@ async fn a_client_certificate_and_key_are_returned() {
 const RECORDER: &str = r#"for a in "$@"; do printf '[%s]' "$a"; done > args
 printf '%s' "$TETHER_TEST_VAR" > var
 printf '%s' "$PATH" > path
+printf '%s' "$HOME" > home
+env | cut -d= -f1 | sort > names
 printf '%s' "$KUBERNETES_EXEC_INFO" > info
 cat > stdin"#;
+
+/// `plugin`, accepting three definition arguments and `TETHER_TEST_VAR`, with one fixed
+/// argument and one fixed variable.
+fn declared(plugin: &Path) -> ExecPolicy {
+    let rules: DefinitionRules = serde_json::from_value(json!({
+        "definitionArgs": [{"pattern": "--flag"}, {"pattern": "[a-z ]+"}, {"pattern": ""}],
+        "definitionEnv": [{"name": "TETHER_TEST_VAR", "pattern": ".*"}],
+    }))
+    .unwrap();
+    let fixed = vec![ExecEnvVar {
+        name: "TETHER_FIXED".to_owned(),
+        value: "fixed".to_owned(),
+    }];
+    let declaration =
+        PluginDeclaration::new(plugin, vec!["fixed-arg".to_owned()], fixed, rules).unwrap();
+    ExecPolicy::declaring([declaration]).with_timeout(Duration::from_secs(20))
+}
 
 fn cluster() -> ExecCluster {
     ExecCluster {
@@ -158,10 +178,16 @@ fn cluster() -> ExecCluster {
 }
 
 #[tokio::test]
-async fn args_env_and_the_cluster_reach_the_plugin() {
+async fn args_env_and_the_cluster_reach_the_plugin_in_an_environment_built_from_nothing() {
     let plugins = Plugins::new();
-    let body = format!("{RECORDER}\n{}", prints(V1, r#"{"token":"t"}"#));
-    let plugin = plugins.script("plugin", &body).await;
+    let dir = plugins.path("");
+    // Where it starts, before it moves to where it writes.
+    let text = format!(
+        "#!/bin/sh\npwd > '{0}/cwd'\ncd '{0}' || exit 99\n{RECORDER}\n{1}\n",
+        dir.display(),
+        prints(V1, r#"{"token":"t"}"#)
+    );
+    let plugin = plugins.executable("plugin", &text).await;
     let config = ExecConfig {
         args: vec!["--flag".to_owned(), "two words".to_owned(), String::new()],
         env: vec![ExecEnvVar {
@@ -172,12 +198,32 @@ async fn args_env_and_the_cluster_reach_the_plugin() {
         cluster: Some(cluster()),
         ..config(&plugin)
     };
-    run_plugin(&config, &allow(&plugin)).await.unwrap();
+    run_plugin(&config, &declared(&plugin)).await.unwrap();
 
-    assert_eq!(plugins.read("args"), "[--flag][two words][]");
+    assert_eq!(plugins.read("args"), "[fixed-arg][--flag][two words][]");
     assert_eq!(plugins.read("var"), "a value; with $meta");
-    // The collector's own environment is passed on.
-    assert_eq!(plugins.read("path"), std::env::var("PATH").unwrap());
+    // Nothing of the collector's own environment is passed on.
+    assert_eq!(plugins.read("path"), PLUGIN_PATH);
+    let names = plugins.read("names");
+    // The shell sets these itself.
+    let shells = ["PWD", "OLDPWD", "SHLVL", "_"];
+    let names: Vec<&str> = names.lines().filter(|n| !shells.contains(n)).collect();
+    assert_eq!(
+        names,
+        [
+            "HOME",
+            "KUBERNETES_EXEC_INFO",
+            "PATH",
+            "TETHER_FIXED",
+            "TETHER_TEST_VAR"
+        ]
+    );
+    // A private HOME, the working directory, gone after the run.
+    let home = plugins.read("home");
+    assert!(home.contains("tether-exec-"), "{home}");
+    assert_eq!(plugins.read("cwd").trim(), home);
+    assert_ne!(Some(home.as_str()), std::env::var("HOME").ok().as_deref());
+    assert!(!Path::new(&home).exists(), "{home} was not removed");
     assert_eq!(plugins.read("stdin"), "", "stdin must be null");
     let info: Value = serde_json::from_str(&plugins.read("info")).unwrap();
     assert_eq!(

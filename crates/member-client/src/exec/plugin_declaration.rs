@@ -1,0 +1,517 @@
+//! The operator's declaration of one exec plugin: the command, its fixed arguments and
+//! environment, and which arguments and variables a member definition may add, each checked
+//! against a pattern.
+//!
+//! A definition (kubeconfig `exec`, Argo CD `execProviderConfig`, member file, ClusterProfile)
+//! only chooses among what the declaration accepts. By default it accepts nothing: a
+//! definition that passes one argument or one variable the declaration does not accept is
+//! refused, and nothing runs.
+
+use std::{fmt, path::PathBuf, sync::Arc};
+
+use serde::Deserialize;
+
+use crate::Text;
+
+use super::{ExecConfig, ExecEnvVar, ExecError, refused_env::env_is_refused};
+
+/// The longest pattern source accepted, in bytes.
+const MAX_PATTERN_BYTES: usize = 1024;
+/// The most memory one compiled pattern may take: patterns are the operator's, but a typo
+/// such as `.{1000}{1000}` should fail at start, not exhaust memory.
+const MAX_PATTERN_SIZE: usize = 1 << 20;
+
+/// A regular expression that must match a whole value: written `prod-[a-z0-9-]+`, it is
+/// compiled as `^(?:prod-[a-z0-9-]+)$`. Matching takes linear time (the `regex` crate).
+///
+/// ```
+/// use member_client::exec::Pattern;
+/// let pattern = Pattern::new("prod-[a-z0-9-]+").unwrap();
+/// assert!(pattern.is_match("prod-eu-1"));
+/// assert!(!pattern.is_match("prod-eu-1 --profile admin"));
+/// assert!(!pattern.is_match("xprod-eu"));
+/// ```
+#[derive(Clone)]
+pub struct Pattern {
+    source: Arc<str>,
+    regex: regex::Regex,
+}
+
+impl Pattern {
+    /// Compiles `source`, anchored at both ends.
+    ///
+    /// # Errors
+    /// Not a valid regular expression, longer than 1 KiB, or one that compiles too large.
+    pub fn new(source: &str) -> Result<Self, String> {
+        if source.len() > MAX_PATTERN_BYTES {
+            return Err(format!("pattern is over {MAX_PATTERN_BYTES} bytes"));
+        }
+        let regex = regex::RegexBuilder::new(&format!("^(?:{source})$"))
+            .size_limit(MAX_PATTERN_SIZE)
+            .build()
+            .map_err(|err| {
+                format!("pattern {source:?} is not a valid regular expression: {err}")
+            })?;
+        Ok(Self {
+            source: source.into(),
+            regex,
+        })
+    }
+
+    /// Whether the whole of `value` matches.
+    pub fn is_match(&self, value: &str) -> bool {
+        self.regex.is_match(value)
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Pattern {}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.source, f)
+    }
+}
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let source = String::deserialize(deserializer)?;
+        Self::new(&source).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One argument a definition may pass: the argument at this position must match `pattern`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgRule {
+    /// What the argument must be, whole.
+    pub pattern: Pattern,
+}
+
+/// One variable a definition may set: `name`, with a value that matches `pattern`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvRule {
+    /// The variable's name, exactly.
+    pub name: String,
+    /// What its value must be, whole.
+    pub pattern: Pattern,
+}
+
+/// What a member definition may add to a declared plugin's invocation: Tether's extension of
+/// upstream's provider entry (`definitionArgs`, `definitionEnv`). Both empty by default: a
+/// definition adds nothing.
+///
+/// Arguments are positional: the definition's argument `i` must match `definition_args[i]`,
+/// and a definition may pass fewer arguments than there are rules, never more. A definition
+/// whose arguments begin with the declaration's fixed arguments (a kubeconfig written by
+/// `aws eks update-kubeconfig` spells out the whole argv) has that repetition dropped first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DefinitionRules {
+    /// The arguments a definition may append, in order.
+    #[serde(default)]
+    pub definition_args: Vec<ArgRule>,
+    /// The variables a definition may set.
+    #[serde(default)]
+    pub definition_env: Vec<EnvRule>,
+}
+
+/// Why a plugin declaration is unusable; the collector does not start with one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeclarationError {
+    /// The command is not an absolute path.
+    #[error("command {0:?} must be an absolute path")]
+    RelativeCommand(String),
+    /// A fixed variable or a `definitionEnv` name is empty or holds `=` or NUL.
+    #[error("environment variable name {0:?} is not valid")]
+    BadEnvName(String),
+    /// `definitionEnv` names a variable through which whoever sets it chooses code or trust.
+    #[error(
+        "definitionEnv may not name {0:?}: whoever sets it chooses what code the plugin runs, \
+         which files it reads or whom it trusts; set it in execConfig.env instead"
+    )]
+    RefusedEnvName(String),
+    /// `definitionEnv` names one variable twice.
+    #[error("definitionEnv names {0:?} twice")]
+    DuplicateEnvName(String),
+}
+
+/// The operator's declaration of one exec plugin.
+///
+/// `Debug` shows the command, how many fixed arguments there are and the names of the fixed
+/// variables, never their values; the patterns are shown (they are the operator's rules, not
+/// secrets).
+///
+/// ```
+/// use member_client::exec::{DefinitionRules, ExecEnvVar, PluginDeclaration};
+/// let declaration = PluginDeclaration::new(
+///     "/usr/local/bin/aws",
+///     vec!["eks".into(), "get-token".into()],
+///     vec![ExecEnvVar { name: "AWS_STS_REGIONAL_ENDPOINTS".into(), value: "regional".into() }],
+///     DefinitionRules::default(),
+/// )?;
+/// assert!(!format!("{declaration:?}").contains("regional"));
+/// # Ok::<(), member_client::exec::DeclarationError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct PluginDeclaration {
+    command: PathBuf,
+    resolved: Option<PathBuf>,
+    args: Vec<String>,
+    env: Vec<ExecEnvVar>,
+    rules: DefinitionRules,
+}
+
+/// What runs: the file, the whole argv after it, and the variables on top of the minimal
+/// environment. `Debug` shows the count of arguments and the names of variables only.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Invocation {
+    pub(crate) path: PathBuf,
+    pub(crate) args: Vec<String>,
+    /// The declaration's variables, then the definition's accepted ones (which win).
+    pub(crate) env: Vec<ExecEnvVar>,
+}
+
+impl fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Invocation")
+            .field("path", &self.path)
+            .field("args", &self.args.len())
+            .field("env", &self.env)
+            .finish()
+    }
+}
+
+impl PluginDeclaration {
+    /// A declaration of `command` (an absolute path, canonicalized now; one that does not
+    /// exist never matches) run with `args` and `env` first, accepting what `rules` allow.
+    ///
+    /// # Errors
+    /// See [`DeclarationError`].
+    pub fn new(
+        command: impl Into<PathBuf>,
+        args: Vec<String>,
+        env: Vec<ExecEnvVar>,
+        rules: DefinitionRules,
+    ) -> Result<Self, DeclarationError> {
+        let command = command.into();
+        if !command.is_absolute() {
+            return Err(DeclarationError::RelativeCommand(
+                command.display().to_string(),
+            ));
+        }
+        if let Some(var) = env.iter().find(|var| !valid_env_name(&var.name)) {
+            return Err(DeclarationError::BadEnvName(var.name.clone()));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for rule in &rules.definition_env {
+            if !valid_env_name(&rule.name) {
+                return Err(DeclarationError::BadEnvName(rule.name.clone()));
+            }
+            if env_is_refused(&rule.name) {
+                return Err(DeclarationError::RefusedEnvName(rule.name.clone()));
+            }
+            if !names.insert(rule.name.as_str()) {
+                return Err(DeclarationError::DuplicateEnvName(rule.name.clone()));
+            }
+        }
+        let resolved = std::fs::canonicalize(&command).ok();
+        Ok(Self {
+            command,
+            resolved,
+            args,
+            env,
+            rules,
+        })
+    }
+
+    /// `--allow-exec PATH`: the command alone, with no fixed arguments or variables, and
+    /// accepting no argument and no variable from a definition.
+    pub fn command_only(command: impl Into<PathBuf>) -> Self {
+        let command = command.into();
+        Self {
+            resolved: std::fs::canonicalize(&command).ok(),
+            command,
+            args: Vec::new(),
+            env: Vec::new(),
+            rules: DefinitionRules::default(),
+        }
+    }
+
+    /// The command as declared.
+    pub fn command(&self) -> &std::path::Path {
+        &self.command
+    }
+
+    /// The command canonicalized when the declaration was made; `None` when it could not be
+    /// (it did not exist), and then it never runs.
+    pub fn resolved(&self) -> Option<&std::path::Path> {
+        self.resolved.as_deref()
+    }
+
+    /// Whether this is `--allow-exec`'s shorthand: nothing fixed, nothing accepted.
+    pub(crate) fn is_bare(&self) -> bool {
+        self.args.is_empty() && self.env.is_empty() && self.rules == DefinitionRules::default()
+    }
+
+    /// What a definition may add.
+    pub fn rules(&self) -> &DefinitionRules {
+        &self.rules
+    }
+
+    /// The invocation of `path` (this declaration's resolved command) for `config`, if every
+    /// argument and variable the definition passes is accepted.
+    ///
+    /// # Errors
+    /// [`ExecError::ArgNotAllowed`] naming the first refused argument's position, or
+    /// [`ExecError::EnvNotAllowed`] naming the first refused variable; never their values.
+    pub(crate) fn invocation(
+        &self,
+        path: PathBuf,
+        config: &ExecConfig,
+    ) -> Result<Invocation, ExecError> {
+        let given = config
+            .args
+            .strip_prefix(self.args.as_slice())
+            .filter(|_| !self.args.is_empty())
+            .unwrap_or(&config.args);
+        let accepted = self.rules.definition_args.len();
+        for (index, arg) in given.iter().enumerate() {
+            let fits =
+                (self.rules.definition_args.get(index)).is_some_and(|r| r.pattern.is_match(arg));
+            if !fits {
+                return Err(ExecError::ArgNotAllowed {
+                    command: Text::new(&config.command),
+                    index,
+                    accepted,
+                });
+            }
+        }
+        for var in &config.env {
+            let rule = (self.rules.definition_env.iter()).find(|rule| rule.name == var.name);
+            if !rule.is_some_and(|rule| rule.pattern.is_match(&var.value)) {
+                return Err(ExecError::EnvNotAllowed {
+                    name: Text::new(&var.name),
+                });
+            }
+        }
+        let mut args = self.args.clone();
+        args.extend(given.iter().cloned());
+        let mut env = self.env.clone();
+        env.extend(config.env.iter().cloned());
+        Ok(Invocation { path, args, env })
+    }
+}
+
+impl fmt::Debug for PluginDeclaration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginDeclaration")
+            .field("command", &self.command)
+            .field("args", &self.args.len())
+            .field("env", &self.env)
+            .field("definition_args", &self.rules.definition_args)
+            .field(
+                "definition_env",
+                &(self.rules.definition_env.iter())
+                    .map(|rule| (&rule.name, &rule.pattern))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// A name that cannot forge another variable: not empty, no `=` or NUL.
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0'])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::ExecApiVersion;
+    use rstest::rstest;
+
+    fn rules(args: &[&str], env: &[(&str, &str)]) -> DefinitionRules {
+        DefinitionRules {
+            definition_args: (args.iter())
+                .map(|p| ArgRule {
+                    pattern: Pattern::new(p).unwrap(),
+                })
+                .collect(),
+            definition_env: (env.iter())
+                .map(|(name, p)| EnvRule {
+                    name: (*name).to_owned(),
+                    pattern: Pattern::new(p).unwrap(),
+                })
+                .collect(),
+        }
+    }
+
+    fn var(name: &str, value: &str) -> ExecEnvVar {
+        ExecEnvVar {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        }
+    }
+
+    fn config(args: &[&str], env: Vec<ExecEnvVar>) -> ExecConfig {
+        ExecConfig {
+            command: "/usr/local/bin/aws".to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env,
+            api_version: ExecApiVersion::V1,
+            provide_cluster_info: false,
+            cluster: None,
+        }
+    }
+
+    fn eks() -> PluginDeclaration {
+        PluginDeclaration::new(
+            "/usr/local/bin/aws",
+            vec!["eks".into(), "get-token".into()],
+            vec![var("AWS_STS_REGIONAL_ENDPOINTS", "regional")],
+            rules(
+                &["--cluster-name", "prod-[a-z0-9-]{1,40}"],
+                &[("AWS_REGION", "[a-z]{2}-[a-z]+-[0-9]")],
+            ),
+        )
+        .unwrap()
+    }
+
+    fn run(declaration: &PluginDeclaration, config: &ExecConfig) -> Result<Invocation, ExecError> {
+        declaration.invocation(PathBuf::from("/p"), config)
+    }
+
+    #[test]
+    fn accepted_args_follow_the_fixed_ones_and_definition_env_wins() {
+        let config = config(
+            &["--cluster-name", "prod-eu-1"],
+            vec![var("AWS_REGION", "eu-west-1")],
+        );
+        let invocation = run(&eks(), &config).unwrap();
+        assert_eq!(
+            invocation.args,
+            ["eks", "get-token", "--cluster-name", "prod-eu-1"]
+        );
+        assert_eq!(
+            invocation.env,
+            [
+                var("AWS_STS_REGIONAL_ENDPOINTS", "regional"),
+                var("AWS_REGION", "eu-west-1")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_definition_that_repeats_the_fixed_args_has_them_dropped() {
+        let config = config(&["eks", "get-token", "--cluster-name", "prod-a"], vec![]);
+        assert_eq!(
+            run(&eks(), &config).unwrap().args,
+            ["eks", "get-token", "--cluster-name", "prod-a"]
+        );
+    }
+
+    #[rstest]
+    #[case::a_file_outside(&["/var/run/secrets/kubernetes.io/serviceaccount/token"], 0)]
+    #[case::value_not_matching(&["--cluster-name", "staging"], 1)]
+    #[case::pattern_is_anchored(&["--cluster-name", "prod-a --profile admin"], 1)]
+    #[case::one_too_many(&["--cluster-name", "prod-a", "--profile"], 2)]
+    fn a_refused_arg_is_named_by_its_position(#[case] args: &[&str], #[case] want: usize) {
+        let err = run(&eks(), &config(args, vec![])).unwrap_err();
+        assert!(
+            matches!(err, ExecError::ArgNotAllowed { index, accepted: 2, .. } if index == want),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(!text.contains(args[want]), "{text}");
+        assert!(text.contains(&format!("argument {want}")), "{text}");
+    }
+
+    #[rstest]
+    #[case::undeclared("HOME", "/tmp/attacker")]
+    #[case::undeclared_loader("LD_PRELOAD", "/tmp/evil.so")]
+    #[case::value_not_matching("AWS_REGION", "eu-west-1; rm")]
+    fn a_refused_variable_is_named_without_its_value(#[case] name: &str, #[case] value: &str) {
+        let err = run(&eks(), &config(&[], vec![var(name, value)])).unwrap_err();
+        assert_eq!(
+            err,
+            ExecError::EnvNotAllowed {
+                name: Text::new(name)
+            }
+        );
+        assert!(!err.to_string().contains(value), "{err}");
+        assert_eq!(err.condition_reason(), "ExecNotAllowed");
+    }
+
+    #[test]
+    fn the_allow_exec_shorthand_accepts_no_arg_and_no_variable() {
+        let shorthand = PluginDeclaration::command_only("/usr/local/bin/aws");
+        assert!(run(&shorthand, &config(&[], vec![])).is_ok());
+        assert!(matches!(
+            run(&shorthand, &config(&["token"], vec![])),
+            Err(ExecError::ArgNotAllowed {
+                index: 0,
+                accepted: 0,
+                ..
+            })
+        ));
+        assert!(matches!(
+            run(&shorthand, &config(&[], vec![var("AWS_PROFILE", "x")])),
+            Err(ExecError::EnvNotAllowed { .. })
+        ));
+    }
+
+    #[rstest]
+    #[case::relative("aws", &[], DeclarationError::RelativeCommand("aws".into()))]
+    #[case::home("/bin/p", &["HOME"], DeclarationError::RefusedEnvName("HOME".into()))]
+    #[case::loader("/bin/p", &["LD_PRELOAD"], DeclarationError::RefusedEnvName("LD_PRELOAD".into()))]
+    #[case::config_file("/bin/p", &["AWS_CONFIG_FILE"], DeclarationError::RefusedEnvName("AWS_CONFIG_FILE".into()))]
+    #[case::proxy("/bin/p", &["https_proxy"], DeclarationError::RefusedEnvName("https_proxy".into()))]
+    #[case::twice("/bin/p", &["A", "A"], DeclarationError::DuplicateEnvName("A".into()))]
+    #[case::forged("/bin/p", &["A=B"], DeclarationError::BadEnvName("A=B".into()))]
+    fn unusable_declarations_are_refused(
+        #[case] command: &str,
+        #[case] names: &[&str],
+        #[case] want: DeclarationError,
+    ) {
+        let env: Vec<(&str, &str)> = names.iter().map(|n| (*n, ".*")).collect();
+        let got = PluginDeclaration::new(command, vec![], vec![], rules(&[], &env));
+        assert_eq!(got.unwrap_err(), want);
+    }
+
+    #[test]
+    fn patterns_are_anchored_and_bad_ones_refused() {
+        let pattern = Pattern::new("a|b").unwrap();
+        assert!(pattern.is_match("a") && pattern.is_match("b"));
+        assert!(!pattern.is_match("ab") && !pattern.is_match("xa"));
+        assert!(Pattern::new("(").is_err());
+        assert!(Pattern::new(&"a".repeat(2000)).is_err());
+        assert!(Pattern::new("a{1000}{1000}").is_err());
+    }
+
+    #[test]
+    fn debug_shows_the_arg_count_and_env_names_only() {
+        let declaration = PluginDeclaration::new(
+            "/bin/p",
+            vec!["--secret=arg-s3cr3t".into()],
+            vec![var("API_KEY", "env-s3cr3t")],
+            DefinitionRules::default(),
+        )
+        .unwrap();
+        let invocation = run(&declaration, &config(&[], vec![])).unwrap();
+        let printed = format!("{declaration:?} {declaration:#?} {invocation:?}");
+        assert!(!printed.contains("s3cr3t"), "{printed}");
+        assert!(printed.contains("API_KEY"), "{printed}");
+    }
+}

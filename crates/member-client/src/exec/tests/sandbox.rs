@@ -1,0 +1,70 @@
+//! A plugin run as another user (`--exec-run-as`) cannot read what only the collector's user
+//! may: a `0600` file standing in for the collector's ServiceAccount token.
+
+use std::os::unix::fs::MetadataExt as _;
+
+use super::*;
+
+/// Prints the file named by the fixed argument as the token; fails if it cannot be read.
+const READS_THE_FILE: &str = r#"token=$(cat "$1") || exit 3
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token""#;
+
+#[tokio::test]
+async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
+    if rustix::process::geteuid().as_raw() != 0 {
+        // Switching users needs CAP_SETUID; the tests run as root in CI.
+        return;
+    }
+    let plugins = Plugins::new();
+    // The plugin itself must be readable by its user; the "token" must not be.
+    fs::set_permissions(plugins.path(""), fs::Permissions::from_mode(0o755)).unwrap();
+    let plugin = plugins.script("plugin", READS_THE_FILE).await;
+    let token = plugins.path("sa-token");
+    fs::write(&token, "collector-sa-s3cr3t").unwrap();
+    fs::set_permissions(&token, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(fs::metadata(&token).unwrap().uid(), 0);
+    let declaration = PluginDeclaration::new(
+        &plugin,
+        vec![token.display().to_string()],
+        vec![],
+        DefinitionRules::default(),
+    )
+    .unwrap();
+    let policy = ExecPolicy::declaring([declaration]).with_timeout(Duration::from_secs(20));
+
+    // As the collector's own user it reads the file: the test can tell.
+    let out = run_plugin(&config(&plugin), &policy).await.unwrap();
+    assert_eq!(out.token.unwrap().expose_secret(), "collector-sa-s3cr3t");
+
+    let sandboxed = policy.with_run_as(Some(RunAs {
+        uid: 65534,
+        gid: 65534,
+    }));
+    let failed = failure(run_plugin(&config(&plugin), &sandboxed).await);
+    let text = failed.to_string();
+    assert!(
+        matches!(failed, ExecFailure::Exited { code: Some(3), .. }),
+        "{text}"
+    );
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(!text.contains("s3cr3t"), "{text}");
+}
+
+#[tokio::test]
+async fn a_plugin_run_as_another_user_gets_a_home_of_its_own() {
+    if rustix::process::geteuid().as_raw() != 0 {
+        return;
+    }
+    let plugins = Plugins::new();
+    fs::set_permissions(plugins.path(""), fs::Permissions::from_mode(0o755)).unwrap();
+    let body = format!(
+        "touch \"$HOME/written\" || exit 4\n[ \"$(id -u):$(id -g):$(id -G)\" = '65534:65534:65534' ] || exit 5\n{}",
+        prints(V1, r#"{"token":"t"}"#)
+    );
+    let plugin = plugins.script("plugin", &body).await;
+    let policy = allow(&plugin).with_run_as(Some(RunAs {
+        uid: 65534,
+        gid: 65534,
+    }));
+    run_plugin(&config(&plugin), &policy).await.unwrap();
+}
