@@ -23,6 +23,18 @@ WHAT IT DOES
   value.yaml, no token key), else Karmada's keys (token, caBundle). A Secret whose credential
   is an exec plugin is refused; tether-credential runs no plugin.
 
+WHICH SECRETS IT SERVES
+  RBAC is not the only gate: before reading the credential, the Secret itself must say whose
+  it is and where it may go. It is refused (exit 1, no token printed) unless
+    - its type is not kubernetes.io/service-account-token (such a Secret is never served),
+    - its label tether.io/member equals the extension's member, and
+    - its annotation tether.io/server equals KUBERNETES_EXEC_INFO's spec.cluster.server,
+      character for character: where client-go will send the credential.
+  The collector writes both on the Secret of each member it publishes
+  (--publish-clusterprofiles), from the member's definition; an operator may write them by hand.
+  So a ClusterProfile someone else wrote, naming another member's Secret or another server,
+  gets no credential.
+
 RBAC THE CALLER NEEDS
   `get` on `secrets` named <secret> in namespace <ns>, and nothing else:
       apiVersion: rbac.authorization.k8s.io/v1
@@ -144,6 +156,9 @@ mod tests {
             "EXIT STATUS",
             "\"provideClusterInfo\": true",
             "/usr/local/bin/tether-credential",
+            "kubernetes.io/service-account-token",
+            "tether.io/member",
+            "tether.io/server",
         ] {
             assert!(help.contains(needle), "--help lacks {needle:?}:\n{help}");
         }

@@ -114,6 +114,70 @@ pub(crate) enum Error {
         /// The Secret.
         secret: SecretRef,
     },
+    /// The Secret is a ServiceAccount token Secret: never served, whatever its labels say.
+    #[error(
+        "Secret {secret} is a ServiceAccount token Secret (type kubernetes.io/service-account-token): \
+         tether-credential never serves one (asked for member {member})"
+    )]
+    ServiceAccountTokenSecret {
+        /// The member asked for.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// The Secret does not carry Tether's member label.
+    #[error(
+        "Secret {secret} is not marked as member {member}'s credential: it needs the label \
+         tether.io/member={member}, which the collector writes on the Secret of each member it \
+         publishes (--publish-clusterprofiles)"
+    )]
+    NotMarked {
+        /// The member asked for.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// The Secret's member label names another member.
+    #[error(
+        "Secret {secret} is marked as the credential of member {marked:?}, not of {member}: the \
+         profile names another member's Secret"
+    )]
+    MarkedForAnother {
+        /// The member asked for.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+        /// The member its label names (sanitized).
+        marked: String,
+    },
+    /// The Secret records no server for its member.
+    #[error(
+        "Secret {secret} records no server for member {member}: it needs the annotation \
+         tether.io/server, which the collector writes when it publishes the member's \
+         ClusterProfile (--publish-clusterprofiles)"
+    )]
+    NoRecordedServer {
+        /// The member asked for.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// `KUBERNETES_EXEC_INFO`'s server is not the one recorded for the member.
+    #[error(
+        "member {member}'s credential is not handed out: the client would send it to {asked:?}, \
+         but Secret {secret} records {recorded:?} as the member's server (the ClusterProfile is \
+         not the one Tether published, or is out of date)"
+    )]
+    ServerMismatch {
+        /// The member asked for.
+        member: String,
+        /// The Secret.
+        secret: SecretRef,
+        /// `spec.cluster.server` of `KUBERNETES_EXEC_INFO` (sanitized).
+        asked: String,
+        /// The server the Secret records (sanitized).
+        recorded: String,
+    },
     /// 401: the control plane rejected the caller's own credential.
     #[error(
         "the control plane rejected the caller's own credential (401): renew the kubeconfig's or \

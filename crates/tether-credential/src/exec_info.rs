@@ -19,6 +19,8 @@ pub(crate) struct ExecRequest {
     pub(crate) member: String,
     /// The Secret that holds the member's credential.
     pub(crate) secret: SecretRef,
+    /// `spec.cluster.server`: where client-go will send the credential.
+    pub(crate) server: String,
 }
 
 /// The part of client-go's `ExecCredential` read here; other fields are ignored.
@@ -42,6 +44,8 @@ struct Spec {
 #[derive(Deserialize)]
 struct Cluster {
     #[serde(default)]
+    server: String,
+    #[serde(default)]
     config: Option<serde_json::Value>,
 }
 
@@ -64,6 +68,7 @@ pub(crate) fn parse(raw: Option<&str>) -> Result<ExecRequest, Error> {
         .parse::<ExecApiVersion>()
         .map_err(Error::ApiVersion)?;
     let cluster = info.spec.cluster.ok_or(Error::NoClusterInfo)?;
+    let server = cluster.server;
     let config = cluster
         .config
         .filter(|c| !c.is_null())
@@ -83,6 +88,7 @@ pub(crate) fn parse(raw: Option<&str>) -> Result<ExecRequest, Error> {
         api_version,
         member,
         secret,
+        server,
     })
 }
 
@@ -124,6 +130,7 @@ mod tests {
                 api_version: want,
                 member: "m1".to_owned(),
                 secret: SecretRef::new("fleet", "member1"),
+                server: "https://127.0.0.1:6443".to_owned(),
             }
         );
     }

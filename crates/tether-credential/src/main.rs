@@ -13,6 +13,7 @@ mod exec_info;
 mod expiry;
 mod run;
 mod secret_fetch;
+mod served_secret;
 
 use std::{io::Write as _, process::ExitCode};
 

@@ -6,7 +6,7 @@ use cluster_registry::secret_credential::credential_in_secret;
 use k8s_openapi::jiff::Timestamp;
 use secrecy::SecretBox;
 
-use crate::{cli::Args, error::Error, exec_credential, exec_info, secret_fetch};
+use crate::{cli::Args, error::Error, exec_credential, exec_info, secret_fetch, served_secret};
 
 /// The `ExecCredential` to print for `exec_info` (the value of `KUBERNETES_EXEC_INFO`), all of
 /// it bounded by `--timeout`.
@@ -23,6 +23,7 @@ async fn answer(args: &Args, exec_info: Option<&str>) -> Result<SecretBox<Vec<u8
     let request = exec_info::parse(exec_info)?;
     let config = secret_fetch::caller_config(args.kubeconfig.as_deref()).await?;
     let secret = secret_fetch::get_secret(config, &request).await?;
+    served_secret::check(&secret, &request)?;
     let credential =
         credential_in_secret(&request.secret, &secret).map_err(|source| Error::Credential {
             member: request.member.clone(),

@@ -83,6 +83,7 @@ mod tests {
             api_version: ExecApiVersion::V1,
             member: "m1".to_owned(),
             secret: SecretRef::new("fleet", "m1-credential"),
+            server: "https://127.0.0.2:6443".to_owned(),
         }
     }
 

@@ -32,6 +32,8 @@ const STRANGER: &str = "stranger";
 const OPAQUE_SECRET: &str = "member1-credential";
 const JWT_SECRET: &str = "member2-credential";
 const OPAQUE_TOKEN: &str = "opaque-member-token-s3cr3t";
+/// The member's server, as its Secret records it and its profile states it; never dialled.
+const MEMBER_SERVER: &str = "https://127.0.0.2:6443";
 /// How many timed runs the wall-time figure is taken over.
 const TIMED_RUNS: usize = 10;
 
@@ -83,7 +85,7 @@ fn exec_info(api_version: &str, ns: &str, secret: &str) -> String {
         "apiVersion": api_version,
         "kind": "ExecCredential",
         "spec": {"interactive": false, "cluster": {
-            "server": "https://127.0.0.2:6443",
+            "server": MEMBER_SERVER,
             "config": {"member": "member1", "secretRef": {"namespace": ns, "name": secret}},
         }},
     })
@@ -134,7 +136,8 @@ async fn the_caller_gets_the_credential_its_rbac_allows_and_nothing_else() {
     let admin = plane.admin_client().unwrap();
     let ns = plane.create_namespace("fleet").await.unwrap();
 
-    // Karmada's format: `token`, and a CA bundle the consumer does not need here.
+    // Karmada's format: `token`, and a CA bundle the consumer does not need here; marked as
+    // member1's credential for its server, as the collector marks a published member's Secret.
     let jwt_exp = unix_now() + 120;
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), &ns);
     for (name, token) in [
@@ -143,7 +146,9 @@ async fn the_caller_gets_the_credential_its_rbac_allows_and_nothing_else() {
     ] {
         create(
             &secrets,
-            json!({"metadata": {"name": name}, "stringData": {"token": token, "caBundle": plane.ca_pem()}}),
+            json!({"metadata": {"name": name, "labels": {"tether.io/member": "member1"},
+                                "annotations": {"tether.io/server": MEMBER_SERVER}},
+                   "stringData": {"token": token, "caBundle": plane.ca_pem()}}),
         )
         .await;
     }
