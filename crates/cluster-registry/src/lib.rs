@@ -115,6 +115,7 @@ mod member_table;
 #[cfg(test)]
 mod parser_properties;
 mod registry;
+pub mod secret_binding;
 pub mod secret_credential;
 mod secret_store;
 mod secret_watches;

@@ -11,12 +11,13 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::{SecretRef, SourceError, TokenCache};
+use member_client::{SecretRef, SourceError, Text, TokenCache};
 use tokio::sync::mpsc;
 
 use crate::{
     InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
     admission::Admission,
+    directory,
     secret_store::{SecretStore, StoredSecret},
     stored_credential::StoredCredential,
 };
@@ -55,6 +56,19 @@ impl Origin {
             Self::File(_) => "directory",
             Self::Kubeconfig(_) => "kubeconfig",
             Self::ClusterProfile(_) => "clusterprofile",
+        }
+    }
+
+    /// The key the credential of a definition from this origin must be stored under: its own
+    /// Secret, member file or profile. `None` for a Karmada `Cluster`, which names a Secret
+    /// that [`SecretBinding`](crate::secret_binding) must bind to it.
+    fn own_credential(&self) -> Option<SecretRef> {
+        match self {
+            Self::Karmada(_) => None,
+            Self::ArgoCd(key) | Self::Kubeconfig(key) | Self::ClusterProfile(key) => {
+                Some(key.clone())
+            }
+            Self::File(path) => Some(directory::secret_ref_for(path)),
         }
     }
 }
@@ -108,8 +122,10 @@ pub(crate) struct MemberTable {
     views: SharedViews,
     admission: Admission,
     definitions: BTreeMap<Origin, MemberDefinition>,
-    /// Which origin a member name belongs to: the first to claim it.
-    owners: BTreeMap<String, Origin>,
+    /// Which origins define each member name. A name defined by more than one is
+    /// `DefinitionInvalid` until one is left, whichever came first: "the first one wins" would
+    /// hand a member to whoever was listed first after a restart.
+    claims: BTreeMap<String, BTreeSet<Origin>>,
     told: BTreeMap<String, Told>,
     /// Namespaces whose Secrets have been listed (Karmada members wait for theirs).
     listed: BTreeSet<String>,
@@ -136,7 +152,7 @@ impl MemberTable {
             views,
             admission,
             definitions: BTreeMap::new(),
-            owners: BTreeMap::new(),
+            claims: BTreeMap::new(),
             told: BTreeMap::new(),
             listed: BTreeSet::new(),
             forbidden: BTreeMap::new(),
@@ -173,20 +189,14 @@ impl MemberTable {
         if let Some(previous) = previous.filter(|p| p.name != name) {
             self.release(&origin, &previous.name).await?;
         }
-        match self.owners.get(&name) {
-            Some(owner) if *owner != origin => {
-                tracing::warn!(
-                    member = %name, ?origin, owner = ?owner,
-                    "ignoring a second definition of a member name; the first one stays in use"
-                );
-                Ok(())
-            }
-            Some(_) => self.settle(&name, false).await,
-            None => {
-                self.owners.insert(name.clone(), origin);
-                self.settle(&name, false).await
-            }
+        let claimants = self.claims.entry(name.clone()).or_default();
+        if claimants.insert(origin.clone()) && claimants.len() > 1 {
+            tracing::warn!(
+                member = %name, ?origin, definitions = claimants.len(),
+                "more than one definition claims this member name; none is used"
+            );
         }
+        self.settle(&name, false).await
     }
 
     /// A definition was deleted.
@@ -270,49 +280,67 @@ impl MemberTable {
         let new = self.store.get(key);
         let before = old.as_deref().map(StoredSecret::stored);
         let after = new.as_deref().map(StoredSecret::stored);
-        let Some(token_rotated) = credential_change(before, after) else {
-            // a resync, a relist, or a change to a label or an unrelated key
+        let credential = credential_change(before, after);
+        // A new label or owner may bind the Secret to another member: its members are judged
+        // again, and the cache need not forget a credential that did not change.
+        let rebound =
+            old.as_deref().map(StoredSecret::binding) != new.as_deref().map(StoredSecret::binding);
+        let Some(token_rotated) = credential.or(rebound.then_some(false)) else {
+            // a resync, a relist, or a change to an unrelated label or key
             tracing::trace!(secret = %key, "Secret unchanged, or not its credential");
             return Ok(());
         };
-        // Invalidate first: by the time the consumer hears of it, the cache has forgotten.
-        self.tokens.invalidate(key).await;
+        if credential.is_some() {
+            // Invalidate first: by the time the consumer hears of it, the cache has forgotten.
+            self.tokens.invalidate(key).await;
+        }
         let affected: Vec<String> = self
             .owned_specs()
             .filter(|(_, spec)| spec.secret_ref == *key)
             .map(|(name, _)| name.clone())
             .collect();
-        tracing::debug!(secret = %key, token_rotated, members = ?affected, "credential changed");
+        tracing::debug!(secret = %key, token_rotated, rebound, members = ?affected, "credential or binding changed");
         for name in affected {
             self.settle(&name, token_rotated).await?;
         }
         Ok(())
     }
 
-    /// Members with a usable definition, by name, as their owners define them.
+    /// Members with a usable definition, by name, as their only definitions define them.
     fn owned_specs(&self) -> impl Iterator<Item = (&String, &MemberSpec)> {
-        self.owners.iter().filter_map(|(name, origin)| {
-            let spec = self.definitions.get(origin)?.spec.as_ref().ok()?;
+        self.claims.keys().filter_map(|name| {
+            let spec = self
+                .definitions
+                .get(self.owner(name)?)?
+                .spec
+                .as_ref()
+                .ok()?;
             Some((name, spec))
         })
     }
 
-    /// `origin` no longer defines `name`: hand the name to another definition of it, or remove
-    /// the member.
+    /// The one definition of `name`, if exactly one claims it.
+    fn owner(&self, name: &str) -> Option<&Origin> {
+        let mut claimants = self.claims.get(name)?.iter();
+        match (claimants.next(), claimants.next()) {
+            (Some(origin), None) => Some(origin),
+            _ => None,
+        }
+    }
+
+    /// `origin` no longer defines `name`: the other definitions of it are judged again, or the
+    /// member is removed if there are none.
     async fn release(&mut self, origin: &Origin, name: &str) -> Result<(), Closed> {
-        if self.owners.get(name) != Some(origin) {
+        let Some(claimants) = self.claims.get_mut(name) else {
+            return Ok(());
+        };
+        if !claimants.remove(origin) {
             return Ok(());
         }
-        self.owners.remove(name);
-        let heir = self
-            .definitions
-            .iter()
-            .find(|(_, def)| def.name == name)
-            .map(|(origin, _)| origin.clone());
-        if let Some(heir) = heir {
-            self.owners.insert(name.to_owned(), heir);
+        if !claimants.is_empty() {
             return self.settle(name, false).await;
         }
+        self.claims.remove(name);
         self.views
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -327,12 +355,24 @@ impl MemberTable {
 
     /// What `name`'s client should be now.
     fn target(&self, name: &str) -> Option<Told> {
-        let origin = self.owners.get(name)?;
+        let claimants = self.claims.get(name)?;
+        let Some(origin) = self.owner(name) else {
+            return Some(Told::Invalid(claimed_by_many(name, claimants)));
+        };
         let spec = match &self.definitions.get(origin)?.spec {
             Err(reason) => return Some(Told::Invalid(reason.clone())),
             Ok(spec) => spec,
         };
         let key = &spec.secret_ref;
+        if let Some(own) = origin.own_credential().filter(|own| own != key) {
+            // Sources never build this; refusing it keeps one source's slip from reaching
+            // another definition's credential.
+            return Some(Told::Invalid(InvalidReason::SecretForbidden(format!(
+                "the {} names the credential {}, not its own ({own})",
+                Text::new(&origin.to_string()).as_str(),
+                Text::new(&key.to_string()).as_str(),
+            ))));
+        }
         if matches!(origin, Origin::Karmada(_)) && self.unreferenced.contains(key) {
             // Seen and dropped before this Cluster named it; the driver lists it again.
             return Some(Told::Pending);
@@ -342,6 +382,13 @@ impl MemberTable {
                 Some(detail) => Told::Invalid(InvalidReason::SecretForbidden(detail.clone())),
                 None => Told::Pending,
             });
+        }
+        if matches!(origin, Origin::Karmada(_))
+            && let Some(secret) = self.store.get(key)
+            && let Err(refused) = secret.binding().serves(key, name)
+        {
+            // Bound to another member, or to none: this definition never gets its token.
+            return Some(Told::Invalid(refused));
         }
         Some(match self.store.usable(key) {
             Err(err) => Told::Invalid(InvalidReason::from(&err)),
@@ -377,7 +424,7 @@ impl MemberTable {
             }),
             (_, Told::Pending) => None,
         };
-        let origin = self.owners.get(name).cloned();
+        let origin = self.owner(name).cloned();
         let view = match &target {
             Told::Pending => MemberView {
                 state: MemberState::Pending,
@@ -409,7 +456,7 @@ impl MemberTable {
     }
 
     fn spec_of(&self, name: &str) -> Option<MemberSpec> {
-        let origin = self.owners.get(name)?;
+        let origin = self.owner(name)?;
         self.definitions.get(origin)?.spec.clone().ok()
     }
 
@@ -417,6 +464,25 @@ impl MemberTable {
         tracing::debug!(member = event.member(), ?event, "registry event");
         self.events.send(event).await.map_err(|_| Closed)
     }
+}
+
+/// Why no definition of `name` is used: `claimants` (more than one) all define it.
+fn claimed_by_many(name: &str, claimants: &BTreeSet<Origin>) -> InvalidReason {
+    // Bounded: a listing of thousands of claimants would only repeat the point.
+    const LISTED: usize = 8;
+    let mut listed: Vec<String> = (claimants.iter().take(LISTED))
+        .map(|origin| Text::new(&origin.to_string()).into())
+        .collect();
+    if claimants.len() > LISTED {
+        listed.push(format!("and {} more", claimants.len() - LISTED));
+    }
+    InvalidReason::DefinitionInvalid(format!(
+        "the member name {:?} is claimed by {} definitions: {}; none is used until only one \
+         defines it",
+        Text::new(name).as_str(),
+        claimants.len(),
+        listed.join(", ")
+    ))
 }
 
 /// Whether a Secret change matters to clients: `None` if the credential is the same (only

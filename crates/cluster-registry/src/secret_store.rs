@@ -15,7 +15,9 @@ use member_client::{
     exec::{self, ExecPolicy},
 };
 
-use crate::{argocd, karmada, labels, stored_credential::StoredCredential};
+use crate::{
+    argocd, karmada, labels, secret_binding::SecretBinding, stored_credential::StoredCredential,
+};
 
 /// How a Secret holds its credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,30 +42,49 @@ impl SecretFormat {
 }
 
 /// One Secret as the store keeps it: the credential (or exec plugin) parsed from it when it
-/// arrived, or why it has none.
+/// arrived, or why it has none, and which member it is bound to.
 ///
 /// `Debug` never shows the token: [`Credential`]'s own `Debug` redacts it, an exec plugin's
 /// shows no env values, and a [`SourceError`] never quotes it.
 #[derive(Clone, Debug)]
 pub struct StoredSecret {
     credential: Result<StoredCredential, SourceError>,
+    binding: SecretBinding,
 }
 
 impl StoredSecret {
     /// Parses `secret`, stored under `key`, by its [`SecretFormat`].
     pub(crate) fn from_secret(key: &SecretRef, secret: &Secret) -> Self {
         let data = secret_data(secret);
-        Self::parsed(match SecretFormat::of(secret) {
-            SecretFormat::Karmada => karmada::credential(key, &data).map(StoredCredential::from),
-            SecretFormat::ArgoCd => argocd::credential(key, &data),
-        })
+        Self {
+            binding: SecretBinding::of(secret),
+            ..Self::parsed(match SecretFormat::of(secret) {
+                SecretFormat::Karmada => {
+                    karmada::credential(key, &data).map(StoredCredential::from)
+                }
+                SecretFormat::ArgoCd => argocd::credential(key, &data),
+            })
+        }
     }
 
-    /// What a source's parser made of a Secret or file.
+    /// What a source's parser made of a Secret or file, with no binding but the key it is
+    /// stored under (see [`SecretBinding`]).
     pub(crate) fn parsed(credential: Result<impl Into<StoredCredential>, SourceError>) -> Self {
         Self {
             credential: credential.map(Into::into),
+            binding: SecretBinding::default(),
         }
+    }
+
+    /// `self` bound as `binding` says; for tests.
+    #[cfg(test)]
+    pub(crate) fn bound(self, binding: SecretBinding) -> Self {
+        Self { binding, ..self }
+    }
+
+    /// Which member the Secret serves, with the key it is stored under.
+    pub(crate) fn binding(&self) -> &SecretBinding {
+        &self.binding
     }
 
     /// The credential or exec plugin, as parsed.
@@ -173,7 +194,7 @@ impl SecretStore {
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
         let stored = secret.stored().map_err(SourceError::clone)?;
         if let StoredCredential::Exec(plan) = stored {
-            self.exec.check(&plan.config)?;
+            plan.policy(&self.exec).check(&plan.config)?;
         }
         Ok(stored.ca_bundle().cloned())
     }
@@ -192,7 +213,7 @@ impl SecretStore {
                 Ok(credential.clone())
             }
             StoredCredential::Exec(plan) => {
-                let output = exec::run(&plan.config, &self.exec).await?;
+                let output = exec::run(&plan.config, &plan.policy(&self.exec)).await?;
                 let credential = Credential::from_exec(&output)?;
                 Ok(match &plan.ca_bundle {
                     Some(ca) => credential.with_ca_bundle(ca.clone()),

@@ -1,6 +1,9 @@
 //! Definitions added, changed, renamed, duplicated and removed.
 
+use std::path::PathBuf;
+
 use super::*;
+use crate::directory;
 
 #[tokio::test]
 async fn removing_a_member_says_removed_once() {
@@ -47,34 +50,82 @@ async fn a_changed_endpoint_is_an_upsert() {
     assert_eq!(h.next(), None);
 }
 
-#[tokio::test]
-async fn a_duplicate_name_waits_until_the_first_definition_goes() {
-    let mut h = ready_member1().await;
-    let file = Origin::File("/m/member1.yaml".into());
-    let other = spec("member1", "https://10.9.9.9");
+/// Defines member1 twice, as the Karmada Cluster member1 and as a member file, in either
+/// order; returns the member file's origin.
+async fn define_member1_twice(h: &mut Harness, file_first: bool) -> Origin {
+    let path = PathBuf::from("/m/member1.yaml");
+    let file_key = directory::secret_ref_for(&path);
     h.table
-        .apply_definition(file, def_with("member1", other.clone()))
+        .apply_secret(file_key.clone(), secret(&[("token", b"t2")]))
         .await
         .unwrap();
-    assert_eq!(h.next(), None, "the first definition stays in use");
-    assert_eq!(h.origin("member1"), Some(karmada_origin("member1")));
-    h.undefine("member1").await;
-    assert_eq!(h.expect_upserted(), other);
+    let file_spec = MemberSpec {
+        secret_ref: file_key,
+        ..spec("member1", "https://10.9.9.9")
+    };
+    let file = Origin::File(path);
+    let file_def = def_with("member1", file_spec);
+    if !file_first {
+        h.define("member1", def("member1")).await;
+    }
+    (h.table.apply_definition(file.clone(), file_def).await).unwrap();
+    if file_first {
+        h.define("member1", def("member1")).await;
+    }
+    file
+}
+
+#[rstest::rstest]
+#[case::cluster_first(false)]
+#[case::file_first(true)]
+#[tokio::test]
+async fn two_definitions_of_one_name_are_both_invalid_whatever_the_order(#[case] file_first: bool) {
+    let mut h = harness();
+    h.write_secret(&[("token", b"t1")]).await;
+    h.list_namespace().await;
+    let file = define_member1_twice(&mut h, file_first).await;
+    let mut last = None;
+    while let Some(event) = h.next() {
+        last = Some(event);
+    }
+    let Some(RegistryEvent::Invalid { name, reason }) = last else {
+        panic!("expected member1 to end Invalid, got {last:?}");
+    };
+    assert_eq!(name, "member1");
+    assert_eq!(reason.condition_reason(), "DefinitionInvalid");
+    let detail = reason.to_string();
+    for says in [
+        "claimed by 2 definitions",
+        "Karmada Cluster member1",
+        "member file /m/member1.yaml",
+    ] {
+        assert!(detail.contains(says), "{detail:?} lacks {says:?}");
+    }
+    assert_eq!(h.state("member1"), Some(MemberState::Invalid { reason }));
+    assert_eq!(h.origin("member1"), None, "neither definition is in use");
+
+    // when one goes, the other is used, whichever it is
+    h.table.remove_definition(&file).await.unwrap();
     assert_eq!(
-        h.origin("member1").map(|o| (o.source(), o.to_string())),
-        Some(("directory", "member file /m/member1.yaml".to_owned())),
-        "the view names the definition in use"
+        h.expect_upserted(),
+        spec("member1", "https://10.0.0.1:6443")
     );
+    assert_eq!(h.origin("member1"), Some(karmada_origin("member1")));
+    define_member1_twice(&mut h, file_first).await;
+    h.expect_invalid("member1");
+    h.undefine("member1").await;
+    assert_eq!(h.expect_upserted().api_endpoint, "https://10.9.9.9");
+    assert_eq!(h.origin("member1"), Some(file));
 }
 
 #[tokio::test]
 async fn a_renamed_member_is_removed_then_upserted() {
     let mut h = ready_member1().await;
-    h.define(
-        "member1",
-        sharing_member1s_secret("member9", "https://10.0.0.1:6443"),
-    )
-    .await;
+    h.table
+        .apply_secret(key("member9"), secret(&[("token", b"t9")]))
+        .await
+        .unwrap();
+    h.define("member1", def("member9")).await;
     assert_eq!(h.next(), Some(RegistryEvent::Removed("member1".into())));
     assert_eq!(h.expect_upserted().name, "member9");
 }

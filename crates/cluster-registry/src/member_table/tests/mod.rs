@@ -1,6 +1,7 @@
 //! The member table without any apiserver: a harness that feeds it definitions and Secrets and
 //! reads what it tells the consumer, and one file per concern.
 
+mod bindings;
 mod definitions;
 mod member_files;
 mod namespaces;

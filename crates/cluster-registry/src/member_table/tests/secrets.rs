@@ -91,24 +91,3 @@ async fn garbage_in_the_secret_is_secret_invalid() {
     h.write_secret(&[("token", b"t3")]).await;
     h.expect_upserted();
 }
-
-#[tokio::test]
-async fn two_members_sharing_a_secret_both_hear_of_a_rotation() {
-    let mut h = ready_member1().await;
-    h.define("twin", sharing_member1s_secret("twin", "https://10.0.0.3"))
-        .await;
-    h.expect_upserted();
-    let before = h.tokens.stats().invalidations;
-    h.write_secret(&[("token", b"t2")]).await;
-    let mut rotated = vec![
-        h.next().unwrap().member().to_owned(),
-        h.next().unwrap().member().to_owned(),
-    ];
-    rotated.sort();
-    assert_eq!(rotated, ["member1", "twin"]);
-    assert_eq!(
-        h.tokens.stats().invalidations,
-        before + 1,
-        "one invalidation for the shared Secret"
-    );
-}
