@@ -4,7 +4,10 @@
 use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
-use member_client::{ClientIdentity, Credential, SecretRef, SourceError, exec::ExecConfig};
+use member_client::{
+    ClientIdentity, Credential, SecretRef, SourceError,
+    exec::{ExecConfig, ExecPolicy, PluginDeclaration},
+};
 
 /// A member's credential as the [`SecretStore`](crate::SecretStore) keeps it.
 #[derive(Clone, PartialEq)]
@@ -21,6 +24,19 @@ pub(crate) enum StoredCredential {
 pub(crate) struct ExecPlan {
     pub(crate) config: ExecConfig,
     pub(crate) ca_bundle: Option<Bytes>,
+    /// The plugin's declaration when the definition chose it by name (a ClusterProfile's
+    /// provider), not by command: it alone may run, with its args and env.
+    pub(crate) declaration: Option<Arc<PluginDeclaration>>,
+}
+
+impl ExecPlan {
+    /// The policy this plan runs under: `policy` itself, or only its declared plugin.
+    pub(crate) fn policy(&self, policy: &ExecPolicy) -> ExecPolicy {
+        match &self.declaration {
+            Some(declaration) => policy.only(Arc::clone(declaration)),
+            None => policy.clone(),
+        }
+    }
 }
 
 impl From<Credential> for StoredCredential {
@@ -105,6 +121,7 @@ impl Material<'_> {
             return Ok(StoredCredential::Exec(Arc::new(ExecPlan {
                 config,
                 ca_bundle: self.ca_bundle,
+                declaration: None,
             })));
         }
         let identity = match (self.client_certificate_pem, self.client_key_pem) {

@@ -118,24 +118,31 @@ impl ClusterProfileConfig {
         };
         let mut config = kubeconfig::exec_config(key, &provider.exec_config, exec_cluster)
             .map_err(|err| invalid(&format!("provider {:?}: {err}", provider.name)))?;
-        if provider.cli_args_policy == CliArgsPolicy::Append {
-            config
-                .args
-                .extend(additional_args(access).map_err(|why| invalid(&why))?);
-        }
-        let envs = match provider.env_vars_policy {
-            EnvVarsPolicy::Ignore => Vec::new(),
-            _ => additional_envs(access).map_err(|why| invalid(&why))?,
+        // The provider's own args and env come from its declaration when it runs; the plan
+        // holds only what the profile adds, which the declaration's patterns then check.
+        config.args = match provider.cli_args_policy {
+            CliArgsPolicy::Append => additional_args(access).map_err(|why| invalid(&why))?,
+            CliArgsPolicy::Ignore => Vec::new(),
         };
-        for var in envs {
-            let existing = config.env.iter_mut().find(|e| e.name == var.name);
-            match (existing, provider.env_vars_policy) {
-                (Some(existing), EnvVarsPolicy::Replace) => *existing = var,
-                (Some(_), _) => {}
-                (None, _) => config.env.push(var),
-            }
-        }
-        Ok((spec, ExecPlan { config, ca_bundle }))
+        let fixed = std::mem::take(&mut config.env);
+        config.env = match provider.env_vars_policy {
+            EnvVarsPolicy::Ignore => Vec::new(),
+            EnvVarsPolicy::Replace => additional_envs(access).map_err(|why| invalid(&why))?,
+            EnvVarsPolicy::AppendIfNotExists => (additional_envs(access))
+                .map_err(|why| invalid(&why))?
+                .into_iter()
+                .filter(|var| !fixed.iter().any(|f| f.name == var.name))
+                .collect(),
+        };
+        let declaration = provider.declaration().cloned();
+        Ok((
+            spec,
+            ExecPlan {
+                config,
+                ca_bundle,
+                declaration,
+            },
+        ))
     }
 
     /// The first access provider the provider file serves, as upstream's consumer picks it.

@@ -3,10 +3,12 @@
 //!
 //! The file is the operator's, a profile is anybody's who may write one: a profile chooses a
 //! provider by name, never the program that runs, and adds arguments or environment only as
-//! the provider's policies allow.
+//! the provider's policies allow, and then only those its `definitionArgs` and
+//! `definitionEnv` patterns accept (the same [`PluginDeclaration`] rules as `--exec-plugins`).
 
-use std::{collections::BTreeSet, fmt, io::Read as _, path::Path};
+use std::{collections::BTreeSet, fmt, io::Read as _, path::Path, sync::Arc};
 
+use member_client::exec::{DefinitionRules, ExecEnvVar, PluginDeclaration};
 use serde::Deserialize;
 
 /// The largest provider file read, in bytes.
@@ -36,6 +38,13 @@ pub struct Provider {
     /// (`profileConfigPins`, `serverPatterns`, `proxyPatterns`).
     #[serde(flatten)]
     pub pins: super::provider_pins::ProfilePins,
+    /// Tether's extension: which of a profile's `additional-args` and `additional-envs` the
+    /// plugin accepts (`definitionArgs`, `definitionEnv`); by default none.
+    #[serde(flatten)]
+    pub definition: DefinitionRules,
+    /// The plugin as declared: made by [`ProviderFile::parse`].
+    #[serde(skip)]
+    declaration: Option<Arc<PluginDeclaration>>,
 }
 
 /// What becomes of a profile's extra plugin arguments.
@@ -91,8 +100,39 @@ impl fmt::Debug for Provider {
             .field("cli_args_policy", &self.cli_args_policy)
             .field("env_vars_policy", &self.env_vars_policy)
             .field("pins", &self.pins)
+            .field("definition", &self.definition)
             .finish_non_exhaustive()
     }
+}
+
+impl Provider {
+    /// The plugin as the operator declared it: the command, the fixed args and env of
+    /// `execConfig`, and what a profile may add. `None` only for a provider not read by
+    /// [`ProviderFile::parse`].
+    pub fn declaration(&self) -> Option<&Arc<PluginDeclaration>> {
+        self.declaration.as_ref()
+    }
+}
+
+/// `provider`'s `execConfig` and `definition*` rules as one declaration.
+fn declaration(provider: &Provider) -> Result<PluginDeclaration, String> {
+    let exec = &provider.exec_config;
+    let env = (exec.env.iter().flatten())
+        .map(|pair| match (pair.get("name"), pair.get("value")) {
+            (Some(name), Some(value)) => Ok(ExecEnvVar {
+                name: name.clone(),
+                value: value.clone(),
+            }),
+            _ => Err("an execConfig.env entry lacks name or value".to_owned()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    PluginDeclaration::new(
+        exec.command.clone().unwrap_or_default(),
+        exec.args.clone().unwrap_or_default(),
+        env,
+        provider.definition.clone(),
+    )
+    .map_err(|err| err.to_string())
 }
 
 #[derive(Deserialize)]
@@ -122,9 +162,9 @@ impl ProviderFile {
     /// Not JSON of upstream's shape; a provider without a name, named twice, or whose command
     /// is not an absolute path (a bare name would be whatever `PATH` finds).
     pub fn parse(raw: &[u8]) -> Result<Self, ProviderFileError> {
-        let Raw { providers } = serde_json::from_slice(raw)?;
+        let Raw { mut providers } = serde_json::from_slice(raw)?;
         let mut names = BTreeSet::new();
-        for provider in &providers {
+        for provider in &mut providers {
             let refuse = |reason: &str| ProviderFileError::Provider {
                 name: provider.name.clone(),
                 reason: reason.to_owned(),
@@ -132,13 +172,14 @@ impl ProviderFile {
             if provider.name.is_empty() {
                 return Err(refuse("has no name"));
             }
-            if !names.insert(provider.name.as_str()) {
+            if !names.insert(provider.name.clone()) {
                 return Err(refuse("is named twice"));
             }
             let command = provider.exec_config.command.as_deref().unwrap_or_default();
             if !Path::new(command).is_absolute() {
                 return Err(refuse("execConfig.command must be an absolute path"));
             }
+            provider.declaration = Some(Arc::new(declaration(provider).map_err(|r| refuse(&r))?));
         }
         Ok(Self { providers })
     }
@@ -153,7 +194,7 @@ impl ProviderFile {
         self.providers.iter().map(|p| p.name.as_str())
     }
 
-    /// The providers' commands: the exec allow-list of members read from profiles.
+    /// The providers' commands.
     pub fn commands(&self) -> impl Iterator<Item = &Path> {
         (self.providers.iter()).filter_map(|p| p.exec_config.command.as_deref().map(Path::new))
     }
@@ -190,6 +231,29 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_declares_its_plugin_with_the_patterns_a_profile_must_match() {
+        let parsed = file(json!([{"name": "eks",
+            "execConfig": {"command": "/usr/local/bin/aws", "args": ["eks", "get-token"],
+                           "env": [{"name": "AWS_STS_REGIONAL_ENDPOINTS", "value": "regional"}]},
+            "profileSourcedCLIArgsPolicy": "Append",
+            "definitionArgs": [{"pattern": "--cluster-name"}, {"pattern": "prod-[a-z]+"}],
+            "definitionEnv": [{"name": "AWS_REGION", "pattern": "[a-z0-9-]+"}]}]))
+        .unwrap();
+        let provider = parsed.provider("eks").unwrap();
+        let declaration = provider.declaration().unwrap();
+        assert_eq!(declaration.command(), Path::new("/usr/local/bin/aws"));
+        assert_eq!(declaration.rules(), &provider.definition);
+        assert_eq!(declaration.rules().definition_args.len(), 2);
+        assert!(!format!("{provider:?}").contains("regional"));
+        // Upstream's files have no patterns: a profile then adds nothing.
+        let upstream = file(json!([{"name": "p", "execConfig": {"command": "/bin/p"},
+            "profileSourcedCLIArgsPolicy": "Append"}]))
+        .unwrap();
+        let declaration = upstream.provider("p").unwrap().declaration().unwrap();
+        assert_eq!(declaration.rules(), &DefinitionRules::default());
+    }
+
+    #[test]
     fn policies_default_to_ignore() {
         let parsed = file(json!([{"name": "p", "execConfig": {"command": "/bin/p"}}])).unwrap();
         let provider = parsed.provider("p").unwrap();
@@ -210,6 +274,16 @@ mod tests {
         json!([{"name": "p", "execConfig": {"command": "/bin/p"},
                 "profileSourcedCLIArgsPolicy": "Prepend"}]),
         "unknown variant"
+    )]
+    #[case::bad_pattern(
+        json!([{"name": "p", "execConfig": {"command": "/bin/p"},
+                "definitionArgs": [{"pattern": "("}]}]),
+        "not a valid regular expression"
+    )]
+    #[case::home_from_a_profile(
+        json!([{"name": "p", "execConfig": {"command": "/bin/p"},
+                "definitionEnv": [{"name": "HOME", "pattern": ".*"}]}]),
+        "may not name \"HOME\""
     )]
     fn unusable_files_are_refused(#[case] providers: serde_json::Value, #[case] want: &str) {
         let err = file(providers).unwrap_err().to_string();

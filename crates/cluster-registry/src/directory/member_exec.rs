@@ -11,15 +11,18 @@ use serde::Deserialize;
 use crate::kubeconfig;
 
 /// A member file's exec credential plugin, in kubeconfig's `users[].user.exec` shape. It runs
-/// only if its command is on the exec allow-list (`--allow-exec`).
+/// only if its command is declared (`--exec-plugins`, `--allow-exec`), and only with the args
+/// and env its declaration accepts.
 ///
-/// `Debug` shows the names of `env`, never their values, which often hold secrets.
+/// `Debug` shows how many args there are and the names of `env`, never an arg or a value,
+/// which often hold secrets.
 ///
 /// ```
 /// use cluster_registry::directory::MemberFile;
 /// let file = MemberFile::parse(
 ///     "name: m1\napiEndpoint: https://h\nexec:\n  apiVersion: client.authentication.k8s.io/v1\n  \
-///      command: /usr/local/bin/cloud-auth\n  env: [{name: CLOUD_KEY, value: s3cr3t}]\n",
+///      command: /usr/local/bin/cloud-auth\n  args: [--key=arg-s3cr3t]\n  \
+///      env: [{name: CLOUD_KEY, value: s3cr3t}]\n",
 /// )?;
 /// let exec = file.exec.unwrap();
 /// assert_eq!(exec.command, "/usr/local/bin/cloud-auth");
@@ -60,7 +63,7 @@ impl fmt::Debug for MemberExec {
         f.debug_struct("MemberExec")
             .field("api_version", &self.api_version)
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &self.args.len())
             .field("env", &self.env)
             .field("provide_cluster_info", &self.provide_cluster_info)
             .finish()

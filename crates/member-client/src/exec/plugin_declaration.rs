@@ -260,6 +260,11 @@ impl PluginDeclaration {
         self.resolved.as_deref()
     }
 
+    /// The fixed arguments, which come first.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
     /// Whether this is `--allow-exec`'s shorthand: nothing fixed, nothing accepted.
     pub(crate) fn is_bare(&self) -> bool {
         self.args.is_empty() && self.env.is_empty() && self.rules == DefinitionRules::default()

@@ -1,5 +1,8 @@
 use base64::Engine as _;
-use member_client::exec::ExecConfig;
+use member_client::{
+    ExecError,
+    exec::{ExecConfig, ExecPolicy},
+};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -83,7 +86,9 @@ fn an_ocm_profile_becomes_a_member_run_by_the_providers_plugin() {
     );
     let exec = plan(&member);
     assert_eq!(exec.command, "/bin/secretreader-plugin");
-    assert_eq!(exec.args, ["--fixed"]);
+    // The provider's own args run from its declaration; the plan holds the profile's only.
+    assert!(exec.args.is_empty(), "{:?}", exec.args);
+    assert!(exec.env.is_empty());
     assert!(exec.provide_cluster_info);
     let handed = exec.cluster.as_ref().unwrap();
     assert_eq!(handed.server, SERVER);
@@ -181,15 +186,81 @@ fn env_of(member: &ProfileMember) -> Vec<(String, String)> {
 fn profile_args_are_appended_only_when_the_provider_allows() {
     assert_eq!(
         plan(&with_additions("Append", "Ignore")).args,
-        ["--fixed", "--region", "eu"]
+        ["--region", "eu"]
     );
-    assert_eq!(plan(&with_additions("Ignore", "Ignore")).args, ["--fixed"]);
+    assert!(plan(&with_additions("Ignore", "Ignore")).args.is_empty());
+}
+
+/// What a profile adds runs only if the provider's `definitionArgs` and `definitionEnv`
+/// accept it, as for any other definition; upstream's bare `Append` accepts nothing.
+#[test]
+fn profile_additions_run_only_as_the_providers_patterns_accept() {
+    let provider = |rules: Value| {
+        let mut entry = json!({"name": "secretreader",
+            "execConfig": {"apiVersion": "client.authentication.k8s.io/v1",
+                           "command": "/bin/sh", "args": ["--fixed"]},
+            "profileSourcedCLIArgsPolicy": "Append",
+            "profileSourcedEnvVarsPolicy": "Replace"});
+        for (k, v) in rules.as_object().unwrap() {
+            entry[k] = v.clone();
+        }
+        providers(json!([entry]))
+    };
+    let profile_with = |config: &ClusterProfileConfig, args: Value, envs: Value| {
+        let extensions = json!([
+            {"name": EXEC_EXTENSION, "extension": {"clusterName": "cluster1"}},
+            {"name": ADDITIONAL_ARGS_EXTENSION, "extension": args},
+            {"name": ADDITIONAL_ENVS_EXTENSION, "extension": envs},
+        ]);
+        let member = config.member_from_profile(&profile(offering(
+            "secretreader",
+            cluster(json!({"extensions": extensions})),
+        )));
+        match member.secret.as_ref().unwrap().stored().unwrap() {
+            StoredCredential::Exec(plan) => plan.policy(&ExecPolicy::none()).check(&plan.config),
+            other => panic!("not a plugin plan: {other:?}"),
+        }
+    };
+    let upstream = provider(json!({}));
+    let refused = profile_with(&upstream, json!(["--region", "eu"]), json!({}));
+    assert!(
+        matches!(
+            refused,
+            Err(ExecError::ArgNotAllowed {
+                index: 0,
+                accepted: 0,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert!(profile_with(&upstream, json!([]), json!({})).is_ok());
+
+    let declared = provider(json!({
+        "definitionArgs": [{"pattern": "--region"}, {"pattern": "[a-z]{2}"}],
+        "definitionEnv": [{"name": "AWS_REGION", "pattern": "[a-z]{2}-[a-z]+-[0-9]"}],
+    }));
+    assert!(
+        profile_with(
+            &declared,
+            json!(["--region", "eu"]),
+            json!({"AWS_REGION": "eu-west-1"})
+        )
+        .is_ok()
+    );
+    let refused = profile_with(&declared, json!(["--region", "/etc/passwd"]), json!({}));
+    assert!(
+        matches!(refused, Err(ExecError::ArgNotAllowed { index: 1, .. })),
+        "{refused:?}"
+    );
+    let refused = profile_with(&declared, json!([]), json!({"HOME": "/tmp/evil"}));
+    assert_eq!(refused.unwrap_err().condition_reason(), "ExecNotAllowed");
 }
 
 #[rstest]
-#[case::ignore("Ignore", &[("PLUGIN_MODE", "provider")])]
-#[case::append_if_not_exists("AppendIfNotExists", &[("PLUGIN_MODE", "provider"), ("EXTRA", "1")])]
-#[case::replace("Replace", &[("PLUGIN_MODE", "profile"), ("EXTRA", "1")])]
+#[case::ignore("Ignore", &[])]
+#[case::append_if_not_exists("AppendIfNotExists", &[("EXTRA", "1")])]
+#[case::replace("Replace", &[("EXTRA", "1"), ("PLUGIN_MODE", "profile")])]
 fn profile_envs_follow_the_providers_policy(#[case] policy: &str, #[case] want: &[(&str, &str)]) {
     let want: Vec<(String, String)> = (want.iter())
         .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))

@@ -83,7 +83,11 @@ impl Plugin {
 
 fn exec_secret(config: ExecConfig, ca_bundle: Option<Bytes>) -> StoredSecret {
     StoredSecret::parsed(Ok::<_, SourceError>(StoredCredential::Exec(Arc::new(
-        ExecPlan { config, ca_bundle },
+        ExecPlan {
+            config,
+            ca_bundle,
+            declaration: None,
+        },
     ))))
 }
 
