@@ -3,7 +3,8 @@
 //! cluster inventory (KEP-4322).
 //!
 //! What a profile says is decided in [`profile`], from the member's definition ([`access`])
-//! and its status; [`publisher`] queues and writes, through [`api`]; [`start`] wires it into
+//! and its status; [`publisher`] queues and writes, through [`api`], and marks each member's
+//! credential Secret for `tether-credential` ([`credential_marks`]); [`start`] wires it into
 //! the collector and its leader election.
 //!
 //! ```text
@@ -15,6 +16,7 @@
 
 mod access;
 mod api;
+mod credential_marks;
 mod profile;
 mod publisher;
 mod queue;

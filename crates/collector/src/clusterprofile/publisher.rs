@@ -9,6 +9,9 @@
 //! - A member's profile is deleted when the member is removed from its source.
 //! - On gaining leadership, once every source of members has listed, Tether's profiles that
 //!   name no member are deleted: garbage left by a member removed while no one led.
+//! - Before a member's profile offers its credential Secret, that Secret is marked with the
+//!   member and the profile's server ([`credential_marks`](super::credential_marks)); a mark
+//!   that fails is tried again after [`MARK_RETRY_PERIOD`], and does not hold up the profile.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -20,11 +23,12 @@ use cluster_registry::{
     InvalidReason, MemberState, Registry, SourceState, clusterprofile::ClusterProfile,
 };
 use futures::StreamExt as _;
-use tokio::sync::watch;
+use tokio::{sync::watch, time::Instant};
 
 use super::{
     access::ProfileAccess,
     api::{Owner, ProfilesApi},
+    credential_marks::{Mark, Marked, SecretMarks},
     profile,
     queue::Queue,
 };
@@ -32,6 +36,10 @@ use crate::member::{leadership::Leadership, status::MemberStatus};
 
 /// How often writes and deletions that failed are tried again.
 const RETRY_PERIOD: Duration = Duration::from_secs(5);
+
+/// How long a Secret whose marking failed is left before it is tried again: a collector
+/// without `patch` on Secrets must not GET every member's Secret every few seconds.
+const MARK_RETRY_PERIOD: Duration = Duration::from_secs(60);
 
 /// Requests in flight at once.
 const CONCURRENT_WRITES: usize = 16;
@@ -49,6 +57,7 @@ impl ProfilePublisher {
     /// unless the future runs.
     pub(crate) fn new(
         api: ProfilesApi,
+        marks: SecretMarks,
         namespace: String,
         registry: Registry,
         leader: Option<watch::Receiver<bool>>,
@@ -56,6 +65,9 @@ impl ProfilePublisher {
         let queue = Arc::new(Queue::default());
         let writes = Writes {
             api,
+            marks,
+            marked: BTreeMap::new(),
+            mark_failed: BTreeMap::new(),
             namespace,
             registry,
             queue: queue.clone(),
@@ -86,6 +98,12 @@ impl ProfilePublisher {
 /// The writing side.
 struct Writes {
     api: ProfilesApi,
+    marks: SecretMarks,
+    /// The mark each member's Secret carries, as this replica last saw or wrote it.
+    marked: BTreeMap<String, Mark>,
+    /// Marks that failed or were refused, and when: not tried again before
+    /// [`MARK_RETRY_PERIOD`] has passed, unless the mark wanted changes.
+    mark_failed: BTreeMap<String, (Mark, Instant)>,
     namespace: String,
     registry: Registry,
     queue: Arc<Queue>,
@@ -113,6 +131,8 @@ impl Writes {
                     // A new leader writes everything again (the previous one may have died
                     // before writing the last changes) and collects what no one deleted.
                     self.written.clear();
+                    self.marked.clear();
+                    self.mark_failed.clear();
                     self.collect_garbage = true;
                 }
             }
@@ -122,11 +142,66 @@ impl Writes {
                 self.queue.drop_removals();
                 continue;
             }
+            self.mark_due().await;
             self.write_due().await;
             self.delete_removed().await;
             if self.collect_garbage {
                 self.collect_garbage = !self.delete_garbage().await;
             }
+        }
+    }
+
+    /// Marks the credential Secret of every observed member whose mark this replica has not
+    /// seen, before its profile offers it.
+    async fn mark_due(&mut self) {
+        let now = Instant::now();
+        let due: Vec<Mark> = (self.queue.observed().into_iter())
+            .filter_map(|(member, latest)| {
+                let access = latest.access?;
+                let secret = access.secret_ref.clone()?;
+                let mark = Mark {
+                    member: member.clone(),
+                    secret,
+                    server: access.server.clone(),
+                };
+                let failed_lately = self.mark_failed.get(&member).is_some_and(|(failed, at)| {
+                    *failed == mark && now.duration_since(*at) < MARK_RETRY_PERIOD
+                });
+                (self.marked.get(&member) != Some(&mark) && !failed_lately).then_some(mark)
+            })
+            .collect();
+        let marks = &self.marks;
+        let done: Vec<(Mark, Result<Marked, kube::Error>)> = futures::stream::iter(due)
+            .map(|mark| async move {
+                let outcome = marks.mark(&mark).await;
+                (mark, outcome)
+            })
+            .buffer_unordered(CONCURRENT_WRITES)
+            .collect()
+            .await;
+        for (mark, outcome) in done {
+            let member = mark.member.clone();
+            let secret = format!("{}/{}", mark.secret.namespace, mark.secret.name);
+            match outcome {
+                Ok(Marked::Done) => {
+                    self.mark_failed.remove(&member);
+                    self.marked.insert(member, mark);
+                    continue;
+                }
+                Ok(Marked::Refused(why)) => tracing::warn!(
+                    member,
+                    secret,
+                    why,
+                    "not marking the member's credential Secret for tether-credential"
+                ),
+                Err(err) => tracing::warn!(
+                    member,
+                    secret,
+                    error = %err,
+                    "marking the member's credential Secret for tether-credential failed"
+                ),
+            }
+            self.mark_failed.insert(member, (mark, now));
         }
     }
 
@@ -215,6 +290,8 @@ impl Writes {
                     self.queue.deleted(&member);
                     self.written.remove(&member);
                     self.refused.remove(&member);
+                    self.marked.remove(&member);
+                    self.mark_failed.remove(&member);
                 }
                 Err(err) => tracing::warn!(member, error = %err, "deleting ClusterProfile failed"),
             }

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use cluster_registry::Registry;
 use futures::future::BoxFuture;
 
-use super::{api::ProfilesApi, publisher::ProfilePublisher};
+use super::{api::ProfilesApi, credential_marks::SecretMarks, publisher::ProfilePublisher};
 use crate::{
     cli::Args,
     control_plane::{ControlPlane, Lease, join_election},
@@ -50,6 +50,7 @@ pub(crate) async fn start(
     let leader = lease.as_ref().and_then(Lease::leader);
     let (publisher, writes) = ProfilePublisher::new(
         ProfilesApi::new(control_plane.client.clone(), namespace),
+        SecretMarks::new(control_plane.client.clone()),
         namespace.clone(),
         registry.clone(),
         leader,

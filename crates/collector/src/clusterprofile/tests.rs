@@ -11,19 +11,32 @@ use member_client::SecretRef;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::{access::ProfileAccess, api::ProfilesApi, publisher::ProfilePublisher};
+use super::{
+    access::ProfileAccess, api::ProfilesApi, credential_marks::SecretMarks,
+    publisher::ProfilePublisher,
+};
 use crate::member::{health::MemberHealth, status::MemberStatus};
 
 /// Every request the apiserver got, as `METHOD path`.
 type Log = Arc<Mutex<Vec<String>>>;
 
-/// An apiserver that answers every profile request as if member1's profile were Tether's.
+/// An apiserver that answers every profile request as if member1's profile were Tether's, and
+/// every Secret request with member1's unmarked Secret.
 fn scripted() -> (kube::Client, Log) {
+    scripted_with_secret(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "member1", "namespace": "karmada-cluster", "resourceVersion": "7"},
+        "data": {"token": "dG9rZW4="}}))
+}
+
+/// As [`scripted`], answering Secret requests with `secret`.
+fn scripted_with_secret(secret: serde_json::Value) -> (kube::Client, Log) {
     let log = Log::default();
     let seen = log.clone();
     let service = tower::service_fn(move |req: http::Request<Body>| {
         let line = format!("{} {}", req.method(), req.uri().path());
+        let is_secret = req.uri().path().contains("/secrets/");
         seen.lock().unwrap().push(line);
+        let secret = secret.clone();
         let profile = json!({
             "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
             "metadata": { "name": "member1", "namespace": "fleet", "uid": "u1",
@@ -31,7 +44,8 @@ fn scripted() -> (kube::Client, Log) {
                           "labels": { "x-k8s.io/cluster-manager": "tether" } },
             "spec": { "clusterManager": { "name": "tether" } },
         });
-        let body = serde_json::to_vec(&profile).unwrap_or_default();
+        let answer = if is_secret { secret } else { profile };
+        let body = serde_json::to_vec(&answer).unwrap_or_default();
         async move { http::Response::builder().status(200).body(Body::from(body)) }
     });
     (kube::Client::new(service, "default"), log)
@@ -43,7 +57,8 @@ fn publisher(client: kube::Client, leader: Option<watch::Receiver<bool>>) -> Pro
         .directory(DirectoryConfig::new(std::path::PathBuf::from("/m")))
         .build();
     let (publisher, writes) = ProfilePublisher::new(
-        ProfilesApi::new(client, "fleet"),
+        ProfilesApi::new(client.clone(), "fleet"),
+        SecretMarks::new(client),
         "fleet".to_owned(),
         registry,
         leader,
@@ -82,6 +97,7 @@ fn taken(log: &Log) -> Vec<String> {
 
 const PROFILE: &str =
     "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/fleet/clusterprofiles/member1";
+const SECRET: &str = "/api/v1/namespaces/karmada-cluster/secrets/member1";
 
 #[tokio::test(start_paused = true)]
 async fn writes_once_per_change_and_deletes_a_forgotten_member() {
@@ -94,11 +110,13 @@ async fn writes_once_per_change_and_deletes_a_forgotten_member() {
     assert_eq!(
         taken(&log),
         [
+            format!("GET {SECRET}"),
+            format!("PATCH {SECRET}"),
             format!("GET {PROFILE}"),
             format!("PATCH {PROFILE}"),
             format!("PATCH {PROFILE}/status"),
         ],
-        "looks once, then applies the object and its status"
+        "marks the Secret, looks once, then applies the object and its status"
     );
 
     // A node count is in the Cluster's status, not in the profile: nothing to write.
@@ -147,5 +165,53 @@ async fn a_follower_writes_nothing_until_it_leads() {
     assert!(
         !requests.iter().any(|r| r.starts_with("DELETE")),
         "a removal seen while following is left to the garbage collection: {requests:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_secret_marked_for_another_member_or_a_service_account_token_is_left_alone() {
+    for secret in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "member1", "namespace": "karmada-cluster",
+                            "labels": {"tether.io/member": "member2"}}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+               "metadata": {"name": "member1", "namespace": "karmada-cluster"}}),
+    ] {
+        let (client, log) = scripted_with_secret(secret);
+        let profiles = publisher(client, None);
+        profiles.define("member1", Some(access()));
+        profiles.submit("member1", &status(MemberHealth::Healthy));
+        settle().await;
+        let requests = taken(&log);
+        assert_eq!(requests[0], format!("GET {SECRET}"), "{requests:?}");
+        assert!(
+            !requests.contains(&format!("PATCH {SECRET}")),
+            "never marked: {requests:?}"
+        );
+        assert!(
+            requests.contains(&format!("PATCH {PROFILE}/status")),
+            "the profile is still published: {requests:?}"
+        );
+        // Refused marks wait a minute before the Secret is read again.
+        settle().await;
+        assert!(!taken(&log).contains(&format!("GET {SECRET}")));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_secret_already_marked_for_the_member_and_its_server_is_not_patched() {
+    let (client, log) = scripted_with_secret(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "member1", "namespace": "karmada-cluster",
+                     "labels": {"tether.io/member": "member1"},
+                     "annotations": {"tether.io/server": "https://10.0.0.1:6443"}}}));
+    let profiles = publisher(client, None);
+    profiles.define("member1", Some(access()));
+    profiles.submit("member1", &status(MemberHealth::Healthy));
+    settle().await;
+    let requests = taken(&log);
+    assert_eq!(requests[0], format!("GET {SECRET}"), "{requests:?}");
+    assert!(
+        !requests.contains(&format!("PATCH {SECRET}")),
+        "{requests:?}"
     );
 }
