@@ -6,13 +6,18 @@
 //! | annotation | value |
 //! | --- | --- |
 //! | [`SERVICE_ACCOUNT_ANNOTATION`] | `namespace/name` of the ServiceAccount on the member whose tokens are minted |
-//! | [`ROTATE_ANNOTATION`] | `"true"` to rotate, `"false"` to never rotate, even with `--rotate-tokens` |
+//! | [`ROTATE_ANNOTATION`] | `"false"` to never rotate, even when the operator allows it; `"true"` asks for rotation, which only the operator can grant |
 //! | [`EXPIRATION_ANNOTATION`] | the lifetime asked for, in seconds (default 3600, at least 600); the apiserver may grant less |
 //! | [`AUDIENCES_ANNOTATION`] | comma-separated audiences (default: the apiserver's own) |
 //! | [`ROTATE_NOW_ANNOTATION`] | any new value asks for one rotation at once |
 //!
 //! A member file asks with a `rotation:` block holding the same fields
 //! (`serviceAccount`, `enabled`, `expirationSeconds`, `audiences`, `rotateNow`).
+//!
+//! This is only what a definition asks. Whether anything is minted, and within which bounds
+//! (the longest lifetime, the audiences, how often a manual request is heeded), is the
+//! operator's decision, made by the collector's flags: a definition can opt out of rotation,
+//! never in.
 //!
 //! A request that names no ServiceAccount is no request; one that says `"true"` without a
 //! ServiceAccount, or whose fields do not parse, makes the definition
@@ -33,7 +38,8 @@ pub use record::{RECORD_ANNOTATION, RotationRecord};
 
 /// Names the member ServiceAccount whose tokens are minted (`namespace/name`).
 pub const SERVICE_ACCOUNT_ANNOTATION: &str = "tether.io/rotation-service-account";
-/// `"true"` or `"false"`: this member's choice, which overrides `--rotate-tokens`.
+/// `"false"`: this member is never rotated, whatever the operator allows. `"true"` asks for
+/// rotation, which only the operator's flags grant.
 pub const ROTATE_ANNOTATION: &str = "tether.io/rotate-tokens";
 /// The token lifetime to ask for, in seconds.
 pub const EXPIRATION_ANNOTATION: &str = "tether.io/rotation-expiration-seconds";
@@ -98,7 +104,8 @@ impl std::fmt::Display for ServiceAccountRef {
 pub struct TokenRotation {
     /// The ServiceAccount whose tokens are minted.
     pub service_account: ServiceAccountRef,
-    /// `Some(true)`: rotate; `Some(false)`: never; `None`: as `--rotate-tokens` says.
+    /// `Some(false)`: never rotate; `Some(true)`: the definition asks to (only the operator can
+    /// grant it); `None`: the definition leaves it to the operator.
     pub enabled: Option<bool>,
     /// The lifetime asked for.
     pub expiration_seconds: i64,
@@ -112,9 +119,9 @@ pub struct TokenRotation {
 }
 
 impl TokenRotation {
-    /// Whether tokens are minted, given `--rotate-tokens` (`all`).
-    pub fn active(&self, all: bool) -> bool {
-        self.enabled.unwrap_or(all)
+    /// Whether the definition opts out of rotation, which it may always do.
+    pub fn opts_out(&self) -> bool {
+        self.enabled == Some(false)
     }
 
     /// The request read from `annotations` for a token that lives in `home`; `Ok(None)` when

@@ -32,10 +32,7 @@ fn every_annotation_is_read() {
     .unwrap();
     assert_eq!(rotation.service_account.to_string(), "tether/collector");
     assert_eq!(rotation.enabled, Some(false));
-    assert!(
-        !rotation.active(true),
-        "the member's false beats --rotate-tokens"
-    );
+    assert!(rotation.opts_out(), "the member may always opt out");
     assert_eq!(rotation.expiration_seconds, 7200);
     assert_eq!(rotation.audiences, ["api", "vault"]);
     assert_eq!(rotation.requested.as_deref(), Some("2026-12-02T10:00:00Z"));
@@ -43,15 +40,15 @@ fn every_annotation_is_read() {
 }
 
 #[test]
-fn without_a_choice_the_flag_decides() {
+fn without_a_choice_the_operator_decides() {
     let rotation = TokenRotation::from_annotations(
         &annotations(&[(SERVICE_ACCOUNT_ANNOTATION, "tether/collector")]),
         home(),
     )
     .unwrap()
     .unwrap();
-    assert!(!rotation.active(false));
-    assert!(rotation.active(true));
+    assert_eq!(rotation.enabled, None);
+    assert!(!rotation.opts_out());
     assert_eq!(rotation.expiration_seconds, DEFAULT_EXPIRATION_SECONDS);
     assert_eq!(rotation.requested, None);
 }

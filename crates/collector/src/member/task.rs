@@ -23,7 +23,7 @@ use crate::{
     clusterprofile::ProfilePublisher,
     metrics::Metrics,
     mirror::{Mirror, MirroredResource},
-    rotation::{RotationState, TokenChain, TokenRotator},
+    rotation::{Permit, RotationState, TokenChain, TokenRotator, permit},
 };
 
 /// What every member task works with: where it publishes, and how it probes and mirrors.
@@ -148,15 +148,20 @@ impl MemberTask {
             && client_part(defined.clone()) == client_part(spec.clone())
     }
 
-    /// Mints the member's tokens as `plan` says from now on (`None`, or a plan that is not
-    /// active: not at all), without touching its client or watches.
+    /// Mints the member's tokens as `plan` says from now on (`None`, or a plan the operator's
+    /// flags do not permit: not at all), without touching its client or watches.
     pub(crate) fn set_rotation(&mut self, plan: Option<RotationPlan>) {
         self.definition.0.token_rotation =
             plan.as_ref().map(|plan| Box::new(plan.rotation.clone()));
-        let all = self.context.rotator.args.rotate_tokens;
-        let Some(plan) = plan.filter(|plan| plan.rotation.active(all)) else {
+        let verdict = plan.as_ref().map_or(Permit::Off, |plan| {
+            permit(&self.context.rotator.args, &self.member, &plan.rotation)
+        });
+        let (Permit::Mint, Some(plan)) = (&verdict, plan) else {
             self.chain = None;
-            self.rotation.send_replace(RotationState::Fine);
+            self.rotation.send_replace(match verdict {
+                Permit::Refused(refusal) => RotationState::Refused(refusal),
+                Permit::Off | Permit::Mint => RotationState::Fine,
+            });
             return;
         };
         if let Some(chain) = &self.chain

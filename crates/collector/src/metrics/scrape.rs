@@ -305,7 +305,8 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
             name: "token_rotations",
             help: "Token mints for a member by result: success (written back), failed (refused, \
                    unverified, unreadable or unwritable home), expired (the token in the home \
-                   had expired), conflict (the home changed during the mint; nothing written).",
+                   had expired), conflict (the home changed during the mint; nothing written), \
+                   refused (the operator's bounds forbid it: another identity, over a cap).",
             kind: MetricType::Counter,
             samples: token_rotations,
         },

@@ -19,8 +19,10 @@ use tokio::sync::{Notify, watch};
 
 use super::{
     RotationState, TokenRotator,
+    identity::{self, TokenIdentity},
     mint::{self, MintError},
     schedule::{self, Next},
+    state::Refusal,
 };
 use crate::{check::credential::rfc3339, member::leadership::Leadership};
 
@@ -169,21 +171,31 @@ impl Chain {
                     .await;
             }
         };
+        // Before anything is due: a token the chain may not renew is reported at once.
+        let current =
+            match snapshot.token.as_ref().map(|token| {
+                identity::current(token.expose_secret(), &self.rotation.service_account)
+            }) {
+                Some(Ok(current)) => Some(current),
+                Some(Err(refusal)) => return self.refused(refusal).await,
+                None => None,
+            };
         let now = SystemTime::now();
         let next = schedule::next(
             snapshot.token.as_ref().map(|t| t.expose_secret()),
             &snapshot.record,
             self.rotation.requested.as_deref(),
             self.rotator.args.rotation_fraction,
+            self.rotator.args.retry(),
             now,
         );
-        match next {
-            Next::At(due) => {
+        match (next, current) {
+            (Next::At(due), _) => {
                 self.report(RotationState::Fine).await;
                 due.duration_since(now).unwrap_or(Duration::ZERO)
             }
-            Next::Mint(why) => self.mint(&home, snapshot, why).await,
-            Next::Expired(exp) => {
+            (Next::Mint(why), Some(current)) => self.mint(&home, snapshot, &current, why).await,
+            (Next::Expired(exp), _) => {
                 self.rotator
                     .metrics
                     .record_token_rotation(&self.member, "expired");
@@ -196,7 +208,8 @@ impl Chain {
                 .await;
                 self.rotator.args.retry()
             }
-            Next::NoToken => {
+            // A decision to mint always has a token, whose identity was read above.
+            (Next::NoToken | Next::Mint(_), _) => {
                 self.failed(format!(
                     "the {home} holds no token to mint with; write a valid token there to seed \
                      the chain"
@@ -206,7 +219,13 @@ impl Chain {
         }
     }
 
-    async fn mint(&mut self, home: &TokenHome, snapshot: HomeSnapshot, why: &str) -> Duration {
+    async fn mint(
+        &mut self,
+        home: &TokenHome,
+        snapshot: HomeSnapshot,
+        current: &TokenIdentity,
+        why: &str,
+    ) -> Duration {
         let member = self.member.clone();
         let account = self.rotation.service_account.clone();
         tracing::info!(member, service_account = %account, why, "minting a token");
@@ -215,11 +234,14 @@ impl Chain {
         let minted = async {
             mint::check_current(&self.client, &user, deadline).await?;
             let token = mint::request_token(&self.client, &self.rotation, deadline).await?;
+            // Before the token goes anywhere, even to the member's own SelfSubjectReview.
+            identity::check_minted(current, token.expose_secret()).map_err(MintError::Mismatch)?;
             mint::verify(&self.config, &self.rotator.policy, &token, &user, deadline).await?;
             Ok::<_, MintError>(token)
         };
         let token = match minted.await {
             Ok(token) => token,
+            Err(MintError::Mismatch(refusal)) => return self.refused(refusal).await,
             Err(err) => return self.failed(err.to_string()).await,
         };
         let expires_at = JwtClaims::of(token.expose_secret()).and_then(|c| c.exp);
@@ -274,6 +296,17 @@ impl Chain {
                     .await
             }
         }
+    }
+
+    /// Reports a refusal by the operator's bounds and counts it; returns the wait before the
+    /// next look (the token or the flags may change meanwhile).
+    async fn refused(&mut self, refusal: Refusal) -> Duration {
+        self.rotator
+            .metrics
+            .record_token_rotation(&self.member, "refused");
+        tracing::warn!(member = %self.member, reason = refusal.kind.reason(), message = refusal.message, "token rotation refused");
+        self.report(RotationState::Refused(refusal)).await;
+        self.rotator.args.retry()
     }
 
     /// Reports a failure and counts it; returns the wait before the next attempt.

@@ -39,6 +39,9 @@ pub(crate) enum MintError {
     /// The current token is not the named ServiceAccount's.
     #[error("{0}")]
     WrongIdentity(String),
+    /// The minted token names another ServiceAccount or issuer than the current one.
+    #[error("{}", .0.message)]
+    Mismatch(super::state::Refusal),
     /// Anything else: not found, unreachable, a timeout, an answer without a token.
     #[error("{0}")]
     Failed(Text),

@@ -18,12 +18,22 @@
 //!   first ([`TokenRotator::handover_grace`]), so a mint its predecessor started is written
 //!   (or abandoned) before it looks. The write carries the `resourceVersion` it read, so a
 //!   replica that lost the race overwrites nothing.
-//! - **Broken chains** are loud: `CredentialsValid=False` with `TokenExpired` or
-//!   `RotationFailed`, an Event on the Secret, and `tether_token_rotations_total`.
+//! - **For whom**: the operator decides ([`RotationArgs`]): `--rotate-tokens` for every member
+//!   whose definition names a ServiceAccount, `--rotate-tokens-for` for named ones. A
+//!   definition can only opt out; asking for more than `--rotation-max-expiration` or an
+//!   audience `--rotation-audience` does not list is refused ([`policy`]).
+//! - **As whom**: only the ServiceAccount the current token already is (its `sub`), and a
+//!   minted token is written only if its `sub` and `iss` are the current token's
+//!   ([`identity`]); a `tether.io/rotate-now` is heeded at most once per
+//!   `--rotation-retry-seconds`.
+//! - **Broken chains** are loud: `CredentialsValid=False` with `TokenExpired`,
+//!   `RotationFailed` or the refusal's reason, an Event on the Secret, and `tether_token_rotations_total`.
 
 mod args;
 mod chain;
+mod identity;
 mod mint;
+mod policy;
 mod schedule;
 mod start;
 mod state;
@@ -36,6 +46,7 @@ use tokio::sync::watch;
 
 pub use args::RotationArgs;
 pub(crate) use chain::TokenChain;
+pub(crate) use policy::{Permit, permit};
 pub(crate) use start::rotator;
 pub(crate) use state::RotationState;
 

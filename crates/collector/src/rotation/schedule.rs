@@ -21,12 +21,15 @@ pub(crate) enum Next {
 }
 
 /// The decision for the token `token` with `record` beside it, as of `now`, minting after
-/// `fraction` of the token's lifetime or at once for an unhandled manual `request`.
+/// `fraction` of the token's lifetime, or for an unhandled manual `request` once `spacing`
+/// has passed since the last mint: whoever edits a definition cannot make Tether mint more
+/// often than that.
 pub(crate) fn next(
     token: Option<&str>,
     record: &RotationRecord,
     request: Option<&str>,
     fraction: f64,
+    spacing: Duration,
     now: SystemTime,
 ) -> Next {
     let Some(token) = token else {
@@ -41,9 +44,6 @@ pub(crate) fn next(
     if exp <= now {
         return Next::Expired(exp);
     }
-    if request.is_some() && request != record.handled_request.as_deref() {
-        return Next::Mint("a rotation was requested (tether.io/rotate-now)");
-    }
     // The lifetime the apiserver granted, which may be less than asked.
     let Some(start) = claims.nbf.or(claims.iat).filter(|start| *start < exp) else {
         return Next::Mint("the token does not say when it was issued");
@@ -51,10 +51,21 @@ pub(crate) fn next(
     let lifetime = exp.duration_since(start).unwrap_or(Duration::ZERO);
     let due = start + lifetime.mul_f64(fraction);
     if due <= now {
-        Next::Mint("the token is past its rotation point")
-    } else {
-        Next::At(due)
+        return Next::Mint("the token is past its rotation point");
     }
+    if request.is_some() && request != record.handled_request.as_deref() {
+        // A mint time in the future (a clock ahead, a hand-edited record) is no recent mint:
+        // it must not hold requests back for ever.
+        let allowed = record
+            .minted_at
+            .filter(|last| *last <= now)
+            .map_or(now, |last| last + spacing);
+        if allowed <= now {
+            return Next::Mint("a rotation was requested (tether.io/rotate-now)");
+        }
+        return Next::At(allowed.min(due));
+    }
+    Next::At(due)
 }
 
 #[cfg(test)]
@@ -72,12 +83,14 @@ mod tests {
         format!("{}.{}.c2ln", b64("{}"), b64(payload))
     }
 
+    const SPACING: Duration = Duration::from_secs(30);
+
     fn decide(token: &str, request: Option<&str>, handled: Option<&str>, now: u64) -> Next {
         let record = RotationRecord {
             handled_request: handled.map(str::to_owned),
             ..RotationRecord::default()
         };
-        next(Some(token), &record, request, 0.8, at(now))
+        next(Some(token), &record, request, 0.8, SPACING, at(now))
     }
 
     #[test]
@@ -107,6 +120,42 @@ mod tests {
     }
 
     #[test]
+    fn manual_requests_mint_at_most_once_per_spacing() {
+        let token = jwt(r#"{"iat":1000,"exp":1600}"#);
+        let minted_at = |secs: u64, handled: &str| RotationRecord {
+            minted_at: Some(at(secs)),
+            handled_request: Some(handled.to_owned()),
+            ..RotationRecord::default()
+        };
+        let decide = |record: &RotationRecord, request: &str, now: u64| {
+            next(Some(&token), record, Some(request), 0.8, SPACING, at(now))
+        };
+        // Minted at 1100 for r1: r2 at 1110 waits until 1130, then mints.
+        assert_eq!(
+            decide(&minted_at(1100, "r1"), "r2", 1110),
+            Next::At(at(1130))
+        );
+        assert!(matches!(
+            decide(&minted_at(1100, "r1"), "r2", 1130),
+            Next::Mint(_)
+        ));
+        // A due rotation is not held back, and a wait never passes it.
+        assert!(matches!(
+            decide(&minted_at(1470, "r1"), "r2", 1480),
+            Next::Mint(_)
+        ));
+        assert_eq!(
+            decide(&minted_at(1460, "r1"), "r2", 1470),
+            Next::At(at(1480))
+        );
+        // A mint "in the future" holds nothing back.
+        assert!(matches!(
+            decide(&minted_at(9999, "r1"), "r2", 1110),
+            Next::Mint(_)
+        ));
+    }
+
+    #[test]
     fn an_expired_token_is_reported_even_when_a_rotation_is_requested() {
         let token = jwt(r#"{"iat":1000,"exp":1600}"#);
         assert_eq!(
@@ -124,7 +173,7 @@ mod tests {
             );
         }
         assert_eq!(
-            next(None, &RotationRecord::default(), None, 0.8, at(1)),
+            next(None, &RotationRecord::default(), None, 0.8, SPACING, at(1)),
             Next::NoToken
         );
     }

@@ -10,7 +10,7 @@ use crate::{
 use super::TokenRotator;
 
 /// The rotator `args` ask for, and the Lease: `lease` as given, or one joined here when
-/// `--rotate-tokens` needs leader election and nothing joined it yet.
+/// minting (`--rotate-tokens`, `--rotate-tokens-for`) needs leader election and nothing joined it yet.
 ///
 /// # Errors
 /// Joining the election failing.
@@ -23,7 +23,7 @@ pub(crate) async fn rotator(
 ) -> anyhow::Result<(TokenRotator, Option<Lease>)> {
     let lease = match (lease, control_plane) {
         (Some(lease), _) => Some(lease),
-        (None, Some(cp)) if args.leader_elect && args.rotation.rotate_tokens => {
+        (None, Some(cp)) if args.leader_elect && args.rotation.minting() => {
             Some(join_election(cp.client.clone(), args, identity, metrics).await?)
         }
         (None, _) => None,
@@ -42,8 +42,8 @@ pub(crate) async fn rotator(
     let refusal = refusal.or_else(|| {
         (lease.is_none() && args.leader_elect && control_plane.is_some()).then(|| {
             "this collector runs with leader election (--leader-elect) but joined none, so it \
-         cannot know it is the only replica minting: run it with --rotate-tokens (it then \
-         joins the election), or with --leader-elect=false as a single replica"
+         cannot know it is the only replica minting: run it with --rotate-tokens or \
+         --rotate-tokens-for (it then joins the election), or with --leader-elect=false as a single replica"
                 .to_owned()
         })
     });

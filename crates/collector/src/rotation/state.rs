@@ -12,6 +12,9 @@ pub(crate) enum RotationState {
     Expired(String),
     /// The last mint failed; the current token is used until it expires.
     Failed(String),
+    /// The operator's bounds forbid what the definition asks, or what was minted: nothing is
+    /// minted (or written) until the definition, the flags or the token change.
+    Refused(Refusal),
 }
 
 impl RotationState {
@@ -21,6 +24,7 @@ impl RotationState {
             Self::Fine => None,
             Self::Expired(_) => Some("TokenExpired"),
             Self::Failed(_) => Some("RotationFailed"),
+            Self::Refused(refusal) => Some(refusal.kind.reason()),
         }
     }
 
@@ -29,6 +33,56 @@ impl RotationState {
         match self {
             Self::Fine => None,
             Self::Expired(message) | Self::Failed(message) => Some(message),
+            Self::Refused(refusal) => Some(&refusal.message),
+        }
+    }
+}
+
+/// Why the operator's bounds stop a member's rotation, and a sentence saying how to fix it.
+/// The sentence never holds a token: only claims (`sub`, `iss`) and definition text, the
+/// latter through [`member_client::Text`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    /// Which bound.
+    pub(crate) kind: RefusalKind,
+    /// For `kubectl describe`.
+    pub(crate) message: String,
+}
+
+impl Refusal {
+    /// A refusal of `kind`, said by `message`.
+    pub(crate) fn new(kind: RefusalKind, message: String) -> Self {
+        Self { kind, message }
+    }
+}
+
+/// The bound a refused rotation broke; each is its own condition reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RefusalKind {
+    /// The definition asks to rotate (`"true"`), but the operator mints for no such member
+    /// (`--rotate-tokens`, `--rotate-tokens-for`).
+    NotAllowed,
+    /// The definition asks for a longer lifetime than `--rotation-max-expiration`, or an
+    /// audience `--rotation-audience` does not list.
+    OverCap,
+    /// The current token is not a ServiceAccount token that says who it is (a JWT with a
+    /// `system:serviceaccount:` `sub` and an `iss`).
+    NotRotatable,
+    /// The current token is another ServiceAccount's than the one the definition names.
+    ServiceAccountMismatch,
+    /// The minted token's `sub` or `iss` is not the current token's; it was not written.
+    MintedTokenMismatch,
+}
+
+impl RefusalKind {
+    /// The condition and Event reason.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Self::NotAllowed => "RotationNotAllowed",
+            Self::OverCap => "RotationOverCap",
+            Self::NotRotatable => "TokenNotRotatable",
+            Self::ServiceAccountMismatch => "RotationServiceAccountMismatch",
+            Self::MintedTokenMismatch => "MintedTokenMismatch",
         }
     }
 }

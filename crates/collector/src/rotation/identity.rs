@@ -1,0 +1,168 @@
+//! Who the current token says it is, and whether a minted token says the same: rotation
+//! renews one ServiceAccount's token on one issuer, and never switches a member to another
+//! identity. The claims are read unverified; the member's apiserver judges the signatures,
+//! and a SelfSubjectReview with each token backs this up ([`super::mint`]).
+
+use cluster_registry::token_rotation::ServiceAccountRef;
+use member_client::{JwtClaims, Text};
+
+use super::state::{Refusal, RefusalKind};
+
+/// The `sub` and `iss` of a member's current token, which every token minted with it must
+/// carry too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TokenIdentity {
+    /// `system:serviceaccount:<namespace>:<name>`.
+    pub(crate) sub: String,
+    /// The issuer.
+    pub(crate) iss: String,
+}
+
+/// The identity of `token`, the member's current one, if it is a token of `account`.
+///
+/// # Errors
+/// A [`RefusalKind::NotRotatable`] refusal for a token that is not a JWT naming a
+/// ServiceAccount and an issuer; [`RefusalKind::ServiceAccountMismatch`] for another
+/// ServiceAccount's token.
+pub(crate) fn current(token: &str, account: &ServiceAccountRef) -> Result<TokenIdentity, Refusal> {
+    let not_rotatable = |why: &str| {
+        Refusal::new(
+            RefusalKind::NotRotatable,
+            format!(
+                "the current token {why}, so Tether cannot tell that it is {account}'s and \
+                 mints nothing with it; write a token of that ServiceAccount (`kubectl create \
+                 token`) to seed the chain"
+            ),
+        )
+    };
+    let claims = JwtClaims::of(token).ok_or_else(|| not_rotatable("is not a JWT"))?;
+    let sub = claims
+        .sub
+        .filter(|sub| sub.starts_with("system:serviceaccount:"))
+        .ok_or_else(|| not_rotatable("has no system:serviceaccount: subject (sub)"))?;
+    let iss = claims
+        .iss
+        .filter(|iss| !iss.is_empty())
+        .ok_or_else(|| not_rotatable("names no issuer (iss)"))?;
+    let wanted = account.username();
+    if sub != wanted {
+        return Err(Refusal::new(
+            RefusalKind::ServiceAccountMismatch,
+            format!(
+                "the current token authenticates as {:?} (its sub), not as the ServiceAccount \
+                 the definition names ({wanted:?}); nothing was minted",
+                Text::new(&sub).as_str()
+            ),
+        ));
+    }
+    Ok(TokenIdentity { sub, iss })
+}
+
+/// Checks that `minted` names the same ServiceAccount and issuer as the current token.
+///
+/// # Errors
+/// A [`RefusalKind::MintedTokenMismatch`] refusal otherwise.
+pub(crate) fn check_minted(current: &TokenIdentity, minted: &str) -> Result<(), Refusal> {
+    let claims = JwtClaims::of(minted).unwrap_or_default();
+    let same_sub = claims.sub.as_deref() == Some(current.sub.as_str());
+    let same_iss = claims.iss.as_deref() == Some(current.iss.as_str());
+    if same_sub && same_iss {
+        return Ok(());
+    }
+    let said = |claim: Option<&str>| {
+        claim.map_or("nothing".to_owned(), |c| {
+            format!("{:?}", Text::new(c).as_str())
+        })
+    };
+    Err(Refusal::new(
+        RefusalKind::MintedTokenMismatch,
+        format!(
+            "the member answered the TokenRequest with a token whose sub is {} and iss {}, \
+             where the current token's are {:?} and {:?}; it was not written (if the member's \
+             issuer changed, write a token of the new issuer to re-seed the chain)",
+            said(claims.sub.as_deref()),
+            said(claims.iss.as_deref()),
+            Text::new(&current.sub).as_str(),
+            Text::new(&current.iss).as_str(),
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use super::*;
+
+    fn jwt(payload: &str) -> String {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        format!("{}.{}.c2ln", b64(r#"{"alg":"RS256"}"#), b64(payload))
+    }
+
+    fn account() -> ServiceAccountRef {
+        ServiceAccountRef {
+            namespace: "tether".into(),
+            name: "collector".into(),
+        }
+    }
+
+    const SUB: &str = "system:serviceaccount:tether:collector";
+
+    #[test]
+    fn only_the_named_service_accounts_jwt_can_be_rotated() {
+        let token = jwt(&format!(r#"{{"sub":"{SUB}","iss":"https://k"}}"#));
+        assert_eq!(
+            current(&token, &account()),
+            Ok(TokenIdentity {
+                sub: SUB.into(),
+                iss: "https://k".into()
+            })
+        );
+        let other = jwt(r#"{"sub":"system:serviceaccount:tether:admin","iss":"https://k"}"#);
+        let refusal = current(&other, &account()).unwrap_err();
+        assert_eq!(refusal.kind, RefusalKind::ServiceAccountMismatch);
+        assert!(
+            refusal
+                .message
+                .contains("\"system:serviceaccount:tether:admin\""),
+            "{}",
+            refusal.message
+        );
+    }
+
+    #[test]
+    fn a_token_that_does_not_say_who_it_is_cannot_be_rotated() {
+        let secret = "opaque-secret-value";
+        for token in [
+            secret.to_owned(),
+            jwt(r#"{"iss":"https://k"}"#),
+            jwt(r#"{"sub":"alice","iss":"https://k"}"#),
+            jwt(&format!(r#"{{"sub":"{SUB}"}}"#)),
+            jwt(&format!(r#"{{"sub":"{SUB}","iss":""}}"#)),
+        ] {
+            let refusal = current(&token, &account()).unwrap_err();
+            assert_eq!(refusal.kind, RefusalKind::NotRotatable, "{token}");
+            assert!(!refusal.message.contains(&token), "{}", refusal.message);
+        }
+    }
+
+    #[test]
+    fn a_minted_token_must_keep_the_current_sub_and_iss() {
+        let identity = TokenIdentity {
+            sub: SUB.into(),
+            iss: "https://k".into(),
+        };
+        let same = jwt(&format!(r#"{{"sub":"{SUB}","iss":"https://k","exp":1}}"#));
+        assert_eq!(check_minted(&identity, &same), Ok(()));
+        for minted in [
+            jwt(&format!(r#"{{"sub":"{SUB}","iss":"https://attacker"}}"#)),
+            jwt(r#"{"sub":"system:serviceaccount:tether:admin","iss":"https://k"}"#),
+            jwt(r#"{"iss":"https://k"}"#),
+            "opaque".to_owned(),
+        ] {
+            let refusal = check_minted(&identity, &minted).unwrap_err();
+            assert_eq!(refusal.kind, RefusalKind::MintedTokenMismatch, "{minted}");
+            assert!(!refusal.message.contains(&minted), "{}", refusal.message);
+        }
+    }
+}

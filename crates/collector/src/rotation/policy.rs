@@ -1,0 +1,199 @@
+//! [`permit`]: whether the operator's flags let a member's definition have its tokens minted
+//! as it asks. A definition may opt out, never in: the flags decide who is minted for, and
+//! cap what each may ask.
+
+use cluster_registry::token_rotation::TokenRotation;
+use member_client::Text;
+
+use super::{
+    RotationArgs,
+    state::{Refusal, RefusalKind},
+};
+
+/// What the flags make of a member's rotation request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Permit {
+    /// Nothing is minted, and nothing is wrong: the operator mints for no such member, and
+    /// the definition does not ask, or it opts out.
+    Off,
+    /// Nothing is minted, and the member says why.
+    Refused(Refusal),
+    /// Mint as the request asks.
+    Mint,
+}
+
+/// The verdict of `args` on `member`'s request `rotation`.
+pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation) -> Permit {
+    if rotation.opts_out() {
+        return Permit::Off;
+    }
+    if !args.allows(member) {
+        return match rotation.enabled {
+            Some(true) => Permit::Refused(Refusal::new(
+                RefusalKind::NotAllowed,
+                "the definition asks for token rotation (tether.io/rotate-tokens: \"true\"), \
+                 but minting is the operator's decision and this collector mints for no such \
+                 member (--rotate-tokens, --rotate-tokens-for); nothing is minted, and the \
+                 current token is used until it expires"
+                    .to_owned(),
+            )),
+            _ => Permit::Off,
+        };
+    }
+    let cap = args.rotation_max_expiration.as_secs();
+    if u64::try_from(rotation.expiration_seconds).map_or(true, |asked| asked > cap) {
+        return Permit::Refused(Refusal::new(
+            RefusalKind::OverCap,
+            format!(
+                "the definition asks for tokens that live {} s, more than the {cap} s \
+                 --rotation-max-expiration allows; nothing is minted",
+                rotation.expiration_seconds
+            ),
+        ));
+    }
+    if let Some(audience) = rotation
+        .audiences
+        .iter()
+        .find(|asked| !args.rotation_audiences.contains(asked))
+    {
+        let allowed = if args.rotation_audiences.is_empty() {
+            "only the member apiserver's own audience is allowed (no --rotation-audience)"
+                .to_owned()
+        } else {
+            format!(
+                "--rotation-audience allows only {}",
+                args.rotation_audiences.join(", ")
+            )
+        };
+        return Permit::Refused(Refusal::new(
+            RefusalKind::OverCap,
+            format!(
+                "the definition asks for tokens for the audience {}, but {allowed}; nothing is \
+                 minted",
+                Text::new(audience)
+            ),
+        ));
+    }
+    Permit::Mint
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use cluster_registry::token_rotation::{ServiceAccountRef, TokenHome};
+    use member_client::SecretRef;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        rotation: RotationArgs,
+    }
+
+    fn args(flags: &[&str]) -> RotationArgs {
+        Cli::try_parse_from(std::iter::once("collector").chain(flags.iter().copied()))
+            .unwrap()
+            .rotation
+    }
+
+    fn request(enabled: Option<bool>) -> TokenRotation {
+        TokenRotation {
+            service_account: ServiceAccountRef {
+                namespace: "tether".into(),
+                name: "collector".into(),
+            },
+            enabled,
+            expiration_seconds: 3600,
+            audiences: Vec::new(),
+            requested: None,
+            home: TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "m1")),
+        }
+    }
+
+    fn reason(permit: &Permit) -> Option<&'static str> {
+        match permit {
+            Permit::Refused(refusal) => Some(refusal.kind.reason()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn with_minting_off_no_definition_turns_it_on() {
+        let off = args(&[]);
+        assert_eq!(permit(&off, "m1", &request(None)), Permit::Off);
+        assert_eq!(permit(&off, "m1", &request(Some(false))), Permit::Off);
+        let asked = permit(&off, "m1", &request(Some(true)));
+        assert_eq!(reason(&asked), Some("RotationNotAllowed"), "{asked:?}");
+    }
+
+    #[test]
+    fn the_operator_allows_members_and_a_definition_may_only_opt_out() {
+        let all = args(&["--rotate-tokens"]);
+        assert_eq!(permit(&all, "m1", &request(None)), Permit::Mint);
+        assert_eq!(permit(&all, "m1", &request(Some(true))), Permit::Mint);
+        assert_eq!(permit(&all, "m1", &request(Some(false))), Permit::Off);
+
+        let one = args(&["--rotate-tokens-for", "m1"]);
+        assert_eq!(permit(&one, "m1", &request(None)), Permit::Mint);
+        assert_eq!(permit(&one, "m1", &request(Some(false))), Permit::Off);
+        assert_eq!(permit(&one, "m2", &request(None)), Permit::Off);
+        assert_eq!(
+            reason(&permit(&one, "m2", &request(Some(true)))),
+            Some("RotationNotAllowed")
+        );
+    }
+
+    #[test]
+    fn a_lifetime_over_the_cap_is_refused_not_clamped() {
+        let all = args(&["--rotate-tokens", "--rotation-max-expiration", "1h"]);
+        let mut rotation = request(None);
+        rotation.expiration_seconds = 3600;
+        assert_eq!(permit(&all, "m1", &rotation), Permit::Mint);
+        rotation.expiration_seconds = 3601;
+        let refused = permit(&all, "m1", &rotation);
+        assert_eq!(reason(&refused), Some("RotationOverCap"));
+        let Permit::Refused(refusal) = refused else {
+            unreachable!()
+        };
+        assert!(refusal.message.contains("3601 s"), "{}", refusal.message);
+        // The default cap is a day.
+        rotation.expiration_seconds = 86_401;
+        let default = args(&["--rotate-tokens"]);
+        assert_eq!(
+            reason(&permit(&default, "m1", &rotation)),
+            Some("RotationOverCap")
+        );
+        rotation.expiration_seconds = 86_400;
+        assert_eq!(permit(&default, "m1", &rotation), Permit::Mint);
+    }
+
+    #[test]
+    fn only_listed_audiences_may_be_asked_for() {
+        let mut rotation = request(None);
+        rotation.audiences = vec!["vault".into()];
+        let none = args(&["--rotate-tokens"]);
+        assert_eq!(
+            reason(&permit(&none, "m1", &rotation)),
+            Some("RotationOverCap")
+        );
+        let listed = args(&[
+            "--rotate-tokens",
+            "--rotation-audience",
+            "vault",
+            "--rotation-audience",
+            "sts",
+        ]);
+        assert_eq!(permit(&listed, "m1", &rotation), Permit::Mint);
+        rotation.audiences = vec!["sts".into(), "https://attacker".into()];
+        let refused = permit(&listed, "m1", &rotation);
+        let Permit::Refused(refusal) = refused else {
+            panic!("{refused:?}")
+        };
+        assert!(
+            refusal.message.contains("https://attacker") && refusal.message.contains("vault, sts"),
+            "{}",
+            refusal.message
+        );
+    }
+}
