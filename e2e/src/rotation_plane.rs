@@ -160,32 +160,45 @@ impl RotationPlane {
         let token = cluster
             .mint_token(&member.namespace, &member.account, MIN_TOKEN_EXPIRY)
             .await?;
-        self.plane
-            .write_secret(&member.name, &token, cluster.ca_pem())
-            .await?;
-        let annotations = BTreeMap::from([
-            (
-                SERVICE_ACCOUNT_ANNOTATION.to_owned(),
-                format!("{}/{}", member.namespace, member.account),
-            ),
-            (ROTATE_ANNOTATION.to_owned(), "true".to_owned()),
-            (
-                EXPIRATION_ANNOTATION.to_owned(),
-                MIN_TOKEN_EXPIRY.as_secs().to_string(),
-            ),
-        ]);
+        let account = format!("{}/{}", member.namespace, member.account);
+        self.register(
+            &member.name,
+            cluster.endpoint(),
+            cluster.ca_pem(),
+            &token,
+            &rotation_annotations(&account, &[(ROTATE_ANNOTATION, "true")]),
+        )
+        .await?;
+        self.members.push(member);
+        Ok(token)
+    }
+
+    /// Writes Secret `name` holding `token` and `ca_pem`, and registers `Cluster` `name` at
+    /// `endpoint` with `annotations`: a member on any endpoint, a hostile one included.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn register(
+        &self,
+        name: &str,
+        endpoint: &str,
+        ca_pem: &str,
+        token: &str,
+        annotations: &BTreeMap<String, String>,
+    ) -> anyhow::Result<()> {
+        self.plane.write_secret(name, token, ca_pem).await?;
         let object = Cluster {
             metadata: ObjectMeta {
-                name: Some(member.name.clone()),
-                annotations: Some(annotations),
+                name: Some(name.to_owned()),
+                annotations: Some(annotations.clone()),
                 ..ObjectMeta::default()
             },
             spec: ClusterSpec {
                 sync_mode: SyncMode::Push,
-                api_endpoint: Some(cluster.endpoint().to_owned()),
+                api_endpoint: Some(endpoint.to_owned()),
                 secret_ref: Some(LocalSecretReference {
                     namespace: SECRET_NAMESPACE.to_owned(),
-                    name: member.name.clone(),
+                    name: name.to_owned(),
                 }),
                 insecure_skip_tls_verification: false,
                 proxy_url: None,
@@ -195,8 +208,7 @@ impl RotationPlane {
         Api::<Cluster>::all(self.plane.client().clone())
             .create(&PostParams::default(), &object)
             .await?;
-        self.members.push(member);
-        Ok(token)
+        Ok(())
     }
 
     /// The flags that point a collector at the control plane (its own credential the admin
@@ -228,6 +240,21 @@ impl RotationPlane {
             .and_then(|d| d.get("token").cloned())
             .ok_or_else(|| anyhow::anyhow!("Secret {name} holds no token"))?;
         Ok(String::from_utf8(token.0)?)
+    }
+
+    /// The message of condition `type_` on member `name`'s `Cluster` (empty without one).
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn condition_message(&self, name: &str, type_: &str) -> anyhow::Result<String> {
+        let cluster = self.plane.cluster(name).await?;
+        Ok(cluster
+            .status
+            .into_iter()
+            .flat_map(|status| status.conditions)
+            .find(|c| c.type_ == type_)
+            .map(|c| c.message)
+            .unwrap_or_default())
     }
 
     /// Sets annotation `key` on member `name`'s `Cluster`.
@@ -315,6 +342,24 @@ impl Drop for SecretWrites {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// The rotation annotations naming ServiceAccount `account` (`namespace/name`), asking for
+/// 600 s tokens, with `extra` on top.
+pub fn rotation_annotations(account: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let mut annotations = BTreeMap::from([
+        (SERVICE_ACCOUNT_ANNOTATION.to_owned(), account.to_owned()),
+        (
+            EXPIRATION_ANNOTATION.to_owned(),
+            MIN_TOKEN_EXPIRY.as_secs().to_string(),
+        ),
+    ]);
+    annotations.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    annotations
 }
 
 /// `tether_token_rotations_total` of `member` with `result` (`success`, `failed`, ...), as

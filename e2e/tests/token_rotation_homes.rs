@@ -161,6 +161,9 @@ async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
             "--members-dir",
             &members_dir,
             "--insecure-serve-api",
+            // Minting is the operator's decision: the file's `enabled: true` alone mints nothing.
+            "--rotate-tokens-for",
+            "filed",
             "--rotation-fraction",
             FAST,
             "--probe-period",

@@ -1,0 +1,356 @@
+//! Minting is the operator's decision, bounded by the operator's caps, and renews only the
+//! identity a member already has: attacks by whoever writes a member definition, against the
+//! real `collector` binary and real apiservers (a hostile endpoint where only it can play the
+//! part: a member apiserver that answers a TokenRequest with another identity's token).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    net::Ipv4Addr,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use base64::Engine as _;
+use cluster_registry::token_rotation::{
+    AUDIENCES_ANNOTATION, EXPIRATION_ANNOTATION, ROTATE_ANNOTATION,
+};
+use e2e::{
+    collector_run::RunningCollector,
+    rotation_plane::{RotatingMember, RotationPlane, rotation_annotations, rotations},
+};
+use testkit::{HOSTILE_USERNAME, HostileEndpoint};
+
+/// Start-up: the registry lists, the member clients connect, the watches list.
+const START: Duration = Duration::from_secs(60);
+/// Long enough for a mint that would happen: a 600 s token is due after 6 s at fraction
+/// 0.01, and a new leader waits 3 × 3 s + 1 s before its first.
+const WOULD_HAVE_MINTED: Duration = Duration::from_secs(14);
+
+async fn collector(plane: &RotationPlane, flags: &[&str]) -> RunningCollector {
+    let mut extra = vec![
+        "--rotation-fraction",
+        "0.01",
+        "--rotation-retry-seconds",
+        "2",
+        "--probe-period",
+        "2",
+        "--request-timeout",
+        "3",
+    ];
+    extra.extend_from_slice(flags);
+    let args = plane.collector_args(&extra).unwrap();
+    RunningCollector::start(&args)
+        .await
+        .unwrap()
+        .with_reader(plane.admin_token())
+}
+
+#[tokio::test]
+async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request() {
+    // m00 says `tether.io/rotate-tokens: "true"`; the collector runs as the single replica
+    // the attack needed (no leader election to hold minting back), without --rotate-tokens.
+    let plane = RotationPlane::start(1, 1).await.unwrap();
+    let seeded = plane.secret_token("m00").await.unwrap();
+    let before = plane.token_requests(1).await.unwrap();
+    let collector = collector(&plane, &["--leader-elect=false"]).await;
+    plane
+        .plane
+        .wait_condition("m00", "Ready", "True", "MemberReady", START)
+        .await
+        .unwrap();
+
+    tokio::time::sleep(WOULD_HAVE_MINTED).await;
+    assert_eq!(
+        plane.token_requests(1).await.unwrap(),
+        before,
+        "no TokenRequest was sent"
+    );
+    assert_eq!(plane.secret_token("m00").await.unwrap(), seeded);
+    assert_eq!(rotations(&collector, "m00", "success").await, 0.0);
+    plane
+        .plane
+        .wait_condition(
+            "m00",
+            "CredentialsValid",
+            "False",
+            "RotationNotAllowed",
+            START,
+        )
+        .await
+        .unwrap();
+    let message = plane
+        .condition_message("m00", "CredentialsValid")
+        .await
+        .unwrap();
+    assert!(message.contains("--rotate-tokens"), "{message}");
+    assert!(!message.contains(&seeded), "no token in a condition");
+}
+
+#[tokio::test]
+async fn a_definition_naming_another_service_account_than_its_token_is_refused_unminted() {
+    let mut plane = RotationPlane::start(1, 1).await.unwrap();
+    let others = plane.secret_token("m00").await.unwrap();
+    plane
+        .add(RotatingMember::new(
+            "impostor",
+            1,
+            "tether-rotation",
+            "rot-x",
+        ))
+        .await
+        .unwrap();
+    // Its Secret holds rot-0's token, which may mint rot-x's: minting would switch identities.
+    let member = plane.env.cluster(1);
+    plane
+        .plane
+        .write_secret("impostor", &others, member.ca_pem())
+        .await
+        .unwrap();
+    let before = plane.token_requests(1).await.unwrap();
+    let collector = collector(&plane, &["--rotate-tokens-for", "impostor"]).await;
+
+    plane
+        .plane
+        .wait_condition(
+            "impostor",
+            "CredentialsValid",
+            "False",
+            "RotationServiceAccountMismatch",
+            START,
+        )
+        .await
+        .unwrap();
+    let message = plane
+        .condition_message("impostor", "CredentialsValid")
+        .await
+        .unwrap();
+    assert!(
+        message.contains("\"system:serviceaccount:tether-rotation:rot-0\" (its sub)")
+            && message.contains("nothing was minted")
+            && !message.contains(&others),
+        "{message}"
+    );
+    tokio::time::sleep(WOULD_HAVE_MINTED).await;
+    assert_eq!(plane.token_requests(1).await.unwrap(), before);
+    assert_eq!(rotations(&collector, "impostor", "success").await, 0.0);
+    assert_eq!(plane.secret_token("impostor").await.unwrap(), others);
+    // The member itself is left alone: its token works, it is Ready, and m00 (not allowed
+    // by the operator, asking with "true") mints nothing either.
+    assert_eq!(
+        plane.plane.condition("impostor", "Ready").await.unwrap(),
+        Some(("True".to_owned(), "MemberReady".to_owned()))
+    );
+    assert_eq!(
+        plane
+            .plane
+            .condition("m00", "CredentialsValid")
+            .await
+            .unwrap()
+            .map(|(_, reason)| reason),
+        Some("RotationNotAllowed".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_definition_complies()
+{
+    let mut plane = RotationPlane::start(1, 0).await.unwrap();
+    let long = plane
+        .add(RotatingMember::new("long", 1, "tether-rotation", "long"))
+        .await
+        .unwrap();
+    let aud = plane
+        .add(RotatingMember::new("aud", 1, "tether-rotation", "aud"))
+        .await
+        .unwrap();
+    // A day and a second: one over the default --rotation-max-expiration.
+    plane
+        .annotate("long", EXPIRATION_ANNOTATION, "86401")
+        .await
+        .unwrap();
+    plane
+        .annotate(
+            "aud",
+            AUDIENCES_ANNOTATION,
+            "https://kubernetes.default.svc,vault",
+        )
+        .await
+        .unwrap();
+    let before = plane.token_requests(1).await.unwrap();
+    let collector = collector(
+        &plane,
+        &[
+            "--rotate-tokens-for",
+            "long,aud",
+            "--rotation-audience",
+            "https://kubernetes.default.svc",
+        ],
+    )
+    .await;
+
+    for name in ["long", "aud"] {
+        plane
+            .plane
+            .wait_condition(name, "CredentialsValid", "False", "RotationOverCap", START)
+            .await
+            .unwrap();
+    }
+    let message = plane
+        .condition_message("long", "CredentialsValid")
+        .await
+        .unwrap();
+    assert!(
+        message.contains("86401 s") && message.contains("86400 s"),
+        "{message}"
+    );
+    let message = plane
+        .condition_message("aud", "CredentialsValid")
+        .await
+        .unwrap();
+    assert!(
+        message.contains("audience vault")
+            && message.contains("--rotation-audience allows only https://kubernetes.default.svc"),
+        "{message}"
+    );
+    tokio::time::sleep(WOULD_HAVE_MINTED).await;
+    assert_eq!(
+        plane.token_requests(1).await.unwrap(),
+        before,
+        "no TokenRequest was sent"
+    );
+    assert_eq!(plane.secret_token("long").await.unwrap(), long);
+    assert_eq!(plane.secret_token("aud").await.unwrap(), aud);
+
+    // Within the cap, the same member rotates: the refusal was the cap's, nothing else's.
+    plane
+        .annotate("long", EXPIRATION_ANNOTATION, "86400")
+        .await
+        .unwrap();
+    plane
+        .plane
+        .wait_condition(
+            "long",
+            "CredentialsValid",
+            "True",
+            "CredentialsAccepted",
+            START,
+        )
+        .await
+        .unwrap();
+    e2e::rotation_plane::eventually("long rotates", START, || async {
+        rotations(&collector, "long", "success").await >= 1.0
+    })
+    .await
+    .unwrap();
+    assert_ne!(plane.secret_token("long").await.unwrap(), long);
+    assert_eq!(plane.secret_token("aud").await.unwrap(), aud);
+    assert_eq!(rotations(&collector, "aud", "success").await, 0.0);
+}
+
+/// A JWT-shaped token (unsigned: only the hostile endpoint ever sees it) with these claims.
+fn token(sub: &str, iss: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = serde_json::json!({
+        "sub": sub, "iss": iss, "aud": ["https://kubernetes.default.svc"],
+        "iat": now - 300, "nbf": now - 300, "exp": now + 600,
+    });
+    format!(
+        "{}.{}.{}",
+        b64(r#"{"alg":"RS256"}"#),
+        b64(&claims.to_string()),
+        b64("not-a-signature")
+    )
+}
+
+#[tokio::test]
+async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
+    let plane = RotationPlane::start(1, 0).await.unwrap();
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
+        .await
+        .unwrap();
+    // The member's own token, of the ServiceAccount its apiserver says it is, which is the
+    // one the definition names: everything but the minted token is in order.
+    let current = token(HOSTILE_USERNAME, "https://member.example");
+    plane
+        .register(
+            "hostile",
+            &hostile.url(),
+            hostile.ca_pem(),
+            &current,
+            &rotation_annotations("hostile/hostile", &[(ROTATE_ANNOTATION, "true")]),
+        )
+        .await
+        .unwrap();
+    let other_issuer = token(HOSTILE_USERNAME, "https://attacker.example");
+    hostile.set_minted_token(&other_issuer);
+    let allow = hostile.allow_endpoint_arg();
+    let collector = collector(
+        &plane,
+        &[
+            "--rotate-tokens-for",
+            "hostile",
+            "--leader-elect=false",
+            "--allow-endpoint",
+            &allow,
+        ],
+    )
+    .await;
+
+    plane
+        .plane
+        .wait_condition(
+            "hostile",
+            "CredentialsValid",
+            "False",
+            "MintedTokenMismatch",
+            START,
+        )
+        .await
+        .unwrap();
+    assert!(
+        hostile.request_lines().iter().any(|line| line
+            .starts_with("POST /api/v1/namespaces/hostile/serviceaccounts/hostile/token")),
+        "the TokenRequest was answered: {:?}",
+        hostile.request_lines()
+    );
+    let message = plane
+        .condition_message("hostile", "CredentialsValid")
+        .await
+        .unwrap();
+    assert!(
+        message.contains("iss \"https://attacker.example\"") && !message.contains(&other_issuer),
+        "{message}"
+    );
+    assert!(
+        !hostile.saw_bearer(&other_issuer),
+        "the minted token was not even verified with"
+    );
+    assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
+
+    // Same issuer, another subject.
+    let other_subject = token(
+        "system:serviceaccount:kube-system:admin",
+        "https://member.example",
+    );
+    hostile.set_minted_token(&other_subject);
+    e2e::rotation_plane::eventually("the next mint is refused for its sub", START, || async {
+        plane
+            .condition_message("hostile", "CredentialsValid")
+            .await
+            .unwrap()
+            .contains("sub is \"system:serviceaccount:kube-system:admin\"")
+    })
+    .await
+    .unwrap();
+    assert!(!hostile.saw_bearer(&other_subject));
+    assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
+    assert_eq!(rotations(&collector, "hostile", "success").await, 0.0);
+    assert!(rotations(&collector, "hostile", "refused").await >= 2.0);
+}
