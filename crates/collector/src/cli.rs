@@ -1,9 +1,14 @@
 //! Command-line flags of the `collector` binary.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{net::SocketAddr, os::unix::fs::MetadataExt as _, path::PathBuf, time::Duration};
 
+use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
-use member_client::{EndpointPolicy, exec::ExecPolicy, validation::Cidr};
+use member_client::{
+    EndpointPolicy,
+    exec::{ExecPluginsFile, ExecPolicy, RunAs},
+    validation::Cidr,
+};
 
 pub use crate::{
     mirror::MirroredResource,
@@ -89,12 +94,33 @@ pub struct Args {
     )]
     pub clusterprofile_provider_file: Option<PathBuf>,
 
-    /// An exec credential plugin members may run (repeatable): its absolute path. A member
-    /// whose kubeconfig, Argo CD `execProviderConfig` or member file names any other command
-    /// (or a bare name that resolves on `PATH` to another file) is `ExecNotAllowed`, and
-    /// nothing runs. By default no plugin runs.
+    /// The exec credential plugins members may run, and how (JSON or YAML, the shape of
+    /// upstream's ClusterProfile provider file: `providers: [{name, execConfig: {command,
+    /// args, env}, definitionArgs: [{pattern}], definitionEnv: [{name, pattern}]}]`). Each
+    /// plugin runs with its own fixed `args` and `env` first, then only the arguments (by
+    /// position) and variables (by name) of the member definition that match a declared,
+    /// fully anchored pattern. A definition naming another command, or passing anything not
+    /// declared, is `ExecNotAllowed` and nothing runs. The collector does not start with an
+    /// unusable file.
+    #[arg(long, value_name = "FILE")]
+    pub exec_plugins: Option<PathBuf>,
+
+    /// An exec credential plugin members may run (repeatable): its absolute path, run with
+    /// no argument and no variable from the definition (shorthand for a declaration in
+    /// `--exec-plugins` with no fixed args or env and no `definitionArgs`/`definitionEnv`).
+    /// A member whose kubeconfig, Argo CD `execProviderConfig` or member file names any other
+    /// command (or a bare name that resolves on `PATH` to another file), or passes args or
+    /// env, is `ExecNotAllowed`, and nothing runs. By default no plugin runs.
     #[arg(long, value_name = "PATH")]
     pub allow_exec: Vec<PathBuf>,
+
+    /// Run exec plugins as this user and group (`UID[:GID]`, GID defaulting to UID; not 0),
+    /// with no supplementary groups, so that they cannot read what only the collector's user
+    /// may, such as its ServiceAccount token mounted with mode 0400. Needs CAP_SETUID,
+    /// CAP_SETGID and CAP_CHOWN. Without it plugins run as the collector's own user, and a
+    /// warning says so at start.
+    #[arg(long, value_name = "UID[:GID]")]
+    pub exec_run_as: Option<RunAs>,
 
     /// Seconds an exec credential plugin may run before it is killed and the member is
     /// `ExecFailed`.
@@ -284,10 +310,47 @@ impl Args {
             .allow_insecure_tls(self.allow_insecure_members)
     }
 
-    /// The exec plugins members may run, and for how long.
-    pub fn exec_policy(&self) -> ExecPolicy {
-        ExecPolicy::new(self.allow_exec.iter().cloned())
+    /// The exec plugins members may run, how, as whom and for how long: `--exec-plugins`'
+    /// declarations, then `--allow-exec`'s paths. Warns about paths that do not exist and
+    /// about plugins that would run as the collector's own user.
+    ///
+    /// # Errors
+    /// An `--exec-plugins` file that cannot be read or used, or `--exec-run-as` naming the
+    /// collector's own user.
+    pub fn exec_policy(&self) -> anyhow::Result<ExecPolicy> {
+        let declared = match &self.exec_plugins {
+            Some(path) => ExecPluginsFile::read(path)
+                .with_context(|| format!("--exec-plugins {}", path.display()))?,
+            None => ExecPluginsFile::default(),
+        };
+        let policy = ExecPolicy::declaring(declared.declarations().cloned())
+            .also_allowing(self.allow_exec.iter().cloned())
             .with_timeout(Duration::from_secs(self.exec_timeout))
+            .with_run_as(self.exec_run_as);
+        // The owner of /proc/self is the process's effective user.
+        let own = std::fs::metadata("/proc/self").map(|meta| meta.uid()).ok();
+        if let Some(run_as) = self.exec_run_as {
+            anyhow::ensure!(
+                Some(run_as.uid) != own,
+                "--exec-run-as {run_as}: that is the collector's own user; plugins must run as \
+                 another one to be kept from its files"
+            );
+        }
+        for path in policy.unresolved() {
+            tracing::warn!(
+                path = %path.display(),
+                "an exec plugin path does not exist and will never run"
+            );
+        }
+        if policy.allows_any() && self.exec_run_as.is_none() {
+            tracing::warn!(
+                uid = ?own,
+                "exec plugins run as the collector's own user and can read whatever it can, \
+                 its ServiceAccount token included; run them as another user with \
+                 --exec-run-as"
+            );
+        }
+        Ok(policy)
     }
 
     /// The self-credential grace period as a duration.
@@ -388,6 +451,47 @@ mod tests {
         .unwrap();
         assert_eq!(args.mirror.len(), 2);
         assert!(!args.write_status);
+    }
+
+    #[test]
+    fn exec_flags_build_the_policy() {
+        let dir = std::env::temp_dir().join(format!("exec-flags-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("plugins.yaml");
+        std::fs::write(
+            &file,
+            "providers:\n- name: sh\n  execConfig: {command: /bin/sh, args: [-c]}\n  \
+             definitionArgs: [{pattern: 'exit 0'}]\n",
+        )
+        .unwrap();
+        let file = file.display().to_string();
+        let args = Args::try_parse_from([
+            "collector",
+            "--exec-plugins",
+            &file,
+            "--allow-exec",
+            "/bin/true",
+            "--exec-run-as",
+            "65534",
+            "--exec-timeout",
+            "7",
+        ])
+        .unwrap();
+        let policy = args.exec_policy().unwrap();
+        assert_eq!(policy.run_as(), Some("65534:65534".parse().unwrap()));
+        assert_eq!(policy.timeout(), Duration::from_secs(7));
+        assert_eq!(policy.allowed_paths().len(), 2, "{policy:?}");
+        assert!(Args::try_parse_from(["collector", "--exec-run-as", "0"]).is_err());
+        let bad = dir.join("bad.yaml");
+        std::fs::write(&bad, "providers: [{name: p, execConfig: {command: sh}}]").unwrap();
+        let bad = bad.display().to_string();
+        let args = Args::try_parse_from(["collector", "--exec-plugins", &bad]).unwrap();
+        let err = format!("{:#}", args.exec_policy().unwrap_err());
+        assert!(err.contains("absolute path"), "{err}");
+        let defaults = Args::try_parse_from(["collector"]).unwrap().exec_policy().unwrap();
+        assert!(!defaults.allows_any());
+        assert_eq!(defaults.run_as(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub(crate) fn registry_builder(
     let builder = RegistryBuilder::new()
         .endpoint_policy(args.endpoint_policy())
         .secret_namespaces(args.secret_namespace.clone())
-        .exec_policy(args.exec_policy())
+        .exec_policy(args.exec_policy()?)
         .token_cache(TokenCacheConfig {
             refresh_fraction: args.credential_refresh_fraction,
             ..TokenCacheConfig::default()

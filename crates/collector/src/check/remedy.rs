@@ -49,7 +49,9 @@ const REMEDIES: &[(&str, &str)] = &[
     ),
     (
         "ExecNotAllowed",
-        "allow the plugin's absolute path with --allow-exec",
+        "the message names the refused command, argument position or variable: declare the \
+         plugin and what a definition may pass (each by pattern) with --exec-plugins, or allow \
+         a plugin that takes nothing from the definition with --allow-exec",
     ),
     (
         "ExecFailed",
