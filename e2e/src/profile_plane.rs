@@ -31,6 +31,8 @@ pub struct ProfilePlane {
     pub namespace: String,
     /// Where the provider file and the plugin's files are.
     dir: PathBuf,
+    /// Where the plugin reads each cluster's token Secret.
+    secrets_namespace: String,
 }
 
 impl ProfilePlane {
@@ -55,12 +57,23 @@ impl ProfilePlane {
             secrets: Api::namespaced(admin, &secrets_ns),
             namespace,
             dir,
+            secrets_namespace: secrets_ns,
         };
-        plane.write_provider_file(&secrets_ns)?;
+        plane.write_provider_file(&json!({}))?;
         Ok(plane)
     }
 
-    fn write_provider_file(&self, secrets_ns: &str) -> anyhow::Result<()> {
+    /// Rewrites the provider file with Tether's pins (`profileConfigPins`, `serverPatterns`,
+    /// `proxyPatterns`) on the provider entry; a collector reads it when it starts.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn pin_provider(&self, pins: &Value) -> anyhow::Result<()> {
+        self.write_provider_file(pins)
+    }
+
+    fn write_provider_file(&self, pins: &Value) -> anyhow::Result<()> {
+        let secrets_ns = self.secrets_namespace.as_str();
         let file = |name: &str| self.dir.join(name).display().to_string();
         std::fs::write(self.dir.join("ca.crt"), self.control_plane.ca_pem())?;
         std::fs::write(
@@ -74,7 +87,7 @@ impl ProfilePlane {
             ("PLUGIN_SECRET_NAMESPACE", secrets_ns.to_owned()),
             ("PLUGIN_COUNT_FILE", file("count")),
         ];
-        let providers = json!({"providers": [{
+        let mut provider = json!({
             "name": OCM_MANAGER,
             "execConfig": {
                 "apiVersion": "client.authentication.k8s.io/v1",
@@ -84,7 +97,11 @@ impl ProfilePlane {
             },
             "profileSourcedCLIArgsPolicy": "Ignore",
             "profileSourcedEnvVarsPolicy": "Ignore",
-        }]});
+        });
+        for (key, value) in pins.as_object().into_iter().flatten() {
+            provider[key] = value.clone();
+        }
+        let providers = json!({ "providers": [provider] });
         std::fs::write(self.provider_file(), serde_json::to_vec_pretty(&providers)?)?;
         Ok(())
     }
@@ -199,9 +216,15 @@ impl ProfilePlane {
 
 /// The access provider OCM writes for `member`, named [`OCM_MANAGER`].
 pub fn ocm_access_provider(cluster_name: &str, member: &Cluster) -> Value {
+    access_provider(member.endpoint(), member.ca_pem(), cluster_name)
+}
+
+/// An access provider named [`OCM_MANAGER`] with whatever server, CA and plugin
+/// `clusterName` a profile's writer chooses.
+pub fn access_provider(server: &str, ca_pem: &str, cluster_name: &str) -> Value {
     json!({"name": OCM_MANAGER, "cluster": {
-        "server": member.endpoint(),
-        "certificate-authority-data": base64(member.ca_pem()),
+        "server": server,
+        "certificate-authority-data": base64(ca_pem),
         "extensions": [{"name": "client.authentication.k8s.io/exec",
                         "extension": {"clusterName": cluster_name}}],
     }})

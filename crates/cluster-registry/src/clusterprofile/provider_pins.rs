@@ -198,8 +198,8 @@ impl ProfilePins {
         profile: PinnedProfile<'_>,
         cluster: &ProfileCluster,
     ) -> Result<(), InvalidReason> {
-        self.check_server(provider, cluster)?;
-        self.check_config(provider, profile, cluster)
+        self.check_config(provider, profile, cluster)?;
+        self.check_server(provider, cluster)
     }
 
     fn check_server(&self, provider: &str, cluster: &ProfileCluster) -> Result<(), InvalidReason> {

@@ -1,0 +1,279 @@
+//! Attacks by whoever writes a ClusterProfile, against the real `collector` and the real
+//! `tether-credential` on real apiservers, with a hostile HTTPS endpoint on 127.0.0.2 that logs
+//! every `Authorization` header it is sent.
+//!
+//! - A profile read with `--members-from clusterprofile` asks the secretreader plugin for
+//!   another member's token (`clusterName: member1`) and names the hostile endpoint as its
+//!   server. The provider entry pins `clusterName` to the profile's own name and the server to
+//!   the fleet's addresses: the profile is refused on that member only, no plugin runs for it,
+//!   and the endpoint never sees a token.
+//! - `tether-credential`, run as client-go runs it by a caller that may read every Secret, is
+//!   asked for a Secret not marked as the member's, a ServiceAccount token Secret, a Secret
+//!   marked for another member, and the member's Secret for a server other than the recorded
+//!   one: each time it exits 1, says why on stderr, and prints no token.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    net::Ipv4Addr,
+    path::Path,
+    process::{Command, Output},
+    time::Duration,
+};
+
+use e2e::{
+    kubeconfig_plane::{
+        Kubeconfig,
+        read_api::{wait_condition, wait_healthy},
+    },
+    profile_plane::{ProfilePlane, access_provider},
+};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use testkit::{Environment, HostileEndpoint};
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(30);
+const CONVERGE: Duration = Duration::from_secs(20);
+const HOUR: Duration = Duration::from_secs(3600);
+const VICTIM: &str = "member1";
+const SA: &str = "agent";
+
+#[tokio::test]
+async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing() {
+    let env = Environment::with_members(1).await.unwrap();
+    let (control_plane, member) = (env.control_plane(), env.cluster(1));
+    let ns = member.create_namespace("agents").await.unwrap();
+    member.create_service_account(&ns, SA).await.unwrap();
+    let token = member.mint_token(&ns, SA, HOUR).await.unwrap();
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
+        .await
+        .unwrap();
+
+    let plane = ProfilePlane::create(control_plane).await.unwrap();
+    plane
+        .pin_provider(&json!({
+            "profileConfigPins": {"clusterName": "$(PROFILE_NAME)"},
+            "serverPatterns": ["^https://127\\.0\\.0\\.1:[0-9]+$"],
+        }))
+        .unwrap();
+    plane.write_token(VICTIM, &token).await.unwrap();
+    plane.write_token("decoy", "decoy-own-token").await.unwrap();
+    plane.publish(VICTIM, member, None).await.unwrap();
+    // The thief asks the plugin for member1's Secret; the decoy asks for its own, but sends
+    // it to the hostile endpoint: one pin each.
+    plane
+        .publish(
+            "thief",
+            member,
+            Some(json!([access_provider(
+                &hostile.url(),
+                hostile.ca_pem(),
+                VICTIM
+            )])),
+        )
+        .await
+        .unwrap();
+    plane
+        .publish(
+            "decoy",
+            member,
+            Some(json!([access_provider(
+                &hostile.url(),
+                hostile.ca_pem(),
+                "decoy"
+            )])),
+        )
+        .await
+        .unwrap();
+
+    // The endpoint policy lets 127.0.0.2 in: only the pins stand in the way.
+    let allow = hostile.allow_endpoint_arg();
+    let collector = plane
+        .start_collector(PROBE, &["--allow-endpoint", &allow])
+        .await
+        .unwrap();
+    wait_healthy(&collector, VICTIM, START).await.unwrap();
+    let thief = wait_condition(
+        &collector,
+        "thief",
+        "Ready",
+        "False/DefinitionInvalid",
+        CONVERGE,
+    )
+    .await;
+    let decoy = wait_condition(
+        &collector,
+        "decoy",
+        "Ready",
+        "False/EndpointForbidden",
+        CONVERGE,
+    )
+    .await;
+    // A few more probe periods, in which a member made of either profile would have dialled.
+    tokio::time::sleep(PROBE * 3).await;
+    assert!(
+        !hostile.saw_bearer(&token),
+        "member1's token reached the hostile endpoint: {} of {} requests carried it",
+        hostile
+            .authorizations()
+            .iter()
+            .filter(|a| a.contains(&token))
+            .count(),
+        hostile.requests()
+    );
+    assert_eq!(
+        hostile.requests(),
+        0,
+        "nothing is dialled for a refused profile: {:?}",
+        hostile.request_lines()
+    );
+    let (_, thief) = thief.unwrap();
+    println!("thief: {}: {}", thief.short(), thief.message);
+    assert!(
+        thief.message.contains("\"clusterName\" to \"thief\"")
+            && thief.message.contains("\"member1\""),
+        "{thief:?}"
+    );
+    let (_, decoy) = decoy.unwrap();
+    println!("decoy: {}: {}", decoy.short(), decoy.message);
+    assert!(
+        decoy.message.contains("serverPatterns") && decoy.message.contains("127.0.0.2"),
+        "{decoy:?}"
+    );
+    wait_healthy(&collector, VICTIM, CONVERGE).await.unwrap();
+}
+
+/// The server recorded on member1's Secret, as the collector records its published profile's.
+const RECORDED_SERVER: &str = "https://127.0.0.1:6443";
+const FORGED_SERVER: &str = "https://127.0.0.2:6443";
+const SECRET_TOKEN: &str = "member-token-never-printed";
+
+/// `KUBERNETES_EXEC_INFO` for a profile whose `tether` provider names `secret` for `member`
+/// and whose server is `server`.
+fn exec_info(ns: &str, secret: &str, member: &str, server: &str) -> String {
+    json!({
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "spec": {"interactive": false, "cluster": {
+            "server": server,
+            "config": {"member": member, "secretRef": {"namespace": ns, "name": secret}},
+        }},
+    })
+    .to_string()
+}
+
+/// Runs the real binary as client-go would, with an environment of its own.
+fn run(binary: &Path, kubeconfig: &Path, exec_info: &str) -> Output {
+    Command::new(binary)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--timeout=10s")
+        .env_clear()
+        .env("KUBERNETES_EXEC_INFO", exec_info)
+        .env("HOME", kubeconfig.parent().unwrap())
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_recorded_server() {
+    let binary = testkit::locate_binary("tether-credential").unwrap();
+    let env = Environment::with_members(0).await.unwrap();
+    let plane = env.control_plane();
+    let admin = plane.admin_client().unwrap();
+    let ns = plane.create_namespace("fleet").await.unwrap();
+    plane.create_service_account(&ns, SA).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(admin, &ns);
+    let marked = |member: &str| {
+        json!({"labels": {"tether.io/member": member},
+               "annotations": {"tether.io/server": RECORDED_SERVER}})
+    };
+    for (name, metadata, type_) in [
+        (VICTIM, marked(VICTIM), "Opaque"),
+        ("unmarked", json!({}), "Opaque"),
+        ("member2", marked("member2"), "Opaque"),
+        (
+            "sa-token",
+            {
+                let mut meta = marked(VICTIM);
+                meta["annotations"]["kubernetes.io/service-account.name"] = json!(SA);
+                meta
+            },
+            "kubernetes.io/service-account-token",
+        ),
+    ] {
+        let mut metadata = metadata;
+        metadata["name"] = json!(name);
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": metadata, "type": type_,
+            "stringData": {"token": SECRET_TOKEN},
+        }))
+        .unwrap();
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    // The caller may read every Secret: only the Secret's own marks stand in the way.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("caller.kubeconfig");
+    let yaml = Kubeconfig::token(plane, &plane.admin_token().unwrap())
+        .to_yaml()
+        .unwrap();
+    std::fs::write(&kubeconfig, yaml).unwrap();
+
+    let served = run(
+        &binary,
+        &kubeconfig,
+        &exec_info(&ns, VICTIM, VICTIM, RECORDED_SERVER),
+    );
+    assert!(
+        served.status.success(),
+        "the member's own marked Secret for its recorded server: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&served.stdout).unwrap();
+    assert_eq!(doc["status"]["token"], SECRET_TOKEN);
+
+    for (attack, info, says) in [
+        (
+            "a Secret without the member label",
+            exec_info(&ns, "unmarked", VICTIM, RECORDED_SERVER),
+            "is not marked as member member1's credential",
+        ),
+        (
+            "a ServiceAccount token Secret",
+            exec_info(&ns, "sa-token", VICTIM, RECORDED_SERVER),
+            "is a ServiceAccount token Secret",
+        ),
+        (
+            "another member's Secret",
+            exec_info(&ns, "member2", VICTIM, RECORDED_SERVER),
+            "is marked as the credential of member \"member2\", not of member1",
+        ),
+        (
+            "the member's Secret for a forged server",
+            exec_info(&ns, VICTIM, VICTIM, FORGED_SERVER),
+            "the client would send it to \"https://127.0.0.2:6443\"",
+        ),
+    ] {
+        let output = run(&binary, &kubeconfig, &info);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        println!("{attack}: exit {:?}: {stderr}", output.status.code());
+        assert!(
+            !stdout.contains(SECRET_TOKEN) && !stderr.contains(SECRET_TOKEN),
+            "{attack}: the token was printed: {stdout}"
+        );
+        assert_eq!(output.status.code(), Some(1), "{attack}: {stderr}");
+        assert!(stdout.is_empty(), "{attack}: {stdout}");
+        assert!(stderr.contains(says), "{attack}: {stderr}");
+    }
+}
