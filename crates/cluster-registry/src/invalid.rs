@@ -148,7 +148,8 @@ impl From<&SourceError> for InvalidReason {
         let detail = Text::new(&err.to_string()).into();
         match err {
             SourceError::NotFound { .. } => Self::SecretNotFound,
-            SourceError::Exec(ExecError::NotAllowed { .. } | ExecError::EnvNotAllowed { .. }) => {
+            // The exec policy refused it before anything ran.
+            SourceError::Exec(exec) if exec.condition_reason() == "ExecNotAllowed" => {
                 Self::ExecNotAllowed(detail)
             }
             SourceError::Exec(_) => Self::ExecFailed(detail),
