@@ -48,11 +48,15 @@
 //! file an [`Upserted`](crate::RegistryEvent::Upserted), a deleted token, certificate, key or
 //! kubeconfig file [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
 //!
-//! A definition's author picks the files Tether reads, so every file it names must resolve
-//! inside the directory (its `..data` symlinks are fine; `..`, absolute paths and symlinks out
-//! are not), and only regular files of at most 16 KiB (token), 1 MiB (CA, certificate chain,
-//! kubeconfig), 64 KiB (key) and 64 KiB (member file) are read: anything else is
-//! `SecretInvalid` (`DefinitionInvalid` for the member file) at once.
+//! A definition's author picks the files Tether reads, so every file it names is opened
+//! relative to a descriptor of the directory with `openat2(RESOLVE_BENEATH)` (Linux 5.6+;
+//! without it nothing is read): it must resolve beneath the directory (its `..data`
+//! symlinks are fine; `..`, absolute paths, absolute symlinks and symlinks out are not), and
+//! only regular files of at most 16 KiB (token), 1 MiB (CA, certificate chain, kubeconfig),
+//! 64 KiB (key) and 64 KiB (member file) are read: anything else (a FIFO, a device) is
+//! `SecretInvalid` (`DefinitionInvalid` for the member file) at once. A `rotation:` block's
+//! `tokenFile` must be a plain file name in the directory; each minted token replaces it
+//! through the same descriptor (a new `0600` file with a random name, renamed over it).
 
 use std::{
     path::{Path, PathBuf},
@@ -334,8 +338,10 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
     }
 }
 
-/// The file's `rotation:` request; it needs a `tokenFile` to replace, named by a plain
-/// relative path.
+/// The file's `rotation:` request; it needs a `tokenFile` to replace, named by a plain file
+/// name directly in the directory: the write-back replaces it through the directory's
+/// descriptor ([`MembersDir::replace`](crate::members_dir::MembersDir)), never through a
+/// subdirectory that could be swapped for a symlink.
 fn rotation(
     dir: &Path,
     path: &Path,
@@ -345,8 +351,11 @@ fn rotation(
         return Ok(None);
     };
     let plain = |p: &Path| {
-        p.components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        let mut components = p.components();
+        matches!(
+            (components.next(), components.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        )
     };
     match &file.token_file {
         Some(token_file) if plain(token_file) => block
@@ -358,7 +367,7 @@ fn rotation(
 
 fn rotation_without_token_file<T>(path: &Path) -> std::result::Result<T, InvalidReason> {
     Err(InvalidReason::DefinitionInvalid(format!(
-        "{}: rotation needs a tokenFile inside the directory (a plain relative path) to write \
+        "{}: rotation needs a tokenFile directly in the directory (a plain file name) to write \
          each minted token to",
         path.display()
     )))

@@ -111,6 +111,7 @@ pub mod kubeconfig;
 pub mod kubeconfig_secrets;
 pub mod labels;
 mod member;
+mod members_dir;
 mod member_table;
 #[cfg(test)]
 mod parser_properties;

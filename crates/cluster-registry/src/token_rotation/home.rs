@@ -14,10 +14,12 @@ use std::{
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{Api, Client, api::PostParams};
 use member_client::{SecretRef, Text};
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::{ExposeSecret as _, SecretSlice, SecretString};
 
 use super::record::{RECORD_ANNOTATION, RotationRecord};
-use crate::{argocd::CONFIG_KEY, karmada::TOKEN_KEY};
+use crate::{
+    argocd::CONFIG_KEY, bounded_file::FileError, karmada::TOKEN_KEY, members_dir::MembersDir,
+};
 
 /// The most of a token file (or its record) read: a service account token is about 1 KiB.
 const MAX_FILE_LEN: u64 = 64 * 1024;
@@ -271,45 +273,54 @@ fn record_path(token_file: &Path) -> PathBuf {
     token_file.with_file_name(format!(".{name}.rotation"))
 }
 
+/// Reads a token file or its record through the members directory's opener: a file that
+/// is not a regular file beneath the directory (a symlink out, a FIFO) is refused.
 async fn read_file(path: &Path) -> Result<Option<Vec<u8>>, HomeError> {
-    use tokio::io::AsyncReadExt as _;
-    let file = match tokio::fs::File::open(path).await {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(io_error(path, &err)),
-    };
-    let mut raw = Vec::new();
-    file.take(MAX_FILE_LEN)
-        .read_to_end(&mut raw)
-        .await
-        .map_err(|err| io_error(path, &err))?;
-    Ok(Some(raw))
-}
-
-/// Replaces `path` atomically: readers see the old content or the new, never half of it.
-async fn replace_file(path: &Path, content: &[u8]) -> Result<(), HomeError> {
-    use tokio::io::AsyncWriteExt as _;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let write = async {
-        let mut file = tokio::fs::File::create(&temporary).await?;
-        file.write_all(content).await?;
-        file.sync_all().await?;
-        tokio::fs::rename(&temporary, path).await
-    };
-    if let Err(err) = write.await {
-        // Best effort: the temporary file is hidden and overwritten by the next attempt.
-        let _ = tokio::fs::remove_file(&temporary).await;
-        return Err(io_error(path, &err));
+    let (dir, name) = in_members_dir(path)?;
+    match blocking(move || MembersDir::open(&dir)?.read(&name, MAX_FILE_LEN)).await? {
+        Ok(raw) => Ok(Some(raw)),
+        Err(FileError::NotFound) => Ok(None),
+        Err(FileError::Refused(why)) => Err(HomeError::Invalid(
+            Text::new(&format!("{}: {why}", path.display())).into(),
+        )),
     }
-    Ok(())
 }
 
-fn io_error(path: &Path, err: &std::io::Error) -> HomeError {
-    HomeError::Failed(Text::new(&format!("{}: {err}", path.display())))
+/// Replaces `path` atomically through the members directory's opener: readers see the old
+/// content or the new, and a symlink there is replaced, never written through.
+async fn replace_file(path: &Path, content: &[u8]) -> Result<(), HomeError> {
+    let (dir, name) = in_members_dir(path)?;
+    // Zeroed on drop: it is a token.
+    let content = SecretSlice::from(content.to_vec());
+    match blocking(move || MembersDir::open(&dir)?.replace(&name, content.expose_secret())).await? {
+        Ok(()) => Ok(()),
+        Err(FileError::NotFound) => Err(HomeError::NotFound(path.display().to_string())),
+        Err(FileError::Refused(why)) => Err(HomeError::Failed(Text::new(&format!(
+            "{}: {why}",
+            path.display()
+        )))),
+    }
+}
+
+/// The members directory and the file's name in it. A member file's `rotation:` names a
+/// plain file name as `tokenFile`, so the token file's parent is the directory itself.
+fn in_members_dir(path: &Path) -> Result<(PathBuf, PathBuf), HomeError> {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir.to_owned(), PathBuf::from(name))),
+        _ => Err(HomeError::Invalid(format!(
+            "{}: not a file in a members directory",
+            path.display()
+        ))),
+    }
+}
+
+/// Runs file I/O off the async workers.
+async fn blocking<T: Send + 'static>(
+    io: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, HomeError> {
+    tokio::task::spawn_blocking(io)
+        .await
+        .map_err(|_| HomeError::Failed(Text::new("the file I/O task stopped")))
 }
 
 #[cfg(test)]

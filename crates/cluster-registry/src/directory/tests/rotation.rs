@@ -30,6 +30,9 @@ fn a_rotation_block_names_the_token_file_as_the_home() {
 #[case::outside(
     "name: m1\napiEndpoint: https://h:6443\ntokenFile: sub/../t\nrotation:\n  serviceAccount: a/b\n"
 )]
+#[case::in_a_subdirectory(
+    "name: m1\napiEndpoint: https://h:6443\ntokenFile: sub/t\nrotation:\n  serviceAccount: a/b\n"
+)]
 #[case::bad_account(
     "name: m1\napiEndpoint: https://h:6443\ntokenFile: t\nrotation:\n  serviceAccount: b\n"
 )]

@@ -106,3 +106,101 @@ fn a_snapshot_never_shows_its_token() {
     };
     assert!(!format!("{snapshot:?}").contains("s3cr3t"));
 }
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The token file is a symlink to a file outside the directory (standing in for the
+/// collector's own ServiceAccount token): it is neither read nor written through.
+#[tokio::test]
+async fn a_token_file_that_links_out_is_neither_read_nor_written_through() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("victim"), "victim-token").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m1.token");
+    std::os::unix::fs::symlink(outside.path().join("victim"), &token_file).unwrap();
+    let home = TokenHome::File(token_file.clone());
+
+    let err = home.read(None).await.unwrap_err();
+    assert!(err.to_string().contains("leads out"), "{err}");
+
+    // A write based on what the link showed is refused too.
+    let base = HomeSnapshot {
+        token: Some(SecretString::from("victim-token")),
+        record: RotationRecord::default(),
+        secret: None,
+    };
+    let new = SecretString::from("new-token");
+    let err = home
+        .write(None, &base, Some(&new), &record("r1"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("leads out"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("victim")).unwrap(),
+        "victim-token"
+    );
+    assert_eq!(names(outside.path()), ["victim"], "nothing created outside");
+    assert_eq!(names(dir.path()), ["m1.token"], "no temporary file is left");
+}
+
+/// Symlinks planted where a predictable temporary file would go (`.<name>.tmp-<pid>`) do
+/// not redirect the write: the temporary file has a random name and is created `O_EXCL`.
+#[tokio::test]
+async fn planted_temporary_names_do_not_redirect_the_write() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("victim"), "untouched").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m1.token");
+    std::fs::write(&token_file, "old-token").unwrap();
+    let pid = std::process::id();
+    for planted in [
+        format!(".m1.token.tmp-{pid}"),
+        format!("..m1.token.rotation.tmp-{pid}"),
+    ] {
+        std::os::unix::fs::symlink(outside.path().join("victim"), dir.path().join(planted))
+            .unwrap();
+    }
+    let home = TokenHome::File(token_file.clone());
+    let base = home.read(None).await.unwrap();
+    let new = SecretString::from("new-token");
+    home.write(None, &base, Some(&new), &record("r1"))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("victim")).unwrap(),
+        "untouched"
+    );
+    assert_eq!(names(outside.path()), ["victim"]);
+    assert!(token_file.symlink_metadata().unwrap().is_file());
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap(), "new-token");
+    assert_eq!(home.read(None).await.unwrap().record, record("r1"));
+    assert_eq!(names(dir.path()).len(), 4, "{:?}", names(dir.path()));
+}
+
+#[tokio::test]
+async fn a_fifo_as_token_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("m1.token");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &token_file,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        0,
+    )
+    .unwrap();
+    let home = TokenHome::File(token_file);
+    let read = tokio::time::timeout(Duration::from_secs(2), home.read(None))
+        .await
+        .expect("the read returns at once");
+    let err = read.unwrap_err();
+    assert!(err.to_string().contains("not a regular file"), "{err}");
+}
