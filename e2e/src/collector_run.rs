@@ -216,3 +216,56 @@ pub fn temp_dir(name: &str) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
+
+/// What one run of `collector check -o json` gave.
+pub struct CheckRun {
+    /// Its exit code (-1 if killed by a signal).
+    pub code: i32,
+    /// Its report.
+    pub report: serde_json::Value,
+    /// All it wrote, stdout then stderr, to look for what must not be there.
+    pub output: String,
+}
+
+impl CheckRun {
+    /// The report's row of member `name`.
+    ///
+    /// # Errors
+    /// No such row.
+    pub fn row(&self, name: &str) -> anyhow::Result<&serde_json::Value> {
+        self.report["members"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|m| m["name"] == name))
+            .with_context(|| format!("no row for {name}: {:#}", self.report))
+    }
+}
+
+/// Runs the built `collector check -o json --check-timeout 20` with loopback members allowed,
+/// then `args`, killed if it outlives `limit`.
+///
+/// # Errors
+/// No binary (build it: `cargo build -p collector --bin collector`), the run outliving
+/// `limit`, or a report that is not JSON.
+pub async fn collector_check(args: &[String], limit: Duration) -> anyhow::Result<CheckRun> {
+    let run = tokio::process::Command::new(testkit::locate_collector()?)
+        .arg("check")
+        .args(["-o", "json", "--check-timeout", "20"])
+        // The test apiservers listen on loopback, which members may not name by default.
+        .args(["--allow-endpoint", "127.0.0.1/32"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(limit, run)
+        .await
+        .context("collector check did not finish")??;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report = serde_json::from_str(&stdout)
+        .with_context(|| format!("not JSON: {stdout}\nstderr: {stderr}"))?;
+    Ok(CheckRun {
+        code: output.status.code().unwrap_or(-1),
+        report,
+        output: format!("{stdout}{stderr}"),
+    })
+}

@@ -4,9 +4,12 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use cluster_registry::karmada::Cluster;
-use k8s_openapi::ByteString;
-use kube::{Api, Client};
+use cluster_registry::karmada::{Cluster, ClusterSpec, LocalSecretReference, SyncMode};
+use k8s_openapi::{ByteString, api::core::v1::Secret};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams, PostParams},
+};
 use testkit::{Cluster as HarnessCluster, Karmada, PushMember};
 
 pub use testkit::karmada::SECRET_NAMESPACE;
@@ -61,6 +64,66 @@ impl KarmadaPlane {
         data: BTreeMap<String, ByteString>,
     ) -> anyhow::Result<()> {
         self.karmada.write_secret_data(name, data).await
+    }
+
+    /// Creates a push-mode `Cluster` `name` at `endpoint` whose `secretRef` names Secret
+    /// `secret` in [`SECRET_NAMESPACE`], which may be another member's: what a definition
+    /// writer can type.
+    ///
+    /// # Errors
+    /// API errors, such as a `Cluster` of that name existing already.
+    pub async fn create_cluster(
+        &self,
+        name: &str,
+        endpoint: &str,
+        secret: &str,
+        insecure_skip_tls_verification: bool,
+    ) -> anyhow::Result<()> {
+        let cluster = Cluster::new(
+            name,
+            ClusterSpec {
+                sync_mode: SyncMode::Push,
+                api_endpoint: Some(endpoint.to_owned()),
+                secret_ref: Some(LocalSecretReference {
+                    namespace: SECRET_NAMESPACE.to_owned(),
+                    name: secret.to_owned(),
+                }),
+                insecure_skip_tls_verification,
+                proxy_url: None,
+            },
+        );
+        Api::<Cluster>::all(self.client().clone())
+            .create(&PostParams::default(), &cluster)
+            .await?;
+        Ok(())
+    }
+
+    /// Sets label `key=value` on Secret `name` (a merge patch: the data stay).
+    ///
+    /// # Errors
+    /// API errors, such as no such Secret.
+    pub async fn label_secret(&self, name: &str, key: &str, value: &str) -> anyhow::Result<()> {
+        let patch = serde_json::json!({ "metadata": { "labels": { key: value } } });
+        Api::<Secret>::namespaced(self.client().clone(), SECRET_NAMESPACE)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        Ok(())
+    }
+
+    /// The message of condition `type_` on the member's `Cluster`, if written.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn condition_message(
+        &self,
+        name: &str,
+        type_: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let cluster = self.cluster(name).await?;
+        Ok(cluster
+            .status
+            .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == type_))
+            .map(|c| c.message))
     }
 
     /// Deletes the member's Secret.

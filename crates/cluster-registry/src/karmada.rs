@@ -119,7 +119,8 @@ pub struct NodeSummary {
 ///
 /// A `Pull`-mode Cluster is [`InvalidReason::PullMode`]; a missing `apiEndpoint` or
 /// `secretRef`, or a bad endpoint or proxy, is invalid with its reason. Whether the Secret
-/// exists and holds a usable credential is decided against the
+/// exists, is bound to this Cluster ([`secret_binding`](crate::secret_binding): a Secret serves
+/// one member only) and holds a usable credential is decided against the
 /// [`SecretStore`](crate::SecretStore).
 ///
 /// ```

@@ -43,9 +43,12 @@ const REMEDIES: &[(&str, &str)] = &[
     ),
     (
         "SecretForbidden",
-        "the secretRef points to a namespace the collector has no Role in: add it to \
-         --secret-namespace (the chart's secretNamespaces) and grant get, list and watch on \
-         Secrets there",
+        "the message says which: the Secret is bound to another member (a Secret serves one \
+         member only: its tether.io/member label, else its Karmada Cluster owner, else its \
+         name), so if it really is this member's credential, label it \
+         tether.io/member=<member>; or the secretRef points to a namespace the collector has \
+         no Role in: add it to --secret-namespace (the chart's secretNamespaces) and grant \
+         get, list and watch on Secrets there",
     ),
     (
         "ExecNotAllowed",
@@ -84,7 +87,8 @@ const REMEDIES: &[(&str, &str)] = &[
     ),
     (
         "DefinitionInvalid",
-        "fix the member's definition: the message says what does not parse",
+        "fix the member's definition: the message says what does not parse, or which \
+         definitions claim the same member name (remove or rename all but one)",
     ),
     (
         "PullMode",
@@ -153,6 +157,8 @@ mod tests {
     #[case::forbidden_is_rbac_not_a_new_token("Forbidden", "grant its identity")]
     #[case::unreachable("Unreachable", "caBundle")]
     #[case::exec("ExecNotAllowed", "--allow-exec")]
+    #[case::secret_of_another_member("SecretForbidden", "tether.io/member=<member>")]
+    #[case::duplicate_name("DefinitionInvalid", "claim the same member name")]
     #[case::unknown_member(NOT_DEFINED, "--member")]
     fn the_remedy_says_what_to_do(#[case] reason: &str, #[case] says: &str) {
         assert!(

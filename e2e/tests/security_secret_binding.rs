@@ -1,0 +1,174 @@
+//! A Secret serves exactly one member. A Karmada `Cluster` that names another member's Secret
+//! and points at an endpoint of its own gets `SecretForbidden`, and the token never reaches that
+//! endpoint; a Secret labelled `tether.io/member` serves that member under any name; and
+//! `collector check` names each Secret it refuses. The real `collector` binary, real
+//! apiservers, and a hostile endpoint on 127.0.0.2.
+//!
+//! Build the binary first: `cargo build -p collector --bin collector`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{net::Ipv4Addr, time::Duration};
+
+use cluster_registry::secret_binding::MEMBER_LABEL;
+use e2e::{
+    collector_run::{collector_check, control_plane_args, temp_dir},
+    karmada_plane::KarmadaPlane,
+    scenario::HOUR,
+};
+use testkit::{CollectorProcess, Environment, HostileEndpoint, locate_collector};
+
+const PROBE: Duration = Duration::from_secs(1);
+const START: Duration = Duration::from_secs(60);
+const CONVERGE: Duration = Duration::from_secs(20);
+/// How long the hostile endpoint is watched after the refusal: several probe periods, in which
+/// a member that had a client would have probed and listed many times.
+const WINDOW: Duration = Duration::from_secs(5);
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
+    let env = Environment::with_members(2).await.unwrap();
+    let control_plane = env.control_plane();
+    let plane = KarmadaPlane::install(control_plane).await.unwrap();
+    let ns = format!("tether-binding-{}", std::process::id());
+    let mut tokens = Vec::new();
+    for member in env.members() {
+        member.create_namespace_named(&ns).await.unwrap();
+        member.create_service_account(&ns, "agent-a").await.unwrap();
+        tokens.push(member.mint_token(&ns, "agent-a", HOUR).await.unwrap());
+    }
+    let (member1, member2) = (env.cluster(1), env.cluster(2));
+    // member1 as `karmadactl join` makes it: the Secret is named after the Cluster.
+    plane.register(member1, &tokens[0]).await.unwrap();
+    // member2's Secret has another name, and no label yet: it serves no member2.
+    plane
+        .write_secret("member2-creds", &tokens[1], member2.ca_pem())
+        .await
+        .unwrap();
+    plane
+        .create_cluster("member2", member2.endpoint(), "member2-creds", false)
+        .await
+        .unwrap();
+
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
+        .await
+        .unwrap();
+    control_plane
+        .create_namespace_named("tether-system")
+        .await
+        .unwrap();
+    let admin_token = control_plane.admin_token().unwrap();
+    let mut args = control_plane_args(control_plane, &admin_token).unwrap();
+    args.extend([
+        "--probe-period".to_owned(),
+        PROBE.as_secs().to_string(),
+        "--allow-endpoint".to_owned(),
+        hostile.allow_endpoint_arg(),
+        "--allow-insecure-members".to_owned(),
+    ]);
+    let mut collector = CollectorProcess::spawn(
+        &locate_collector().unwrap(),
+        &args,
+        &temp_dir("binding").unwrap(),
+    )
+    .unwrap();
+    // Its stdout is a pipe: keep it drained.
+    if let Some(mut stdout) = collector.take_stdout() {
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    }
+    collector.wait_until_healthy(START).await.unwrap();
+    plane
+        .wait_condition("member1", "Ready", "True", "MemberReady", START)
+        .await
+        .unwrap();
+
+    // The attack: a second Cluster with member1's Secret, sent to an endpoint of its own.
+    plane
+        .create_cluster("evil", &hostile.url(), "member1", true)
+        .await
+        .unwrap();
+    let refused = plane
+        .wait_condition("evil", "Ready", "False", "SecretForbidden", CONVERGE)
+        .await;
+    tokio::time::sleep(WINDOW).await;
+    let carried = hostile
+        .authorizations()
+        .iter()
+        .filter(|a| a.contains(tokens[0].as_str()))
+        .count();
+    assert!(
+        !hostile.saw_bearer(&tokens[0]),
+        "member1's token reached the hostile endpoint in {carried} of {} requests",
+        hostile.requests()
+    );
+    refused.unwrap();
+    let message = plane
+        .condition_message("evil", "Ready")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        message.contains("Secret karmada-cluster/member1 ")
+            && message.contains(&format!("{MEMBER_LABEL}=evil")),
+        "{message}"
+    );
+    assert_eq!(
+        plane.condition("member1", "Ready").await.unwrap(),
+        Some(("True".to_owned(), "MemberReady".to_owned())),
+        "member1 is untouched"
+    );
+    let unlabelled = plane
+        .wait_condition("member2", "Ready", "False", "SecretForbidden", CONVERGE)
+        .await;
+
+    // `collector check` names both refused Secrets, and probes neither.
+    let checked = collector_check(&args, CHECK_LIMIT).await.unwrap();
+    eprintln!("{:#}", checked.report);
+    assert_eq!(checked.code, 1);
+    assert_eq!(checked.row("member1").unwrap()["reason"], "MemberReady");
+    for (member, secret) in [("evil", "member1"), ("member2", "member2-creds")] {
+        let row = checked.row(member).unwrap();
+        assert_eq!(row["reason"], "SecretForbidden", "{row:#}");
+        let says = row["message"].as_str().unwrap();
+        assert!(
+            says.contains(&format!("Secret karmada-cluster/{secret} "))
+                && says.contains(&format!("{MEMBER_LABEL}={member}")),
+            "{says}"
+        );
+        assert!(
+            row["remedy"].as_str().unwrap().contains(MEMBER_LABEL),
+            "{row:#}"
+        );
+    }
+    for token in tokens.iter().chain([&admin_token]) {
+        assert!(
+            !checked.output.contains(token.as_str()),
+            "a token was printed"
+        );
+    }
+    unlabelled.unwrap();
+
+    // The migration: labelling member2's Secret binds it, with no restart.
+    plane
+        .label_secret("member2-creds", MEMBER_LABEL, "member2")
+        .await
+        .unwrap();
+    plane
+        .wait_condition("member2", "Ready", "True", "MemberReady", CONVERGE)
+        .await
+        .unwrap();
+
+    assert!(
+        !hostile.saw_bearer(&tokens[0]) && !hostile.saw_bearer(&tokens[1]),
+        "a member's token reached the hostile endpoint"
+    );
+    assert_eq!(
+        plane.condition("member1", "Ready").await.unwrap(),
+        Some(("True".to_owned(), "MemberReady".to_owned())),
+    );
+    collector.terminate(Duration::from_secs(10)).await.unwrap();
+}
