@@ -18,8 +18,7 @@
 
 use std::{collections::BTreeMap, fmt};
 
-use member_client::Text;
-use regex::{Regex, RegexBuilder};
+use member_client::{Text, exec::Pattern};
 use serde::Deserialize;
 
 use super::ProfileCluster;
@@ -29,10 +28,6 @@ use crate::InvalidReason;
 pub const PROFILE_NAME_VAR: &str = "$(PROFILE_NAME)";
 /// In a pinned value, the namespace (inventory) of the profile being read.
 pub const PROFILE_NAMESPACE_VAR: &str = "$(PROFILE_NAMESPACE)";
-
-/// The largest compiled pattern, in bytes: an operator's typo must not cost the collector's
-/// memory.
-const MAX_PATTERN_BYTES: usize = 1 << 20;
 
 /// What a provider pins of the profiles it serves. Empty (the default) pins nothing, as
 /// upstream's consumers do.
@@ -63,14 +58,12 @@ pub enum ConfigPin {
     Matches(AnchoredPattern),
 }
 
-/// A regular expression that must match a whole value: written `^...$`, and compiled
-/// anchored at both ends whatever alternations it holds.
-#[derive(Clone, Deserialize)]
+/// A regular expression that must match a whole value, written `^...$` so that a reader of
+/// the provider file sees it is anchored; compiled anchored at both ends whatever alternations
+/// it holds (`^a|b$` matches `a` and `b`, nothing longer).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
-pub struct AnchoredPattern {
-    written: String,
-    anchored: Regex,
-}
+pub struct AnchoredPattern(Pattern);
 
 /// The profile a pin is checked for.
 #[derive(Clone, Copy, Debug)]
@@ -92,26 +85,17 @@ impl AnchoredPattern {
                 "pattern {written:?} must be anchored: start with ^ and end with $"
             ));
         }
-        // `^a|b$` starts and ends with anchors yet matches any text containing `a` or `b`:
-        // the group makes both anchors bind every alternative.
-        let anchored = RegexBuilder::new(&format!(r"\A(?:{written})\z"))
-            .size_limit(MAX_PATTERN_BYTES)
-            .build()
-            .map_err(|err| format!("pattern {written:?} is not a regular expression: {err}"))?;
-        Ok(Self {
-            written: written.to_owned(),
-            anchored,
-        })
+        Pattern::new(written).map(Self)
     }
 
     /// Whether the pattern matches all of `value`.
     pub fn matches(&self, value: &str) -> bool {
-        self.anchored.is_match(value)
+        self.0.is_match(value)
     }
 
     /// The pattern as the operator wrote it.
     pub fn as_str(&self) -> &str {
-        &self.written
+        self.0.as_str()
     }
 }
 
@@ -122,20 +106,6 @@ impl TryFrom<String> for AnchoredPattern {
         Self::new(&written)
     }
 }
-
-impl fmt::Debug for AnchoredPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.written, f)
-    }
-}
-
-impl PartialEq for AnchoredPattern {
-    fn eq(&self, other: &Self) -> bool {
-        self.written == other.written
-    }
-}
-
-impl Eq for AnchoredPattern {}
 
 impl TryFrom<serde_json::Value> for ConfigPin {
     type Error = String;
@@ -428,7 +398,7 @@ mod tests {
     #[case::unanchored_start(json!({"serverPatterns": ["https://x$"]}), "anchored")]
     #[case::unanchored_end(json!({"serverPatterns": ["^https://x"]}), "anchored")]
     #[case::escaped_end(json!({"serverPatterns": ["^https://x\\$"]}), "anchored")]
-    #[case::not_a_regex(json!({"serverPatterns": ["^(https$"]}), "not a regular expression")]
+    #[case::not_a_regex(json!({"serverPatterns": ["^(https$"]}), "not a valid regular expression")]
     #[case::unknown_variable(json!({"profileConfigPins": {"clusterName": "$(PROFILE)"}}),
                              "names a variable")]
     #[case::pin_shape(json!({"profileConfigPins": {"clusterName": 7}}), "string or")]
