@@ -5,7 +5,7 @@
 //! the node's cloud metadata service, and one pointing at `127.0.0.1` to whatever listens
 //! beside the collector.
 
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::{Cidr, ValidationError};
 
@@ -19,10 +19,17 @@ const METADATA_HOSTS: &[&str] = &[
     "instance-data.ec2.internal",
 ];
 
-/// Metadata addresses outside link-local (AWS's IPv6 one, Alibaba's, Oracle's is link-local).
+/// Metadata addresses outside link-local: `169.254.169.254` (AWS, GCP, Azure IMDS, Oracle,
+/// OpenStack) is link-local already; these are not.
 const METADATA_ADDRS: &[IpAddr] = &[
+    // AWS's IPv6 instance metadata.
     IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)),
-    IpAddr::V4(std::net::Ipv4Addr::new(100, 100, 100, 200)),
+    // GCP's IPv6 metadata server.
+    IpAddr::V6(Ipv6Addr::new(0xfd20, 0xce, 0, 0, 0, 0, 0, 0x254)),
+    // Alibaba Cloud's metadata.
+    IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
+    // Azure's WireServer: hands out the VM's extension settings and certificates.
+    IpAddr::V4(Ipv4Addr::new(168, 63, 129, 16)),
 ];
 
 /// Which endpoints a member's token may go to.
@@ -31,24 +38,30 @@ const METADATA_ADDRS: &[IpAddr] = &[
 /// multicast and broadcast addresses and the cloud metadata services (by address and by name),
 /// `http://` endpoints, and members that skip TLS verification. Ranges given to
 /// [`allow`](Self::allow) (the collector's `--allow-endpoint`) are accepted whatever class they
-/// fall in. [`check_uri`](Self::check_uri) judges the URL as written;
+/// fall in. In [`strict`](Self::strict) mode those ranges are the whole allow-list: every
+/// address outside them is refused, whatever its class. [`check_uri`](Self::check_uri) judges the URL as written;
 /// [`check_ip`](Self::check_ip) judges each address a host name resolves to, before it is
 /// dialled.
 ///
 /// ```
 /// use member_client::validation::EndpointPolicy;
 ///
-/// let strict = EndpointPolicy::default();
-/// assert!(strict.check_uri(&"https://10.0.0.1:6443".parse().unwrap()).is_ok());
-/// assert!(strict.check_uri(&"https://169.254.169.254".parse().unwrap()).is_err());
-/// assert!(strict.check_uri(&"https://127.0.0.1:6443".parse().unwrap()).is_err());
+/// let default = EndpointPolicy::default();
+/// assert!(default.check_uri(&"https://10.0.0.1:6443".parse().unwrap()).is_ok());
+/// assert!(default.check_uri(&"https://169.254.169.254".parse().unwrap()).is_err());
+/// assert!(default.check_uri(&"https://127.0.0.1:6443".parse().unwrap()).is_err());
 ///
 /// let tests = EndpointPolicy::default().allow("127.0.0.1/32".parse().unwrap());
 /// assert!(tests.check_uri(&"https://127.0.0.1:6443".parse().unwrap()).is_ok());
+///
+/// let strict = EndpointPolicy::default().allow("10.1.0.0/16".parse().unwrap()).strict(true);
+/// assert!(strict.check_uri(&"https://10.1.0.1:6443".parse().unwrap()).is_ok());
+/// assert!(strict.check_uri(&"https://10.0.0.1:6443".parse().unwrap()).is_err());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EndpointPolicy {
     allowed: Vec<Cidr>,
+    only_allowed: bool,
     plain_http: bool,
     insecure_tls: bool,
 }
@@ -58,6 +71,15 @@ impl EndpointPolicy {
     #[must_use]
     pub fn allow(mut self, range: Cidr) -> Self {
         self.allowed.push(range);
+        self
+    }
+
+    /// Refuse every address outside the ranges given to [`allow`](Self::allow), not only the
+    /// classes refused by default (the collector's `--endpoint-policy strict`). With no range
+    /// allowed, every address is refused.
+    #[must_use]
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.only_allowed = strict;
         self
     }
 
@@ -151,6 +173,11 @@ impl EndpointPolicy {
         if self.allowed.iter().any(|range| range.contains(ip)) {
             return Ok(());
         }
+        if self.only_allowed {
+            return Err(forbidden(&format!(
+                "{ip} is outside every --allow-endpoint range (--endpoint-policy strict)"
+            )));
+        }
         match class(ip) {
             None => Ok(()),
             Some(class) => Err(forbidden(&format!(
@@ -220,7 +247,11 @@ mod tests {
     #[case::metadata("https://169.254.169.254", "cloud metadata")]
     #[case::mapped_metadata("https://[::ffff:169.254.169.254]", "cloud metadata")]
     #[case::metadata_aws_v6("https://[fd00:ec2::254]", "cloud metadata")]
+    #[case::metadata_gcp_v6("https://[fd20:ce::254]", "cloud metadata")]
+    #[case::metadata_gcp_v6_port("https://[FD20:CE:0::254]:443", "cloud metadata")]
     #[case::metadata_alibaba("https://100.100.100.200", "cloud metadata")]
+    #[case::metadata_azure_wireserver("https://168.63.129.16", "cloud metadata")]
+    #[case::mapped_wireserver("https://[::ffff:168.63.129.16]:32526", "cloud metadata")]
     #[case::metadata_name("https://metadata.google.internal", "metadata service")]
     #[case::metadata_name_dot("https://Metadata.Google.Internal.", "metadata service")]
     #[case::unspecified("https://0.0.0.0:6443", "unspecified")]
@@ -255,6 +286,59 @@ mod tests {
         assert!(policy.check_uri(&uri("https://127.0.0.2:1")).is_err());
         assert!(policy.check_uri(&uri("https://169.254.169.254")).is_err());
         assert!(policy.check_uri(&uri("http://127.0.0.1:1")).is_err());
+    }
+
+    #[test]
+    fn the_new_metadata_addresses_are_refused_as_proxies_and_when_resolved() {
+        let policy = EndpointPolicy::default();
+        for ip in ["fd20:ce::254", "168.63.129.16"] {
+            let err = policy.check_ip(ip.parse().unwrap()).unwrap_err();
+            assert!(err.detail().contains("cloud metadata"), "{ip}: {err}");
+        }
+        assert!(policy.check_proxy(&uri("http://168.63.129.16:80")).is_err());
+        assert!(
+            policy
+                .check_proxy(&uri("http://[fd20:ce::254]:80"))
+                .is_err()
+        );
+        // Their neighbours are ordinary addresses.
+        assert_eq!(policy.check_ip("168.63.129.17".parse().unwrap()), Ok(()));
+        assert_eq!(policy.check_ip("fd20:ce::253".parse().unwrap()), Ok(()));
+    }
+
+    // Judged only: 10.0.0.1 and the names are never dialled.
+    #[test]
+    fn strict_mode_admits_only_the_allowed_ranges() {
+        let strict = EndpointPolicy::default()
+            .allow("127.0.0.2/32".parse().unwrap())
+            .allow("10.1.0.0/16".parse().unwrap())
+            .strict(true);
+        assert_eq!(strict.check_uri(&uri("https://127.0.0.2:6443")), Ok(()));
+        assert_eq!(strict.check_uri(&uri("https://10.1.2.3:6443")), Ok(()));
+        assert_eq!(strict.check_proxy(&uri("http://10.1.0.9:3128")), Ok(()));
+        for url in [
+            "https://10.0.0.1:6443",
+            "https://[fd12::1]:6443",
+            "https://127.0.0.3:6443",
+            "https://localhost:6443",
+        ] {
+            let err = strict.check_uri(&uri(url)).unwrap_err();
+            assert!(
+                err.detail().contains("--endpoint-policy strict"),
+                "{url}: {err}"
+            );
+        }
+        assert!(strict.check_proxy(&uri("http://10.0.0.1:3128")).is_err());
+        // A name passes as written; what it resolves to is judged before it is dialled.
+        assert_eq!(strict.check_uri(&uri("https://api.example.com")), Ok(()));
+        assert!(strict.check_ip("203.0.113.7".parse().unwrap()).is_err());
+        assert_eq!(strict.check_ip("10.1.255.255".parse().unwrap()), Ok(()));
+        // The default mode admits the same outside address.
+        let default = EndpointPolicy::default().allow("127.0.0.2/32".parse().unwrap());
+        assert_eq!(default.check_uri(&uri("https://10.0.0.1:6443")), Ok(()));
+        // Strict with nothing allowed admits nothing.
+        let nothing = EndpointPolicy::default().strict(true);
+        assert!(nothing.check_ip("10.0.0.1".parse().unwrap()).is_err());
     }
 
     #[test]
