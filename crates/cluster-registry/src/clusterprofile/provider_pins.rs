@@ -16,7 +16,7 @@
 //!  "serverPatterns": ["^https://[a-z0-9.-]+\\.clusters\\.example\\.com(:443)?$"]}
 //! ```
 
-use std::{collections::BTreeMap, fmt};
+use std::collections::BTreeMap;
 
 use member_client::{Text, exec::Pattern};
 use serde::Deserialize;
