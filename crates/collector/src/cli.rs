@@ -137,8 +137,16 @@ pub struct Args {
     /// Also let member tokens go to addresses in this range (CIDR, repeatable), even loopback,
     /// link-local or cloud-metadata ones, which are refused by default (`EndpointForbidden`),
     /// whether a definition names them or a host name resolves to them.
-    #[arg(long, value_name = "CIDR")]
+    #[arg(long, value_name = "CIDR", required_if_eq("endpoint_mode", "strict"))]
     pub allow_endpoint: Vec<Cidr>,
+
+    /// How `--allow-endpoint` is read. `default`: loopback, link-local, cloud-metadata and the
+    /// other special addresses are refused, any other address is accepted, and the ranges add
+    /// to what is accepted. `strict`: the ranges are the whole allow-list; a member endpoint or
+    /// proxy (as written, or as its name resolves) outside every range is `EndpointForbidden`,
+    /// whatever its address. `strict` needs at least one `--allow-endpoint`.
+    #[arg(long = "endpoint-policy", value_enum, default_value_t = EndpointMode::Default)]
+    pub endpoint_mode: EndpointMode,
 
     /// Accept `http://` endpoints, for members and for `--control-plane-url` / the
     /// kubeconfig's server. The token then crosses the network in clear.
@@ -298,14 +306,15 @@ impl Args {
         Duration::from_secs(self.request_timeout)
     }
 
-    /// Where member tokens may go, from `--allow-endpoint`, `--allow-plain-http` and
-    /// `--allow-insecure-members`.
+    /// Where member tokens may go, from `--allow-endpoint`, `--endpoint-policy`,
+    /// `--allow-plain-http` and `--allow-insecure-members`.
     pub fn endpoint_policy(&self) -> EndpointPolicy {
         self.allow_endpoint
             .iter()
             .fold(EndpointPolicy::default(), |policy, range| {
                 policy.allow(*range)
             })
+            .strict(self.endpoint_mode == EndpointMode::Strict)
             .allow_plain_http(self.allow_plain_http)
             .allow_insecure_tls(self.allow_insecure_members)
     }
@@ -379,6 +388,16 @@ pub enum MembersFrom {
     Clusterprofile,
 }
 
+/// How `--allow-endpoint` is read (`--endpoint-policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EndpointMode {
+    /// Special addresses (loopback, link-local, cloud metadata, ...) are refused unless a range
+    /// allows them; every other address is accepted.
+    Default,
+    /// Only addresses inside an `--allow-endpoint` range are accepted.
+    Strict,
+}
+
 /// Log format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -435,6 +454,35 @@ mod tests {
         assert_eq!(args.endpoint_policy(), want);
         assert_eq!(args.secret_namespace, ["a", "b"]);
         assert!(Args::try_parse_from(["collector", "--allow-endpoint", "localhost"]).is_err());
+    }
+
+    #[test]
+    fn strict_endpoint_policy_makes_the_ranges_the_whole_allow_list() {
+        let args = Args::try_parse_from([
+            "collector",
+            "--endpoint-policy",
+            "strict",
+            "--allow-endpoint",
+            "127.0.0.2/32",
+        ])
+        .unwrap();
+        let policy = args.endpoint_policy();
+        let want = EndpointPolicy::default()
+            .allow("127.0.0.2/32".parse().unwrap())
+            .strict(true);
+        assert_eq!(policy, want);
+        // Judged, never dialled.
+        let admits = |policy: &EndpointPolicy, url: &str| policy.check_uri(&url.parse().unwrap());
+        assert_eq!(admits(&policy, "https://127.0.0.2:6443"), Ok(()));
+        assert!(admits(&policy, "https://10.0.0.1:6443").is_err());
+        let default = Args::try_parse_from(["collector", "--allow-endpoint", "127.0.0.2/32"])
+            .unwrap()
+            .endpoint_policy();
+        assert_eq!(admits(&default, "https://10.0.0.1:6443"), Ok(()));
+        assert!(
+            Args::try_parse_from(["collector", "--endpoint-policy", "strict"]).is_err(),
+            "strict without a range would refuse every member"
+        );
     }
 
     #[test]
