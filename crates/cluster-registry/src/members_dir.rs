@@ -112,6 +112,9 @@ impl MembersDir {
             let _ = rustix::fs::unlinkat(&self.fd, &temporary, AtFlags::empty());
             return Err(refused(&format!("not written ({err})")));
         }
+        // The rename is done; syncing the directory only makes it survive a crash, and a
+        // crash before it leaves the old token, which is still valid, in place.
+        let _ = rustix::fs::fsync(&self.fd);
         Ok(())
     }
 
