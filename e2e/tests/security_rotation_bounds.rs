@@ -194,6 +194,23 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
     for name in ["long", "aud"] {
         plane
             .plane
+            .wait_condition(name, "Ready", "True", "MemberReady", START)
+            .await
+            .unwrap();
+    }
+    // The Lease is taken first, then a new leader's wait.
+    tokio::time::sleep(WOULD_HAVE_MINTED + Duration::from_secs(6)).await;
+    assert_eq!(
+        plane.token_requests(1).await.unwrap(),
+        before,
+        "no TokenRequest was sent"
+    );
+    assert_eq!(plane.secret_token("long").await.unwrap(), long);
+    assert_eq!(plane.secret_token("aud").await.unwrap(), aud);
+
+    for name in ["long", "aud"] {
+        plane
+            .plane
             .wait_condition(name, "CredentialsValid", "False", "RotationOverCap", START)
             .await
             .unwrap();
@@ -215,15 +232,6 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
             && message.contains("--rotation-audience allows only https://kubernetes.default.svc"),
         "{message}"
     );
-    tokio::time::sleep(WOULD_HAVE_MINTED).await;
-    assert_eq!(
-        plane.token_requests(1).await.unwrap(),
-        before,
-        "no TokenRequest was sent"
-    );
-    assert_eq!(plane.secret_token("long").await.unwrap(), long);
-    assert_eq!(plane.secret_token("aud").await.unwrap(), aud);
-
     // Within the cap, the same member rotates: the refusal was the cap's, nothing else's.
     plane
         .annotate("long", EXPIRATION_ANNOTATION, "86400")
@@ -303,6 +311,18 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
     )
     .await;
 
+    let token_request = "POST /api/v1/namespaces/hostile/serviceaccounts/hostile/token";
+    e2e::rotation_plane::eventually("a TokenRequest to the member", START, || async {
+        hostile
+            .request_lines()
+            .iter()
+            .any(|line| line.starts_with(token_request))
+    })
+    .await
+    .unwrap();
+    // A write would follow the answer within milliseconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
     plane
         .plane
         .wait_condition(
@@ -314,12 +334,6 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
         )
         .await
         .unwrap();
-    assert!(
-        hostile.request_lines().iter().any(|line| line
-            .starts_with("POST /api/v1/namespaces/hostile/serviceaccounts/hostile/token")),
-        "the TokenRequest was answered: {:?}",
-        hostile.request_lines()
-    );
     let message = plane
         .condition_message("hostile", "CredentialsValid")
         .await
@@ -353,4 +367,61 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
     assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
     assert_eq!(rotations(&collector, "hostile", "success").await, 0.0);
     assert!(rotations(&collector, "hostile", "refused").await >= 2.0);
+}
+
+#[tokio::test]
+async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vouches_for_it() {
+    // The endpoint's SelfSubjectReview says the token is hostile/hostile, the ServiceAccount
+    // the definition names; the token itself says it is another one. Only the claims check
+    // stands between them and a TokenRequest.
+    let plane = RotationPlane::start(1, 0).await.unwrap();
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
+        .await
+        .unwrap();
+    let current = token(
+        "system:serviceaccount:kube-system:admin",
+        "https://member.example",
+    );
+    plane
+        .register(
+            "vouched",
+            &hostile.url(),
+            hostile.ca_pem(),
+            &current,
+            &rotation_annotations("hostile/hostile", &[]),
+        )
+        .await
+        .unwrap();
+    hostile.set_minted_token(&token(HOSTILE_USERNAME, "https://member.example"));
+    let allow = hostile.allow_endpoint_arg();
+    let collector = collector(
+        &plane,
+        &[
+            "--rotate-tokens",
+            "--leader-elect=false",
+            "--allow-endpoint",
+            &allow,
+        ],
+    )
+    .await;
+
+    tokio::time::sleep(WOULD_HAVE_MINTED).await;
+    let lines = hostile.request_lines();
+    assert!(
+        !lines.iter().any(|line| line.contains("/token")),
+        "no TokenRequest: {lines:?}"
+    );
+    assert_eq!(plane.secret_token("vouched").await.unwrap(), current);
+    plane
+        .plane
+        .wait_condition(
+            "vouched",
+            "CredentialsValid",
+            "False",
+            "RotationServiceAccountMismatch",
+            START,
+        )
+        .await
+        .unwrap();
+    assert_eq!(rotations(&collector, "vouched", "success").await, 0.0);
 }
