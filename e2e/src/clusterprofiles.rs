@@ -1,20 +1,26 @@
 //! A ClusterProfile inventory on a harness control plane: the CRD users apply
 //! (`deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`), one namespace, and the profiles
-//! in it read back through Tether's own `ClusterProfile` type.
+//! in it read back through Tether's own `ClusterProfile` type; and what a consumer of the
+//! profiles Tether publishes needs: its RBAC ([`grant_consumer`]) and a published profile
+//! ([`wait_published`]).
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use cluster_registry::clusterprofile::{CLUSTER_MANAGER_LABEL, ClusterProfile};
 use k8s_openapi::{
-    api::core::v1::Namespace,
+    api::{
+        core::v1::Namespace,
+        rbac::v1::{Role, RoleBinding},
+    },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
 };
 use kube::{
     Api, Client,
-    api::{ListParams, PostParams},
+    api::{DynamicObject, ListParams, PostParams},
 };
-use serde_json::json;
+use serde_json::{Value, json};
+use testkit::{Cluster, crd};
 
 use crate::manifest::clusterprofile_crd_path;
 
@@ -137,4 +143,82 @@ pub fn has_condition(
     reason: &str,
 ) -> bool {
     profile.and_then(|p| condition(p, type_)) == Some((status.to_owned(), reason.to_owned()))
+}
+
+/// Grants ServiceAccount `consumers/app` `get` on exactly what a consumer needs: the
+/// ClusterProfiles `profiles` in `inventory`, and the Secrets `secrets` in `secret_namespace`
+/// that their `tether` providers name.
+///
+/// # Errors
+/// API errors.
+pub async fn grant_consumer(
+    control_plane: &Cluster,
+    inventory: &str,
+    profiles: &[&str],
+    secret_namespace: &str,
+    secrets: &[&str],
+) -> anyhow::Result<()> {
+    let admin = control_plane.admin_client()?;
+    for (namespace, group, resource, names) in [
+        (
+            inventory,
+            "multicluster.x-k8s.io",
+            "clusterprofiles",
+            profiles,
+        ),
+        (secret_namespace, "", "secrets", secrets),
+    ] {
+        let name = format!("consumer-{resource}");
+        let role: Role = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": [{"apiGroups": [group], "resources": [resource],
+                       "resourceNames": names, "verbs": ["get"]}],
+        }))?;
+        Api::<Role>::namespaced(admin.clone(), namespace)
+            .create(&PostParams::default(), &role)
+            .await
+            .with_context(|| format!("creating Role {namespace}/{name}"))?;
+        let binding: RoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "consumers"}],
+        }))?;
+        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
+            .create(&PostParams::default(), &binding)
+            .await
+            .with_context(|| format!("creating RoleBinding {namespace}/{name}"))?;
+    }
+    Ok(())
+}
+
+/// Waits up to `limit` until the collector has published `member`'s profile in `inventory`
+/// with its `tether` provider, and returns it as JSON.
+///
+/// # Errors
+/// API errors, or no such profile within `limit`.
+pub async fn wait_published(
+    control_plane: &Cluster,
+    inventory: &str,
+    member: &str,
+    limit: Duration,
+) -> anyhow::Result<Value> {
+    let profiles = Api::<DynamicObject>::namespaced_with(
+        control_plane.admin_client()?,
+        inventory,
+        &crd::cluster_profile_resource(),
+    );
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(profile) = profiles.get_opt(member).await? {
+            let profile = serde_json::to_value(profile)?;
+            if profile["status"]["accessProviders"][0]["name"] == "tether" {
+                return Ok(profile);
+            }
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{member} not published in {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -14,15 +14,13 @@
 use std::time::Duration;
 
 use e2e::{
+    clusterprofiles::{grant_consumer, wait_published},
     interop_client::{self, ProfileRef, Running, is_added, is_list_with},
     kubeconfig_plane::Kubeconfig,
     scenario::{HOUR, Scenario},
 };
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-use kube::api::{Api, DynamicObject, PostParams};
-use serde_json::{Value, json};
-use testkit::{Cluster, crd, karmada::SECRET_NAMESPACE};
-use tokio::time::Instant;
+use serde_json::json;
+use testkit::{crd, karmada::SECRET_NAMESPACE};
 
 const PROBE: Duration = Duration::from_secs(1);
 const PUBLISHED: Duration = Duration::from_secs(30);
@@ -31,61 +29,6 @@ const MEMBER: &str = "member1";
 /// The lifetime `tether-credential` gives the tokens it hands out here: client-go runs it again
 /// that often.
 const TTL: &str = "3s";
-
-/// Grants ServiceAccount `consumers/app` `get` on exactly what a consumer of `member` needs:
-/// its ClusterProfile, and the Secret the profile's `tether` provider names.
-async fn grant_consumer(control_plane: &Cluster, member: &str) {
-    let admin = control_plane.admin_client().unwrap();
-    for (namespace, group, resource) in [
-        (INVENTORY, "multicluster.x-k8s.io", "clusterprofiles"),
-        (SECRET_NAMESPACE, "", "secrets"),
-    ] {
-        let name = format!("consumer-{resource}");
-        let role: Role = serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace},
-            "rules": [{"apiGroups": [group], "resources": [resource],
-                       "resourceNames": [member], "verbs": ["get"]}],
-        }))
-        .unwrap();
-        Api::<Role>::namespaced(admin.clone(), namespace)
-            .create(&PostParams::default(), &role)
-            .await
-            .unwrap();
-        let binding: RoleBinding = serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "consumers"}],
-        }))
-        .unwrap();
-        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-            .create(&PostParams::default(), &binding)
-            .await
-            .unwrap();
-    }
-}
-
-/// Waits until the collector has published `member`'s profile with its `tether` provider.
-async fn published(control_plane: &Cluster, member: &str) -> Value {
-    let profiles = Api::<DynamicObject>::namespaced_with(
-        control_plane.admin_client().unwrap(),
-        INVENTORY,
-        &crd::cluster_profile_resource(),
-    );
-    let deadline = Instant::now() + PUBLISHED;
-    loop {
-        if let Some(profile) = profiles.get_opt(member).await.unwrap() {
-            let profile = serde_json::to_value(profile).unwrap();
-            if profile["status"]["accessProviders"][0]["name"] == "tether" {
-                return profile;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{member} not published in {PUBLISHED:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 #[tokio::test]
 async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotation() {
@@ -104,7 +47,9 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
         .start_collector(&["--publish-clusterprofiles", INVENTORY])
         .await
         .unwrap();
-    let profile = published(&control_plane, MEMBER).await;
+    let profile = wait_published(&control_plane, INVENTORY, MEMBER, PUBLISHED)
+        .await
+        .unwrap();
     println!("published: {}", profile["status"]);
 
     // The consumer: its own ServiceAccount on the control plane, allowed to get the profile and
@@ -117,7 +62,15 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
         .create_service_account("consumers", "app")
         .await
         .unwrap();
-    grant_consumer(&control_plane, MEMBER).await;
+    grant_consumer(
+        &control_plane,
+        INVENTORY,
+        &[MEMBER],
+        SECRET_NAMESPACE,
+        &[MEMBER],
+    )
+    .await
+    .unwrap();
     let token = control_plane
         .mint_token("consumers", "app", HOUR)
         .await

@@ -11,6 +11,9 @@
 //!   asked for a Secret not marked as the member's, a ServiceAccount token Secret, a Secret
 //!   marked for another member, and the member's Secret for a server other than the recorded
 //!   one: each time it exits 1, says why on stderr, and prints no token.
+//! - A real client-go consumer (`e2e/interop/clusterprofile-client`) reads a forged profile that
+//!   names the Secret the collector marked for member1 and the hostile endpoint as its server:
+//!   `tether-credential` refuses, and the endpoint never sees member1's token.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -25,16 +28,19 @@ use std::{
 };
 
 use e2e::{
+    clusterprofiles::{grant_consumer, wait_published},
+    interop_client::{self, ProfileRef},
     kubeconfig_plane::{
         Kubeconfig,
         read_api::{wait_condition, wait_healthy},
     },
     profile_plane::{ProfilePlane, access_provider},
+    scenario::Scenario,
 };
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use testkit::{Environment, HostileEndpoint};
+use testkit::{Environment, HostileEndpoint, crd, karmada::SECRET_NAMESPACE};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -276,4 +282,158 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
         assert!(stdout.is_empty(), "{attack}: {stdout}");
         assert!(stderr.contains(says), "{attack}: {stderr}");
     }
+}
+
+const INVENTORY: &str = "fleet";
+
+#[tokio::test]
+async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential() {
+    let credential = testkit::locate_binary("tether-credential").unwrap();
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
+        .await
+        .unwrap();
+    let mut scenario = Scenario::start(1, PROBE).await.unwrap();
+    scenario.collector.stop().await;
+    let control_plane = scenario.env.control_plane().clone();
+    let admin = control_plane.admin_client().unwrap();
+    crd::install_cluster_profile_crd(&admin).await.unwrap();
+    control_plane
+        .create_namespace_named(INVENTORY)
+        .await
+        .unwrap();
+    let _collector = scenario
+        .start_collector(&["--publish-clusterprofiles", INVENTORY])
+        .await
+        .unwrap();
+    let published = wait_published(&control_plane, INVENTORY, VICTIM, START)
+        .await
+        .unwrap();
+    let server = published["status"]["accessProviders"][0]["cluster"]["server"].clone();
+
+    // The collector marked member1's Secret with the member and the server it published.
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), SECRET_NAMESPACE);
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        let meta = secrets.get(VICTIM).await.unwrap().metadata;
+        let label = meta.labels.unwrap_or_default().remove("tether.io/member");
+        let noted = meta
+            .annotations
+            .unwrap_or_default()
+            .remove("tether.io/server");
+        if label.as_deref() == Some(VICTIM) && noted.as_deref() == server.as_str() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "member1's Secret never marked: {label:?} {noted:?} (published {server})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The attacker may write ClusterProfiles: a profile of another manager (so the collector
+    // leaves it alone) naming member1's Secret, with the hostile endpoint as its server.
+    let forged = json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+        "metadata": {"name": "forged", "labels": {"x-k8s.io/cluster-manager": "attacker"}},
+        "spec": {"displayName": "forged", "clusterManager": {"name": "attacker"}},
+        "status": {"accessProviders": [{"name": "tether", "cluster": {
+            "server": hostile.url(),
+            "certificate-authority-data": published["status"]["accessProviders"][0]["cluster"]
+                ["certificate-authority-data"].clone(),
+            "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {
+                "member": VICTIM,
+                "secretRef": {"namespace": SECRET_NAMESPACE, "name": VICTIM},
+            }}],
+        }}]},
+    });
+    let profiles =
+        Api::<DynamicObject>::namespaced_with(admin, INVENTORY, &crd::cluster_profile_resource());
+    let apply = PatchParams::apply("attacker").force();
+    profiles
+        .patch("forged", &apply, &Patch::Apply(&forged))
+        .await
+        .unwrap();
+    profiles
+        .patch_status("forged", &apply, &Patch::Apply(&forged))
+        .await
+        .unwrap();
+
+    // The consumer may read the forged profile and member1's Secret: as much RBAC as a
+    // legitimate consumer of member1 has.
+    control_plane
+        .create_namespace_named("consumers")
+        .await
+        .unwrap();
+    control_plane
+        .create_service_account("consumers", "app")
+        .await
+        .unwrap();
+    grant_consumer(
+        &control_plane,
+        INVENTORY,
+        &[VICTIM, "forged"],
+        SECRET_NAMESPACE,
+        &[VICTIM],
+    )
+    .await
+    .unwrap();
+    let token = control_plane
+        .mint_token("consumers", "app", HOUR)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("consumer.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        Kubeconfig::token(&control_plane, &token).to_yaml().unwrap(),
+    )
+    .unwrap();
+    let provider_file = dir.path().join("providers.json");
+    let providers = json!({"providers": [{
+        "name": "tether",
+        "execConfig": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": credential,
+            "args": ["--kubeconfig", kubeconfig],
+            "provideClusterInfo": true,
+        },
+    }]});
+    std::fs::write(&provider_file, providers.to_string()).unwrap();
+    let member_token = scenario.registered_tokens[0].clone();
+    let profile_ref = |name| ProfileRef {
+        kubeconfig: &kubeconfig,
+        namespace: INVENTORY,
+        name,
+        provider_file: &provider_file,
+    };
+    let ns = scenario.namespace.clone();
+
+    let (status, lines, stderr) = interop_client::run(
+        interop_client::command(&profile_ref("forged"), &["--once", "--namespace", &ns]).unwrap(),
+    )
+    .await
+    .unwrap();
+    println!("forged: {status}: {lines:?} {stderr}");
+    assert!(
+        !hostile.saw_bearer(&member_token),
+        "member1's token reached the hostile endpoint ({} requests)",
+        hostile.requests()
+    );
+    assert!(
+        !status.success() || lines.iter().all(|l| l["ok"] != true),
+        "the forged profile got through: {lines:?}"
+    );
+    let said = format!("{lines:?} {stderr}");
+    assert!(
+        said.contains("records") && !said.contains(&member_token),
+        "tether-credential's refusal, without the token: {said}"
+    );
+
+    // The published profile still works for the same consumer: the refusal is the forgery's.
+    let (status, lines, stderr) = interop_client::run(
+        interop_client::command(&profile_ref(VICTIM), &["--once", "--namespace", &ns]).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(status.success(), "{status}: {lines:?} {stderr}");
 }
