@@ -58,7 +58,7 @@ impl Admission {
         if karmada && !self.secret_namespaces.contains(namespace) {
             return Err(InvalidReason::SecretForbidden(format!(
                 "secretRef names namespace {:?}, which is not one of the Secret namespaces \
-                 (--secret-namespace: {})",
+                 (--secret-namespace: {}): the collector reads no Secret there",
                 Text::new(namespace).as_str(),
                 self.secret_namespaces
                     .iter()

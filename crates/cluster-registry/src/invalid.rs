@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use member_client::{IdentityError, SourceError, Text, ValidationError, exec::ExecError};
+use member_client::{IdentityError, SourceError, Text, ValidationError};
 
 /// Why a member's definition or credential is unusable.
 ///
@@ -21,9 +21,11 @@ use member_client::{IdentityError, SourceError, Text, ValidationError, exec::Exe
 pub enum InvalidReason {
     /// The referenced Secret (or, for the directory source, the token file) does not exist.
     SecretNotFound,
-    /// The registry may not list the Secrets of the namespace the member's Secret is in (403):
-    /// the collector's RBAC does not cover it. The `String` names the namespace and quotes the
-    /// apiserver.
+    /// The member may not use the Secret it names: the Secret is bound to another member
+    /// ([`secret_binding`](crate::secret_binding)), its namespace is not one of the Secret
+    /// namespaces, or the registry may not list the Secrets there (403: the collector's RBAC
+    /// does not cover it). The `String` is a whole sentence: it names the Secret or namespace,
+    /// the rule or the apiserver's words, and what to do.
     SecretForbidden(String),
     /// The Secret exists but its credential is unusable: a missing key, an empty or non-UTF-8
     /// token, a CA bundle that is not PEM, an Argo CD `config` that is not JSON.

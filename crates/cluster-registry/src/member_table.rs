@@ -379,7 +379,7 @@ impl MemberTable {
         }
         if matches!(origin, Origin::Karmada(_)) && !self.listed.contains(&key.namespace) {
             return Some(match self.forbidden.get(&key.namespace) {
-                Some(detail) => Told::Invalid(InvalidReason::SecretForbidden(detail.clone())),
+                Some(detail) => Told::Invalid(list_forbidden(detail)),
                 None => Told::Pending,
             });
         }
@@ -464,6 +464,15 @@ impl MemberTable {
         tracing::debug!(member = event.member(), ?event, "registry event");
         self.events.send(event).await.map_err(|_| Closed)
     }
+}
+
+/// Why a member waits in vain: the Secrets of its namespace may not be listed, and the
+/// apiserver said `detail`.
+fn list_forbidden(detail: &str) -> InvalidReason {
+    InvalidReason::SecretForbidden(format!(
+        "the collector may not read the member's Secret: {detail}; grant it get, list and watch \
+         on Secrets in that namespace"
+    ))
 }
 
 /// Why no definition of `name` is used: `claimants` (more than one) all define it.

@@ -190,10 +190,8 @@ fn invalid_message(reason: &InvalidReason) -> String {
             "no access provider of the member's ClusterProfile is served: {why}; add one of its \
              providers to --clusterprofile-provider-file"
         ),
-        InvalidReason::SecretForbidden(why) => format!(
-            "the collector may not read the member's Secret: {why}; grant it get, list and watch \
-             on Secrets in that namespace"
-        ),
+        // The registry's sentence says which rule refused it and what to do.
+        InvalidReason::SecretForbidden(why) => why.clone(),
         other => format!(
             "the member's definition is unusable: {}",
             other.detail().unwrap_or_else(|| other.condition_reason())

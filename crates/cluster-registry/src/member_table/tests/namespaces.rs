@@ -32,7 +32,7 @@ async fn a_refused_list_makes_waiting_members_secret_forbidden_until_it_is_liste
         .namespace_forbidden("karmada-cluster", refusal.clone())
         .await
         .unwrap();
-    let forbidden = InvalidReason::SecretForbidden(refusal.clone());
+    let forbidden = list_forbidden(&refusal);
     assert_eq!(h.expect_invalid("member1"), forbidden);
     assert_eq!(
         h.state("member1"),
