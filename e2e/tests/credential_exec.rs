@@ -85,11 +85,13 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
         .write(MEMBER, &Kubeconfig::exec(member, &command, plugin.env()))
         .await
         .unwrap();
-    let allow = command.display().to_string();
+    // The definition passes the plugin its variables; the operator's declaration accepts them.
+    let declared = plugin.exec_plugins_file(&command).unwrap();
+    let allow = declared.display().to_string();
 
     // At 1 % of its remaining lifetime a 600 s token is fetched again after ~6 s.
     let flags = [
-        "--allow-exec",
+        "--exec-plugins",
         &allow,
         "--credential-refresh-fraction",
         "0.01",
@@ -140,7 +142,7 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     // Revocation. The default fraction keeps a token for minutes, so the one in use outlives
     // the apiserver's ~10 s cache of its authentication and meets the 401.
     let collector = plane
-        .start_collector(PROBE, &["--allow-exec", &allow])
+        .start_collector(PROBE, &["--exec-plugins", &allow])
         .await
         .unwrap();
     wait_healthy(&collector, MEMBER, START).await.unwrap();

@@ -221,15 +221,7 @@ async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() {
             evil_home.display().to_string()
         ),
     );
-    let args = wait_credentials(&collector, "args", "False/ExecNotAllowed").await;
-    let home = wait_credentials(&collector, "home", "False/ExecNotAllowed").await;
-    println!("args: CredentialsValid {args}");
-    println!("home: CredentialsValid {home}");
-    assert!(args.contains("argument 0"), "{args}");
-    assert!(!args.contains(&sa_token.display().to_string()), "{args}");
-    assert!(home.contains("\"HOME\""), "{home}");
-    assert!(!home.contains(&evil_home.display().to_string()), "{home}");
-
+    // Long enough for either member to have run its plugin and sent its token many times.
     tokio::time::sleep(WATCH).await;
     let seen = fleet.endpoint.authorizations();
     println!(
@@ -249,6 +241,15 @@ async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() {
         !marker.exists(),
         "the plugin ran the .pth in the definition's HOME"
     );
+
+    let args = wait_credentials(&collector, "args", "False/ExecNotAllowed").await;
+    let home = wait_credentials(&collector, "home", "False/ExecNotAllowed").await;
+    println!("args: CredentialsValid {args}");
+    println!("home: CredentialsValid {home}");
+    assert!(args.contains("argument 0"), "{args}");
+    assert!(!args.contains(&sa_token.display().to_string()), "{args}");
+    assert!(home.contains("\"HOME\""), "{home}");
+    assert!(!home.contains(&evil_home.display().to_string()), "{home}");
 }
 
 #[tokio::test]

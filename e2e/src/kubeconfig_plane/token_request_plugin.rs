@@ -58,6 +58,37 @@ impl TokenRequestPlugin {
         &self.env
     }
 
+    /// Writes an `--exec-plugins` file beside the plugin's files that declares `command` and
+    /// accepts exactly these variables from a definition, each value by a pattern (a member
+    /// definition passes nothing else to a plugin); returns its path.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn exec_plugins_file(&self, command: &Path) -> anyhow::Result<PathBuf> {
+        let file = "/[A-Za-z0-9._/-]+";
+        let env = [
+            ("PLUGIN_SERVER", r"https://127\.0\.0\.1:[0-9]{1,5}"),
+            ("PLUGIN_CA_FILE", file),
+            ("PLUGIN_ADMIN_TOKEN_FILE", file),
+            ("PLUGIN_SERVICE_ACCOUNT", "[a-z0-9-]{1,63}/[a-z0-9-]{1,253}"),
+            ("PLUGIN_COUNT_FILE", file),
+        ];
+        let env: Vec<String> = (env.iter())
+            .map(|(name, pattern)| format!("  - {{name: {name}, pattern: '{pattern}'}}\n"))
+            .collect();
+        let path = self.dir.join("exec-plugins.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "providers:\n- name: tokenrequest\n  execConfig:\n    command: {}\n  \
+                 definitionEnv:\n{}",
+                command.display(),
+                env.concat()
+            ),
+        )?;
+        Ok(path)
+    }
+
     /// When the plugin ran (one line per run, as the plugin stamps them).
     pub fn runs(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.join("count"))

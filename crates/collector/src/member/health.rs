@@ -173,10 +173,10 @@ fn invalid_message(reason: &InvalidReason) -> String {
             "the Secret the member references does not exist".to_owned()
         }
         InvalidReason::SecretInvalid(why) => format!("the member's Secret is unusable: {why}"),
-        InvalidReason::ExecNotAllowed(why) => format!(
-            "the member's exec credential plugin may not run: {why}; allow its absolute path \
-             with --allow-exec"
-        ),
+        // The refusal says what to declare: the command, an argument's position or a name.
+        InvalidReason::ExecNotAllowed(why) => {
+            format!("the member's exec credential plugin may not run: {why}")
+        }
         InvalidReason::ExecFailed(why) => {
             format!("the member's exec credential plugin failed: {why}")
         }

@@ -113,8 +113,14 @@ ClusterProfiles. */}}
 - --clusterprofile-namespace={{ join "," .Values.clusterProfiles.namespaces }}
 - --clusterprofile-provider-file=/etc/tether/clusterprofile/providers.json
 {{- end }}
+{{- if .Values.execPlugins }}
+- --exec-plugins=/etc/tether/exec/plugins.json
+{{- end }}
 {{- range .Values.allowExec }}
 - --allow-exec={{ . }}
+{{- end }}
+{{- if include "tether.execSandboxed" . }}
+- --exec-run-as={{ int .Values.execSandbox.runAsUser }}:{{ int .Values.execSandbox.runAsGroup }}
 {{- end }}
 {{- if and (eq .Values.membersFrom "karmada") .Values.secretLabelSelector }}
 - --secret-label-selector={{ .Values.secretLabelSelector }}
@@ -141,4 +147,16 @@ ClusterProfiles. */}}
 {{- range .Values.extraArgs }}
 - {{ . }}
 {{- end }}
+{{- end }}
+
+{{/*
+Non-empty when exec plugins may run (declared, allowed, or ClusterProfile providers) and the
+sandbox is on: plugins run as another user, the
+collector as UID 0 with SETUID, SETGID and CHOWN only, its token a 0400 projected volume.
+*/}}
+{{- define "tether.execSandboxed" -}}
+{{- $profiles := and (eq .Values.membersFrom "clusterprofile") .Values.clusterProfiles.providers -}}
+{{- if and .Values.execSandbox.enabled (or .Values.execPlugins .Values.allowExec $profiles) -}}
+true
+{{- end -}}
 {{- end }}
