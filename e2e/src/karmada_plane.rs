@@ -66,9 +66,9 @@ impl KarmadaPlane {
         self.karmada.write_secret_data(name, data).await
     }
 
-    /// Creates a push-mode `Cluster` `name` at `endpoint` whose `secretRef` names Secret
-    /// `secret` in [`SECRET_NAMESPACE`], which may be another member's: what a definition
-    /// writer can type.
+    /// Creates a push-mode `Cluster` `name` at `endpoint` with `annotations`, whose `secretRef`
+    /// names Secret `secret` in [`SECRET_NAMESPACE`], which may be another member's: what a
+    /// definition writer can type.
     ///
     /// # Errors
     /// API errors, such as a `Cluster` of that name existing already.
@@ -78,8 +78,9 @@ impl KarmadaPlane {
         endpoint: &str,
         secret: &str,
         insecure_skip_tls_verification: bool,
+        annotations: BTreeMap<String, String>,
     ) -> anyhow::Result<()> {
-        let cluster = Cluster::new(
+        let mut cluster = Cluster::new(
             name,
             ClusterSpec {
                 sync_mode: SyncMode::Push,
@@ -92,6 +93,7 @@ impl KarmadaPlane {
                 proxy_url: None,
             },
         );
+        cluster.metadata.annotations = Some(annotations);
         Api::<Cluster>::all(self.client().clone())
             .create(&PostParams::default(), &cluster)
             .await?;
@@ -108,6 +110,20 @@ impl KarmadaPlane {
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
         Ok(())
+    }
+
+    /// The token in Secret `name`, as stored.
+    ///
+    /// # Errors
+    /// API errors, or no `token` key.
+    pub async fn secret_token(&self, name: &str) -> anyhow::Result<String> {
+        let secret = Api::<Secret>::namespaced(self.client().clone(), SECRET_NAMESPACE)
+            .get(name)
+            .await?;
+        let token = (secret.data.unwrap_or_default())
+            .remove("token")
+            .ok_or_else(|| anyhow::anyhow!("Secret {name} has no token"))?;
+        Ok(String::from_utf8_lossy(&token.0).into_owned())
     }
 
     /// The message of condition `type_` on the member's `Cluster`, if written.

@@ -1,7 +1,8 @@
 //! A Secret serves exactly one member. A Karmada `Cluster` that names another member's Secret
-//! and points at an endpoint of its own gets `SecretForbidden`, and the token never reaches that
-//! endpoint; a Secret labelled `tether.io/member` serves that member under any name; and
-//! `collector check` names each Secret it refuses. The real `collector` binary, real
+//! and points at an endpoint of its own gets `SecretForbidden`: the token never reaches that
+//! endpoint, and no TokenRequest answer from it reaches member1's Secret. A Secret labelled
+//! `tether.io/member` serves that member under any name, and `collector check` names each
+//! Secret it refuses. The real `collector` binary, real
 //! apiservers, and a hostile endpoint on 127.0.0.2.
 //!
 //! Build the binary first: `cargo build -p collector --bin collector`.
@@ -11,12 +12,13 @@
     reason = "tests: a panic is the failure report"
 )]
 
-use std::{net::Ipv4Addr, time::Duration};
+use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 
-use cluster_registry::secret_binding::MEMBER_LABEL;
+use cluster_registry::{secret_binding::MEMBER_LABEL, token_rotation::ROTATE_NOW_ANNOTATION};
 use e2e::{
     collector_run::{collector_check, control_plane_args, temp_dir},
     karmada_plane::KarmadaPlane,
+    rotation_plane::rotation_annotations,
     scenario::HOUR,
 };
 use testkit::{CollectorProcess, Environment, HostileEndpoint, locate_collector};
@@ -50,7 +52,13 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         .await
         .unwrap();
     plane
-        .create_cluster("member2", member2.endpoint(), "member2-creds", false)
+        .create_cluster(
+            "member2",
+            member2.endpoint(),
+            "member2-creds",
+            false,
+            BTreeMap::new(),
+        )
         .await
         .unwrap();
 
@@ -69,6 +77,8 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         "--allow-endpoint".to_owned(),
         hostile.allow_endpoint_arg(),
         "--allow-insecure-members".to_owned(),
+        // The operator allows minting: still only for a member's own Secret.
+        "--rotate-tokens".to_owned(),
     ]);
     let mut collector = CollectorProcess::spawn(
         &locate_collector().unwrap(),
@@ -86,9 +96,13 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         .await
         .unwrap();
 
-    // The attack: a second Cluster with member1's Secret, sent to an endpoint of its own.
+    // The attack: a second Cluster with member1's Secret, sent to an endpoint of its own, which
+    // also asks to rotate "its" token (the TokenRequest would go to that endpoint, and the
+    // answer into member1's Secret).
+    hostile.set_minted_token("minted-by-the-attacker");
+    let rotation = rotation_annotations(&format!("{ns}/agent-a"), &[(ROTATE_NOW_ANNOTATION, "1")]);
     plane
-        .create_cluster("evil", &hostile.url(), "member1", true)
+        .create_cluster("evil", &hostile.url(), "member1", true, rotation)
         .await
         .unwrap();
     let refused = plane
@@ -106,6 +120,17 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         hostile.requests()
     );
     refused.unwrap();
+    assert_eq!(
+        hostile.requests(),
+        0,
+        "nothing may reach a refused member's endpoint: {:?}",
+        hostile.request_lines()
+    );
+    assert_eq!(
+        plane.secret_token("member1").await.unwrap(),
+        tokens[0],
+        "member1's Secret was overwritten"
+    );
     let message = plane
         .condition_message("evil", "Ready")
         .await
