@@ -118,6 +118,8 @@ pub async fn run(
         probe_timeout: args.probe_timeout(),
         request_timeout: args.request_timeout(),
         resources: Arc::from(args.mirror.clone()),
+        response_limits: args.member_response_limits(),
+        max_objects: args.member_max_objects(),
         rotator,
     };
     let supervisor = Supervisor::new(

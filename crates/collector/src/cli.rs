@@ -187,6 +187,24 @@ pub struct Args {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: u64,
 
+    /// The most bytes one response of a member may hold, in MiB, unless it is a health check
+    /// (`/readyz`, `/livez`, `/healthz`, `/version`: 64 KiB) or a watch: a list page (of 100
+    /// objects), a get, a create. A member over it is `Ready=False`, reason `ResponseTooLarge`.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub member_response_limit_mib: u64,
+
+    /// The most bytes one event of a member's watch may hold (the bytes between two newlines),
+    /// in MiB. A member over it is `Ready=False`, reason `WatchLineTooLong`.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub member_watch_line_limit_mib: u64,
+
+    /// The most objects of one mirrored kind (Nodes included) kept from one member; a list
+    /// may also take at most twice as many pages as this needs. A member over it is
+    /// `Ready=False`, reason `TooManyObjects` (or `TooManyListPages`), and its mirror of that
+    /// kind does not grow.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub member_max_objects: u64,
+
     /// The share of a member credential's remaining lifetime (JWT `exp`, an exec plugin's
     /// `expirationTimestamp`, a certificate's `notAfter`), counted from when it was fetched,
     /// after which Tether fetches it again: a Secret is read again, a plugin runs again. At
@@ -304,6 +322,27 @@ impl Args {
     /// The request timeout as a duration.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout)
+    }
+
+    /// What a member may send back, from `--member-response-limit-mib`,
+    /// `--member-watch-line-limit-mib` and `--member-max-objects`.
+    pub fn member_response_limits(&self) -> member_client::ResponseLimits {
+        const MIB: u64 = 1024 * 1024;
+        let pages = self
+            .member_max_objects
+            .div_ceil(u64::from(crate::mirror::LIST_PAGE_SIZE))
+            .saturating_mul(2)
+            .saturating_add(10);
+        member_client::ResponseLimits {
+            response_bytes: self.member_response_limit_mib.saturating_mul(MIB),
+            watch_line_bytes: self.member_watch_line_limit_mib.saturating_mul(MIB),
+            list_pages: u32::try_from(pages).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// `--member-max-objects` as a count.
+    pub fn member_max_objects(&self) -> usize {
+        usize::try_from(self.member_max_objects).unwrap_or(usize::MAX)
     }
 
     /// Where member tokens may go, from `--allow-endpoint`, `--endpoint-policy`,

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
 
 use crate::{
-    BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, Result, SecretRef, TokenCache,
+    BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, ResponseLimits, Result, SecretRef,
+    TokenCache,
     guarded_resolver::{self, GuardedResolver, Lookup},
     transport,
     validation::{self, EndpointPolicy},
@@ -50,6 +51,8 @@ pub struct MemberClientConfig {
     /// How long a request that is not a watch may wait for its response headers before it
     /// fails as unreachable. Default: 10 s.
     pub request_timeout: Duration,
+    /// How much the member may send back ([`ResponseLimits`]).
+    pub response_limits: ResponseLimits,
 }
 
 impl MemberClientConfig {
@@ -69,6 +72,7 @@ impl MemberClientConfig {
             secret_ref,
             max_concurrent_requests: 64,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            response_limits: ResponseLimits::default(),
         }
     }
 
@@ -178,11 +182,12 @@ impl ClientFactory {
         )
         .with_in_flight_limit(config.max_concurrent_requests);
         let resolver = GuardedResolver::new(Arc::clone(&self.policy), Arc::clone(&self.lookup));
-        let service =
-            transport::service(&kube_config, resolver).map_err(|source| Error::BuildClient {
+        let service = transport::service(&kube_config, resolver, config.response_limits).map_err(
+            |source| Error::BuildClient {
                 member: config.member.clone(),
                 source,
-            })?;
+            },
+        )?;
         let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
             .with_layer(&RequestDeadlineLayer::new(config.request_timeout))
             .with_layer(&bearer)

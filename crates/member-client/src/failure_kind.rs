@@ -29,6 +29,9 @@ pub enum FailureKind {
     CredentialUnavailable,
     /// The member could not be reached: connect, TLS or timeout errors.
     Unreachable,
+    /// The member sent more than it may, or too slowly ([`LimitExceeded`](crate::LimitExceeded)):
+    /// a response too large, a watch line too long, a list without end.
+    LimitExceeded,
     /// Anything else (another status code, a response that does not decode, …).
     Other,
 }
@@ -36,6 +39,9 @@ pub enum FailureKind {
 impl FailureKind {
     /// Classifies an error returned by a `kube::Client`.
     pub fn of(err: &kube::Error) -> Self {
+        if crate::LimitExceeded::find_in(err).is_some() {
+            return Self::LimitExceeded;
+        }
         match err {
             kube::Error::Api(status) => Self::of_status_code(status.code),
             kube::Error::Service(inner) => Self::of_service_error(inner.as_ref()),
@@ -134,6 +140,19 @@ mod tests {
             std::io::ErrorKind::ConnectionRefused
         ))),
         FailureKind::Unreachable
+    )]
+    #[case::response_too_large(
+        kube::Error::Service(Box::new(crate::LimitExceeded::ResponseTooLarge {
+            request: crate::RequestKind::Health,
+            limit: 1,
+        })),
+        FailureKind::LimitExceeded
+    )]
+    #[case::watch_line_too_long(
+        kube::Error::ReadEvents(std::io::Error::other(kube::Error::Service(Box::new(
+            crate::LimitExceeded::WatchLineTooLong { limit: 1 },
+        )))),
+        FailureKind::LimitExceeded
     )]
     #[case::decode_error(
         kube::Error::SerdeError(serde_json::from_str::<u8>("x").unwrap_err()),

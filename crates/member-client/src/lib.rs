@@ -55,6 +55,7 @@ mod guarded_resolver;
 mod jwt_claims;
 mod request_copy;
 mod request_deadline;
+mod response_limit;
 mod secret_ref;
 mod source;
 mod text;
@@ -77,7 +78,11 @@ pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use jwt_claims::JwtClaims;
 pub use request_deadline::{
-    DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
+    DeadlineBody, DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
+};
+pub use response_limit::{
+    DEFAULT_LIST_PAGES, DEFAULT_RESPONSE_BYTES, DEFAULT_WATCH_LINE_BYTES, HEALTH_RESPONSE_BYTES,
+    LimitExceeded, RequestKind, ResponseLimits,
 };
 pub use secret_ref::SecretRef;
 pub use source::{CredentialSource, SourceError};

@@ -1,9 +1,11 @@
-//! A deadline for every request that is not a watch.
+//! A deadline for every request that is not a watch, for its response headers and then again
+//! for its body.
 //!
 //! kube leaves `read_timeout` unset so that watches can stay open, which also leaves every
 //! other request without one: an apiserver that accepts the connection and then never answers
-//! (a frozen process, a blackholed network) holds a list, a probe or a status write forever.
-//! Watches are bounded separately, by the watcher's idle deadline.
+//! (a frozen process, a blackholed network) holds a list, a probe or a status write forever,
+//! and one that sends headers and then a byte a second holds it just as long. Watches are
+//! bounded separately, by the watcher's idle deadline.
 
 mod pending;
 
@@ -58,7 +60,9 @@ impl<S> Layer<S> for RequestDeadlineLayer {
     }
 }
 
-/// Fails a request that is not a watch when its response headers do not arrive in time.
+/// Fails a request that is not a watch when its response headers do not arrive in time, and
+/// its body when that does not arrive within the same deadline again, counted from when it is
+/// first read ([`LimitExceeded::ResponseTooSlow`](crate::LimitExceeded::ResponseTooSlow)).
 ///
 /// Clones share one clock: a single task per service, running only while requests wait,
 /// fails the late ones. It runs on the Tokio runtime of the request that started it; a
@@ -80,12 +84,12 @@ fn is_watch(uri: &http::Uri) -> bool {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl<S, B> Service<http::Request<B>> for RequestDeadline<S>
+impl<S, B, RB> Service<http::Request<B>> for RequestDeadline<S>
 where
-    S: Service<http::Request<B>>,
+    S: Service<http::Request<B>, Response = http::Response<RB>>,
     S::Error: Into<BoxError>,
 {
-    type Response = S::Response;
+    type Response = http::Response<DeadlineBody<RB>>;
     type Error = BoxError;
     type Future = DeadlineFuture<S::Future>;
 
@@ -94,14 +98,15 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let clock = if is_watch(request.uri()) {
-            Clock::Unbounded
-        } else {
-            Clock::Unstarted(Arc::clone(&self.pending))
+        let body_clock = (!is_watch(request.uri())).then(|| Arc::clone(&self.pending));
+        let clock = match &body_clock {
+            None => Clock::Unbounded,
+            Some(pending) => Clock::Unstarted(Arc::clone(pending)),
         };
         DeadlineFuture {
             response: self.inner.call(request),
             clock,
+            body_clock,
         }
     }
 }
@@ -113,6 +118,8 @@ pin_project_lite::pin_project! {
         #[pin]
         response: F,
         clock: Clock,
+        // The body's clock, started when it is first read; `None` for a watch.
+        body_clock: Option<Arc<Pending>>,
     }
 }
 
@@ -126,19 +133,28 @@ enum Clock {
     Running(Registration),
 }
 
-impl<F, T, E> Future for DeadlineFuture<F>
+impl<F, RB, E> Future for DeadlineFuture<F>
 where
-    F: Future<Output = Result<T, E>>,
+    F: Future<Output = Result<http::Response<RB>, E>>,
     E: Into<BoxError>,
 {
-    type Output = Result<T, BoxError>;
+    type Output = Result<http::Response<DeadlineBody<RB>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         if let Poll::Ready(result) = this.response.poll(cx) {
             // Out of the pending set now, not when the caller drops the future.
             *this.clock = Clock::Unbounded;
-            return Poll::Ready(result.map_err(Into::into));
+            let body_clock = this.body_clock.take();
+            return Poll::Ready(result.map_err(Into::into).map(|response| {
+                response.map(|inner| DeadlineBody {
+                    inner,
+                    clock: match body_clock {
+                        None => Clock::Unbounded,
+                        Some(pending) => Clock::Unstarted(pending),
+                    },
+                })
+            }));
         }
         match std::mem::replace(this.clock, Clock::Unbounded) {
             Clock::Unbounded => Poll::Pending,
@@ -154,6 +170,65 @@ where
                 Poll::Pending
             }
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Response body of [`RequestDeadline`]: fails with
+    /// [`LimitExceeded::ResponseTooSlow`](crate::LimitExceeded::ResponseTooSlow) when it is not
+    /// over within the deadline from its first read.
+    #[derive(Debug)]
+    pub struct DeadlineBody<B> {
+        #[pin]
+        inner: B,
+        clock: Clock,
+    }
+}
+
+impl<B> http_body::Body for DeadlineBody<B>
+where
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, BoxError>>> {
+        let this = self.project();
+        if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+            if frame.is_none() {
+                *this.clock = Clock::Unbounded;
+            }
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        match std::mem::replace(this.clock, Clock::Unbounded) {
+            Clock::Unbounded => Poll::Pending,
+            Clock::Unstarted(pending) => {
+                *this.clock = Clock::Running(pending.register(cx.waker()));
+                Poll::Pending
+            }
+            Clock::Running(registration) => {
+                if registration.expired(cx.waker()) {
+                    let deadline = registration.deadline();
+                    return Poll::Ready(Some(Err(Box::new(
+                        crate::LimitExceeded::ResponseTooSlow { deadline },
+                    ))));
+                }
+                *this.clock = Clock::Running(registration);
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

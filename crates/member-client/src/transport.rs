@@ -31,15 +31,20 @@ pub(crate) type GenericService =
     BoxCloneService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
 use self::{identity_pools::IdentityPools, pool_recipe::PoolRecipe, server_retry::ServerRetry};
-use crate::guarded_resolver::GuardedResolver;
+use crate::{
+    guarded_resolver::GuardedResolver,
+    response_limit::{ResponseLimitLayer, ResponseLimits},
+};
 
 /// Idle time before the first TCP keepalive probe on every connection to a member.
 const TCP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// kube's default service for `config`, dialling only what `resolver` lets through.
+/// kube's default service for `config`, dialling only what `resolver` lets through, every
+/// response held to `limits`.
 pub(crate) fn service(
     config: &kube::Config,
     resolver: GuardedResolver,
+    limits: ResponseLimits,
 ) -> Result<GenericService, kube::Error> {
     let mut connector = HttpConnector::new_with_resolver(resolver);
     connector.enforce_http(false);
@@ -47,16 +52,20 @@ pub(crate) fn service(
     // watch would wait on it for its whole idle deadline. Keepalive probes find it sooner.
     connector.set_keepalive(Some(TCP_KEEPALIVE));
     match &config.proxy_url {
-        None => finish(config, connector),
+        None => finish(config, connector, limits),
         Some(proxy) if proxy.scheme_str() == Some("https") => {
             let tls_to_proxy = config.rustls_https_connector_with_connector(connector)?;
-            finish(config, Tunnel::new(proxy.clone(), tls_to_proxy))
+            finish(config, Tunnel::new(proxy.clone(), tls_to_proxy), limits)
         }
-        Some(proxy) => finish(config, Tunnel::new(proxy.clone(), connector)),
+        Some(proxy) => finish(config, Tunnel::new(proxy.clone(), connector), limits),
     }
 }
 
-fn finish<H>(config: &kube::Config, connector: H) -> Result<GenericService, kube::Error>
+fn finish<H>(
+    config: &kube::Config,
+    connector: H,
+    limits: ResponseLimits,
+) -> Result<GenericService, kube::Error>
 where
     H: tower::Service<http::Uri> + Clone + Send + Sync + 'static,
     H::Response: hyper_util::client::legacy::connect::Connection
@@ -79,6 +88,9 @@ where
                 .then(|| RetryLayer::new(ServerRetry::new())),
         )
         .map_err(BoxError::from)
+        // Under the retries: every attempt's body is counted, and nothing above ever holds
+        // more of one than its limit.
+        .layer(ResponseLimitLayer::new(limits))
         .service(client);
     Ok(service
         .map_response(|response| {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use cluster_registry::InvalidReason;
-use member_client::{FailureKind, SourceError};
+use member_client::{FailureKind, LimitExceeded, SourceError};
 
 use super::informer_state::InformerState;
 
@@ -34,6 +34,10 @@ pub(crate) enum MemberHealth {
     Unreachable(String),
     /// The member's definition or credential is unusable; the registry says why.
     Invalid(InvalidReason),
+    /// The member sent more than it may, or too slowly: a response too large, a watch line
+    /// too long, a list without end, too many objects of a kind. The `String` says in answer
+    /// to what (`/readyz`, `list core/v1/nodes`).
+    LimitExceeded(LimitExceeded, String),
 }
 
 impl MemberHealth {
@@ -42,6 +46,9 @@ impl MemberHealth {
         // A host name that resolved to a forbidden address: EndpointForbidden, not Unreachable.
         if let Some(refusal) = member_client::validation::refusal_in(err) {
             return Self::Invalid(InvalidReason::from(refusal.clone()));
+        }
+        if let Some(limit) = LimitExceeded::find_in(err) {
+            return Self::LimitExceeded(limit.clone(), "/readyz".to_owned());
         }
         match FailureKind::of(err) {
             FailureKind::Unauthorized => Self::Unauthorized,
@@ -52,9 +59,10 @@ impl MemberHealth {
                 Some(source) => InvalidReason::from(source),
                 None => InvalidReason::SecretInvalid(describe(err)),
             }),
-            FailureKind::Unreachable | FailureKind::NotFound | FailureKind::Other => {
-                Self::Unreachable(describe(err))
-            }
+            FailureKind::Unreachable
+            | FailureKind::NotFound
+            | FailureKind::Other
+            | FailureKind::LimitExceeded => Self::Unreachable(describe(err)),
         }
     }
 
@@ -70,6 +78,7 @@ impl MemberHealth {
             Self::Settling(_) => "Settling",
             Self::Unreachable(_) => "Unreachable",
             Self::Invalid(reason) => reason.condition_reason(),
+            Self::LimitExceeded(limit, _) => limit.condition_reason(),
         }
     }
 
@@ -94,6 +103,11 @@ impl MemberHealth {
             }
             Self::Unreachable(why) => format!("the member cannot be reached: {why}"),
             Self::Invalid(reason) => invalid_message(reason),
+            Self::LimitExceeded(limit, during) => format!(
+                "the member broke a limit in {during}: {limit} ({}); the collector reads no \
+                 more of that answer",
+                limit_flag(limit)
+            ),
         }
     }
 
@@ -117,7 +131,9 @@ impl MemberHealth {
             | Self::Settling(_) => "True",
             Self::Unauthorized => "False",
             Self::Invalid(reason) if reason.is_credential() => "False",
-            Self::Unknown | Self::Unreachable(_) | Self::Invalid(_) => "Unknown",
+            Self::Unknown | Self::Unreachable(_) | Self::Invalid(_) | Self::LimitExceeded(..) => {
+                "Unknown"
+            }
         }
     }
 
@@ -133,6 +149,17 @@ impl MemberHealth {
     /// the first other failure, else whether they are still listing. Transport failures and
     /// credential failures are left to the probe, which sees them too.
     pub(crate) fn of_mirror(states: &BTreeMap<String, InformerState>) -> Self {
+        // A broken limit first: it is what keeps the collector's memory bounded.
+        let limit = states.iter().find_map(|(resource, state)| match state {
+            InformerState::Failing(f) => f
+                .limit
+                .as_ref()
+                .map(|limit| (limit.clone(), format!("{} {resource}", f.verb))),
+            _ => None,
+        });
+        if let Some((limit, during)) = limit {
+            return Self::LimitExceeded(limit, during);
+        }
         let failure = |wanted: fn(FailureKind) -> bool| {
             states.iter().find_map(|(resource, state)| match state {
                 InformerState::Failing(f) if wanted(f.kind) => {
@@ -164,6 +191,23 @@ impl MemberHealth {
     /// Whether a first sighting waits for a second probe before it is reported.
     pub(crate) fn needs_confirmation(&self) -> bool {
         matches!(self, Self::Forbidden(_) | Self::MirrorFailing(_))
+    }
+}
+
+/// The flag that sets `limit`, for the condition's message.
+fn limit_flag(limit: &LimitExceeded) -> &'static str {
+    match limit {
+        LimitExceeded::ResponseTooLarge {
+            request: member_client::RequestKind::Health,
+            ..
+        } => "a fixed limit",
+        LimitExceeded::ResponseTooLarge { .. } => "set by --member-response-limit-mib",
+        LimitExceeded::WatchLineTooLong { .. } => "set by --member-watch-line-limit-mib",
+        LimitExceeded::ResponseTooSlow { .. } => "set by --request-timeout or --probe-timeout",
+        LimitExceeded::TooManyListPages { .. } | LimitExceeded::TooManyObjects { .. } => {
+            "set by --member-max-objects"
+        }
+        _ => "a limit of the collector",
     }
 }
 
@@ -324,6 +368,7 @@ mod tests {
             message: "nope".into(),
             after_sync: true,
             at: tokio::time::Instant::now(),
+            limit: None,
         })
     }
 
@@ -334,6 +379,7 @@ mod tests {
             message: "reset".into(),
             after_sync: true,
             at: tokio::time::Instant::now(),
+            limit: None,
         }
     }
 

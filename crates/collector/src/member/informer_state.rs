@@ -42,6 +42,9 @@ pub(crate) struct InformerFailure {
     pub(crate) after_sync: bool,
     /// When it was last seen.
     pub(crate) at: Instant,
+    /// The limit the member broke, if that is the failure. It lasts until the informer syncs
+    /// or sees an event again: a capped watch says nothing while it rests.
+    pub(crate) limit: Option<member_client::LimitExceeded>,
 }
 
 impl InformerFailure {
@@ -56,6 +59,7 @@ impl InformerFailure {
             message: err.to_string(),
             after_sync,
             at: Instant::now(),
+            limit: member_client::LimitExceeded::find_in(err).cloned(),
         }
     }
 }
@@ -111,7 +115,9 @@ impl InformerStates {
             .iter()
             .map(|(resource, state)| {
                 let state = match state {
-                    InformerState::Failing(f) if f.at.elapsed() > FAILURE_FRESHNESS => {
+                    InformerState::Failing(f)
+                        if f.limit.is_none() && f.at.elapsed() > FAILURE_FRESHNESS =>
+                    {
                         if f.after_sync {
                             InformerState::Synced
                         } else {

@@ -5,6 +5,7 @@
 //! watch errors, classified (a 401 is an auth failure), are counted per member.
 
 use futures::StreamExt as _;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api, Client,
@@ -15,7 +16,10 @@ use member_client::{FailureKind, WatchBackoffExt as _, watch_backoff};
 use serde::de::DeserializeOwned;
 
 use super::informer_state::InformerStates;
-use crate::{metrics::Metrics, mirror::MirroredResource};
+use crate::{
+    metrics::Metrics,
+    mirror::{LIST_PAGE_SIZE, MirroredResource, capped_watch},
+};
 
 /// The stores one member's watches fill.
 #[derive(Clone)]
@@ -63,6 +67,8 @@ struct Reporting<'a> {
     metrics: &'a Metrics,
     states: &'a InformerStates,
     replacing: bool,
+    /// The most objects one kind may hold.
+    max_objects: usize,
 }
 
 /// Starts watching Nodes and every resource in `mirror` on `member` through `client`.
@@ -76,6 +82,7 @@ pub(crate) fn start(
     mirror: &[MirroredResource],
     metrics: &Metrics,
     replacing: bool,
+    max_objects: usize,
 ) -> (MemberStores, InformerStates, Informers) {
     let states = InformerStates::default();
     let reporting = Reporting {
@@ -83,6 +90,7 @@ pub(crate) fn start(
         metrics,
         states: &states,
         replacing,
+        max_objects,
     };
     let mut tasks = Vec::with_capacity(mirror.len() + 1);
     let (nodes, task) = watch(
@@ -115,9 +123,9 @@ fn watch<K>(
 ) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync + Unpin,
 {
-    let writer = reflector::store::Writer::new(dyntype);
+    let writer = reflector::store::Writer::new(dyntype.clone());
     let store = writer.as_reader();
     let member = reporting.member.to_owned();
     let resource = resource.to_owned();
@@ -127,9 +135,15 @@ where
     let observed = resource.clone();
     // Every Init but the very first list of this member's watch is a relist.
     let mut inits = u64::from(reporting.replacing);
-    let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECONDS);
-    let stream = watcher(api, config)
-        .backoff_until_progress(watch_backoff())
+    let config = watcher::Config::default()
+        .timeout(WATCH_TIMEOUT_SECONDS)
+        .page_size(LIST_PAGE_SIZE);
+    let start = move || -> BoxStream<'static, watcher::Result<watcher::Event<K>>> {
+        watcher(api.clone(), config.clone())
+            .backoff_until_progress(watch_backoff())
+            .boxed()
+    };
+    let stream = capped_watch(start, store.clone(), dyntype, reporting.max_objects)
         .inspect(move |event| states.observe(&observed, event))
         .inspect(move |event| match event {
             Ok(watcher::Event::Init) => {

@@ -129,6 +129,7 @@ impl Supervisor {
         let plan = rotation_plan(&spec, ca_bundle.clone(), self.context.request_timeout);
         let mut config = spec.client_config(ca_bundle.clone());
         config.request_timeout = self.context.request_timeout;
+        config.response_limits = self.context.response_limits;
         match self.factory.build(&config, &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.api_endpoint, "member client started");

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use bytes::Bytes;
 use cluster_registry::{MemberSpec, token_rotation::TokenRotation};
 use kube::Client;
-use member_client::{CredentialHealth, MemberClientConfig};
+use member_client::{CredentialHealth, LimitExceeded, MemberClientConfig, ResponseLimits};
 use tokio::{
     sync::{Notify, watch},
     time::{Instant, MissedTickBehavior},
@@ -45,6 +45,10 @@ pub(crate) struct MemberContext {
     pub(crate) request_timeout: Duration,
     /// The kinds mirrored from every member.
     pub(crate) resources: Arc<[MirroredResource]>,
+    /// How much each member may send back.
+    pub(crate) response_limits: ResponseLimits,
+    /// The most objects of one kind mirrored from one member.
+    pub(crate) max_objects: usize,
     /// Mints the tokens of members that ask for it.
     pub(crate) rotator: TokenRotator,
 }
@@ -104,6 +108,7 @@ impl MemberTask {
             &context.resources,
             &context.metrics,
             replacing,
+            context.max_objects,
         );
         context.mirror.set_stores(&member, stores.clone());
         context.metrics.watch_member(&member, health.clone());
@@ -270,15 +275,20 @@ impl Prober {
     /// Probes `/readyz`, judges the informers, publishes the status and metrics, and submits
     /// the status for writing.
     async fn probe_once(&mut self) {
-        let probed = probe(&self.client, self.context.probe_timeout).await;
+        let mut probed = probe(&self.client, self.context.probe_timeout).await;
         // The version rarely changes; asking once per client halves the steady-state load.
         let version =
             if probed == MemberHealth::Healthy && self.status.kubernetes_version().is_none() {
-                self.client
-                    .apiserver_version()
-                    .await
-                    .ok()
-                    .map(|info| info.git_version)
+                match version(&self.client, self.context.probe_timeout).await {
+                    Ok(version) => Some(version),
+                    // A member that just answered /readyz and then breaks a limit on /version
+                    // is reported; any other failure only leaves the version unknown.
+                    Err(Some(limit)) => {
+                        probed = MemberHealth::LimitExceeded(limit, "/version".to_owned());
+                        None
+                    }
+                    Err(None) => None,
+                }
             } else {
                 None
             };
@@ -314,6 +324,16 @@ impl Prober {
                 }
             }
         }
+    }
+}
+
+/// The member's `gitVersion`, or the limit it broke sending it (`None`: another failure). It
+/// must arrive, body and all, within `timeout`: the member answered `/readyz` just now.
+async fn version(client: &Client, timeout: Duration) -> Result<String, Option<LimitExceeded>> {
+    match tokio::time::timeout(timeout, client.apiserver_version()).await {
+        Ok(Ok(info)) => Ok(info.git_version),
+        Ok(Err(err)) => Err(LimitExceeded::find_in(&err).cloned()),
+        Err(_) => Err(Some(LimitExceeded::ResponseTooSlow { deadline: timeout })),
     }
 }
 

@@ -336,6 +336,7 @@ pub(super) fn failure_kind_label(kind: FailureKind) -> &'static str {
         FailureKind::NotFound => "not_found",
         FailureKind::CredentialUnavailable => "credential_unavailable",
         FailureKind::Unreachable => "unreachable",
+        FailureKind::LimitExceeded => "limit_exceeded",
         FailureKind::Other => "other",
     }
 }

@@ -1,6 +1,7 @@
 //! The multi-cluster view: every member's published status and its watch stores, for the read
 //! API.
 
+mod object_cap;
 mod resource;
 mod summary;
 
@@ -8,6 +9,8 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 
+pub use object_cap::LIST_PAGE_SIZE;
+pub(crate) use object_cap::capped_watch;
 pub use resource::MirroredResource;
 pub(crate) use summary::ClusterSummary;
 

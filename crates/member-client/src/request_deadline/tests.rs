@@ -176,3 +176,51 @@ async fn a_lagging_clock_never_fails_a_request_early() {
     assert!(answered.is_ok(), "failed before its deadline: {answered:?}");
     assert!(keeps_ticking.await.unwrap().is_err());
 }
+
+/// A body that never yields a frame.
+type Stalled = http_body_util::StreamBody<
+    futures::stream::Pending<Result<http_body::Frame<bytes::Bytes>, BoxError>>,
+>;
+
+/// Answers at once with a body that never ends, like a member trickling nothing after its
+/// headers.
+fn stalled_body() -> impl Service<
+    http::Request<()>,
+    Response = http::Response<Stalled>,
+    Error = BoxError,
+    Future = std::future::Ready<Result<http::Response<Stalled>, BoxError>>,
+> + Clone {
+    tower::service_fn(|_req: http::Request<()>| {
+        std::future::ready(Ok(http::Response::new(http_body_util::StreamBody::new(
+            futures::stream::pending(),
+        ))))
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_that_does_not_arrive_fails_at_the_deadline() {
+    use http_body_util::BodyExt as _;
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(stalled_body());
+    let request = http::Request::get("/version").body(()).unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let err = response.into_body().collect().await.unwrap_err();
+    assert_eq!(
+        crate::LimitExceeded::find_in(err.as_ref()),
+        Some(&crate::LimitExceeded::ResponseTooSlow {
+            deadline: Duration::from_secs(5)
+        }),
+        "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_body_may_stay_silent() {
+    use http_body_util::BodyExt as _;
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(stalled_body());
+    let request = http::Request::get("/api/v1/nodes?watch=true")
+        .body(())
+        .unwrap();
+    let response = service.oneshot(request).await.unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(3600), response.into_body().collect());
+    assert!(read.await.is_err(), "the watch's body was cut off");
+}

@@ -35,7 +35,7 @@ fn config(server: &MtlsServer, pki: &TestPki) -> kube::Config {
 /// The member stack `ClientFactory` puts under its layers.
 fn transport(server: &MtlsServer, pki: &TestPki) -> GenericService {
     let resolver = GuardedResolver::new(Arc::new(EndpointPolicy::loopback()), system_lookup());
-    service(&config(server, pki), resolver).unwrap()
+    service(&config(server, pki), resolver, Default::default()).unwrap()
 }
 
 fn request(path: &str, identity: Option<&ClientIdentity>) -> Request<Body> {
