@@ -9,6 +9,12 @@
 //! SelfSubjectReview, empty lists, watches that stay open and silent, and a TokenRequest whose
 //! token the test chooses ([`set_minted_token`](HostileEndpoint::set_minted_token)).
 //!
+//! By default it behaves; [`misbehave`](HostileEndpoint::misbehave) makes it send what a
+//! member must not be able to exhaust the collector with ([`Misbehaviour`]): a huge `/readyz`,
+//! lists without end, `continue` tokens for ever, a watch without a newline, a `/version` that
+//! trickles. Every such stream is bounded in bytes and time, so that a collector without limits
+//! still ends the test instead of the machine.
+//!
 //! It binds only loopback addresses (`127.0.0.2`, `127.0.0.3`, …): those are distinct from the
 //! real apiservers' `127.0.0.1` to the endpoint policy, and never leave the machine.
 
@@ -59,7 +65,43 @@ struct State {
     authorizations: Mutex<Vec<String>>,
     requests: Mutex<Vec<String>>,
     minted_token: Mutex<Option<String>>,
+    misbehaviour: Mutex<Option<Misbehaviour>>,
 }
+
+/// Something a hostile member sends to exhaust a client's memory or time, set with
+/// [`HostileEndpoint::misbehave`]. Each stream ends after its `bytes` (or pages, or ten
+/// minutes), so that a client without limits is hurt but the test still ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// `/readyz` answers 200 with `bytes` of `o`.
+    HugeReadyz {
+        /// How much it streams.
+        bytes: u64,
+    },
+    /// Every list ignores `limit` and streams `bytes` of items (`{"metadata":{"name":…}}`).
+    EndlessList {
+        /// How much it streams before it closes the list.
+        bytes: u64,
+    },
+    /// Every list page holds `items` objects (new names each page) and a `continue` token,
+    /// for `pages` pages.
+    EndlessContinue {
+        /// Objects per page.
+        items: usize,
+        /// Pages before the last.
+        pages: u32,
+    },
+    /// Every list is empty; every watch streams `bytes` of one event without a newline.
+    WatchWithoutNewline {
+        /// How much it streams.
+        bytes: u64,
+    },
+    /// `/version` sends its headers and then one space a second, for ten minutes.
+    TricklingVersion,
+}
+
+/// Bytes per frame of a streamed body.
+const CHUNK: usize = 64 * 1024;
 
 impl Drop for HostileEndpoint {
     fn drop(&mut self) {
@@ -163,6 +205,11 @@ impl HostileEndpoint {
         lock(&self.state.requests).clone()
     }
 
+    /// Misbehaves as `misbehaviour` says from now on.
+    pub fn misbehave(&self, misbehaviour: Misbehaviour) {
+        *lock(&self.state.misbehaviour) = Some(misbehaviour);
+    }
+
     /// The token a TokenRequest is answered with from now on (none: 404).
     pub fn set_minted_token(&self, token: &str) {
         *lock(&self.state.minted_token) = Some(token.to_owned());
@@ -198,6 +245,13 @@ fn respond(state: &State, request: &Request<Incoming>) -> Response<Body> {
     let watch = uri
         .query()
         .is_some_and(|q| q.split('&').any(|kv| kv == "watch=true" || kv == "watch=1"));
+    let misbehaviour = *lock(&state.misbehaviour);
+    if let Some(misbehaviour) = misbehaviour
+        && request.method() == Method::GET
+        && let Some(response) = misbehave(misbehaviour, path, uri.query(), watch)
+    {
+        return response;
+    }
     match (request.method(), path) {
         (&Method::GET, "/readyz" | "/livez" | "/healthz") => text(StatusCode::OK, "ok"),
         (&Method::GET, "/version") => json(
@@ -250,6 +304,108 @@ fn token_request(state: &State) -> Response<Body> {
             "spec": {"audiences": [], "expirationSeconds": 3600},
             "status": {"token": token, "expirationTimestamp": expires.to_string()}
         }),
+    )
+}
+
+/// What `misbehaviour` answers to `GET path?query`, if it concerns that request.
+fn misbehave(
+    misbehaviour: Misbehaviour,
+    path: &str,
+    query: Option<&str>,
+    watch: bool,
+) -> Option<Response<Body>> {
+    let list = !watch && (path.starts_with("/api/v1/") || path.starts_with("/apis/"));
+    match misbehaviour {
+        Misbehaviour::HugeReadyz { bytes } if path == "/readyz" => Some(streamed(
+            "text/plain",
+            Bytes::new(),
+            Bytes::from(vec![b'o'; CHUNK]),
+            bytes,
+            Bytes::new(),
+        )),
+        Misbehaviour::EndlessList { bytes } if list => {
+            let item = r#"{"metadata":{"name":"n","resourceVersion":"1"}},"#;
+            let items = item.repeat(CHUNK / item.len());
+            Some(streamed(
+                "application/json",
+                Bytes::from_static(
+                    br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":["#,
+                ),
+                Bytes::from(items),
+                bytes,
+                Bytes::from_static(br#"{"metadata":{"name":"last"}}]}"#),
+            ))
+        }
+        Misbehaviour::EndlessContinue { items, pages } if list => {
+            let page: u32 = query
+                .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("continue=p")))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let objects: Vec<_> = (0..items)
+                .map(|i| {
+                    serde_json::json!({"metadata": {
+                        "name": format!("p{page}-{i}"), "namespace": "hostile",
+                        "resourceVersion": "1"
+                    }})
+                })
+                .collect();
+            let next = (page < pages).then(|| format!("p{}", page + 1));
+            Some(json(
+                StatusCode::OK,
+                &serde_json::json!({
+                    "kind": "List",
+                    "apiVersion": "v1",
+                    "metadata": {"resourceVersion": "1", "continue": next},
+                    "items": objects
+                }),
+            ))
+        }
+        Misbehaviour::WatchWithoutNewline { bytes } if watch => Some(streamed(
+            "application/json",
+            Bytes::from_static(br#"{"type":"ADDED","object":{"metadata":{"name":""#),
+            Bytes::from(vec![b'a'; CHUNK]),
+            bytes,
+            Bytes::new(),
+        )),
+        Misbehaviour::TricklingVersion if path == "/version" => {
+            let spaces = futures::stream::unfold(0_u32, |sent| async move {
+                if sent >= 600 {
+                    return None;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                Some((Ok(Frame::data(Bytes::from_static(b" "))), sent + 1))
+            });
+            Some(response(
+                StatusCode::OK,
+                "application/json",
+                StreamBody::new(spaces).boxed(),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `head`, then `chunk` repeated until `bytes` are sent, then `tail`.
+fn streamed(
+    content_type: &'static str,
+    head: Bytes,
+    chunk: Bytes,
+    bytes: u64,
+    tail: Bytes,
+) -> Response<Body> {
+    use futures::StreamExt as _;
+    let len = u64::try_from(chunk.len()).unwrap_or(u64::MAX).max(1);
+    let repeats = bytes.div_ceil(len);
+    let middle = futures::stream::iter((0..repeats).map(move |_| chunk.clone()));
+    let frames = futures::stream::once(std::future::ready(head))
+        .chain(middle)
+        .chain(futures::stream::once(std::future::ready(tail)))
+        .filter(|bytes| std::future::ready(!bytes.is_empty()))
+        .map(|bytes| Ok::<_, Infallible>(Frame::data(bytes)));
+    response(
+        StatusCode::OK,
+        content_type,
+        http_body_util::BodyExt::boxed(StreamBody::new(frames)),
     )
 }
 

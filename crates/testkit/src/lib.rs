@@ -108,7 +108,7 @@ pub use collector_process::{
 pub use config::Config;
 pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
-pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint};
+pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
 pub use karmada::{Karmada, PushMember};
