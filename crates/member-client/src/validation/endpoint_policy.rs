@@ -341,6 +341,27 @@ mod tests {
         assert!(nothing.check_ip("10.0.0.1".parse().unwrap()).is_err());
     }
 
+    proptest::proptest! {
+        // Judged only, never dialled.
+        #[test]
+        fn strict_mode_admits_exactly_the_allowed_range(
+            net in proptest::prelude::any::<IpAddr>(),
+            prefix in 0_u8..=128,
+            ip in proptest::prelude::any::<IpAddr>(),
+        ) {
+            let range = format!("{net}/{}", if net.is_ipv4() { prefix % 33 } else { prefix })
+                .parse::<Cidr>();
+            proptest::prop_assume!(range.is_ok());
+            let range = range.unwrap();
+            let strict = EndpointPolicy::default().allow(range).strict(true);
+            proptest::prop_assert_eq!(
+                strict.check_ip(ip).is_ok(),
+                range.contains(ip.to_canonical()),
+                "{} in strict mode with {:?}", ip, range
+            );
+        }
+    }
+
     #[test]
     fn plain_http_and_insecure_tls_need_their_opt_in() {
         let strict = EndpointPolicy::default();
