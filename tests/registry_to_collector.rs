@@ -203,6 +203,9 @@ impl Collector {
             dir.to_str().unwrap(),
             "--listen",
             &listen,
+            "--probe-listen",
+            "127.0.0.1:0",
+            "--insecure-plain-http-listen",
             "--probe-period",
             "1",
             // No control plane to review readers against: the API is served openly.

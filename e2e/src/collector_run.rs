@@ -16,6 +16,8 @@ use tokio::{sync::oneshot, task::JoinHandle};
 pub struct RunningCollector {
     /// Where its HTTP server listens.
     pub addr: SocketAddr,
+    /// Where its probe server (`/healthz`, `/readyz`) listens.
+    pub probe_addr: SocketAddr,
     /// The bearer token [`get`](Self::get) sends, if any ([`with_reader`](Self::with_reader)).
     reader: Option<String>,
     shutdown: Option<oneshot::Sender<()>>,
@@ -23,17 +25,22 @@ pub struct RunningCollector {
 }
 
 impl RunningCollector {
-    /// Starts `collector` with `args` (after the program name) plus `--listen` on a free
-    /// loopback port, and waits until `/healthz` answers.
+    /// Starts `collector` with `args` (after the program name) plus `--listen` and
+    /// `--probe-listen` on free loopback ports, and waits until `/healthz` answers.
     ///
     /// # Errors
     /// Flags that don't parse, or the collector not serving within 10 s.
     pub async fn start(args: &[String]) -> anyhow::Result<Self> {
         let addr = testkit::free_loopback_addr()?;
+        let probe_addr = testkit::free_loopback_addr()?;
         let mut argv = vec![
             "collector".to_owned(),
             "--listen".to_owned(),
             addr.to_string(),
+            "--probe-listen".to_owned(),
+            probe_addr.to_string(),
+            // The harness reads the API over plain HTTP.
+            "--insecure-plain-http-listen".to_owned(),
             // The test apiservers listen on loopback, which members may not name by default.
             "--allow-endpoint".to_owned(),
             "127.0.0.1/32".to_owned(),
@@ -46,6 +53,7 @@ impl RunningCollector {
         }));
         let mut running = Self {
             addr,
+            probe_addr,
             reader: None,
             shutdown: Some(tx),
             task: Some(task),

@@ -3,6 +3,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
+use futures::FutureExt as _;
 use member_client::ClientFactory;
 
 use crate::{
@@ -130,19 +131,47 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
+    let probe_listener = tokio::net::TcpListener::bind(args.probe_listen)
+        .await
+        .with_context(|| format!("listening on {} (--probe-listen)", args.probe_listen))?;
     tracing::info!(address = %listener.local_addr()?, "serving /metrics, /healthz, /readyz, /api/v1/clusters");
-    let limits = ServerLimits::default();
-    let router = http::router(
-        HttpState {
-            metrics: metrics.clone(),
-            readiness: readiness.clone(),
-            clusters: Arc::new(mirror),
-            shard: shard.as_ref().map(|shard| shard.map.clone()),
-        },
-        gate,
-        limits.request_timeout,
-    );
-    let server = async move { http::serve(listener, router, &limits, shutdown).await };
+    tracing::info!(address = %probe_listener.local_addr()?, "serving the probes /healthz, /readyz");
+    let limits = ServerLimits {
+        max_connections_per_peer: args.max_connections_per_peer,
+        ..ServerLimits::default()
+    };
+    let state = HttpState {
+        metrics: metrics.clone(),
+        readiness: readiness.clone(),
+        clusters: Arc::new(mirror),
+        shard: shard.as_ref().map(|shard| shard.map.clone()),
+    };
+    let probe_limits = ServerLimits::probes();
+    let probe_router = http::probe_router(state.clone(), probe_limits.request_timeout);
+    let router = http::router(state, gate, limits.request_timeout);
+    let (transport, reload_cert) = listen_transport(&args, &identity)?;
+    let shutdown = shutdown.boxed().shared();
+    let probe_shutdown = shutdown.clone();
+    let server = async move {
+        // Two loops, two sets of caps: whatever holds the API port, the probes still answer.
+        // The probes are plain HTTP, as the kubelet asks them; they carry no token.
+        let serving = async {
+            tokio::join!(
+                http::serve(listener, &transport, router, &limits, shutdown),
+                http::serve(
+                    probe_listener,
+                    &http::tls::Transport::Plain,
+                    probe_router,
+                    &probe_limits,
+                    probe_shutdown
+                ),
+            )
+        };
+        tokio::select! {
+            (api, probes) = serving => api.and(probes),
+            () = reload_cert => Err(std::io::Error::other("the certificate reloader stopped")),
+        }
+    };
 
     // The guard decides readiness when there is an own credential to watch; otherwise the
     // collector is ready once it runs.
@@ -204,6 +233,52 @@ async fn supervise(
     }
 }
 
+/// What `--listen` speaks: TLS with the certificate files (and the task that reloads them),
+/// TLS with a self-signed certificate when none is given, or plain HTTP when asked for.
+///
+/// # Errors
+/// Certificate files that do not load.
+fn listen_transport(
+    args: &Args,
+    identity: &str,
+) -> anyhow::Result<(
+    http::tls::Transport,
+    futures::future::BoxFuture<'static, ()>,
+)> {
+    let never = || std::future::pending().boxed();
+    if args.insecure_plain_http_listen {
+        tracing::warn!(
+            "--insecure-plain-http-listen: callers' bearer tokens cross the network in clear"
+        );
+        return Ok((http::tls::Transport::Plain, never()));
+    }
+    match (&args.tls_cert_file, &args.tls_private_key_file) {
+        (Some(cert), Some(key)) => {
+            let files = http::tls::CertFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            };
+            let (transport, reload) =
+                http::tls::from_files(files).context("--tls-cert-file, --tls-private-key-file")?;
+            Ok((transport, reload.boxed()))
+        }
+        _ => {
+            tracing::info!(
+                "no --tls-cert-file: serving TLS with a self-signed certificate made at start"
+            );
+            // The identity (the pod's name) only when it can be a DNS name at all.
+            let usable = !identity.is_empty()
+                && identity.len() <= 253
+                && identity
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+            let mut names = vec!["localhost".to_owned()];
+            names.extend(usable.then(|| identity.to_owned()));
+            Ok((http::tls::self_signed(names)?, never()))
+        }
+    }
+}
+
 /// The gate in front of `/metrics` and `/api/...`: reviews through the control plane, or none
 /// with `--insecure-serve-api`.
 ///
@@ -224,11 +299,13 @@ fn access_gate(
              to anyone who can reach --listen"
         );
     };
-    let review = KubeAccessReview::new(control_plane.client.clone());
-    Ok(Some(AccessGate::new(
-        Arc::new(review),
-        &ReviewConfig::default(),
-    )))
+    let review = KubeAccessReview::new(control_plane.reviews.clone());
+    let config = ReviewConfig {
+        rate: args.access_review_rate,
+        burst: args.access_review_burst,
+        ..ReviewConfig::default()
+    };
+    Ok(Some(AccessGate::new(Arc::new(review), &config)))
 }
 
 #[cfg(test)]

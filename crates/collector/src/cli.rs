@@ -250,6 +250,57 @@ pub struct Args {
     #[arg(long, env = "TETHER_INSECURE_SERVE_API")]
     pub insecure_serve_api: bool,
 
+    /// The PEM certificate chain `--listen` serves over TLS (TLS 1.2 or 1.3), e.g. a
+    /// cert-manager Certificate's `tls.crt`. The file and `--tls-private-key-file` are read
+    /// again when they change, without a restart. Without either, `--listen` serves TLS with
+    /// a self-signed certificate made at start (encrypted, but verifiable only by pinning it).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_private_key_file",
+        conflicts_with = "insecure_plain_http_listen",
+        env = "TETHER_TLS_CERT_FILE"
+    )]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// The PEM private key of `--tls-cert-file` (PKCS#8, PKCS#1 or SEC1), e.g. `tls.key`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_cert_file",
+        env = "TETHER_TLS_PRIVATE_KEY_FILE"
+    )]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Serve `--listen` in plain HTTP: every caller's bearer token then crosses the network in
+    /// clear. For local runs and tests only.
+    #[arg(long, env = "TETHER_INSECURE_PLAIN_HTTP_LISTEN")]
+    pub insecure_plain_http_listen: bool,
+
+    /// Address of the probe server: `/healthz` and `/readyz` only, for the kubelet. Its
+    /// connections are capped apart from `--listen`'s (64 in all, 8 per peer), so that no
+    /// caller of the API port can make a probe wait.
+    #[arg(long, default_value = "0.0.0.0:8081", env = "TETHER_PROBE_LISTEN")]
+    pub probe_listen: SocketAddr,
+
+    /// Connections `--listen` serves at once from one source address (0: no cap); further
+    /// ones from it are closed at once. The whole port serves 512 at once.
+    #[arg(long, default_value_t = crate::http::DEFAULT_MAX_CONNECTIONS_PER_PEER)]
+    pub max_connections_per_peer: usize,
+
+    /// Access reviews (TokenReview, SubjectAccessReview) a second that callers of `--listen`
+    /// may make the collector ask the control plane for, on average. Answers are cached for
+    /// 10 s per token and path, so only new tokens and paths count. A request needing a review
+    /// beyond the rate and `--access-review-burst`, or beyond 16 reviews in flight, gets 429
+    /// at once. Reviews go through a control-plane client of their own, apart from the Lease
+    /// renewals and status writes.
+    #[arg(long, default_value_t = crate::http::auth::DEFAULT_REVIEW_RATE, value_parser = review_rate)]
+    pub access_review_rate: f64,
+
+    /// Access reviews the collector may ask for at once beyond `--access-review-rate`.
+    #[arg(long, default_value_t = crate::http::auth::DEFAULT_REVIEW_BURST, value_parser = clap::value_parser!(u32).range(1..))]
+    pub access_review_burst: u32,
+
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TETHER_LOG_FORMAT")]
     pub log_format: LogFormat,
@@ -286,6 +337,18 @@ fn namespace_name(raw: &str) -> Result<String, String> {
     } else {
         Err(format!(
             "{raw:?} is not a namespace name (a DNS-1123 label)"
+        ))
+    }
+}
+
+/// A rate of access reviews: a positive, finite number a second.
+fn review_rate(raw: &str) -> Result<f64, String> {
+    let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value} is not a positive number of reviews a second"
         ))
     }
 }
@@ -469,6 +532,20 @@ mod tests {
         assert_eq!(args.probe_period(), Duration::from_secs(10));
         assert_eq!(args.secret_namespace, ["karmada-cluster"]);
         assert_eq!(args.endpoint_policy(), EndpointPolicy::default());
+        assert_eq!(args.probe_listen, "0.0.0.0:8081".parse().unwrap());
+        assert!(args.tls_cert_file.is_none() && !args.insecure_plain_http_listen);
+    }
+
+    #[test]
+    fn tls_files_go_together_and_exclude_plain_http() {
+        let both = ["--tls-cert-file", "c", "--tls-private-key-file", "k"];
+        assert!(Args::try_parse_from(["collector"].iter().chain(&both)).is_ok());
+        assert!(Args::try_parse_from(["collector", "--tls-cert-file", "c"]).is_err());
+        assert!(Args::try_parse_from(["collector", "--tls-private-key-file", "k"]).is_err());
+        let plain = ["collector", "--insecure-plain-http-listen"];
+        assert!(Args::try_parse_from(plain.iter().chain(&both)).is_err());
+        assert!(Args::try_parse_from(plain).is_ok());
+        assert!(Args::try_parse_from(["collector", "--access-review-rate", "0"]).is_err());
     }
 
     #[test]

@@ -80,12 +80,48 @@ pub fn control_plane_flags(
     ])
 }
 
+/// A serving certificate for a collector's `--tls-cert-file`, for `127.0.0.1` and
+/// `localhost`, and the CA that signed it: all PEM.
+pub struct CollectorServingCert {
+    /// The CA certificate a client trusts.
+    pub ca_pem: String,
+    /// The serving certificate.
+    pub cert_pem: String,
+    /// Its private key.
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for CollectorServingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectorServingCert")
+            .finish_non_exhaustive()
+    }
+}
+
+impl CollectorServingCert {
+    /// A fresh CA named `ca_name` and a serving certificate it signs.
+    ///
+    /// # Errors
+    /// Key generation or signing failing.
+    pub fn generate(ca_name: &str) -> Result<Self> {
+        let ca = crate::pki::TestCa::generate(ca_name)?;
+        let serving = ca.issue_serving_cert("tether-collector")?;
+        Ok(Self {
+            ca_pem: ca.pem(),
+            cert_pem: serving.cert_pem,
+            key_pem: serving.key_pem,
+        })
+    }
+}
+
 /// A running collector child process; killed (SIGKILL) and reaped when dropped.
 #[derive(Debug)]
 pub struct CollectorProcess {
     child: Child,
     /// Its HTTP address (`/healthz`, `/metrics`, `/api/v1/clusters`).
     pub addr: SocketAddr,
+    /// Its probe address (`/healthz`, `/readyz` only).
+    pub probe_addr: SocketAddr,
     /// When it was spawned.
     pub started: Instant,
     /// Where its stderr goes (`collector.stderr`), and where callers put the rest of its logs.
@@ -93,7 +129,8 @@ pub struct CollectorProcess {
 }
 
 impl CollectorProcess {
-    /// Spawns `bin` with `--listen` on a free loopback port, then `args`, and `RUST_LOG=info`
+    /// Spawns `bin` with `--listen` and `--probe-listen` on free loopback ports, in plain HTTP
+    /// (`--insecure-plain-http-listen`) unless `args` give `--tls-cert-file`, then `args`, and `RUST_LOG=info`
     /// (so the caller's environment doesn't change what it logs). Its stdout is a pipe: take
     /// it with [`take_stdout`](Self::take_stdout) and keep reading it, or the collector blocks
     /// once the pipe is full. Its stderr goes to `log_dir/collector.stderr`. It does not wait:
@@ -103,6 +140,7 @@ impl CollectorProcess {
     /// No free port, `log_dir` not writable, or the spawn failing.
     pub fn spawn(bin: &Path, args: &[String], log_dir: &Path) -> Result<Self> {
         let addr = free_loopback_addr()?;
+        let probe_addr = free_loopback_addr()?;
         let stderr_path = log_dir.join("collector.stderr");
         let stderr = std::fs::File::create(&stderr_path)
             .with_context(|| format!("creating {}", stderr_path.display()))?;
@@ -110,6 +148,13 @@ impl CollectorProcess {
         let child = Command::new(bin)
             .arg("--listen")
             .arg(addr.to_string())
+            .arg("--probe-listen")
+            .arg(probe_addr.to_string())
+            // Plain HTTP, which `get` speaks, unless the caller serves a certificate.
+            .args(
+                (!args.iter().any(|arg| arg.starts_with("--tls-cert-file")))
+                    .then_some("--insecure-plain-http-listen"),
+            )
             // The test apiservers listen on loopback, which members may not name by default.
             .args(["--allow-endpoint", "127.0.0.1/32"])
             .args(args)
@@ -122,6 +167,7 @@ impl CollectorProcess {
         Ok(Self {
             child,
             addr,
+            probe_addr,
             started,
             log_dir: log_dir.to_owned(),
         })
@@ -132,13 +178,13 @@ impl CollectorProcess {
         self.child.stdout.take()
     }
 
-    /// Polls `GET /healthz` until it answers.
+    /// Polls `GET /healthz` on the probe port until it answers.
     ///
     /// # Errors
     /// The process exiting, or no answer within `limit` (both name the log directory).
     pub async fn wait_until_healthy(&mut self, limit: Duration) -> Result<()> {
         let deadline = Instant::now() + limit;
-        while self.get("/healthz").await.is_err() {
+        while http_get(self.probe_addr, "/healthz").await.is_err() {
             if !self.running() {
                 bail!(
                     "the collector exited at start (logs in {})",

@@ -103,7 +103,8 @@ pub use assets::{ASSETS_ENV, Assets};
 pub use client_cert::ClientCert;
 pub use cluster::{Cluster, client_for, status_code};
 pub use collector_process::{
-    COLLECTOR_BIN_ENV, CollectorProcess, control_plane_flags, locate_binary, locate_collector,
+    COLLECTOR_BIN_ENV, CollectorProcess, CollectorServingCert, control_plane_flags, locate_binary,
+    locate_collector,
 };
 pub use config::Config;
 pub use environment::{CONTROL_PLANE, Environment, RestartOptions};

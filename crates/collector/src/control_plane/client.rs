@@ -12,6 +12,7 @@ use member_client::{
 
 use crate::{
     cli::{Args, MembersFrom},
+    http::auth::MAX_REVIEWS_IN_FLIGHT,
     metrics::Metrics,
 };
 
@@ -19,11 +20,15 @@ use crate::{
 /// in-cluster tokens; a 401 re-reads it at once anyway.
 const SELF_TOKEN_TTL: Duration = Duration::from_secs(60);
 
-/// The control-plane client, and the health of the collector's own credential when it reads a
+/// The control-plane clients, and the health of the collector's own credential when it reads a
 /// token file.
 pub(crate) struct ControlPlane {
-    /// Reads member definitions and writes status.
+    /// Reads member definitions and writes status, Events and Leases.
     pub(crate) client: Client,
+    /// Creates the access reviews of the HTTP server's callers: a client of its own, with its
+    /// own connections and in-flight limit, so that however many callers wait for a review,
+    /// a Lease renewal or a status write on [`client`](Self::client) waits behind none.
+    pub(crate) reviews: Client,
     /// What the control plane says of the collector's token; `None` with a kubeconfig, whose
     /// credential kube manages.
     pub(crate) health: Option<CredentialHealth>,
@@ -54,11 +59,15 @@ impl ControlPlane {
                      use https:// or pass --allow-plain-http"
                 );
             }
+            let reviews = ClientBuilder::try_from(config.clone())?
+                .with_layer(&RequestDeadlineLayer::new(args.request_timeout()))
+                .build();
             let client = ClientBuilder::try_from(config)?
                 .with_layer(&RequestDeadlineLayer::new(args.request_timeout()))
                 .build();
             return Ok(Some(Self {
                 client,
+                reviews,
                 health: None,
             }));
         }
@@ -84,11 +93,19 @@ impl ControlPlane {
         let health = CredentialHealth::new();
         let mut config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
         config.request_timeout = args.request_timeout();
-        let client = ClientFactory::new(tokens)
-            .with_policy(control_plane_policy(args))
-            .build(&config, &health)?;
+        let factory = ClientFactory::new(tokens).with_policy(control_plane_policy(args));
+        let client = factory.build(&config, &health)?;
+        // Same credential and health, its own connection pool and in-flight limit.
+        let reviews = factory.build(
+            &MemberClientConfig {
+                max_concurrent_requests: MAX_REVIEWS_IN_FLIGHT,
+                ..config
+            },
+            &health,
+        )?;
         Ok(Some(Self {
             client,
+            reviews,
             health: Some(health),
         }))
     }

@@ -6,6 +6,7 @@ pub(crate) mod auth;
 mod health;
 mod metrics;
 mod server;
+pub(crate) mod tls;
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use axum::{Router, http::StatusCode, middleware, routing::get};
 use tower_http::timeout::TimeoutLayer;
 
 pub(crate) use api::ClusterReader;
-pub(crate) use server::{ServerLimits, serve};
+pub(crate) use server::{DEFAULT_MAX_CONNECTIONS_PER_PEER, ServerLimits, serve};
 
 use crate::{metrics::Metrics, readiness::Readiness, shard::ShardMap};
 
@@ -30,9 +31,23 @@ pub(crate) struct HttpState {
     pub(crate) shard: Option<ShardMap>,
 }
 
+/// The probe port's routes: `/healthz` and `/readyz` only, served on a listener of their own
+/// (`--probe-listen`) so that no caller of the API port can make the kubelet's probes wait.
+pub(crate) fn probe_router(state: HttpState, request_timeout: std::time::Duration) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .with_state(state)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            request_timeout,
+        ))
+}
+
 /// Every route, over `state`. With a `gate`, `/metrics` and `/api/...` answer only callers it
 /// allows ([`auth`]); without one (`--insecure-serve-api`) they answer anyone. `/healthz` and
-/// `/readyz` are always open and say nothing about identities or RBAC.
+/// `/readyz` are always open and say nothing about identities or RBAC; they are here too for
+/// callers of the API port, but the kubelet probes them on [`probe_router`]'s port.
 ///
 /// | route | answer |
 /// | --- | --- |

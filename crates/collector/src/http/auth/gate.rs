@@ -6,7 +6,10 @@ use moka::future::Cache;
 use ring::digest::{Context, SHA256};
 use secrecy::{ExposeSecret as _, SecretString};
 
-use super::{AccessReview, ReviewConfig, ReviewError, User};
+use super::{
+    AccessReview, ReviewConfig, ReviewError, User,
+    budget::{OverBudget, ReviewBudget},
+};
 
 /// A SHA-256: the cache key standing for a token (with the path, for decisions).
 type Digest = [u8; 32];
@@ -23,7 +26,7 @@ pub(crate) enum Access {
         /// Whose request was refused, for the logs.
         user: String,
     },
-    /// A review failed or timed out: fail closed (503).
+    /// A review failed or timed out: fail closed (503), or was over the review budget (429).
     Unavailable(Arc<ReviewError>),
 }
 
@@ -35,6 +38,11 @@ pub(crate) enum Access {
 /// so the next request asks again. An answer can be up to `ttl` stale: a revoked binding or
 /// token keeps working that long, as with kube-rbac-proxy's caches.
 ///
+/// Only the questions not answered from the caches reach the control plane, and only within
+/// the [`ReviewBudget`] ([`ReviewConfig::rate`], [`ReviewConfig::burst`],
+/// [`ReviewConfig::max_in_flight`]); beyond it the request is refused at once
+/// ([`ReviewError::OverBudget`]) rather than queued.
+///
 /// ## Memory usage
 /// At most `capacity` identities and `capacity` decisions, keyed by 32-byte digests.
 #[derive(Clone)]
@@ -43,6 +51,7 @@ pub(crate) struct AccessGate {
     users: Cache<Digest, Option<User>>,
     decisions: Cache<Digest, bool>,
     deadline: Duration,
+    budget: ReviewBudget,
 }
 
 impl AccessGate {
@@ -53,6 +62,7 @@ impl AccessGate {
             users: bounded_cache(config),
             decisions: bounded_cache(config),
             deadline: config.deadline,
+            budget: ReviewBudget::new(config.rate, config.burst, config.max_in_flight),
         }
     }
 
@@ -66,6 +76,7 @@ impl AccessGate {
                 bounded(
                     "TokenReview",
                     self.deadline,
+                    &self.budget,
                     self.review.authenticate(token),
                 ),
             )
@@ -84,6 +95,7 @@ impl AccessGate {
                 bounded(
                     "SubjectAccessReview",
                     self.deadline,
+                    &self.budget,
                     self.review.authorize(&user, path),
                 ),
             )
@@ -113,12 +125,19 @@ fn bounded_cache<V: Clone + Send + Sync + 'static>(config: &ReviewConfig) -> Cac
         .build()
 }
 
-/// `review` or, once `deadline` passes, [`ReviewError::Timeout`].
+/// `review` or, once `deadline` passes, [`ReviewError::Timeout`]; not asked at all, and
+/// [`ReviewError::OverBudget`], when `budget` has no room for it.
 async fn bounded<T>(
     review: &'static str,
     deadline: Duration,
+    budget: &ReviewBudget,
     answer: impl Future<Output = Result<T, ReviewError>>,
 ) -> Result<T, ReviewError> {
+    let _slot = budget.try_start().map_err(|over| ReviewError::OverBudget {
+        review,
+        in_flight: over == OverBudget::InFlight,
+        retry_after: budget.retry_after(),
+    })?;
     tokio::time::timeout(deadline, answer)
         .await
         .map_err(|_| ReviewError::Timeout { review, deadline })?

@@ -3,12 +3,15 @@
 use axum::{
     Json,
     extract::{Request, State},
-    http::{HeaderValue, StatusCode, header::WWW_AUTHENTICATE},
+    http::{
+        HeaderValue, StatusCode,
+        header::{RETRY_AFTER, WWW_AUTHENTICATE},
+    },
     middleware::Next,
     response::{IntoResponse, Response},
 };
 
-use super::{Access, AccessGate, bearer::bearer_token};
+use super::{Access, AccessGate, ReviewError, bearer::bearer_token};
 
 /// Read API paths are reviewed under this prefix: Kubernetes' default `system:discovery`
 /// ClusterRole grants every authenticated identity `get` on `/api/*` (the apiserver's own
@@ -26,7 +29,7 @@ pub(crate) fn reviewed_path(path: &str) -> String {
 }
 
 /// Lets the request through only when [`AccessGate::check`] allows it; otherwise answers 401,
-/// 403 or 503 with `{"error": "<short reason>"}`. Neither the token nor the identity is echoed.
+/// 403, 429 or 503 with `{"error": "<short reason>"}`. Neither the token nor the identity is echoed.
 pub(crate) async fn require_access(
     State(gate): State<AccessGate>,
     request: Request,
@@ -49,6 +52,18 @@ pub(crate) async fn require_access(
         Access::Forbidden { user } => {
             tracing::debug!(%path, %user, "read API request forbidden by RBAC");
             refusal(StatusCode::FORBIDDEN, "forbidden")
+        }
+        Access::Unavailable(err) if matches!(*err, ReviewError::OverBudget { .. }) => {
+            // At debug: a flood of random tokens would otherwise flood the log as well.
+            tracing::debug!(%path, error = %err, "read API request refused: over the access-review budget");
+            let mut response = refusal(StatusCode::TOO_MANY_REQUESTS, "too many access reviews");
+            if let ReviewError::OverBudget { retry_after, .. } = *err {
+                let seconds = retry_after.as_secs().max(1);
+                if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                    response.headers_mut().insert(RETRY_AFTER, value);
+                }
+            }
+            response
         }
         Access::Unavailable(err) => {
             tracing::warn!(%path, error = %err, source = ?std::error::Error::source(&*err).map(ToString::to_string), "read API access review failed; answering 503");

@@ -10,11 +10,16 @@
 //! | no token, a malformed `Authorization` header, or a token the control plane does not accept | 401 |
 //! | a token it accepts whose identity may not `get` the path | 403 |
 //! | the control plane not answering a review within the deadline, or failing it | 503 (fail closed) |
+//! | a review needed beyond the review budget (rate, burst, reviews in flight) | 429 with `Retry-After` (fail closed) |
 //!
 //! The answers are cached briefly ([`ReviewConfig`]) under a SHA-256 of the token, so that the
 //! raw token is never stored; failures are not cached. The token is never logged or echoed.
+//! Reviews go through a control-plane client of their own (`ControlPlane::reviews`), so that
+//! however many callers wait for one, the Lease renewals and status writes on the main client
+//! wait behind none of them.
 
 mod bearer;
+mod budget;
 mod gate;
 mod kube_review;
 mod middleware;
@@ -67,6 +72,18 @@ pub(crate) enum ReviewError {
         /// The deadline that passed.
         deadline: Duration,
     },
+    /// More reviews were needed than the budget allows ([`ReviewConfig::rate`],
+    /// [`ReviewConfig::burst`], [`ReviewConfig::max_in_flight`]); nothing was asked. The
+    /// caller gets 429.
+    #[error("the {review} is over the access-review budget ({})", if *in_flight { "reviews in flight" } else { "rate" })]
+    OverBudget {
+        /// `TokenReview` or `SubjectAccessReview`.
+        review: &'static str,
+        /// Over the cap on reviews in flight, rather than the rate.
+        in_flight: bool,
+        /// When to ask again.
+        retry_after: Duration,
+    },
     /// The control plane refused or failed the review (for instance the collector may not
     /// create reviews: its RBAC lacks `tokenreviews`/`subjectaccessreviews` `create`).
     #[error("the control plane failed the {review}")]
@@ -89,7 +106,20 @@ pub(crate) struct ReviewConfig {
     pub(crate) capacity: u64,
     /// How long one review may take before the caller gets 503.
     pub(crate) deadline: Duration,
+    /// Reviews a second the collector asks for, on average (`--access-review-rate`).
+    pub(crate) rate: f64,
+    /// Reviews it may ask for at once beyond the rate (`--access-review-burst`).
+    pub(crate) burst: u32,
+    /// Reviews waiting for the control plane at once.
+    pub(crate) max_in_flight: usize,
 }
+
+/// The default [`ReviewConfig::rate`].
+pub(crate) const DEFAULT_REVIEW_RATE: f64 = 20.0;
+/// The default [`ReviewConfig::burst`].
+pub(crate) const DEFAULT_REVIEW_BURST: u32 = 40;
+/// The default [`ReviewConfig::max_in_flight`], and the review client's in-flight limit.
+pub(crate) const MAX_REVIEWS_IN_FLIGHT: usize = 16;
 
 impl Default for ReviewConfig {
     fn default() -> Self {
@@ -97,6 +127,9 @@ impl Default for ReviewConfig {
             ttl: Duration::from_secs(10),
             capacity: 4096,
             deadline: Duration::from_secs(5),
+            rate: DEFAULT_REVIEW_RATE,
+            burst: DEFAULT_REVIEW_BURST,
+            max_in_flight: MAX_REVIEWS_IN_FLIGHT,
         }
     }
 }

@@ -205,3 +205,53 @@ async fn a_control_plane_that_does_not_answer_gives_503_by_the_deadline() {
     let _ = get(&router, "/api/v1/clusters", Some("Bearer slow")).await;
     assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_serve() {
+    let fake = Arc::new(FakeControlPlane::default());
+    let config = ReviewConfig {
+        deadline: DEADLINE,
+        rate: 0.001,
+        burst: 3,
+        ..ReviewConfig::default()
+    };
+    let router = router(
+        state(),
+        Some(AccessGate::new(fake.clone(), &config)),
+        Duration::from_secs(10),
+    );
+    // One TokenReview and one SubjectAccessReview: two of the three.
+    assert_eq!(
+        get(&router, "/api/v1/clusters", Some("Bearer reader"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get(&router, "/api/v1/clusters", Some("Bearer random-0"))
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+    for n in 1..50 {
+        let request = Request::get("/api/v1/clusters")
+            .header(header::AUTHORIZATION, format!("Bearer random-{n}"));
+        let (status, headers, body) =
+            send(router.clone(), request.body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{n}: {body}");
+        assert_eq!(headers[header::RETRY_AFTER], "60");
+        assert!(!body.contains("random"), "{body}");
+    }
+    assert_eq!(
+        fake.token_reviews.load(Ordering::SeqCst),
+        2,
+        "the control plane saw nothing beyond the budget"
+    );
+    assert_eq!(
+        get(&router, "/api/v1/clusters", Some("Bearer reader"))
+            .await
+            .0,
+        StatusCode::OK,
+        "a cached answer needs no review"
+    );
+}
