@@ -1,0 +1,280 @@
+//! What a caller of the collector's port cannot do to the broker, against the real `collector`
+//! binary and a real control plane:
+//! - 600 slow connections (one header byte every few seconds, reconnecting when cut off) from
+//!   30 source addresses fill the API port, and `/healthz` on the probe port still answers
+//!   every time within 1 s;
+//! - 2,000 requests with random bearer tokens cost the control plane no more TokenReviews than
+//!   the review budget allows, the rest get 429 at once, and the leader Lease's `renewTime`
+//!   keeps moving throughout.
+//!
+//! Build the binary first: `cargo build -p collector --bin collector`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a panic is the failure report"
+)]
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use e2e::{
+    collector_run::{control_plane_args, get_as, temp_dir},
+    karmada_plane::KarmadaPlane,
+};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use testkit::{CollectorProcess, Environment, http_get, locate_collector};
+use tokio::io::AsyncWriteExt as _;
+
+const START: Duration = Duration::from_secs(60);
+/// What a probe may take: the kubelet's default `timeoutSeconds` is 1.
+const PROBE_DEADLINE: Duration = Duration::from_secs(1);
+const PROBES: usize = 30;
+const SLOW_CONNECTIONS: usize = 600;
+/// Source addresses of the slow connections, 20 each: under the per-peer cap, as a
+/// distributed attacker would be, so that only the probe port's own cap keeps probes apart.
+const SLOW_SOURCES: u8 = 30;
+const RANDOM_TOKEN_REQUESTS: usize = 2_000;
+/// Random-token requests in flight at once: under the per-peer connection cap (32).
+const AT_ONCE: usize = 25;
+const LEASE_SECONDS: u64 = 6;
+const REVIEW_RATE: u32 = 10;
+const REVIEW_BURST: u32 = 20;
+
+/// A collector binary against a control plane with the Karmada CRDs, electing a leader with a
+/// short Lease and a small review budget.
+async fn start_collector(env: &Environment) -> CollectorProcess {
+    let control_plane = env.control_plane();
+    KarmadaPlane::install(control_plane).await.unwrap();
+    control_plane
+        .create_namespace_named("tether-system")
+        .await
+        .unwrap();
+    let admin_token = control_plane.admin_token().unwrap();
+    let mut args = control_plane_args(control_plane, &admin_token).unwrap();
+    args.extend(
+        [
+            "--leader-election-identity",
+            "serving-a",
+            "--leader-election-namespace",
+            "tether-system",
+            "--leader-election-lease-seconds",
+            &LEASE_SECONDS.to_string(),
+            "--access-review-rate",
+            &REVIEW_RATE.to_string(),
+            "--access-review-burst",
+            &REVIEW_BURST.to_string(),
+        ]
+        .map(str::to_owned),
+    );
+    let mut collector = CollectorProcess::spawn(
+        &locate_collector().unwrap(),
+        &args,
+        &temp_dir("serving").unwrap(),
+    )
+    .unwrap();
+    if let Some(mut stdout) = collector.take_stdout() {
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    }
+    collector.wait_until_healthy(START).await.unwrap();
+    collector
+}
+
+/// One slow client: connects from `source`, sends one header byte every 3 s and never
+/// finishes; reconnects when cut off, until `stop`.
+async fn slowloris(source: SocketAddr, target: SocketAddr, stop: Arc<AtomicBool>) {
+    const HEAD: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(socket) = tokio::net::TcpSocket::new_v4() else {
+            return;
+        };
+        if socket.bind(source).is_err() {
+            return;
+        }
+        let Ok(Ok(mut stream)) =
+            tokio::time::timeout(Duration::from_secs(2), socket.connect(target)).await
+        else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        };
+        for byte in HEAD.iter().chain(std::iter::repeat(&b'a')) {
+            if stop.load(Ordering::Relaxed) || stream.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `GET /healthz` on `addr`: whether it answered 200 within [`PROBE_DEADLINE`], and how long
+/// it took.
+async fn probe(addr: SocketAddr) -> (bool, Duration) {
+    let started = Instant::now();
+    let answered = tokio::time::timeout(PROBE_DEADLINE, http_get(addr, "/healthz")).await;
+    let ok = matches!(answered, Ok(Ok((200, ref body))) if body == "ok");
+    (ok, started.elapsed())
+}
+
+#[tokio::test]
+async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do() {
+    let env = Environment::with_members(0).await.unwrap();
+    let collector = start_collector(&env).await;
+    let (api, probes) = (collector.addr, collector.probe_addr);
+
+    // 1. The slow-connection flood.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut flood = tokio::task::JoinSet::new();
+    for n in 0..SLOW_CONNECTIONS {
+        let last = 10 + u8::try_from(n % usize::from(SLOW_SOURCES)).unwrap();
+        let source = SocketAddr::from(([127, 0, 0, last], 0));
+        flood.spawn(slowloris(source, api, Arc::clone(&stop)));
+    }
+    // Let the flood take its places.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut probe_port = Vec::with_capacity(PROBES);
+    let mut api_port = Vec::with_capacity(PROBES);
+    for _ in 0..PROBES {
+        let tick = tokio::time::Instant::now();
+        let (on_probe_port, on_api_port) = tokio::join!(probe(probes), probe(api));
+        probe_port.push(on_probe_port);
+        api_port.push(on_api_port);
+        tokio::time::sleep_until(tick + Duration::from_secs(1)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    flood.shutdown().await;
+
+    let slowest = probe_port.iter().map(|(_, took)| *took).max().unwrap();
+    let missed = probe_port.iter().filter(|(ok, _)| !ok).count();
+    let missed_on_api = api_port.iter().filter(|(ok, _)| !ok).count();
+    eprintln!(
+        "under {SLOW_CONNECTIONS} slow connections: probe port {missed}/{PROBES} missed, slowest \
+         {slowest:?}; the API port's /healthz {missed_on_api}/{PROBES} missed"
+    );
+    assert!(
+        collector_alive(&collector),
+        "the collector died under the flood"
+    );
+    assert_eq!(
+        missed, 0,
+        "/healthz on the probe port missed {missed} of {PROBES} probes under the flood \
+         (slowest {slowest:?})"
+    );
+    assert!(
+        missed_on_api > 0,
+        "the flood never filled the API port, so it proves nothing about the probe port"
+    );
+
+    // 2. Random tokens, while the Lease is watched.
+    let control_plane = env.control_plane();
+    let leases: Api<Lease> =
+        Api::namespaced(control_plane.admin_client().unwrap(), "tether-system");
+    let reviews_before = token_reviews(control_plane).await;
+    let renewals = tokio::spawn(watch_renewals(leases, Duration::from_secs(15)));
+    let (statuses, took) = random_token_flood(api).await;
+    let renewals = renewals.await.unwrap();
+    let reviews = token_reviews(control_plane).await - reviews_before;
+    let unauthorized = statuses.get(&401).copied().unwrap_or(0);
+    let throttled = statuses.get(&429).copied().unwrap_or(0);
+    eprintln!(
+        "{RANDOM_TOKEN_REQUESTS} random-token requests in {took:?}: {statuses:?}; the control \
+         plane saw {reviews} TokenReviews; renewTime observed {renewals:?}"
+    );
+    // The budget: the burst, the rate over the flood, and slack for scheduling.
+    let budget = f64::from(REVIEW_BURST) + f64::from(REVIEW_RATE) * took.as_secs_f64() + 10.0;
+    assert!(
+        (reviews as f64) <= budget,
+        "{reviews} TokenReviews reached the control plane, over the budget of {budget}"
+    );
+    assert_eq!(
+        unauthorized + throttled,
+        RANDOM_TOKEN_REQUESTS,
+        "every random token is refused: {statuses:?}"
+    );
+    assert!(throttled > 0, "{statuses:?}");
+    let distinct: std::collections::BTreeSet<_> = renewals.iter().collect();
+    assert!(
+        distinct.len() >= 3,
+        "the Lease was renewed too rarely during the flood: {renewals:?}"
+    );
+    assert!(collector_alive(&collector));
+}
+
+fn collector_alive(collector: &CollectorProcess) -> bool {
+    std::path::Path::new(&format!("/proc/{}", collector.pid())).exists()
+}
+
+/// [`RANDOM_TOKEN_REQUESTS`] requests for `/metrics`, each with a fresh random token,
+/// [`AT_ONCE`] at a time (under the per-peer cap) over about 12 s: how many got each status
+/// (0: no answer), and how long it all took.
+async fn random_token_flood(api: SocketAddr) -> (std::collections::BTreeMap<u16, usize>, Duration) {
+    let started = Instant::now();
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut statuses = std::collections::BTreeMap::new();
+    for round in 0..RANDOM_TOKEN_REQUESTS / AT_ONCE {
+        let tick = tokio::time::Instant::now();
+        let mut batch = tokio::task::JoinSet::new();
+        for n in 0..AT_ONCE {
+            let done = Arc::clone(&done);
+            batch.spawn(async move {
+                let token = format!("random-{}-{round}-{n}", std::process::id());
+                let answer = tokio::time::timeout(
+                    Duration::from_secs(20),
+                    get_as(api, "/metrics", Some(&token)),
+                )
+                .await;
+                done.fetch_add(1, Ordering::Relaxed);
+                match answer {
+                    Ok(Ok((status, _))) => status,
+                    _ => 0,
+                }
+            });
+        }
+        while let Some(status) = batch.join_next().await {
+            *statuses.entry(status.unwrap()).or_insert(0) += 1;
+        }
+        tokio::time::sleep_until(tick + Duration::from_millis(150)).await;
+    }
+    assert_eq!(done.load(Ordering::Relaxed), RANDOM_TOKEN_REQUESTS);
+    (statuses, started.elapsed())
+}
+
+/// The leader Lease's `renewTime` as seen every 500 ms for `window`.
+async fn watch_renewals(leases: Api<Lease>, window: Duration) -> Vec<String> {
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    while started.elapsed() < window {
+        if let Ok(lease) = leases.get("tether-collector").await {
+            let spec = lease.spec.unwrap_or_default();
+            assert_eq!(spec.holder_identity.as_deref(), Some("serving-a"));
+            if let Some(renewed) = spec.renew_time {
+                let renewed = renewed.0.to_string();
+                if seen.last() != Some(&renewed) {
+                    seen.push(renewed);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    seen
+}
+
+/// How many TokenReviews the control plane has answered, from its own metrics.
+async fn token_reviews(control_plane: &testkit::Cluster) -> usize {
+    let client = control_plane.admin_client().unwrap();
+    let text = client
+        .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
+        .await
+        .unwrap();
+    e2e::collector_run::metric_sum(
+        &text,
+        "apiserver_request_total",
+        "resource=\"tokenreviews\"",
+    ) as usize
+}
