@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::id;
 
 /// One NetworkPolicy beside the collector's Deployment selects its pods and admits TCP to the
-/// `http` port only.
+/// `http` port only, from the `monitoring` namespace only.
 pub fn assert_network_policy(objects: &[Value], what: &str) {
     let deployment = of_kind(objects, "Deployment").next().unwrap();
     let policies: Vec<_> = of_kind(objects, "NetworkPolicy").collect();
@@ -60,5 +60,13 @@ pub fn assert_network_policy(objects: &[Value], what: &str) {
             Some("TCP".to_owned())
         )],
         "{what}: only the HTTP port"
+    );
+    let from = serde_json::to_value(&ingress[0].from).unwrap();
+    assert_eq!(
+        from,
+        serde_json::json!([{"namespaceSelector": {"matchLabels": {
+            "kubernetes.io/metadata.name": "monitoring"
+        }}}]),
+        "{what}: the HTTP port admits the monitoring namespace only"
     );
 }

@@ -159,7 +159,7 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
         "{what}"
     );
 
-    // The HTTP port is the one the collector listens on, and the probes use it.
+    // The HTTP port is the one the collector listens on; the probes use the probe port.
     let http = container
         .ports
         .iter()
@@ -179,14 +179,26 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
         (get.path.clone(), get.port.clone())
     };
     let http_port = IntOrString::String("http".to_owned());
+    let probes = container
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| p.name.as_deref() == Some("probes"))
+        .unwrap_or_else(|| panic!("{what}: a port named probes"));
+    assert_eq!(
+        u16::try_from(probes.container_port).ok(),
+        Some(args.probe_listen.port()),
+        "{what}: the probes port is --probe-listen's"
+    );
+    let probes_port = IntOrString::String("probes".to_owned());
     assert_eq!(
         probe(&container.liveness_probe),
-        (Some("/healthz".to_owned()), http_port.clone()),
+        (Some("/healthz".to_owned()), probes_port.clone()),
         "{what}"
     );
     assert_eq!(
         probe(&container.readiness_probe),
-        (Some("/readyz".to_owned()), http_port.clone()),
+        (Some("/readyz".to_owned()), probes_port),
         "{what}"
     );
 
