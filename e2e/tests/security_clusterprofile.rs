@@ -331,20 +331,18 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     }
 
     // The attacker may write ClusterProfiles: a profile of another manager (so the collector
-    // leaves it alone) naming member1's Secret, with the hostile endpoint as its server.
+    // leaves it alone) naming member1's Secret, with the hostile endpoint and its CA.
+    let mut provider = access_provider(&hostile.url(), hostile.ca_pem(), VICTIM);
+    provider["name"] = json!("tether");
+    provider["cluster"]["extensions"][0]["extension"] = json!({
+        "member": VICTIM,
+        "secretRef": {"namespace": SECRET_NAMESPACE, "name": VICTIM},
+    });
     let forged = json!({
         "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
         "metadata": {"name": "forged", "labels": {"x-k8s.io/cluster-manager": "attacker"}},
         "spec": {"displayName": "forged", "clusterManager": {"name": "attacker"}},
-        "status": {"accessProviders": [{"name": "tether", "cluster": {
-            "server": hostile.url(),
-            "certificate-authority-data": published["status"]["accessProviders"][0]["cluster"]
-                ["certificate-authority-data"].clone(),
-            "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {
-                "member": VICTIM,
-                "secretRef": {"namespace": SECRET_NAMESPACE, "name": VICTIM},
-            }}],
-        }}]},
+        "status": {"accessProviders": [provider]},
     });
     let profiles =
         Api::<DynamicObject>::namespaced_with(admin, INVENTORY, &crd::cluster_profile_resource());
