@@ -274,9 +274,7 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
         .collector(&["--exec-plugins", &declaration, "--exec-run-as", "65534"])
         .await;
     fleet.member("sandboxed", "");
-    let sandboxed = wait_credentials(&collector, "sandboxed", "False/ExecFailed").await;
-    println!("sandboxed: CredentialsValid {sandboxed}");
-    assert!(sandboxed.contains("Permission denied"), "{sandboxed}");
+    // Long enough for the plugin to have run and its token to have been sent many times.
     tokio::time::sleep(WATCH).await;
     println!(
         "the endpoint saw {} requests, {} Authorization headers",
@@ -285,6 +283,9 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
     );
     assert!(
         !fleet.endpoint.saw_bearer(SA_TOKEN),
-        "a plugin run as 65534 read the 0600 token"
+        "a plugin run as 65534 read the 0600 token and it reached the endpoint"
     );
+    let sandboxed = wait_credentials(&collector, "sandboxed", "False/ExecFailed").await;
+    println!("sandboxed: CredentialsValid {sandboxed}");
+    assert!(sandboxed.contains("Permission denied"), "{sandboxed}");
 }
