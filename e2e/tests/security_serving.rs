@@ -278,3 +278,122 @@ async fn token_reviews(control_plane: &testkit::Cluster) -> usize {
         "resource=\"tokenreviews\"",
     ) as usize
 }
+
+/// The DER of the one certificate in `pem`.
+fn der(pem: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let body: String = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap()
+}
+
+/// A fresh HTTPS client (a new connection, a new handshake) that trusts `cas` only.
+fn client_trusting(addr: SocketAddr, cas: &[&str]) -> kube::Client {
+    let mut config = kube::Config::new(format!("https://{addr}").parse().unwrap());
+    config.root_cert = Some(cas.iter().map(|pem| der(pem)).collect());
+    config.read_timeout = Some(Duration::from_secs(5));
+    kube::Client::try_from(config).unwrap()
+}
+
+/// `GET /metrics` through a fresh client trusting `cas`: whether it was served.
+async fn scrape(addr: SocketAddr, cas: &[&str]) -> Result<(), String> {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    match client_trusting(addr, cas).request_text(request).await {
+        Ok(text) if text.contains("# EOF") => Ok(()),
+        Ok(text) => Err(format!("not the metrics: {text:.200}")),
+        Err(err) => Err(format!("{err:#}")),
+    }
+}
+
+#[tokio::test]
+async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restart() {
+    let one = testkit::CollectorServingCert::generate("tether test CA one").unwrap();
+    let two = testkit::CollectorServingCert::generate("tether test CA two").unwrap();
+    let dir = temp_dir("serving-tls").unwrap();
+    let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert, &one.cert_pem).unwrap();
+    std::fs::write(&key, &one.key_pem).unwrap();
+    let members = dir.join("members");
+    std::fs::create_dir_all(&members).unwrap();
+    let args = [
+        "--members-from",
+        "directory",
+        "--members-dir",
+        members.to_str().unwrap(),
+        "--insecure-serve-api",
+        "--tls-cert-file",
+        cert.to_str().unwrap(),
+        "--tls-private-key-file",
+        key.to_str().unwrap(),
+    ]
+    .map(str::to_owned);
+    let mut collector = CollectorProcess::spawn(&locate_collector().unwrap(), &args, &dir).unwrap();
+    if let Some(mut stdout) = collector.take_stdout() {
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    }
+    collector.wait_until_healthy(START).await.unwrap();
+    let (api, pid) = (collector.addr, collector.pid());
+
+    // TLS only: a cleartext request gets no answer.
+    let plain = tokio::time::timeout(Duration::from_secs(5), http_get(api, "/healthz")).await;
+    assert!(
+        !matches!(plain, Ok(Ok((200, _)))),
+        "--listen answered plain HTTP: {plain:?}"
+    );
+    scrape(api, &[&one.ca_pem]).await.unwrap();
+    assert!(scrape(api, &[&two.ca_pem]).await.is_err());
+
+    // A scraper trusting both CAs, as Prometheus would across a CA change, every 100 ms.
+    let stop = Arc::new(AtomicBool::new(false));
+    let scraper = {
+        let (stop, one, two) = (Arc::clone(&stop), one.ca_pem.clone(), two.ca_pem.clone());
+        tokio::spawn(async move {
+            let mut results = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                results.push(scrape(api, &[&one, &two]).await);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            results
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Written in place, one file after the other: for a moment the pair does not match.
+    std::fs::write(&cert, &two.cert_pem).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(&key, &two.key_pem).unwrap();
+    let swapped = Instant::now();
+    while scrape(api, &[&two.ca_pem]).await.is_err() {
+        assert!(
+            swapped.elapsed() < Duration::from_secs(20),
+            "the new certificate was not served within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = swapped.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop.store(true, Ordering::Relaxed);
+    let results = scraper.await.unwrap();
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    eprintln!(
+        "the new certificate was served {took:?} after the swap; {} scrapes, {} failed",
+        results.len(),
+        failed.len()
+    );
+    assert!(
+        failed.is_empty(),
+        "failed scrapes during the rotation: {failed:?}"
+    );
+    assert!(results.len() >= 10, "too few scrapes: {}", results.len());
+    assert!(
+        scrape(api, &[&one.ca_pem]).await.is_err(),
+        "the old certificate is still served"
+    );
+    assert!(
+        collector.running() && collector.pid() == pid,
+        "the collector restarted"
+    );
+}
