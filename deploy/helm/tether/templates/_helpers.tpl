@@ -144,6 +144,10 @@ ClusterProfiles. */}}
 {{- if .Values.insecureServeApi }}
 - --insecure-serve-api
 {{- end }}
+{{- if .Values.tls.certManager.enabled }}
+- --tls-cert-file=/etc/tether/tls/tls.crt
+- --tls-private-key-file=/etc/tether/tls/tls.key
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . }}
 {{- end }}
