@@ -427,6 +427,49 @@ mod tests {
     }
 
     #[test]
+    fn a_broken_limit_is_named_in_the_reason() {
+        let limit = LimitExceeded::ResponseTooLarge {
+            request: member_client::RequestKind::Health,
+            limit: 65_536,
+        };
+        let health = MemberHealth::from_error(&kube::Error::Service(Box::new(limit)));
+        assert_eq!(
+            (health.reason(), health.ready_status()),
+            ("ResponseTooLarge", "False")
+        );
+        assert!(health.message().contains("/readyz"), "{}", health.message());
+        assert!(
+            health.message().contains("65536 bytes"),
+            "{}",
+            health.message()
+        );
+
+        let over = InformerState::Failing(InformerFailure {
+            limit: Some(LimitExceeded::TooManyObjects { limit: 7 }),
+            ..unreachable()
+        });
+        // A broken limit wins over a refusal elsewhere: it is what keeps memory bounded.
+        let states = BTreeMap::from([
+            (
+                "apps/v1/deployments".to_owned(),
+                failing(FailureKind::Forbidden),
+            ),
+            ("core/v1/nodes".to_owned(), over),
+        ]);
+        let health = MemberHealth::of_mirror(&states);
+        assert_eq!(
+            (health.reason(), health.ready_status()),
+            ("TooManyObjects", "False")
+        );
+        assert!(
+            health.message().contains("watch core/v1/nodes")
+                && health.message().contains("--member-max-objects"),
+            "{}",
+            health.message()
+        );
+    }
+
+    #[test]
     fn healthy_member_has_valid_credentials() {
         assert_eq!(MemberHealth::Healthy.ready_status(), "True");
         assert_eq!(MemberHealth::Healthy.credentials_valid_status(), "True");

@@ -160,6 +160,23 @@ mod tests {
         assert_eq!(states.now()["core/v1/nodes"], InformerState::Synced);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_broken_limit_lasts_until_the_informer_recovers() {
+        let states = InformerStates::default();
+        states.add("core/v1/nodes");
+        let over = watcher::Error::InitialListFailed(kube::Error::Service(Box::new(
+            member_client::LimitExceeded::TooManyObjects { limit: 3 },
+        )));
+        states.observe::<()>("core/v1/nodes", &Err(over));
+        tokio::time::advance(FAILURE_FRESHNESS * 4).await;
+        let InformerState::Failing(failure) = &states.now()["core/v1/nodes"] else {
+            panic!("the limit was forgotten: {:?}", states.now());
+        };
+        assert_eq!(failure.kind, FailureKind::LimitExceeded);
+        states.observe::<()>("core/v1/nodes", &Ok(watcher::Event::InitDone));
+        assert_eq!(states.now()["core/v1/nodes"], InformerState::Synced);
+    }
+
     #[test]
     fn a_watch_that_fell_behind_is_no_failure() {
         let states = InformerStates::default();
