@@ -233,7 +233,8 @@ impl StatusFence {
                 if seen.elapsed() < self.settle {
                     return Err(FenceError::ClaimedBy { owner: claim.owner });
                 }
-                claim.epoch + 1
+                // The epoch is read back from the Cluster, anyone's to forge.
+                claim.epoch.saturating_add(1)
             }
             None => 1,
         };

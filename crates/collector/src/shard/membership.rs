@@ -7,10 +7,7 @@
 //! Lease seen for the first time is dated by its `renewTime`, so a restarted replica does not
 //! wait a whole duration to notice a replica that is long gone.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    time::Duration,
-};
+use std::time::Duration;
 
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
@@ -23,7 +20,10 @@ use kube::{
 };
 use tokio::{sync::watch, time::Instant};
 
-use super::view::{Member, ShardView};
+use super::{
+    liveness::{Live, Liveness, MAX_GROUP},
+    view::{Member, ShardView},
+};
 
 /// The label every shard Lease carries; the group is its value.
 pub(crate) const GROUP_LABEL: &str = "tether.io/shard-group";
@@ -69,8 +69,10 @@ impl MembershipConfig {
 pub(crate) struct Membership {
     leases: Api<Lease>,
     config: MembershipConfig,
-    /// When each Lease's `resourceVersion` was last seen to change, on this replica's clock.
-    seen: BTreeMap<String, (String, Instant)>,
+    /// Which Leases are live.
+    liveness: Liveness,
+    /// Live Leases left out of the full group at the last read.
+    over_cap: usize,
     /// When this replica last renewed its own Lease, and with which generation.
     renewed: Option<(Instant, i32)>,
     /// The view's `term`, and whether this replica was in the group at the last read.
@@ -82,8 +84,9 @@ impl Membership {
     pub(crate) fn new(client: Client, config: MembershipConfig) -> Self {
         Self {
             leases: Api::namespaced(client, &config.namespace),
+            liveness: Liveness::new(config.lease_duration, config.poll_period()),
+            over_cap: 0,
             config,
-            seen: BTreeMap::new(),
             renewed: None,
             term: 0,
             joined: false,
@@ -147,7 +150,7 @@ impl Membership {
             (Some((_, generation)), _) => *generation,
             // A new process is a new generation of this identity: fences written by the
             // previous one no longer count as this one's.
-            (None, Some(lease)) => lease_transitions(lease) + 1,
+            (None, Some(lease)) => next_generation(lease),
             (None, None) => 1,
         };
         let mut lease = existing.unwrap_or_else(|| Lease {
@@ -200,61 +203,20 @@ impl Membership {
             .list(&ListParams::default().labels(&selector).limit(MAX_REPLICAS))
             .await?;
         let now = Instant::now();
-        let wall = Timestamp::now();
-        let mut replicas = BTreeSet::new();
-        let mut present = BTreeSet::new();
-        for lease in list.items {
-            let (Some(name), Some(version)) = (
-                lease.metadata.name.clone(),
-                lease.metadata.resource_version.clone(),
-            ) else {
-                continue;
-            };
-            let Some(spec) = &lease.spec else { continue };
-            let Some(holder) = spec.holder_identity.clone() else {
-                continue;
-            };
-            // Only a replica's own Lease counts for it: a Lease named for another identity
-            // would let one replica appear as two.
-            if name != format!("{LEASE_PREFIX}{holder}") {
-                continue;
-            }
-            let duration = Duration::from_secs(
-                u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0),
-            );
-            present.insert(name.clone());
-            let changed = match self.seen.get(&name) {
-                Some((seen, at)) if *seen == version => *at,
-                _ => {
-                    let age = spec.renew_time.as_ref().map_or(duration, |renewed| {
-                        let age = wall.duration_since(renewed.0);
-                        Duration::try_from(age).unwrap_or(Duration::ZERO)
-                    });
-                    let at = now.checked_sub(age.min(duration)).unwrap_or(now);
-                    self.seen.insert(name.clone(), (version, at));
-                    at
-                }
-            };
-            if now.duration_since(changed) < expiry(duration, self.config.poll_period()) {
-                replicas.insert(holder);
-            }
-        }
-        self.seen.retain(|name, _| present.contains(name));
+        let live = self.liveness.judge(&list.items, now, Timestamp::now());
         // This replica is a member only while its own renewal is within the duration, by its
         // own clock: once it cannot renew, it must assume the others have taken over.
         let me = self
             .renewed
-            .filter(|(at, _)| now.duration_since(*at) < self.config.lease_duration)
+            .filter(|(at, _)| now.saturating_duration_since(*at) < self.config.lease_duration)
             .map(|(_, generation)| Member {
                 identity: self.config.identity.clone(),
                 generation,
             });
-        match &me {
-            Some(me) => replicas.insert(me.identity.clone()),
-            None => replicas.remove(&self.config.identity),
-        };
+        let (Live { replicas, over_cap }, me) = live.with(&self.config.identity, me);
+        self.count_over_cap(over_cap);
         if me.is_some() && !self.joined {
-            self.term += 1;
+            self.term = self.term.saturating_add(1);
         }
         self.joined = me.is_some();
         Ok(ShardView {
@@ -262,6 +224,25 @@ impl Membership {
             me,
             term: self.term,
         })
+    }
+
+    /// Keeps the count of Leases the full group left out, and says so when it changes: a
+    /// group this large is someone writing Leases, not replicas starting.
+    fn count_over_cap(&mut self, over_cap: usize) {
+        if over_cap != self.over_cap {
+            if over_cap > 0 {
+                tracing::warn!(
+                    group = %self.config.group,
+                    ignored = over_cap,
+                    max = MAX_GROUP,
+                    "the shard group has more live Leases than it may hold; those of the \
+                     highest identities are ignored"
+                );
+            } else {
+                tracing::info!(group = %self.config.group, "the shard group is within its size again");
+            }
+            self.over_cap = over_cap;
+        }
     }
 
     /// Gives this replica's Lease up (no holder), so the others take its members over at once.
@@ -290,42 +271,14 @@ impl Membership {
     }
 }
 
-/// How long after its last renewal another replica's Lease of `duration` counts as expired:
-/// early enough that its members have a new owner within `duration` (two reads of `poll` are
-/// left for noticing and starting them), late enough that a replica renewing every third of
-/// it is never taken for dead (twice its renewal period). The replica itself stops writing
-/// only at `duration`, and a takeover's claim waits two reads more, so the early expiry moves
-/// watches, never writes, ahead of time.
-fn expiry(duration: Duration, poll: Duration) -> Duration {
-    duration.saturating_sub(poll * 2).max(duration * 2 / 3)
-}
-
-fn lease_transitions(lease: &Lease) -> i32 {
+/// The generation after the one `lease` records. `leaseTransitions` is anyone's to write, so
+/// a forged `i32::MAX` stays there and a negative one counts as none.
+pub(crate) fn next_generation(lease: &Lease) -> i32 {
     lease
         .spec
         .as_ref()
         .and_then(|spec| spec.lease_transitions)
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lease_expires_two_reads_early_but_never_within_two_renewals() {
-        let second = Duration::from_secs(1);
-        assert_eq!(
-            expiry(Duration::from_secs(15), second),
-            Duration::from_secs(13)
-        );
-        assert_eq!(
-            expiry(Duration::from_secs(6), second),
-            Duration::from_secs(4)
-        );
-        assert_eq!(
-            expiry(Duration::from_secs(3), second),
-            Duration::from_secs(2)
-        );
-    }
+        .max(0)
+        .saturating_add(1)
 }

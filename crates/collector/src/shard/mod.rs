@@ -15,6 +15,7 @@
 
 mod args;
 mod assignment;
+mod liveness;
 mod map;
 mod membership;
 mod ownership;

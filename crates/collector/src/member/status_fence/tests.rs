@@ -202,3 +202,21 @@ fn a_claim_reads_back_from_its_condition() {
     };
     assert_eq!(Claim::of(&cluster), Some(claim));
 }
+
+#[tokio::test]
+async fn a_forged_last_epoch_is_taken_over_without_overflow() {
+    let (clusters, stored) = apiserver();
+    stored.lock().unwrap().1 = json!({ "conditions": [{
+        "type": OWNER_CONDITION, "status": "True", "reason": "Claimed",
+        "message": format!("forged/1/{}", u64::MAX),
+        "lastTransitionTime": "2024-01-01T00:00:00Z",
+    }]});
+    fence(&clusters, "b", "b", 0)
+        .write(MEMBER, &status("ByB"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_claim(&stored),
+        ("\"ByB\"".into(), format!("\"b/1/{}\"", u64::MAX))
+    );
+}
