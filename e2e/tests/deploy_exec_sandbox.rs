@@ -14,11 +14,13 @@ use collector::cli::Args;
 use e2e::{
     helm::{helm_template, kube_version},
     kustomize,
-    manifest::{chart_dir, kustomize_dir, of_kind, typed},
+    manifest::{chart_dir, generated_crd_path, kustomize_dir, load_documents, of_kind, typed},
+    manifest_apply::apply,
 };
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use member_client::exec::ExecPluginsFile;
 use serde_json::Value;
+use testkit::Environment;
 
 /// Checks the sandbox in `objects`; `declared` says whether an `--exec-plugins` file is
 /// expected.
@@ -106,4 +108,18 @@ fn the_chart_and_the_overlay_ship_the_plugin_sandbox() {
     assert_eq!(pod.automount_service_account_token, Some(true));
     let args = pod.containers[0].args.clone().unwrap();
     assert!(!args.iter().any(|a| a.starts_with("--exec")), "{args:?}");
+}
+
+/// The overlay's pod (the projected token, the capabilities, the memory-backed /tmp) passes a
+/// real apiserver's strict validation.
+#[tokio::test]
+async fn the_kustomize_exec_overlay_is_accepted_by_a_real_apiserver() {
+    let env = Environment::with_members(0).await.unwrap();
+    let client = env.control_plane().admin_client().unwrap();
+    let mut objects = load_documents(&generated_crd_path()).unwrap();
+    objects.extend(kustomize::build(&kustomize_dir("overlays/exec-plugins")).unwrap());
+    let accepted = apply(&client, &objects, &["karmada-cluster", "default"])
+        .await
+        .unwrap();
+    assert_eq!(accepted.len(), objects.len());
 }
