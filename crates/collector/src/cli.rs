@@ -236,7 +236,9 @@ pub struct Args {
     #[command(flatten)]
     pub shard: ShardArgs,
 
-    /// Address of the HTTP server (/metrics, /healthz, /readyz, /api/v1/clusters).
+    /// Address of the API server (/metrics, /api/v1/clusters, and /healthz, /readyz too),
+    /// over TLS unless `--insecure-plain-http-listen`. At most 512 connections at once, and
+    /// `--max-connections-per-peer` from one address.
     #[arg(long, default_value = "0.0.0.0:8080", env = "TETHER_LISTEN")]
     pub listen: SocketAddr,
 
