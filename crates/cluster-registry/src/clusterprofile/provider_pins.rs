@@ -307,6 +307,29 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_file_carries_the_pins_beside_upstreams_keys() {
+        let entry = |server: &str| {
+            json!({"providers": [{"name": "secretreader",
+                "execConfig": {"command": "/bin/secretreader-plugin"},
+                "profileSourcedCLIArgsPolicy": "Ignore",
+                "profileConfigPins": {"clusterName": "$(PROFILE_NAME)"},
+                "serverPatterns": [server]}]})
+            .to_string()
+        };
+        let file = super::super::ProviderFile::parse(entry("^https://x$").as_bytes()).unwrap();
+        let pins = &file.provider("secretreader").unwrap().pins;
+        assert_eq!(
+            pins.config.get("clusterName"),
+            Some(&ConfigPin::Equals(PROFILE_NAME_VAR.to_owned()))
+        );
+        assert_eq!(pins.server_patterns[0].as_str(), "^https://x$");
+        let err = super::super::ProviderFile::parse(entry("https://x").as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("must be anchored"), "{err}");
+    }
+
+    #[test]
     fn no_pins_pin_nothing() {
         let none = pins(json!({})).unwrap();
         let any = cluster("https://attacker", json!({"clusterName": "member1"}));
