@@ -3,7 +3,7 @@
 
 use std::{
     fs, io,
-    os::unix::fs::{DirBuilderExt as _, PermissionsExt as _},
+    os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _},
     path::{Path, PathBuf},
 };
 
@@ -109,8 +109,6 @@ fn remove_dir(dir: &Path, depth: usize, budget: &mut usize) -> io::Result<()> {
     }
     fs::remove_dir(dir)
 }
-
-use std::os::unix::fs::MetadataExt as _;
 
 #[cfg(test)]
 mod tests {
