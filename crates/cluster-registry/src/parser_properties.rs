@@ -11,6 +11,7 @@ use member_client::SecretRef;
 use proptest::prelude::*;
 
 mod kubeconfig;
+mod provider_file;
 
 use crate::{
     InvalidReason, MemberDefinition,
@@ -24,11 +25,34 @@ use crate::{
 const TOKEN: &str = "tok-3f9a7c1e5b2d8e04";
 
 fn config() -> ProptestConfig {
+    config_of(1_000)
+}
+
+/// `cases` per property in CI; `PROPTEST_CASES=<n>` runs `n` instead.
+fn config_of(cases: u32) -> ProptestConfig {
+    let more = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok());
     ProptestConfig {
-        cases: 1_000,
+        cases: more.unwrap_or(cases),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
+}
+
+/// The most bytes a refusal's text may take, whatever the input's size: its detail is
+/// written into a condition message and logged, and each part a definition controls goes
+/// through `Text` (at most [`member_client::Text::MAX_BYTES`]).
+const MAX_REASON_BYTES: usize = 4 * member_client::Text::MAX_BYTES;
+
+/// Text much longer than anything a field should hold: up to ~160 KiB.
+fn long() -> impl Strategy<Value = String> {
+    prop_oneof![
+        ("[ -~]{1,8}", 1usize..20_000).prop_map(|(unit, n)| unit.repeat(n)),
+        ("https://[a-z]{1,4}", 1usize..20_000)
+            .prop_map(|(unit, n)| format!("{unit}{}", "a.".repeat(n))),
+        ("\\PC{1,4}", 1usize..10_000).prop_map(|(unit, n)| unit.repeat(n)),
+    ]
 }
 
 /// Strings a definition's author might write: URL-ish, name-ish, or anything.
@@ -55,6 +79,13 @@ fn check(definition: MemberDefinition, karmada: bool) -> Result<(), TestCaseErro
 fn check_reason(reason: &InvalidReason) -> Result<(), TestCaseError> {
     let text = format!("{reason} {reason:?}");
     prop_assert!(!text.contains(TOKEN), "{}", text);
+    let shown = reason.to_string();
+    prop_assert!(
+        shown.len() <= MAX_REASON_BYTES,
+        "{} bytes: {}",
+        shown.len(),
+        shown.chars().take(300).collect::<String>()
+    );
     let detail = reason.detail().unwrap_or_default();
     prop_assert!(!detail.chars().any(char::is_control), "{:?}", detail);
     Ok(())
@@ -64,6 +95,8 @@ fn check_secret(secret: &StoredSecret) -> Result<(), TestCaseError> {
     if let Err(err) = secret.credential() {
         let text = format!("{err} {err:?}");
         prop_assert!(!text.contains(TOKEN), "{}", text);
+        let shown = err.to_string();
+        prop_assert!(shown.len() <= MAX_REASON_BYTES, "{} bytes", shown.len());
     }
     Ok(())
 }
@@ -186,5 +219,44 @@ proptest! {
         std::fs::write(&path, &yaml).unwrap();
         let scanned = crate::directory::read_member_blocking(dir.path(), path);
         check(scanned.definition, false)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config_of(256))]
+
+    /// Inputs far longer than any field should be: every refusal's text stays bounded.
+    #[test]
+    fn oversized_definitions_give_bounded_reasons(
+        name in prop_oneof![text(), long()],
+        endpoint in prop_oneof![text(), long()],
+        secret_ref in (prop_oneof![text(), long()], prop_oneof![text(), long()]),
+        proxy in proptest::option::of(long()),
+        config in prop_oneof![argocd_config(), long()],
+    ) {
+        let spec = ClusterSpec {
+            sync_mode: SyncMode::Push,
+            api_endpoint: Some(endpoint.clone()),
+            secret_ref: Some(LocalSecretReference { namespace: secret_ref.0, name: secret_ref.1 }),
+            insecure_skip_tls_verification: false,
+            proxy_url: proxy.clone(),
+        };
+        check(karmada::member_from_cluster(&Cluster::new(&name, spec)), true)?;
+        let data = BTreeMap::from([
+            ("name".to_owned(), name.clone().into_bytes()),
+            ("server".to_owned(), endpoint.clone().into_bytes()),
+            ("config".to_owned(), config.into_bytes()),
+        ]);
+        let secret = secret(true, data);
+        check(argocd::member_from_secret(&secret), false)?;
+        check_secret(&StoredSecret::from_secret(&SecretRef::new("argocd", "cluster-x"), &secret))?;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.yaml");
+        let mut yaml = format!("name: {name:?}\napiEndpoint: {endpoint:?}\ntokenFile: {endpoint:?}\n");
+        if let Some(proxy) = proxy {
+            yaml.push_str(&format!("proxyURL: {proxy:?}\n"));
+        }
+        std::fs::write(&path, &yaml).unwrap();
+        check(crate::directory::read_member_blocking(dir.path(), path).definition, false)?;
     }
 }
