@@ -517,6 +517,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn it_misbehaves_only_when_told_and_within_its_bounds() {
+        let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 4))
+            .await
+            .unwrap();
+        let client = client(&endpoint, "t").await;
+        let readyz = || http::Request::get("/readyz").body(Vec::new()).unwrap();
+        assert_eq!(client.request_text(readyz()).await.unwrap(), "ok");
+        endpoint.misbehave(Misbehaviour::HugeReadyz { bytes: 1 << 20 });
+        assert_eq!(client.request_text(readyz()).await.unwrap().len(), 1 << 20);
+
+        endpoint.misbehave(Misbehaviour::EndlessContinue { items: 3, pages: 2 });
+        let maps = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(client);
+        let mut params = kube::api::ListParams::default().limit(1);
+        let mut pages = Vec::new();
+        loop {
+            let page = maps.list(&params).await.unwrap();
+            pages.push(page.items.len());
+            match page.metadata.continue_ {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+            assert!(pages.len() < 10, "the pages never end");
+        }
+        assert_eq!(pages, [3, 3, 3], "limit ignored, two continue tokens");
+    }
+
+    #[tokio::test]
     async fn it_refuses_to_listen_anywhere_but_loopback_beside_the_apiservers() {
         assert!(HostileEndpoint::start(Ipv4Addr::LOCALHOST).await.is_err());
         assert!(
