@@ -130,8 +130,8 @@ pub struct CollectorProcess {
 
 impl CollectorProcess {
     /// Spawns `bin` with `--listen` and `--probe-listen` on free loopback ports, in plain HTTP
-    /// (`--insecure-plain-http-listen`) unless `args` give `--tls-cert-file`, then `args`, and `RUST_LOG=info`
-    /// (so the caller's environment doesn't change what it logs). Its stdout is a pipe: take
+    /// (`--insecure-plain-http-listen`) unless `args` give `--tls-cert-file`, then `args`, and
+    /// `RUST_LOG=info` (so the caller's environment doesn't change what it logs). Its stdout is a pipe: take
     /// it with [`take_stdout`](Self::take_stdout) and keep reading it, or the collector blocks
     /// once the pipe is full. Its stderr goes to `log_dir/collector.stderr`. It does not wait:
     /// see [`wait_until_healthy`](Self::wait_until_healthy).

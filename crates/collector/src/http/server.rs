@@ -121,8 +121,8 @@ impl Drop for PeerSlot {
     }
 }
 
-/// Serves `router` on `listener`, through `transport`, until `shutdown` completes, then lets the requests in flight
-/// finish for up to [`ServerLimits::shutdown_deadline`] and returns.
+/// Serves `router` on `listener`, through `transport`, until `shutdown` completes, then lets
+/// the requests in flight finish for up to [`ServerLimits::shutdown_deadline`] and returns.
 ///
 /// # Errors
 /// None in practice: failed accepts (such as running out of file descriptors) are logged and

@@ -143,7 +143,8 @@ async fn reload(
         let pair = match read {
             Ok(Ok(pair)) => pair,
             Ok(Err(err)) => {
-                tracing::warn!(error = %format!("{err:#}"), "the serving certificate files are unreadable; serving the previous certificate");
+                let error = format!("{err:#}");
+                tracing::warn!(%error, "serving certificate files unreadable; the previous stays");
                 continue;
             }
             Err(_) => continue,
@@ -160,7 +161,8 @@ async fn reload(
             // Retried on the next tick: a rotation may have written one file and not yet the
             // other.
             Err(err) => {
-                tracing::warn!(error = %format!("{err:#}"), "the changed serving certificate does not load; serving the previous one");
+                let error = format!("{err:#}");
+                tracing::warn!(%error, "changed serving certificate does not load; the previous stays");
             }
         }
     }

@@ -55,7 +55,7 @@ pub(crate) async fn require_access(
         }
         Access::Unavailable(err) if matches!(*err, ReviewError::OverBudget { .. }) => {
             // At debug: a flood of random tokens would otherwise flood the log as well.
-            tracing::debug!(%path, error = %err, "read API request refused: over the access-review budget");
+            tracing::debug!(%path, error = %err, "read API request over the review budget: 429");
             let mut response = refusal(StatusCode::TOO_MANY_REQUESTS, "too many access reviews");
             if let ReviewError::OverBudget { retry_after, .. } = *err {
                 let seconds = retry_after.as_secs().max(1);
