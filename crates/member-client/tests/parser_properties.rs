@@ -1,6 +1,7 @@
 //! Properties of every member-client parser of untrusted input: the endpoint and proxy URL
 //! checks, the endpoint policy, CIDRs, PEM bundles, tokens and their JWT `exp`, and the text
-//! sanitizer. Each holds for any input: no panic, a typed error, and no token in the error.
+//! sanitizer, JWT claims and the exec plugins file. Each holds for any input: no panic, a
+//! typed error, no token in the error, and nothing larger than the input explains.
 
 #![allow(
     clippy::unwrap_used,
@@ -12,15 +13,24 @@ use std::net::IpAddr;
 
 use base64::Engine as _;
 use member_client::{
-    Credential, EndpointPolicy, SourceError, Text, ValidationError,
+    Credential, EndpointPolicy, JwtClaims, SourceError, Text, ValidationError,
+    exec::{ExecPluginsFile, ExecPluginsFileError},
     validation::{self, Cidr},
 };
 use proptest::prelude::*;
 
 /// 2,000 cases per property; with the registry's, well over 10,000 in all.
 fn config() -> ProptestConfig {
+    config_of(2_000)
+}
+
+/// `cases` per property in CI; `PROPTEST_CASES=<n>` runs `n` instead.
+fn config_of(cases: u32) -> ProptestConfig {
+    let more = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok());
     ProptestConfig {
-        cases: 2_000,
+        cases: more.unwrap_or(cases),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
@@ -224,6 +234,126 @@ proptest! {
         for text in [Text::new(&raw), Text::from_bytes(&bytes)] {
             prop_assert!(text.as_str().len() <= Text::MAX_BYTES);
             prop_assert!(!text.as_str().chars().any(char::is_control));
+        }
+    }
+}
+
+/// JSON values of every type, claims of the right type among them.
+fn claim() -> impl Strategy<Value = serde_json::Value> {
+    prop_oneof![
+        "\\PC{0,16}".prop_map(serde_json::Value::from),
+        any::<f64>().prop_map(|f| serde_json::json!(f)),
+        any::<i64>().prop_map(serde_json::Value::from),
+        any::<u64>().prop_map(serde_json::Value::from),
+        Just(serde_json::json!(1e308)),
+        Just(serde_json::json!(-0.0)),
+        Just(serde_json::Value::Null),
+        proptest::collection::vec("\\PC{0,8}", 0..6).prop_map(|v| serde_json::json!(v)),
+        Just(serde_json::json!([1, null, {"a": "b"}, "aud"])),
+        Just(serde_json::json!({"nested": {"exp": 1}})),
+    ]
+}
+
+/// Exec plugins files: YAML (or JSON) of the provider file's shape with hostile names,
+/// commands and patterns.
+fn exec_plugins_yaml() -> impl Strategy<Value = String> {
+    let pattern = prop_oneof![
+        "[a-z0-9.*+?()|-]{0,12}",
+        Just("(".to_owned()),
+        Just("a{4294967295}".to_owned()),
+        Just("(a{1000}){1000}".to_owned()),
+        ("[a-z]", 1usize..1_500).prop_map(|(unit, n)| unit.repeat(n)),
+    ];
+    let entry = (
+        prop_oneof!["[a-z]{0,6}", ("[ -~]", 1usize..2_000).prop_map(|(u, n)| u.repeat(n))],
+        proptest::option::of(prop_oneof!["/[a-z/]{1,12}", "[a-z]{1,6}", "\\PC{0,10}"]),
+        proptest::collection::vec(pattern.clone(), 0..3),
+        proptest::collection::vec(("[A-Z_]{0,6}|HOME|PATH", pattern), 0..2),
+    )
+        .prop_map(|(name, command, args, env)| {
+            serde_json::json!({
+                "name": name,
+                "execConfig": { "command": command, "args": ["--x"],
+                                "env": [{ "name": "A", "value": "b" }] },
+                "definitionArgs": args.iter().map(|p| serde_json::json!({ "pattern": p })).collect::<Vec<_>>(),
+                "definitionEnv": env.iter().map(|(n, p)| serde_json::json!({ "name": n, "pattern": p })).collect::<Vec<_>>(),
+            })
+        });
+    prop_oneof![
+        proptest::collection::vec(entry, 0..4)
+            .prop_map(|entries| serde_json::json!({ "providers": entries }).to_string()),
+        "providers:\n(- name: [a-z]{0,4}\n  execConfig: \\{command: /[a-z]{0,4}\\}\n){0,3}",
+        Just("providers: &a [*a]".to_owned()),
+        Just("a: &a [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nproviders: []".to_owned()),
+        "\\PC{0,200}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(config_of(1_000))]
+
+    /// Any token, JWT-shaped or not, with claims of any type: claims or none, never a panic;
+    /// a claim read is one the payload holds, so none is larger than the token.
+    #[test]
+    fn jwt_claims_are_read_or_absent_for_any_token(
+        claims in proptest::collection::btree_map(
+            prop_oneof![Just("iss"), Just("aud"), Just("sub"), Just("exp"), Just("iat"), Just("nbf"), Just("x")],
+            claim(),
+            0..7,
+        ),
+        noise in "\\PC{0,40}",
+        padded in any::<bool>(),
+    ) {
+        let engine = if padded {
+            base64::engine::general_purpose::URL_SAFE
+        } else {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+        };
+        let payload = engine.encode(serde_json::json!(claims).to_string());
+        for token in [
+            format!("e30.{payload}.sig"),
+            format!("e30.{payload}"),
+            format!("e30.{payload}.sig.x"),
+            format!("e30.{noise}.sig"),
+            format!("{noise}.{payload}.{noise}"),
+            noise.clone(),
+        ] {
+            if let Some(read) = JwtClaims::of(&token) {
+                let texts = read.iss.iter().chain(&read.sub).chain(&read.aud);
+                let total: usize = texts.map(String::len).sum();
+                prop_assert!(total <= token.len(), "{} bytes from {}", total, token.len());
+                prop_assert!(read.aud.len() <= token.len());
+                for time in [read.exp, read.iat, read.nbf].into_iter().flatten() {
+                    prop_assert!(time >= std::time::SystemTime::UNIX_EPOCH);
+                }
+            }
+        }
+    }
+
+    /// Any exec plugins file (`--exec-plugins`): declarations or a typed error whose size
+    /// follows the input's (a quoted name may escape each byte into at most 10).
+    #[test]
+    fn exec_plugins_files_are_declarations_or_bounded_typed_errors(
+        raw in prop_oneof![
+            exec_plugins_yaml().prop_map(String::into_bytes),
+            proptest::collection::vec(any::<u8>(), 0..256),
+        ],
+    ) {
+        match ExecPluginsFile::parse(&raw) {
+            Ok(file) => {
+                for (declaration, name) in file.declarations().zip(file.names()) {
+                    prop_assert!(!name.is_empty());
+                    prop_assert!(declaration.command().is_absolute(), "{:?}", declaration.command());
+                }
+            }
+            Err(err) => {
+                prop_assert!(
+                    !matches!(err, ExecPluginsFileError::Read(_) | ExecPluginsFileError::TooLarge),
+                    "{:?}", err
+                );
+                let shown = err.to_string();
+                prop_assert!(shown.len() <= 10 * raw.len() + 1024, "{} bytes from {}", shown.len(), raw.len());
+            }
         }
     }
 }
