@@ -106,19 +106,21 @@ fn kustomize_deployments_match_the_collector_cli() {
         Some(PROFILES_NAMESPACE)
     );
     let mut base = kustomize::build(&kustomize_dir("base")).unwrap();
-    base.extend(
-        load_documents(&kustomize_dir(
-            "components/publish-clusterprofiles/clusterprofiles-role.yaml",
-        ))
-        .unwrap(),
-    );
+    for roles in ["clusterprofiles-role.yaml", "secrets-mark-role.yaml"] {
+        base.extend(
+            load_documents(&kustomize_dir(&format!(
+                "components/publish-clusterprofiles/{roles}"
+            )))
+            .unwrap(),
+        );
+    }
     assert_eq!(
         publishing
             .iter()
             .map(id)
             .collect::<std::collections::BTreeSet<_>>(),
         base.iter().map(id).collect(),
-        "the component adds its Role and RoleBinding and nothing else"
+        "the component adds its Roles and RoleBindings and nothing else"
     );
 
     let rotating = kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();

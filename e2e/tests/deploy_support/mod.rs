@@ -71,9 +71,11 @@ pub const SHARD_GRANTS: &[&str] =
 pub const PROFILES_NAMESPACE: &str = "fleet";
 
 /// What publishing ClusterProfiles in [`PROFILES_NAMESPACE`] adds (and [`LEASE_GRANTS`]).
+/// The Secret `patch` marks each member's credential Secret for `tether-credential`.
 pub const PUBLISH_GRANTS: &[&str] = &[
     "fleet multicluster.x-k8s.io/clusterprofiles get,list,create,patch,delete",
     "fleet multicluster.x-k8s.io/clusterprofiles/status patch",
+    "karmada-cluster core/secrets patch",
 ];
 
 /// What rotating member tokens adds (and [`LEASE_GRANTS`]): writing each minted token back
@@ -253,6 +255,7 @@ pub const PUBLISHES: &[Request] = &[
         "member1",
         "patch",
     ),
+    (KARMADA_SECRETS, "", "secrets", "", "member1", "patch"),
 ];
 /// What publishing never allows: profiles anywhere else, or all of them at once.
 pub const PUBLISH_FORBIDDEN: &[Request] = &[
