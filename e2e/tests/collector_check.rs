@@ -22,29 +22,10 @@ const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs `collector check -o json <args>`: its exit code, its report, and all it wrote.
 async fn check(args: &[String]) -> (i32, Value, String) {
-    let bin = testkit::locate_collector().unwrap();
-    let run = tokio::process::Command::new(bin)
-        .arg("check")
-        .args(["-o", "json", "--check-timeout", "20"])
-        // The test apiservers listen on loopback, which members may not name by default.
-        .args(["--allow-endpoint", "127.0.0.1/32"])
-        .args(args)
-        .env("RUST_LOG", "info")
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(CHECK_LIMIT, run)
+    let run = e2e::collector_run::collector_check(args, CHECK_LIMIT)
         .await
-        .expect("collector check did not finish")
         .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let report = serde_json::from_str(&stdout)
-        .unwrap_or_else(|err| panic!("not JSON ({err}): {stdout}\nstderr: {stderr}"));
-    (
-        output.status.code().unwrap_or(-1),
-        report,
-        format!("{stdout}{stderr}"),
-    )
+    (run.code, run.report, run.output)
 }
 
 fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
