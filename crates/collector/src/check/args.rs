@@ -23,6 +23,13 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub check_timeout: u64,
 
+    /// How many members are checked at once. Each check opens a TLS connection, sends a few
+    /// reviews and may run an exec plugin, so a registry of thousands of members is checked
+    /// this many at a time, not all at once. `--check-timeout` bounds each member's checks
+    /// once they start, not the wait for a turn.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub check_concurrency: u64,
+
     /// The collector's flags, read exactly as the collector reads them.
     #[command(flatten)]
     pub args: Args,
@@ -32,6 +39,11 @@ impl CheckArgs {
     /// `--check-timeout` as a duration.
     pub fn check_timeout(&self) -> Duration {
         Duration::from_secs(self.check_timeout)
+    }
+
+    /// `--check-concurrency` as a count.
+    pub fn check_concurrency(&self) -> usize {
+        usize::try_from(self.check_concurrency).unwrap_or(usize::MAX)
     }
 }
 

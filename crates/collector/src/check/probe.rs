@@ -53,20 +53,31 @@ pub(crate) async fn whoami(client: &Client) -> Whoami {
         .create(&PostParams::default(), &SelfSubjectReview::default())
         .await
     {
-        Ok(review) => {
-            let info = review.status.and_then(|s| s.user_info).unwrap_or_default();
-            Whoami {
-                user: info.username,
-                groups: info.groups.unwrap_or_default(),
-                error: None,
-            }
-        }
+        Ok(review) => answered(review),
         Err(err) => Whoami {
             error: Some(failure(&err)),
             ..Whoami::default()
         },
     }
 }
+
+/// What the member's answer says, sanitized: the member writes the user name and groups, and
+/// they are printed to a terminal. At most [`MAX_GROUPS`] groups are kept.
+pub(crate) fn answered(review: SelfSubjectReview) -> Whoami {
+    let info = review.status.and_then(|s| s.user_info).unwrap_or_default();
+    let text = |raw: &str| String::from(member_client::Text::new(raw));
+    Whoami {
+        user: info.username.as_deref().map(text),
+        groups: (info.groups.unwrap_or_default().iter())
+            .take(MAX_GROUPS)
+            .map(|group| text(group))
+            .collect(),
+        error: None,
+    }
+}
+
+/// The most groups a report lists; a member may claim any number.
+pub(crate) const MAX_GROUPS: usize = 64;
 
 /// Asks the member whether the credential may `list` and `watch` `resource` in every
 /// namespace.

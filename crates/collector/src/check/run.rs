@@ -1,9 +1,10 @@
 //! `collector check` from start to report: the registry the flags ask for, listed once, and
-//! every member checked concurrently.
+//! every member checked, `--check-concurrency` at a time.
 
-use std::{sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use cluster_registry::{MemberState, Registry, SourceState};
+use futures::StreamExt;
 use member_client::ClientFactory;
 use tokio::time::Instant;
 
@@ -60,7 +61,10 @@ pub async fn run(check: CheckArgs) -> anyhow::Result<CheckOutcome> {
             Some(name) => vec![name.clone()],
             None => checker.registry.states().into_keys().collect(),
         };
-        let members = futures::future::join_all(names.iter().map(|name| checker.check(name))).await;
+        let members = at_most(check.check_concurrency(), &names, |name| {
+            checker.check(name)
+        })
+        .await;
         Report::new(sources(&checker.registry), members)
     };
     let report = tokio::select! {
@@ -76,6 +80,22 @@ pub async fn run(check: CheckArgs) -> anyhow::Result<CheckOutcome> {
         rendered,
         exit_code: report.exit_code(),
     })
+}
+
+/// Runs `check` for every name, at most `limit` at a time, and returns the results in the
+/// names' order.
+pub(super) async fn at_most<'a, T, Fut>(
+    limit: usize,
+    names: &'a [String],
+    check: impl FnMut(&'a str) -> Fut,
+) -> Vec<T>
+where
+    Fut: Future<Output = T>,
+{
+    futures::stream::iter(names.iter().map(String::as_str).map(check))
+        .buffered(limit.max(1))
+        .collect()
+        .await
 }
 
 /// The mirrored kinds, and nodes, which the collector always watches.

@@ -139,3 +139,76 @@ fn the_json_has_every_finding_and_the_verdict() {
         "absent findings are left out"
     );
 }
+
+#[tokio::test]
+async fn members_are_checked_at_most_the_concurrency_at_a_time() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let names: Vec<String> = (0..40).map(|i| format!("member{i}")).collect();
+    let in_flight = AtomicUsize::new(0);
+    let most = AtomicUsize::new(0);
+    let checked = super::run::at_most(3, &names, |name| {
+        let (in_flight, most) = (&in_flight, &most);
+        async move {
+            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            name.to_owned()
+        }
+    })
+    .await;
+    assert_eq!(checked, names, "every member, in order");
+    assert_eq!(most.load(Ordering::SeqCst), 3, "never more than 3 at once");
+}
+
+/// What a hostile member or issuer writes: a forged second line, a terminal escape, and a
+/// mebibyte of padding.
+fn hostile() -> String {
+    format!(
+        "alice\nMEMBER evil MemberReady\u{1b}[2J\u{1b}[31m{}",
+        "x".repeat(1 << 20)
+    )
+}
+
+fn assert_sanitized(text: &str) {
+    assert!(
+        text.len() <= member_client::Text::MAX_BYTES,
+        "{} bytes",
+        text.len()
+    );
+    assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("alice"), "{text:?}");
+}
+
+#[test]
+fn the_user_a_member_names_is_sanitized() {
+    use k8s_openapi::api::authentication::v1::{
+        SelfSubjectReview, SelfSubjectReviewStatus, UserInfo,
+    };
+    let review = SelfSubjectReview {
+        status: Some(SelfSubjectReviewStatus {
+            user_info: Some(UserInfo {
+                username: Some(hostile()),
+                groups: Some(vec![hostile(); 1000]),
+                ..UserInfo::default()
+            }),
+        }),
+        ..SelfSubjectReview::default()
+    };
+    let whoami = super::probe::answered(review);
+    assert_sanitized(whoami.user.as_deref().unwrap());
+    assert_eq!(whoami.groups.len(), super::probe::MAX_GROUPS);
+    whoami.groups.iter().for_each(|g| assert_sanitized(g));
+}
+
+#[test]
+fn a_certificate_subject_is_sanitized() {
+    let mut params = rcgen::CertificateParams::new(vec!["member".to_owned()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, hostile());
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.der()).unwrap();
+    assert_sanitized(&super::tls::subject(&parsed));
+}

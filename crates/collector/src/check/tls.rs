@@ -182,12 +182,17 @@ fn trusted_ca(ca_bundle: Option<&Bytes>) -> Vec<String> {
         Ok(certificates) => certificates
             .iter()
             .map(|der| match x509_parser::parse_x509_certificate(der) {
-                Ok((_, cert)) => cert.subject().to_string(),
+                Ok((_, cert)) => subject(&cert),
                 Err(_) => "(a certificate that does not parse)".to_owned(),
             })
             .collect(),
         Err(err) => vec![format!("(unusable CA bundle: {err})")],
     }
+}
+
+/// A certificate's subject as RFC 4514 text, sanitized: whoever issued it chose every byte.
+pub(crate) fn subject(cert: &x509_parser::certificate::X509Certificate<'_>) -> String {
+    member_client::Text::new(&cert.subject().to_string()).into()
 }
 
 /// The serving certificate's subject, `notAfter`, and whether it names `server_name`.
@@ -197,7 +202,7 @@ fn describe_certificate(
     report: &mut TlsReport,
 ) {
     if let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) {
-        report.serving_subject = Some(cert.subject().to_string());
+        report.serving_subject = Some(subject(&cert));
         let not_after = cert.validity().not_after.timestamp();
         report.serving_not_after = u64::try_from(not_after)
             .ok()
