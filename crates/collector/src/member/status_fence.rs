@@ -43,7 +43,9 @@ pub(crate) enum FenceError {
     #[error("this replica does not own the member now")]
     NotOwner,
     /// Another replica holds the claim; this one waits before taking it over.
-    #[error("replica {owner} holds the member's claim")]
+    // The claim is read back from the Cluster's status, anyone's to write: it is logged as
+    // `Text`, bounded and without control characters.
+    #[error("replica {} holds the member's claim", member_client::Text::new(owner))]
     ClaimedBy {
         /// The other claim, `<identity>/<generation>`.
         owner: String,

@@ -220,3 +220,91 @@ async fn a_forged_last_epoch_is_taken_over_without_overflow() {
         ("\"ByB\"".into(), format!("\"b/1/{}\"", u64::MAX))
     );
 }
+
+/// A `Cluster` whose status carries `conditions` (as JSON) and nothing else.
+fn cluster_with(conditions: serde_json::Value) -> Option<Cluster> {
+    serde_json::from_value(json!({
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+        "metadata": { "name": MEMBER },
+        "spec": { "syncMode": "Push" },
+        "status": { "conditions": conditions },
+    }))
+    .ok()
+}
+
+#[tokio::test]
+async fn a_forged_claim_is_reported_as_bounded_text() {
+    let (clusters, stored) = apiserver();
+    let forged = format!("a\n\u{1b}[31mforged log line\r{}/1/2", "x".repeat(1 << 20));
+    stored.lock().unwrap().1 = json!({ "conditions": [{
+        "type": OWNER_CONDITION, "status": "True", "reason": "Claimed",
+        "message": forged, "lastTransitionTime": "2024-01-01T00:00:00Z",
+    }]});
+    let refused = fence(&clusters, "b", "b", 3600)
+        .write(MEMBER, &status("ByB"))
+        .await
+        .unwrap_err();
+    let shown = refused.to_string();
+    assert!(
+        shown.len() <= 2 * member_client::Text::MAX_BYTES,
+        "{} bytes",
+        shown.len()
+    );
+    assert!(!shown.chars().any(char::is_control), "{shown:?}");
+}
+
+fn condition_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    use proptest::prelude::*;
+    let message = prop_oneof![
+        "[a-z0-9-]{0,10}/[0-9-]{0,4}/[0-9-]{0,22}",
+        Just(format!("a/1/{}", u64::MAX)),
+        Just(format!("a/1/{}0", u64::MAX)),
+        Just("/".to_owned()),
+        Just("//".to_owned()),
+        "\\PC{0,40}",
+        any::<String>(),
+    ];
+    let type_ = prop_oneof![Just(OWNER_CONDITION.to_owned()), "[A-Za-z]{0,8}"];
+    let time = prop_oneof![
+        Just(json!("2024-01-01T00:00:00Z")),
+        Just(json!("9999-12-31T23:59:59Z")),
+        Just(json!("not a time")),
+        Just(json!(null)),
+    ];
+    (type_, message, time).prop_map(|(type_, message, time)| {
+        json!({ "type": type_, "status": "True", "reason": "Claimed", "message": message,
+                "lastTransitionTime": time })
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1_000),
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Any conditions read back: a claim exactly when the owner condition's message ends in
+    /// `/<u64>`, whose parts are the message's own.
+    #[test]
+    fn claims_read_back_from_any_status_are_parsed_or_absent(
+        conditions in proptest::collection::vec(condition_json(), 0..4),
+    ) {
+        let Some(cluster) = cluster_with(json!(conditions)) else {
+            return Ok(());
+        };
+        let message = cluster.status.as_ref().and_then(|s| {
+            s.conditions.iter().find(|c| c.type_ == OWNER_CONDITION).map(|c| c.message.clone())
+        });
+        match (Claim::of(&cluster), message) {
+            (Some(claim), Some(message)) => {
+                proptest::prop_assert_eq!(format!("{}/{}", claim.owner, claim.epoch), message);
+            }
+            (None, Some(message)) => {
+                let parsed = message.rsplit_once('/').and_then(|(_, e)| e.parse::<u64>().ok());
+                proptest::prop_assert!(parsed.is_none(), "{:?}", message);
+            }
+            (claim, None) => proptest::prop_assert!(claim.is_none()),
+        }
+    }
+}
