@@ -15,7 +15,7 @@ use std::{
 use k8s_openapi::{api::coordination::v1::Lease, jiff::Timestamp};
 use tokio::time::Instant;
 
-use super::{membership::LEASE_PREFIX, view::Member};
+use super::{args::is_lease_identity, membership::LEASE_PREFIX, view::Member};
 
 /// The most replicas a group holds. Beyond it, the replicas with the lowest identities are
 /// kept and the rest ignored, so every replica drops the same ones; placing members costs
@@ -67,7 +67,11 @@ impl Liveness {
             };
             // Only a replica's own Lease counts for it: a Lease named for another identity
             // would let one replica appear as two.
-            if name.strip_prefix(LEASE_PREFIX) != Some(holder.as_str()) {
+            // The apiserver checks the name, not the holder; a holder that makes no Lease name
+            // is no replica (and would reach logs and redirects unchecked).
+            if name.strip_prefix(LEASE_PREFIX) != Some(holder.as_str())
+                || !is_lease_identity(holder)
+            {
                 continue;
             }
             present.insert(name.clone());

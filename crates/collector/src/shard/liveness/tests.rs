@@ -187,8 +187,8 @@ fn a_lease_expires_two_reads_early_but_never_within_two_renewals() {
 
 fn any_lease() -> impl Strategy<Value = Lease> {
     (
-        prop::option::of("[a-c]{0,2}"),
-        prop::option::of("tether-shard-[a-c]{0,2}"),
+        prop::option::of("[a-c]{0,2}|[a-c]\n\u{1b}|-"),
+        prop::option::of("tether-shard-([a-c]{0,2}|[a-c]\n\u{1b}|-)"),
         prop::option::of("[0-9]{1,2}"),
         prop::option::of(any::<i32>()),
         prop::option::of(any::<i32>()),
@@ -221,7 +221,11 @@ fn any_lease() -> impl Strategy<Value = Lease> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// Any Leases, read any number of times at any times: no panic, only holders of their own
     /// Lease are live, never more than the cap, and nothing is remembered of Leases gone.
@@ -242,6 +246,7 @@ proptest! {
             );
             prop_assert!(judged.replicas.len() <= MAX_GROUP);
             for replica in &judged.replicas {
+                prop_assert!(crate::shard::args::is_lease_identity(replica), "{:?}", replica);
                 let own = format!("tether-shard-{replica}");
                 prop_assert!(leases.iter().any(|l| l.metadata.name.as_deref() == Some(&own)));
             }
