@@ -6,7 +6,7 @@
 
 mod deploy_support;
 
-use std::{collections::BTreeSet, path::Path};
+use std::{collections::BTreeSet, path::Path, time::Duration};
 
 use clap::Parser as _;
 use cluster_registry::clusterprofile::ProviderFile;
@@ -192,6 +192,12 @@ const CASES: &[Case] = &[
         grants: &[],
     },
     Case {
+        file: "token-rotation-members-values.yaml",
+        members_from: MembersFrom::Karmada,
+        namespaces: &[],
+        grants: &[],
+    },
+    Case {
         file: "sharded-values.yaml",
         members_from: MembersFrom::Karmada,
         namespaces: &[],
@@ -273,7 +279,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
         expected_grants(Writes {
             status: args.write_status,
             profiles: args.publish_clusterprofiles.is_some(),
-            tokens: args.rotation.rotate_tokens,
+            tokens: args.rotation.rotate_tokens || !args.rotation.rotate_tokens_for.is_empty(),
             shards: args.shard.shards == collector::cli::ShardMode::Auto,
         })
     } else {
@@ -372,4 +378,37 @@ async fn every_ci_values_file_renders_and_is_accepted_by_a_real_apiserver() {
             .unwrap_or_else(|err| panic!("{name}: {err:#}"));
         assert_eq!(accepted.len(), objects.len(), "{name}");
     }
+}
+
+/// `tokenRotation.members`, `maxExpiration` and `audiences` reach the collector as the
+/// operator's bounds on minting: only those members, no longer lifetime, no other audience.
+#[test]
+fn rotation_values_become_the_operators_bounds_on_minting() {
+    let version = helm::kube_version().unwrap();
+    let values = chart_dir().join("ci/token-rotation-members-values.yaml");
+    let objects = helm_template(&version, Some(&values)).unwrap();
+    let rotation = collector_args(&objects, "token-rotation-members").rotation;
+    assert!(
+        !rotation.rotate_tokens,
+        "members limit minting to themselves"
+    );
+    assert_eq!(rotation.rotate_tokens_for, ["member1", "member2"]);
+    assert_eq!(
+        rotation.rotation_max_expiration,
+        Duration::from_secs(12 * 3600)
+    );
+    assert_eq!(
+        rotation.rotation_audiences,
+        ["https://kubernetes.default.svc.cluster.local"]
+    );
+
+    let defaults = chart_dir().join("ci/token-rotation-values.yaml");
+    let objects = helm_template(&version, Some(&defaults)).unwrap();
+    let rotation = collector_args(&objects, "token-rotation").rotation;
+    assert!(rotation.rotate_tokens && rotation.rotate_tokens_for.is_empty());
+    assert_eq!(
+        rotation.rotation_max_expiration,
+        Duration::from_secs(24 * 3600)
+    );
+    assert!(rotation.rotation_audiences.is_empty());
 }

@@ -132,8 +132,16 @@ ClusterProfiles. */}}
 - --publish-clusterprofiles={{ . }}
 {{- end }}
 {{- if .Values.tokenRotation.enabled }}
+{{- if .Values.tokenRotation.members }}
+- --rotate-tokens-for={{ join "," .Values.tokenRotation.members }}
+{{- else }}
 - --rotate-tokens
+{{- end }}
 - --rotation-fraction={{ .Values.tokenRotation.fraction }}
+- --rotation-max-expiration={{ .Values.tokenRotation.maxExpiration }}
+{{- range .Values.tokenRotation.audiences }}
+- --rotation-audience={{ . }}
+{{- end }}
 {{- end }}
 {{- if .Values.sharding.enabled }}
 - --shards=auto
