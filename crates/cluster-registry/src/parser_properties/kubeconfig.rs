@@ -5,7 +5,7 @@
 use member_client::SecretRef;
 use proptest::prelude::*;
 
-use super::{TOKEN, check, text};
+use super::{MAX_REASON_BYTES, TOKEN, check, text};
 use crate::{MemberDefinition, directory, kubeconfig, test_ca::b64};
 
 fn key() -> SecretRef {
@@ -13,11 +13,7 @@ fn key() -> SecretRef {
 }
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 500,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    super::config_of(500)
 }
 
 /// Parses `raw` and checks everything it says: the error, or the member's Debug, credential
@@ -27,6 +23,8 @@ fn check_kubeconfig(raw: &[u8]) -> Result<(), TestCaseError> {
         Err(err) => {
             let text = format!("{err} {err:?}");
             prop_assert!(!text.contains(TOKEN), "{}", text);
+            let shown = err.to_string();
+            prop_assert!(shown.len() <= MAX_REASON_BYTES, "{} bytes", shown.len());
         }
         Ok(member) => {
             let printed = format!("{member:?}");
@@ -179,6 +177,18 @@ proptest! {
         ],
     ) {
         check_kubeconfig(&raw)?;
+    }
+
+    #[test]
+    fn oversized_kubeconfigs_are_members_or_bounded_typed_errors(
+        yaml in kubeconfig_yaml(),
+        long in super::long(),
+        at in any::<prop::sample::Index>(),
+    ) {
+        // The long text spliced in anywhere: a value, a key, or between them.
+        let cut = (0..=yaml.len()).filter(|i| yaml.is_char_boundary(*i)).collect::<Vec<_>>();
+        let cut = cut[at.index(cut.len())];
+        check_kubeconfig(format!("{}{long}{}", &yaml[..cut], &yaml[cut..]).as_bytes())?;
     }
 
     #[test]
