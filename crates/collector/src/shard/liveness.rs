@@ -66,9 +66,8 @@ impl Liveness {
                 continue;
             };
             // Only a replica's own Lease counts for it: a Lease named for another identity
-            // would let one replica appear as two.
-            // The apiserver checks the name, not the holder; a holder that makes no Lease name
-            // is no replica (and would reach logs and redirects unchecked).
+            // would let one replica appear as two. Its holder must make a Lease name, as the
+            // apiserver's check of the name ensures, before it reaches logs and redirects.
             if name.strip_prefix(LEASE_PREFIX) != Some(holder.as_str())
                 || !is_lease_identity(holder)
             {
