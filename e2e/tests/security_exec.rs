@@ -19,12 +19,17 @@ use std::{
     time::Duration,
 };
 
-use e2e::{collector_run::temp_dir, kubeconfig_plane::plugin_path};
+use e2e::{
+    collector_run::{collector_check, temp_dir},
+    kubeconfig_plane::plugin_path,
+};
 use testkit::{CollectorProcess, HostileEndpoint, locate_collector};
 use tokio::time::Instant;
 
 const START: Duration = Duration::from_secs(15);
 const CONVERGE: Duration = Duration::from_secs(30);
+/// A whole `collector check` run: the directory listed, then each member's checks.
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
 /// Probe periods more in which a refused member must still not have run or sent anything.
 const WATCH: Duration = Duration::from_secs(4);
 const SA_TOKEN: &str = "made-up-collector-sa-token-0f1e2d";
@@ -250,6 +255,37 @@ async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() {
     assert!(!args.contains(&sa_token.display().to_string()), "{args}");
     assert!(home.contains("\"HOME\""), "{home}");
     assert!(!home.contains(&evil_home.display().to_string()), "{home}");
+
+    // `collector check`, as an operator runs it, refuses the same members in the same words.
+    let check = collector_check(
+        &[
+            "--members-from",
+            "directory",
+            "--members-dir",
+            fleet.members().to_str().unwrap(),
+            "--allow-endpoint",
+            &fleet.endpoint.allow_endpoint_arg(),
+            "--exec-plugins",
+            &declaration,
+        ]
+        .map(str::to_owned),
+        CHECK_LIMIT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(check.code, 1, "{}", check.output);
+    // Each names what it refused, never the value the definition gave it.
+    for (member, named, value) in [
+        ("args", "argument 0", sa_token.display().to_string()),
+        ("home", "\"HOME\"", evil_home.display().to_string()),
+    ] {
+        let row = check.row(member).unwrap();
+        assert_eq!(row["reason"], "ExecNotAllowed", "{row:#}");
+        let message = row["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{row:#}");
+        assert!(!message.contains(&value), "{row:#}");
+    }
+    assert!(!check.output.contains(SA_TOKEN), "{}", check.output);
 }
 
 #[tokio::test]

@@ -9,7 +9,8 @@
 //! tokenFile: member1.token        # relative to this directory, and inside it
 //! clientCertFile: member1.crt     # PEM chain, leaf first; needs clientKeyFile
 //! clientKeyFile: member1.key      # PEM (PKCS#8, PKCS#1 or SEC1)
-//! # ... or an exec plugin, as in a kubeconfig (it runs only if --allow-exec names it)
+//! # ... or an exec plugin, as in a kubeconfig (it runs only as --exec-plugins declares it:
+//! # these args and env must be ones its declaration accepts)
 //! # exec:
 //! #   apiVersion: client.authentication.k8s.io/v1
 //! #   command: /usr/local/bin/cloud-auth
