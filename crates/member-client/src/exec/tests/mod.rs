@@ -2,6 +2,7 @@
 
 mod allow_list;
 mod failures;
+mod output_bounds;
 mod properties;
 mod sandbox;
 
