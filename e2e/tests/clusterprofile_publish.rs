@@ -324,3 +324,48 @@ fn condition_status<'a>(
         .find(|c| c.type_ == type_)
         .map(|c| c.status.as_str())
 }
+
+#[tokio::test]
+async fn a_profile_another_manager_took_over_is_not_written_again() {
+    let s = Scenario::start_with(1, PROBE, &["--publish-clusterprofiles", FLEET])
+        .await
+        .unwrap();
+    let inventory = Inventory::install(s.plane.client(), FLEET).await.unwrap();
+    inventory
+        .wait_for("member1", "healthy", START, healthy)
+        .await
+        .unwrap();
+    // Another manager takes the profile over after Tether wrote it.
+    let takeover = json!({
+        "metadata": { "labels": { CLUSTER_MANAGER_LABEL: "open-cluster-management" } },
+        "spec": { "clusterManager": { "name": "open-cluster-management" } },
+    });
+    inventory
+        .api()
+        .patch("member1", &PatchParams::default(), &Patch::Merge(takeover))
+        .await
+        .unwrap();
+    // The member's health changes: Tether has a new status to write.
+    s.plane
+        .write_secret("member1", "not-a-token", s.member(1).ca_pem())
+        .await
+        .unwrap();
+    s.wait_condition("member1", "Ready", "False", "Unauthorized", CONVERGE)
+        .await
+        .unwrap();
+    // More than a retry period after the status changed.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let kept = inventory.get("member1").await.unwrap().unwrap();
+    let labels = kept.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get(CLUSTER_MANAGER_LABEL).map(String::as_str),
+        Some("open-cluster-management"),
+        "the label was written over"
+    );
+    assert_eq!(kept.spec.cluster_manager.name, "open-cluster-management");
+    assert!(
+        !has_condition(Some(&kept), CONTROL_PLANE_HEALTHY, "False", "Unauthorized"),
+        "the status was written over: {:?}",
+        kept.status
+    );
+}

@@ -11,7 +11,7 @@ use cluster_registry::clusterprofile::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{
     Api, Client, Resource as _,
-    api::{DeleteParams, ListParams, Patch, PatchParams, Preconditions},
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions},
 };
 use serde_json::json;
 
@@ -46,39 +46,79 @@ impl ProfilesApi {
         }
     }
 
-    /// Who manages the profile `name`.
-    pub(crate) async fn owner(&self, name: &str) -> Result<Owner, kube::Error> {
+    /// Who manages the profile `name`, and the version of it that says so (`None` when
+    /// absent).
+    pub(crate) async fn owner(&self, name: &str) -> Result<(Owner, Option<String>), kube::Error> {
         match self.api.get_metadata_opt(name).await? {
-            None => Ok(Owner::Absent),
-            Some(found) => Ok(owner_of(&found.metadata)),
+            None => Ok((Owner::Absent, None)),
+            Some(found) => Ok((owner_of(&found.metadata), found.metadata.resource_version)),
         }
     }
 
-    /// Applies `profile` (labels and spec), then its status through the status subresource:
-    /// server-side, forcing Tether's ownership of the fields it sets.
-    pub(crate) async fn apply(&self, profile: &ClusterProfile) -> Result<(), kube::Error> {
+    /// Writes `profile` (labels and spec, then its status through the status subresource)
+    /// only if the profile is still the one Tether last saw: `version` is the
+    /// `resourceVersion` read or written last, `None` for a profile seen absent. Returns the
+    /// version written.
+    ///
+    /// Each write is conditional: an absent profile is created (a 409 if someone created one
+    /// meanwhile), an existing one is applied server-side with `metadata.resourceVersion` set,
+    /// which the apiserver checks as a precondition (a 409 if it changed), and the status is
+    /// applied on the version the first write returned. `force` takes over fields only within
+    /// that very version, which was seen to be Tether's: a profile another manager took over
+    /// after it was read is never written. A 409 says to read it again
+    /// ([`is_conflict`]).
+    pub(crate) async fn apply(
+        &self,
+        profile: &ClusterProfile,
+        version: Option<&str>,
+    ) -> Result<String, kube::Error> {
         let name = profile.metadata.name.as_deref().unwrap_or_default();
         let params = PatchParams::apply(MANAGER).force();
         let head = json!({
             "apiVersion": ClusterProfile::api_version(&()),
             "kind": ClusterProfile::kind(&()),
         });
-        let mut object = head.clone();
-        object["metadata"] = json!({
-            "name": name,
-            "labels": profile.metadata.labels,
-        });
-        object["spec"] = json!(profile.spec);
-        self.api
-            .patch(name, &params, &Patch::Apply(&object))
-            .await?;
+        let written = match version {
+            None => {
+                let created = ClusterProfile {
+                    metadata: ObjectMeta {
+                        name: Some(name.to_owned()),
+                        labels: profile.metadata.labels.clone(),
+                        ..ObjectMeta::default()
+                    },
+                    spec: profile.spec.clone(),
+                    status: None,
+                };
+                let post = PostParams {
+                    field_manager: Some(MANAGER.to_owned()),
+                    ..PostParams::default()
+                };
+                self.api.create(&post, &created).await?
+            }
+            Some(version) => {
+                let mut object = head.clone();
+                object["metadata"] = json!({
+                    "name": name,
+                    "resourceVersion": version,
+                    "labels": profile.metadata.labels,
+                });
+                object["spec"] = json!(profile.spec);
+                self.api
+                    .patch(name, &params, &Patch::Apply(&object))
+                    .await?
+            }
+        };
         let mut status = head;
-        status["metadata"] = json!({ "name": name });
+        status["metadata"] = json!({
+            "name": name,
+            "resourceVersion": written.metadata.resource_version,
+        });
         status["status"] = json!(profile.status);
-        self.api
+        let written = self
+            .api
             .patch_status(name, &params, &Patch::Apply(&status))
-            .await
-            .map(drop)
+            .await?;
+        Ok(written.metadata.resource_version.unwrap_or_default())
     }
 
     /// Deletes the profile `name` if Tether manages it; `Ok` also when there is none (or it
@@ -134,6 +174,11 @@ impl ProfilesApi {
             }
         }
     }
+}
+
+/// Whether `err` says the profile changed (or appeared) since it was read: read it again.
+pub(crate) fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 409)
 }
 
 fn owner_of(meta: &ObjectMeta) -> Owner {

@@ -6,6 +6,9 @@
 //!
 //! # Guarantees
 //! - Only while this replica leads (always, without leader election) is anything written.
+//! - A profile is written only while it is Tether's: every write is conditional on the
+//!   `resourceVersion` last read or written ([`ProfilesApi::apply`]), so a profile another
+//!   manager took over, even between the read and the write, is left alone.
 //! - A member's profile is deleted when the member is removed from its source.
 //! - On gaining leadership, once every source of members has listed, Tether's profiles that
 //!   name no member are deleted: garbage left by a member removed while no one led.
@@ -27,7 +30,7 @@ use tokio::{sync::watch, time::Instant};
 
 use super::{
     access::ProfileAccess,
-    api::{Owner, ProfilesApi},
+    api::{Owner, ProfilesApi, is_conflict},
     credential_marks::{Mark, Marked, SecretMarks},
     profile,
     queue::Queue,
@@ -40,6 +43,10 @@ const RETRY_PERIOD: Duration = Duration::from_secs(5);
 /// How long a Secret whose marking failed is left before it is tried again: a collector
 /// without `patch` on Secrets must not GET every member's Secret every few seconds.
 const MARK_RETRY_PERIOD: Duration = Duration::from_secs(60);
+
+/// Reads and conditional writes of one profile per round: a conflict is read again once at
+/// once, and after that at the next retry.
+const WRITE_ATTEMPTS: u32 = 2;
 
 /// Requests in flight at once.
 const CONCURRENT_WRITES: usize = 16;
@@ -107,8 +114,9 @@ struct Writes {
     namespace: String,
     registry: Registry,
     queue: Arc<Queue>,
-    /// What this replica wrote since it last became leader.
-    written: BTreeMap<String, ClusterProfile>,
+    /// What this replica wrote since it last became leader, and the `resourceVersion` that
+    /// write left: the next write's precondition.
+    written: BTreeMap<String, (ClusterProfile, String)>,
     /// Members whose name another manager's profile holds, warned about once.
     refused: BTreeSet<String>,
     /// Whether garbage is still to be collected in this term of leadership.
@@ -207,7 +215,7 @@ impl Writes {
 
     /// Writes every observed member whose profile differs from what this replica wrote.
     async fn write_due(&mut self) {
-        let due: Vec<(String, ClusterProfile, bool)> = self
+        let due: Vec<(String, ClusterProfile, Option<String>)> = self
             .queue
             .observed()
             .into_iter()
@@ -216,30 +224,36 @@ impl Writes {
                 let built =
                     profile::build(&self.namespace, &member, latest.access.as_deref(), status);
                 let written = self.written.get(&member);
-                (written != Some(&built)).then(|| (member, built, written.is_none()))
+                let version = written.map(|(_, version)| version.clone());
+                (written.map(|(profile, _)| profile) != Some(&built))
+                    .then_some((member, built, version))
             })
             .collect();
         let this = &*self;
-        let done: Vec<(String, ClusterProfile, Result<(), Refusal>)> = futures::stream::iter(due)
-            .map(|(member, built, first)| async move {
-                let outcome = this.write(&member, &built, first).await;
-                (member, built, outcome)
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .collect()
-            .await;
+        let done: Vec<(String, ClusterProfile, Result<String, Refusal>)> =
+            futures::stream::iter(due)
+                .map(|(member, built, version)| async move {
+                    let outcome = this.write(&member, &built, version).await;
+                    (member, built, outcome)
+                })
+                .buffer_unordered(CONCURRENT_WRITES)
+                .collect()
+                .await;
         for (member, built, outcome) in done {
             match outcome {
                 // Forgotten meanwhile: keep it forgotten.
-                Ok(()) if self.queue.knows(&member) => {
+                Ok(version) if self.queue.knows(&member) => {
                     self.refused.remove(&member);
-                    self.written.insert(member, built);
+                    self.written.insert(member, (built, version));
                 }
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(Refusal::Failed(err)) => {
+                    // Read again before the next write: it may be someone else's by then.
+                    self.written.remove(&member);
                     tracing::warn!(member, error = %err, "writing ClusterProfile failed");
                 }
                 Err(Refusal::Foreign(manager)) => {
+                    self.written.remove(&member);
                     if self.refused.insert(member.clone()) {
                         tracing::warn!(
                             member,
@@ -254,21 +268,36 @@ impl Writes {
         }
     }
 
-    /// Applies `built`. The first write since this replica became leader looks first: a
-    /// profile another manager keeps under the member's name is left alone.
+    /// Writes `built` if the profile is still the version this replica last wrote
+    /// (`version`); with none, or when it changed since, reads it first: a profile another
+    /// manager keeps, or took over, under the member's name is left alone. Every write is
+    /// conditional on the version read ([`ProfilesApi::apply`]), so a takeover between the
+    /// read and the write is not overwritten. Returns the version written.
     async fn write(
         &self,
         member: &str,
         built: &ClusterProfile,
-        first: bool,
-    ) -> Result<(), Refusal> {
-        if first {
-            match self.api.owner(member).await.map_err(Refusal::Failed)? {
-                Owner::Absent | Owner::Tether => {}
-                Owner::Other(manager) => return Err(Refusal::Foreign(manager)),
+        version: Option<String>,
+    ) -> Result<String, Refusal> {
+        let mut known = version;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let version = match known.take() {
+                Some(version) => Some(version),
+                None => match self.api.owner(member).await.map_err(Refusal::Failed)? {
+                    (Owner::Absent, _) => None,
+                    (Owner::Tether, version) => version,
+                    (Owner::Other(manager), _) => return Err(Refusal::Foreign(manager)),
+                },
+            };
+            match self.api.apply(built, version.as_deref()).await {
+                Ok(written) => return Ok(written),
+                // Changed since it was read: read it again, once now, else at the next retry.
+                Err(err) if is_conflict(&err) && attempts < WRITE_ATTEMPTS => {}
+                Err(err) => return Err(Refusal::Failed(err)),
             }
         }
-        self.api.apply(built).await.map_err(Refusal::Failed)
     }
 
     /// Deletes the profiles of removed members.

@@ -215,3 +215,90 @@ async fn a_secret_already_marked_for_the_member_and_its_server_is_not_patched() 
         "{requests:?}"
     );
 }
+
+/// An apiserver with member1's profile, Tether's at version 1, that another manager takes
+/// over right after the publisher's first read: the race between a check and a write. It
+/// checks a write's `resourceVersion` as the apiserver does, and takes a write without one
+/// unconditionally. Returns the client, the request log, and the writes that went through.
+fn taken_over_after_the_read() -> (kube::Client, Log, Arc<Mutex<Vec<String>>>) {
+    let log = Log::default();
+    let applied = Arc::new(Mutex::new(Vec::new()));
+    let (seen, through) = (log.clone(), applied.clone());
+    let version = Arc::new(Mutex::new(1_u32));
+    let service = tower::service_fn(move |req: http::Request<Body>| {
+        let (seen, through, version) = (seen.clone(), through.clone(), version.clone());
+        async move {
+            let line = format!("{} {}", req.method(), req.uri().path());
+            seen.lock().unwrap().push(line.clone());
+            let is_profile = req.uri().path().contains("/clusterprofiles/");
+            let method = req.method().clone();
+            let body = req.into_body().collect_bytes().await.unwrap_or_default();
+            let sent: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let current = *version.lock().unwrap();
+            let manager = if current == 1 {
+                "tether"
+            } else {
+                "other-manager"
+            };
+            let profile = |rv: u32| {
+                json!({
+                    "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+                    "metadata": { "name": "member1", "namespace": "fleet", "uid": "u1",
+                                  "resourceVersion": rv.to_string(),
+                                  "labels": { "x-k8s.io/cluster-manager": manager } },
+                    "spec": { "clusterManager": { "name": manager } },
+                })
+            };
+            let (code, answer) = if !is_profile {
+                (
+                    200,
+                    json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "member1", "namespace": "karmada-cluster"}}),
+                )
+            } else if method == http::Method::GET {
+                let answer = profile(current);
+                // The takeover lands right after the read.
+                *version.lock().unwrap() = 2;
+                (200, answer)
+            } else {
+                match sent["metadata"]["resourceVersion"].as_str() {
+                    Some(rv) if rv != current.to_string() => (
+                        409,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                               "reason": "Conflict", "code": 409,
+                               "message": "the object has been modified"}),
+                    ),
+                    _ => {
+                        through.lock().unwrap().push(line);
+                        (200, profile(current))
+                    }
+                }
+            };
+            let body = serde_json::to_vec(&answer).unwrap_or_default();
+            http::Response::builder()
+                .status(code)
+                .body(Body::from(body))
+        }
+    });
+    (kube::Client::new(service, "default"), log, applied)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_profile_taken_over_between_the_read_and_the_write_is_not_written() {
+    let (client, log, applied) = taken_over_after_the_read();
+    let profiles = publisher(client, None);
+    profiles.define("member1", Some(access()));
+    profiles.submit("member1", &status(MemberHealth::Healthy));
+    settle().await;
+    settle().await;
+    let requests = taken(&log);
+    assert!(
+        requests.contains(&format!("GET {PROFILE}")),
+        "it was read: {requests:?}"
+    );
+    let applied = applied.lock().unwrap();
+    assert!(
+        !applied.iter().any(|w| w.contains("/clusterprofiles/")),
+        "the other manager's profile was written over: {applied:?}; requests {requests:?}"
+    );
+}
