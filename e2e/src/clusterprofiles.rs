@@ -1,10 +1,13 @@
 //! A ClusterProfile inventory on a harness control plane: the CRD users apply
 //! (`deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`), one namespace, and the profiles
 //! in it read back through Tether's own `ClusterProfile` type; and what a consumer of the
-//! profiles Tether publishes needs: its RBAC ([`grant_consumer`]) and a published profile
-//! ([`wait_published`]).
+//! profiles Tether publishes needs: its identity and provider file ([`Consumer`]), its RBAC
+//! ([`grant_consumer`]) and a published profile ([`wait_published`]).
 
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use cluster_registry::clusterprofile::{CLUSTER_MANAGER_LABEL, ClusterProfile};
@@ -22,7 +25,7 @@ use kube::{
 use serde_json::{Value, json};
 use testkit::{Cluster, crd};
 
-use crate::manifest::clusterprofile_crd_path;
+use crate::{kubeconfig_plane::Kubeconfig, manifest::clusterprofile_crd_path, scenario::HOUR};
 
 /// How long the apiserver may take to serve a new CRD.
 const CRD_READY: Duration = Duration::from_secs(30);
@@ -143,6 +146,62 @@ pub fn has_condition(
     reason: &str,
 ) -> bool {
     profile.and_then(|p| condition(p, type_)) == Some((status.to_owned(), reason.to_owned()))
+}
+
+/// A consumer of published profiles as client-go runs one: ServiceAccount `consumers/app` on
+/// the control plane, a kubeconfig with its token, and a provider file that maps the `tether`
+/// access provider to `tether-credential` run with that kubeconfig. Its RBAC is
+/// [`grant_consumer`]'s.
+pub struct Consumer {
+    /// The ServiceAccount's token (an hour long), for asserting it is never printed.
+    pub token: String,
+    /// The kubeconfig that authenticates as the ServiceAccount.
+    pub kubeconfig: PathBuf,
+    /// The provider file.
+    pub provider_file: PathBuf,
+}
+
+impl Consumer {
+    /// Creates the ServiceAccount and writes both files into `dir`; `tether-credential` is
+    /// `credential`, run with `--kubeconfig` and then `extra_args`.
+    ///
+    /// # Errors
+    /// API errors, or files that cannot be written.
+    pub async fn create(
+        control_plane: &Cluster,
+        dir: &Path,
+        credential: &Path,
+        extra_args: &[&str],
+    ) -> anyhow::Result<Self> {
+        control_plane.create_namespace_named("consumers").await?;
+        control_plane
+            .create_service_account("consumers", "app")
+            .await?;
+        let token = control_plane.mint_token("consumers", "app", HOUR).await?;
+        let kubeconfig = dir.join("consumer.kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            Kubeconfig::token(control_plane, &token).to_yaml()?,
+        )?;
+        let provider_file = dir.join("providers.json");
+        let mut args = vec![json!("--kubeconfig"), json!(kubeconfig)];
+        args.extend(extra_args.iter().map(|a| json!(a)));
+        let providers = json!({"providers": [{
+            "name": "tether",
+            "execConfig": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": credential,
+                "args": args,
+                "provideClusterInfo": true,
+            },
+        }]});
+        std::fs::write(&provider_file, providers.to_string())?;
+        Ok(Self {
+            token,
+            kubeconfig,
+            provider_file,
+        })
+    }
 }
 
 /// Grants ServiceAccount `consumers/app` `get` on exactly what a consumer needs: the

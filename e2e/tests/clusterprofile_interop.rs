@@ -14,12 +14,10 @@
 use std::time::Duration;
 
 use e2e::{
-    clusterprofiles::{grant_consumer, wait_published},
+    clusterprofiles::{Consumer, grant_consumer, wait_published},
     interop_client::{self, ProfileRef, Running, is_added, is_list_with},
-    kubeconfig_plane::Kubeconfig,
     scenario::{HOUR, Scenario},
 };
-use serde_json::json;
 use testkit::{crd, karmada::SECRET_NAMESPACE};
 
 const PROBE: Duration = Duration::from_secs(1);
@@ -54,12 +52,8 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
 
     // The consumer: its own ServiceAccount on the control plane, allowed to get the profile and
     // the member's Secret, and nothing else of either kind.
-    control_plane
-        .create_namespace_named("consumers")
-        .await
-        .unwrap();
-    control_plane
-        .create_service_account("consumers", "app")
+    let dir = tempfile::tempdir().unwrap();
+    let consumer = Consumer::create(&control_plane, dir.path(), &credential, &["--ttl", TTL])
         .await
         .unwrap();
     grant_consumer(
@@ -71,33 +65,11 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
     )
     .await
     .unwrap();
-    let token = control_plane
-        .mint_token("consumers", "app", HOUR)
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("consumer.kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        Kubeconfig::token(&control_plane, &token).to_yaml().unwrap(),
-    )
-    .unwrap();
-    let provider_file = dir.path().join("providers.json");
-    let providers = json!({"providers": [{
-        "name": "tether",
-        "execConfig": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": credential,
-            "args": ["--kubeconfig", kubeconfig, "--ttl", TTL],
-            "provideClusterInfo": true,
-        },
-    }]});
-    std::fs::write(&provider_file, providers.to_string()).unwrap();
     let profile_ref = ProfileRef {
-        kubeconfig: &kubeconfig,
+        kubeconfig: &consumer.kubeconfig,
         namespace: INVENTORY,
         name: MEMBER,
-        provider_file: &provider_file,
+        provider_file: &consumer.provider_file,
     };
 
     // 1. It lists the member's Deployments through tether-credential.
@@ -156,7 +128,7 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
         failed.is_empty(),
         "a request failed across the rotation: {failed:?}"
     );
-    for secret in [&old_token, &new_token, &token] {
+    for secret in [&old_token, &new_token, &consumer.token] {
         assert!(
             !seen.iter().any(|l| l.contains(secret.as_str())) && !stderr.contains(secret.as_str()),
             "a token was printed"

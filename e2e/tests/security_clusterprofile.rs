@@ -28,7 +28,7 @@ use std::{
 };
 
 use e2e::{
-    clusterprofiles::{grant_consumer, wait_published},
+    clusterprofiles::{Consumer, grant_consumer, wait_published},
     interop_client::{self, ProfileRef},
     kubeconfig_plane::{
         Kubeconfig,
@@ -358,12 +358,8 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
 
     // The consumer may read the forged profile and member1's Secret: as much RBAC as a
     // legitimate consumer of member1 has.
-    control_plane
-        .create_namespace_named("consumers")
-        .await
-        .unwrap();
-    control_plane
-        .create_service_account("consumers", "app")
+    let dir = tempfile::tempdir().unwrap();
+    let consumer = Consumer::create(&control_plane, dir.path(), &credential, &[])
         .await
         .unwrap();
     grant_consumer(
@@ -375,34 +371,12 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     )
     .await
     .unwrap();
-    let token = control_plane
-        .mint_token("consumers", "app", HOUR)
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("consumer.kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        Kubeconfig::token(&control_plane, &token).to_yaml().unwrap(),
-    )
-    .unwrap();
-    let provider_file = dir.path().join("providers.json");
-    let providers = json!({"providers": [{
-        "name": "tether",
-        "execConfig": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": credential,
-            "args": ["--kubeconfig", kubeconfig],
-            "provideClusterInfo": true,
-        },
-    }]});
-    std::fs::write(&provider_file, providers.to_string()).unwrap();
     let member_token = scenario.registered_tokens[0].clone();
     let profile_ref = |name| ProfileRef {
-        kubeconfig: &kubeconfig,
+        kubeconfig: &consumer.kubeconfig,
         namespace: INVENTORY,
         name,
-        provider_file: &provider_file,
+        provider_file: &consumer.provider_file,
     };
     let ns = scenario.namespace.clone();
 
