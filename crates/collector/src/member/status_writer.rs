@@ -244,7 +244,8 @@ impl Writes {
             .into_iter()
             .flat_map(|status| status.conditions)
             .find(|c| c.type_ == READY_CONDITION)
-            .map(|c| c.reason))
+            // Anyone who can write the Cluster's status wrote this; it reaches an Event.
+            .map(|c| member_client::Text::new(&c.reason).to_string()))
     }
 
     async fn write(&self, member: &str, status: &MemberStatus) -> Result<(), FenceError> {
@@ -294,3 +295,6 @@ impl Writes {
         self.recorder.publish(&event, &reference).await
     }
 }
+
+#[cfg(test)]
+mod tests;
