@@ -65,6 +65,7 @@ mod clusterprofile;
 pub mod command;
 mod control_plane;
 mod http;
+pub mod logs;
 mod member;
 mod metrics;
 mod mirror;

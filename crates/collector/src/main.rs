@@ -6,8 +6,10 @@ use clap::Parser as _;
 use collector::{
     cli::LogFormat,
     command::{Cli, Command},
+    logs,
 };
-use tracing_subscriber::EnvFilter;
+// `try_init` also forwards the `log` records of dependencies, as `fmt().init()` did.
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// The exit code of a check that could not start (flags, control plane); clap's for usage
 /// errors too.
@@ -37,13 +39,13 @@ async fn main() -> ExitCode {
 }
 
 fn init_logs(format: LogFormat, default: &str, to_stderr: bool) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
-    match (format, to_stderr) {
-        (LogFormat::Text, false) => logs.init(),
-        (LogFormat::Json, false) => logs.json().init(),
-        (LogFormat::Text, true) => logs.with_writer(std::io::stderr).init(),
-        (LogFormat::Json, true) => logs.json().with_writer(std::io::stderr).init(),
+    let installed = if to_stderr {
+        logs::subscriber(format, default, std::io::stderr).try_init()
+    } else {
+        logs::subscriber(format, default, std::io::stdout).try_init()
+    };
+    if let Err(err) = installed {
+        eprintln!("collector: logs: {err}");
     }
 }
 
