@@ -133,6 +133,27 @@ enum Clock {
     Running(Registration),
 }
 
+impl Clock {
+    /// `Ready(deadline)` once the deadline has passed (the clock is then unbounded), else
+    /// `Pending` with `cx`'s waker registered; an unstarted clock starts here.
+    fn poll_expired(&mut self, cx: &Context<'_>) -> Poll<Duration> {
+        match std::mem::replace(self, Clock::Unbounded) {
+            Clock::Unbounded => Poll::Pending,
+            Clock::Unstarted(pending) => {
+                *self = Clock::Running(pending.register(cx.waker()));
+                Poll::Pending
+            }
+            Clock::Running(registration) => {
+                if registration.expired(cx.waker()) {
+                    return Poll::Ready(registration.deadline());
+                }
+                *self = Clock::Running(registration);
+                Poll::Pending
+            }
+        }
+    }
+}
+
 impl<F, RB, E> Future for DeadlineFuture<F>
 where
     F: Future<Output = Result<http::Response<RB>, E>>,
@@ -156,20 +177,9 @@ where
                 })
             }));
         }
-        match std::mem::replace(this.clock, Clock::Unbounded) {
-            Clock::Unbounded => Poll::Pending,
-            Clock::Unstarted(pending) => {
-                *this.clock = Clock::Running(pending.register(cx.waker()));
-                Poll::Pending
-            }
-            Clock::Running(registration) => {
-                if registration.expired(cx.waker()) {
-                    return Poll::Ready(Err(Box::new(DeadlineExceeded(registration.deadline()))));
-                }
-                *this.clock = Clock::Running(registration);
-                Poll::Pending
-            }
-        }
+        this.clock
+            .poll_expired(cx)
+            .map(|deadline| Err(Box::new(DeadlineExceeded(deadline)) as BoxError))
     }
 }
 
@@ -204,23 +214,11 @@ where
             }
             return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
-        match std::mem::replace(this.clock, Clock::Unbounded) {
-            Clock::Unbounded => Poll::Pending,
-            Clock::Unstarted(pending) => {
-                *this.clock = Clock::Running(pending.register(cx.waker()));
-                Poll::Pending
-            }
-            Clock::Running(registration) => {
-                if registration.expired(cx.waker()) {
-                    let deadline = registration.deadline();
-                    return Poll::Ready(Some(Err(Box::new(
-                        crate::LimitExceeded::ResponseTooSlow { deadline },
-                    ))));
-                }
-                *this.clock = Clock::Running(registration);
-                Poll::Pending
-            }
-        }
+        this.clock.poll_expired(cx).map(|deadline| {
+            Some(Err(
+                Box::new(crate::LimitExceeded::ResponseTooSlow { deadline }) as BoxError,
+            ))
+        })
     }
 
     fn is_end_stream(&self) -> bool {
