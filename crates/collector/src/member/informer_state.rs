@@ -56,7 +56,8 @@ impl InformerFailure {
         Self {
             kind: FailureKind::of_watch(err),
             verb,
-            message: err.to_string(),
+            // The member wrote most of it (a Status message): it reaches the condition.
+            message: member_client::Text::new(&err.to_string()).into(),
             after_sync,
             at: Instant::now(),
             limit: member_client::LimitExceeded::find_in(err).cloned(),
@@ -187,6 +188,28 @@ mod tests {
         ));
         states.observe::<()>("core/v1/nodes", &Err(gone));
         assert_eq!(states.now()["core/v1/nodes"], InformerState::Synced);
+    }
+
+    #[test]
+    fn a_members_words_in_a_failure_are_sanitized() {
+        let states = InformerStates::default();
+        states.add("core/v1/nodes");
+        let words = format!("no\nForged=True\u{1b}[2J{}", "x".repeat(1 << 20));
+        let hostile = watcher::Error::InitialListFailed(kube::Error::Api(Box::new(
+            kube::core::Status::failure(&words, "Forbidden").with_code(403),
+        )));
+        states.observe::<()>("core/v1/nodes", &Err(hostile));
+        let InformerState::Failing(failure) = &states.now()["core/v1/nodes"] else {
+            panic!("{:?}", states.now().keys());
+        };
+        let message = &failure.message;
+        assert!(
+            message.len() <= member_client::Text::MAX_BYTES,
+            "{} bytes",
+            message.len()
+        );
+        assert!(!message.contains('\n') && !message.contains('\u{1b}'));
+        assert!(message.contains("Forged=True"));
     }
 
     fn forbidden() -> watcher::Error {

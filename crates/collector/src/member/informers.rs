@@ -156,6 +156,7 @@ where
             Ok(_) => {}
             Err(err) => {
                 let kind = FailureKind::of_watch(err);
+                let err = member_client::Text::new(&err.to_string());
                 metrics.record_watch_error(&member, &resource, kind);
                 if kind == FailureKind::Unauthorized {
                     tracing::warn!(member = %member, resource = %resource, error = %err, "watch rejected: credential not accepted");
