@@ -27,13 +27,14 @@ pub struct ShardArgs {
     /// and the `resourceVersion` of its own last write, so a replica that lost a member
     /// without noticing overwrites nothing. The read API of a replica answers for its own members and sends
     /// others to their owner (421). `off`: leader election as before. Not with
-    /// `--rotate-tokens` or `--publish-clusterprofiles`, which need a single writer.
+    /// `--rotate-tokens`, `--rotate-tokens-for` or `--publish-clusterprofiles`, which need a
+    /// single writer.
     #[arg(
         long,
         value_enum,
         default_value_t = ShardMode::Off,
         env = "TETHER_SHARDS",
-        conflicts_with_all = ["rotate_tokens", "publish_clusterprofiles"],
+        conflicts_with_all = ["rotate_tokens", "rotate_tokens_for", "publish_clusterprofiles"],
     )]
     pub shards: ShardMode,
 
@@ -119,6 +120,22 @@ mod tests {
         assert!(group_name("tether-collector").is_ok());
         for bad in ["", "-a", "a b", &"a".repeat(64)] {
             assert!(group_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn sharding_refuses_every_single_writer_flag() {
+        use clap::Parser as _;
+        let parse = |extra: &[&str]| {
+            crate::cli::Args::try_parse_from(["collector", "--shards", "auto"].iter().chain(extra))
+        };
+        assert!(parse(&[]).is_ok());
+        for single_writer in [
+            &["--rotate-tokens"][..],
+            &["--rotate-tokens-for", "member1"],
+            &["--publish-clusterprofiles", "fleet"],
+        ] {
+            assert!(parse(single_writer).is_err(), "{single_writer:?}");
         }
     }
 
