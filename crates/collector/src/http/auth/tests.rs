@@ -57,14 +57,24 @@ impl AccessReview for FakeControlPlane {
 const DEADLINE: Duration = Duration::from_millis(200);
 
 fn gated() -> (Arc<FakeControlPlane>, axum::Router) {
-    let fake = Arc::new(FakeControlPlane::default());
-    let config = ReviewConfig {
+    gated_with(&ReviewConfig {
         deadline: DEADLINE,
         ..ReviewConfig::default()
-    };
-    let gate = AccessGate::new(fake.clone(), &config);
+    })
+}
+
+fn gated_with(config: &ReviewConfig) -> (Arc<FakeControlPlane>, axum::Router) {
+    let fake = Arc::new(FakeControlPlane::default());
+    let gate = AccessGate::new(fake.clone(), config);
     let router = router(state(), Some(gate), Duration::from_secs(10));
     (fake, router)
+}
+
+/// The status of `GET /api/v1/clusters` with bearer token `token`.
+async fn clusters_status(router: &axum::Router, token: &str) -> StatusCode {
+    get(router, "/api/v1/clusters", Some(&format!("Bearer {token}")))
+        .await
+        .0
 }
 
 async fn get(
@@ -147,22 +157,13 @@ async fn health_and_unknown_paths_need_no_token() {
 async fn answers_are_cached_per_token_and_per_path() {
     let (fake, router) = gated();
     for _ in 0..3 {
+        assert_eq!(clusters_status(&router, "reader").await, StatusCode::OK);
         assert_eq!(
-            get(&router, "/api/v1/clusters", Some("Bearer reader"))
-                .await
-                .0,
-            StatusCode::OK
-        );
-        assert_eq!(
-            get(&router, "/api/v1/clusters", Some("Bearer nobody"))
-                .await
-                .0,
+            clusters_status(&router, "nobody").await,
             StatusCode::UNAUTHORIZED
         );
         assert_eq!(
-            get(&router, "/api/v1/clusters", Some("Bearer stranger"))
-                .await
-                .0,
+            clusters_status(&router, "stranger").await,
             StatusCode::FORBIDDEN
         );
     }
@@ -208,25 +209,14 @@ async fn a_control_plane_that_does_not_answer_gives_503_by_the_deadline() {
 
 #[tokio::test]
 async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_serve() {
-    let fake = Arc::new(FakeControlPlane::default());
-    let config = ReviewConfig {
+    let (fake, router) = gated_with(&ReviewConfig {
         deadline: DEADLINE,
         rate: 0.001,
         burst: 3,
         ..ReviewConfig::default()
-    };
-    let router = router(
-        state(),
-        Some(AccessGate::new(fake.clone(), &config)),
-        Duration::from_secs(10),
-    );
+    });
     // One TokenReview and one SubjectAccessReview: two of the three.
-    assert_eq!(
-        get(&router, "/api/v1/clusters", Some("Bearer reader"))
-            .await
-            .0,
-        StatusCode::OK
-    );
+    assert_eq!(clusters_status(&router, "reader").await, StatusCode::OK);
     assert_eq!(
         get(&router, "/api/v1/clusters", Some("Bearer random-0"))
             .await
@@ -248,9 +238,7 @@ async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_
         "the control plane saw nothing beyond the budget"
     );
     assert_eq!(
-        get(&router, "/api/v1/clusters", Some("Bearer reader"))
-            .await
-            .0,
+        clusters_status(&router, "reader").await,
         StatusCode::OK,
         "a cached answer needs no review"
     );
