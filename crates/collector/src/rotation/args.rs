@@ -112,7 +112,7 @@ fn rotation_fraction(raw: &str) -> Result<f64, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use clap::Parser;
 
     use super::*;
@@ -123,7 +123,8 @@ mod tests {
         rotation: RotationArgs,
     }
 
-    fn parse(args: &[&str]) -> RotationArgs {
+    /// `args` parsed as the collector parses its command line.
+    pub(in crate::rotation) fn parse(args: &[&str]) -> RotationArgs {
         Cli::try_parse_from(std::iter::once("collector").chain(args.iter().copied()))
             .unwrap()
             .rotation

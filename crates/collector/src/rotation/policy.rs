@@ -79,23 +79,11 @@ pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use cluster_registry::token_rotation::{ServiceAccountRef, TokenHome};
     use member_client::SecretRef;
 
     use super::*;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        rotation: RotationArgs,
-    }
-
-    fn args(flags: &[&str]) -> RotationArgs {
-        Cli::try_parse_from(std::iter::once("collector").chain(flags.iter().copied()))
-            .unwrap()
-            .rotation
-    }
+    use crate::rotation::args::tests::parse as args;
 
     fn request(enabled: Option<bool>) -> TokenRotation {
         TokenRotation {
