@@ -222,6 +222,66 @@ impl RotationPlane {
         Ok(args)
     }
 
+    /// Starts a collector on the plane with `flags`, read with the plane's token reader.
+    ///
+    /// # Errors
+    /// The collector not starting, or not becoming healthy.
+    pub async fn start_collector(&self, flags: &[&str]) -> anyhow::Result<RunningCollector> {
+        let args = self.collector_args(flags)?;
+        Ok(RunningCollector::start(&args)
+            .await?
+            .with_reader(self.admin_token()))
+    }
+
+    /// Waits until member `name`'s `CredentialsValid` condition is `False` for `reason`, and
+    /// returns its message.
+    ///
+    /// # Errors
+    /// API errors, or no such condition within `limit`.
+    pub async fn refusal(
+        &self,
+        name: &str,
+        reason: &str,
+        limit: Duration,
+    ) -> anyhow::Result<String> {
+        self.plane
+            .wait_condition(name, "CredentialsValid", "False", reason, limit)
+            .await?;
+        self.condition_message(name, "CredentialsValid").await
+    }
+
+    /// Waits until member `name`'s credentials are accepted, `collector` has rotated them at
+    /// least once, and its Secret no longer holds `old`.
+    ///
+    /// # Errors
+    /// API errors, any of it not within `limit`, or the Secret still holding `old`.
+    pub async fn wait_rotated_from(
+        &self,
+        collector: &RunningCollector,
+        name: &str,
+        old: &str,
+        limit: Duration,
+    ) -> anyhow::Result<()> {
+        self.plane
+            .wait_condition(
+                name,
+                "CredentialsValid",
+                "True",
+                "CredentialsAccepted",
+                limit,
+            )
+            .await?;
+        eventually(&format!("{name} rotates"), limit, || async {
+            rotations(collector, name, "success").await >= 1.0
+        })
+        .await?;
+        anyhow::ensure!(
+            self.secret_token(name).await? != old,
+            "{name}'s Secret still holds the old token"
+        );
+        Ok(())
+    }
+
     /// The token reader every collector of the plane is read with.
     pub fn admin_token(&self) -> &str {
         &self.admin_token
@@ -360,6 +420,22 @@ pub fn rotation_annotations(account: &str, extra: &[(&str, &str)]) -> BTreeMap<S
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
     annotations
+}
+
+/// The flags that make rotation quick to watch: a token is replaced after `fraction` of its
+/// life, a failed mint is retried after 2 s, members are probed every 2 s, and a request to a
+/// member times out after `request_timeout` seconds.
+pub fn fast_rotation_flags<'a>(fraction: &'a str, request_timeout: &'a str) -> [&'a str; 8] {
+    [
+        "--rotation-fraction",
+        fraction,
+        "--rotation-retry-seconds",
+        "2",
+        "--probe-period",
+        "2",
+        "--request-timeout",
+        request_timeout,
+    ]
 }
 
 /// `tether_token_rotations_total` of `member` with `result` (`success`, `failed`, ...), as

@@ -16,7 +16,9 @@ use e2e::{
     collector_run::RunningCollector,
     manifest::parse_documents,
     manifest_apply::apply_object,
-    rotation_plane::{MEMBER_RBAC_YAML, RotatingMember, RotationPlane, eventually, rotations},
+    rotation_plane::{
+        MEMBER_RBAC_YAML, RotatingMember, RotationPlane, eventually, fast_rotation_flags, rotations,
+    },
 };
 use k8s_openapi::api::events::v1::Event;
 use kube::{Api, api::ListParams};
@@ -28,23 +30,12 @@ const START: Duration = Duration::from_secs(60);
 const FAST: &str = "0.01";
 
 async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollector {
-    let args = plane
-        .collector_args(&[
-            "--rotate-tokens",
-            "--rotation-fraction",
-            fraction,
-            "--rotation-retry-seconds",
-            "2",
-            "--probe-period",
-            "2",
-            "--request-timeout",
-            "3",
-        ])
-        .unwrap();
-    RunningCollector::start(&args)
-        .await
-        .unwrap()
-        .with_reader(plane.admin_token())
+    let flags = [
+        &["--rotate-tokens"][..],
+        &fast_rotation_flags(fraction, "3"),
+    ]
+    .concat();
+    plane.start_collector(&flags).await.unwrap()
 }
 
 /// Reasons of the Events on member `name`'s Secret.
@@ -185,23 +176,11 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
         .write_secret("m00", &fresh, member.ca_pem())
         .await
         .unwrap();
+    // The re-seeded chain rotates.
     plane
-        .plane
-        .wait_condition(
-            "m00",
-            "CredentialsValid",
-            "True",
-            "CredentialsAccepted",
-            START,
-        )
+        .wait_rotated_from(&collector, "m00", &fresh, START)
         .await
         .unwrap();
-    eventually("the re-seeded chain rotates", START, || async {
-        rotations(&collector, "m00", "success").await >= 1.0
-    })
-    .await
-    .unwrap();
-    assert_ne!(plane.secret_token("m00").await.unwrap(), fresh);
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use e2e::{
     collector_run::temp_dir,
-    rotation_plane::{RotationPlane, eventually},
+    rotation_plane::{RotationPlane, eventually, fast_rotation_flags},
 };
 use testkit::{CollectorProcess, locate_collector};
 
@@ -19,23 +19,16 @@ const MEMBERS: usize = 6;
 const START: Duration = Duration::from_secs(60);
 
 async fn replica(plane: &RotationPlane, identity: &str) -> CollectorProcess {
+    let replica = [
+        "--insecure-serve-api",
+        "--leader-election-identity",
+        identity,
+        "--leader-election-lease-seconds",
+        "4",
+        "--rotate-tokens",
+    ];
     let args = plane
-        .collector_args(&[
-            "--insecure-serve-api",
-            "--leader-election-identity",
-            identity,
-            "--leader-election-lease-seconds",
-            "4",
-            "--rotate-tokens",
-            "--rotation-fraction",
-            "0.01",
-            "--rotation-retry-seconds",
-            "2",
-            "--probe-period",
-            "2",
-            "--request-timeout",
-            "2",
-        ])
+        .collector_args(&[&replica[..], &fast_rotation_flags("0.01", "2")].concat())
         .unwrap();
     let mut process = CollectorProcess::spawn(
         &locate_collector().unwrap(),
