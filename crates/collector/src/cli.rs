@@ -127,6 +127,12 @@ pub struct Args {
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub exec_timeout: u64,
 
+    /// Exec credential plugins that may run at once, across all members. A run waits for its
+    /// turn within its `--exec-timeout`, so a fleet of exec members cannot start thousands of
+    /// processes together.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub exec_max_concurrent: u64,
+
     /// Namespaces a Karmada `Cluster`'s `secretRef` may name (repeatable, or comma-separated).
     /// A Cluster naming another is `SecretForbidden` and no Secret of that namespace is read,
     /// so whoever may write a Cluster cannot make Tether read a token from anywhere its RBAC
@@ -439,6 +445,7 @@ impl Args {
         let policy = ExecPolicy::declaring(declared.declarations().cloned())
             .also_allowing(self.allow_exec.iter().cloned())
             .with_timeout(Duration::from_secs(self.exec_timeout))
+            .with_max_concurrent(usize::try_from(self.exec_max_concurrent).unwrap_or(16))
             .with_run_as(self.exec_run_as);
         // The owner of /proc/self is the process's effective user.
         let own = std::fs::metadata("/proc/self").map(|meta| meta.uid()).ok();

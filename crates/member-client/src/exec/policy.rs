@@ -38,6 +38,8 @@ pub struct ExecPolicy {
     plugins: Arc<[Arc<PluginDeclaration>]>,
     timeout: Duration,
     run_as: Option<RunAs>,
+    /// Plugin processes that may run at once, shared by every clone of the policy.
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl ExecPolicy {
@@ -48,6 +50,9 @@ impl ExecPolicy {
     pub const MAX_STDOUT: usize = 1024 * 1024;
     /// The most of a plugin's stderr kept, in bytes: its end, which says why it failed.
     pub const MAX_STDERR: usize = 64 * 1024;
+    /// Plugins run at once when [`with_max_concurrent`](Self::with_max_concurrent) is not
+    /// called.
+    pub const DEFAULT_MAX_CONCURRENT: usize = 16;
 
     /// A policy that allows the given plugin paths as `--allow-exec` does: each alone, with no
     /// fixed argument or variable, accepting no argument and no variable from a definition
@@ -67,6 +72,7 @@ impl ExecPolicy {
             plugins: Arc::from([]),
             timeout: Self::DEFAULT_TIMEOUT,
             run_as: None,
+            permits: Arc::new(tokio::sync::Semaphore::new(Self::DEFAULT_MAX_CONCURRENT)),
         }
         .also_declaring(declarations)
     }
@@ -108,6 +114,7 @@ impl ExecPolicy {
             plugins: Arc::from([declaration]),
             timeout: self.timeout,
             run_as: self.run_as,
+            permits: self.permits.clone(),
         }
     }
 
@@ -121,6 +128,21 @@ impl ExecPolicy {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// Runs at most `max` plugin processes at once (at least one), across every member and
+    /// every clone of this policy (`--exec-max-concurrent`). A run waits for its turn within
+    /// its own [`timeout`](Self::timeout): one that waits too long is `TimedOut`.
+    #[must_use]
+    pub fn with_max_concurrent(mut self, max: usize) -> Self {
+        self.permits = Arc::new(tokio::sync::Semaphore::new(max.max(1)));
+        self
+    }
+
+    /// A turn to run a plugin: held for the run, then given back.
+    pub(super) async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // The semaphore is never closed.
+        self.permits.acquire().await.ok()
     }
 
     /// Runs every plugin as `run_as` (`--exec-run-as`) instead of the collector's own user.

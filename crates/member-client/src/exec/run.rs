@@ -39,7 +39,8 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 /// [`ExecPolicy::with_run_as`], the plugin runs as that user and group, with no
 /// supplementary group, and its `HOME` is theirs.
 ///
-/// Everything, the check included, is bounded by [`ExecPolicy::timeout`]: at the deadline,
+/// At most [`ExecPolicy::with_max_concurrent`] plugins run at once; the wait for a turn, the
+/// check and the run are all bounded by [`ExecPolicy::timeout`]: at the deadline,
 /// the plugin's process group is killed, so a grandchild that holds stdout open ends too.
 ///
 /// ```no_run
@@ -65,6 +66,11 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
     let timeout = policy.timeout();
     let deadline = Instant::now() + timeout;
     let timed_out = ExecFailure::TimedOut { after: timeout };
+    // The wait for a turn counts against the run's deadline; the turn is held until the
+    // plugin is reaped and its HOME removed.
+    let Ok(Some(_turn)) = tokio::time::timeout_at(deadline, policy.turn()).await else {
+        return Err(timed_out.into());
+    };
 
     let check = {
         let (policy, config) = (policy.clone(), config.clone());

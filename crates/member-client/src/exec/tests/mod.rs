@@ -1,6 +1,7 @@
 //! [`run`] against real `#!/bin/sh` plugins written at test time.
 
 mod allow_list;
+mod concurrency;
 mod failures;
 mod output_bounds;
 mod properties;
