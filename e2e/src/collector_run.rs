@@ -2,7 +2,7 @@
 
 use std::{
     net::SocketAddr,
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::atomic::{AtomicU32, Ordering},
     time::Duration,
 };
@@ -182,6 +182,26 @@ pub fn control_plane_args(
     token: &str,
 ) -> anyhow::Result<Vec<String>> {
     testkit::control_plane_flags(control_plane, token, &temp_dir("collector")?)
+}
+
+/// Spawns the `collector` binary with `args` and its stderr in `log_dir`
+/// ([`testkit::CollectorProcess::spawn`]), keeps its stdout drained (a full pipe would block
+/// it), and returns once it is healthy.
+///
+/// # Errors
+/// No binary, the spawn failing, or not healthy within `limit`.
+pub async fn spawn_healthy(
+    args: &[String],
+    log_dir: &Path,
+    limit: Duration,
+) -> anyhow::Result<testkit::CollectorProcess> {
+    let mut process =
+        testkit::CollectorProcess::spawn(&testkit::locate_collector()?, args, log_dir)?;
+    if let Some(mut stdout) = process.take_stdout() {
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    }
+    process.wait_until_healthy(limit).await?;
+    Ok(process)
 }
 
 /// The sum of the samples of metric `name` in the exposition `text` whose labels contain

@@ -16,12 +16,12 @@ use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 
 use cluster_registry::{secret_binding::MEMBER_LABEL, token_rotation::ROTATE_NOW_ANNOTATION};
 use e2e::{
-    collector_run::{collector_check, control_plane_args, temp_dir},
+    collector_run::{collector_check, control_plane_args, spawn_healthy, temp_dir},
     karmada_plane::KarmadaPlane,
     rotation_plane::rotation_annotations,
     scenario::HOUR,
 };
-use testkit::{CollectorProcess, Environment, HostileEndpoint, locate_collector};
+use testkit::{Environment, HostileEndpoint};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(60);
@@ -80,17 +80,9 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         // The operator allows minting: still only for a member's own Secret.
         "--rotate-tokens".to_owned(),
     ]);
-    let mut collector = CollectorProcess::spawn(
-        &locate_collector().unwrap(),
-        &args,
-        &temp_dir("binding").unwrap(),
-    )
-    .unwrap();
-    // Its stdout is a pipe: keep it drained.
-    if let Some(mut stdout) = collector.take_stdout() {
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    }
-    collector.wait_until_healthy(START).await.unwrap();
+    let mut collector = spawn_healthy(&args, &temp_dir("binding").unwrap(), START)
+        .await
+        .unwrap();
     plane
         .wait_condition("member1", "Ready", "True", "MemberReady", START)
         .await

@@ -24,12 +24,12 @@ use std::{
 };
 
 use e2e::{
-    collector_run::{control_plane_args, get_as, temp_dir},
+    collector_run::{control_plane_args, get_as, spawn_healthy, temp_dir},
     karmada_plane::KarmadaPlane,
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use testkit::{CollectorProcess, Environment, http_get, locate_collector};
+use testkit::{CollectorProcess, Environment, http_get};
 use tokio::io::AsyncWriteExt as _;
 
 const START: Duration = Duration::from_secs(60);
@@ -73,17 +73,9 @@ async fn start_collector(env: &Environment) -> CollectorProcess {
         ]
         .map(str::to_owned),
     );
-    let mut collector = CollectorProcess::spawn(
-        &locate_collector().unwrap(),
-        &args,
-        &temp_dir("serving").unwrap(),
-    )
-    .unwrap();
-    if let Some(mut stdout) = collector.take_stdout() {
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    }
-    collector.wait_until_healthy(START).await.unwrap();
-    collector
+    spawn_healthy(&args, &temp_dir("serving").unwrap(), START)
+        .await
+        .unwrap()
 }
 
 /// One slow client: connects from `source`, sends one header byte every 3 s and never
@@ -331,11 +323,7 @@ async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restar
         key.to_str().unwrap(),
     ]
     .map(str::to_owned);
-    let mut collector = CollectorProcess::spawn(&locate_collector().unwrap(), &args, &dir).unwrap();
-    if let Some(mut stdout) = collector.take_stdout() {
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    }
-    collector.wait_until_healthy(START).await.unwrap();
+    let mut collector = spawn_healthy(&args, &dir, START).await.unwrap();
     let (api, pid) = (collector.addr, collector.pid());
 
     // TLS only: a cleartext request gets no answer.
