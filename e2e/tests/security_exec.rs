@@ -20,10 +20,10 @@ use std::{
 };
 
 use e2e::{
-    collector_run::{collector_check, temp_dir},
-    kubeconfig_plane::plugin_path,
+    collector_run::{collector_check, spawn_healthy, temp_dir},
+    kubeconfig_plane::{plugin_path, read_api::process_condition},
 };
-use testkit::{CollectorProcess, HostileEndpoint, locate_collector};
+use testkit::{CollectorProcess, HostileEndpoint};
 use tokio::time::Instant;
 
 const START: Duration = Duration::from_secs(15);
@@ -103,10 +103,7 @@ impl Fleet {
         args.extend(exec_flags.iter().map(|f| (*f).to_owned()));
         let logs = self.dir.join("logs");
         std::fs::create_dir_all(&logs).unwrap();
-        let mut process =
-            CollectorProcess::spawn(&locate_collector().unwrap(), &args, &logs).unwrap();
-        process.wait_until_healthy(START).await.unwrap();
-        process
+        spawn_healthy(&args, &logs, START).await.unwrap()
     }
 }
 
@@ -116,22 +113,8 @@ fn plugin() -> PathBuf {
 
 /// `status/reason: message` of condition `type_` of `member`, if the read API shows it.
 async fn condition(process: &CollectorProcess, member: &str, type_: &str) -> Option<String> {
-    let (status, body) = process
-        .get(&format!("/api/v1/clusters/{member}"))
-        .await
-        .ok()?;
-    if status != 200 {
-        return None;
-    }
-    let cluster: serde_json::Value = serde_json::from_str(&body).ok()?;
-    let found = (cluster["conditions"].as_array()?.iter()).find(|c| c["type"] == type_)?;
-    let text = |key: &str| found[key].as_str().unwrap_or_default().to_owned();
-    Some(format!(
-        "{}/{}: {}",
-        text("status"),
-        text("reason"),
-        text("message")
-    ))
+    let found = process_condition(process, member, type_).await?;
+    Some(format!("{}: {}", found.short(), found.message))
 }
 
 /// Polls until `member`'s `CredentialsValid` starts with `want` (`status/reason`).

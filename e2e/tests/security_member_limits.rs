@@ -28,10 +28,13 @@ use std::{
     time::Duration,
 };
 
-use e2e::collector_run::temp_dir;
+use e2e::{
+    collector_run::{spawn_healthy, temp_dir},
+    kubeconfig_plane::read_api::process_condition,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use testkit::{CollectorProcess, Environment, HostileEndpoint, Misbehaviour, locate_collector};
+use testkit::{CollectorProcess, Environment, HostileEndpoint, Misbehaviour};
 use tokio::time::Instant;
 
 const START: Duration = Duration::from_secs(60);
@@ -67,17 +70,8 @@ fn memory_of(pid: u32) -> (u64, u64) {
 
 /// `status/reason: message` of `member`'s `Ready` condition, if the read API shows one.
 async fn ready(process: &CollectorProcess, member: &str) -> Option<(String, String, String)> {
-    let (status, body) = process
-        .get(&format!("/api/v1/clusters/{member}"))
-        .await
-        .ok()?;
-    if status != 200 {
-        return None;
-    }
-    let cluster: serde_json::Value = serde_json::from_str(&body).ok()?;
-    let found = (cluster["conditions"].as_array()?.iter()).find(|c| c["type"] == "Ready")?;
-    let text = |key: &str| found[key].as_str().unwrap_or_default().to_owned();
-    Some((text("status"), text("reason"), text("message")))
+    let found = process_condition(process, member, "Ready").await?;
+    Some((found.status, found.reason, found.message))
 }
 
 /// Writes member file `name.yaml` for `endpoint` under the CA in `ca_file`, with the token
@@ -184,12 +178,7 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
     .to_vec();
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs).unwrap();
-    let mut collector =
-        CollectorProcess::spawn(&locate_collector().unwrap(), &args, &logs).unwrap();
-    if let Some(mut stdout) = collector.take_stdout() {
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    }
-    collector.wait_until_healthy(START).await.unwrap();
+    let mut collector = spawn_healthy(&args, &logs, START).await.unwrap();
     let pid = collector.pid();
 
     // The baseline: the real member mirrored, nothing hostile yet.

@@ -7,7 +7,7 @@ use std::{
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, api::PostParams};
-use testkit::{Cluster, deployment};
+use testkit::{Cluster, CollectorProcess, deployment};
 use tokio::time::Instant;
 
 use crate::collector_run::RunningCollector;
@@ -40,6 +40,27 @@ pub async fn condition(
         .get_json(&format!("/api/v1/clusters/{member}"))
         .await
         .ok()?;
+    condition_of(&cluster, type_)
+}
+
+/// [`condition`], as the read API of a collector process shows it.
+pub async fn process_condition(
+    process: &CollectorProcess,
+    member: &str,
+    type_: &str,
+) -> Option<Condition> {
+    let (status, body) = process
+        .get(&format!("/api/v1/clusters/{member}"))
+        .await
+        .ok()?;
+    if status != 200 {
+        return None;
+    }
+    condition_of(&serde_json::from_str(&body).ok()?, type_)
+}
+
+/// Condition `type_` of `cluster`, a member as the read API shows it.
+fn condition_of(cluster: &serde_json::Value, type_: &str) -> Option<Condition> {
     let found = cluster["conditions"]
         .as_array()?
         .iter()
