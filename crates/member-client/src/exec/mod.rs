@@ -48,6 +48,7 @@
 //! [KEP-541]: https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
 
 mod config;
+mod descendants;
 mod error;
 mod exec_credential;
 mod exec_info;

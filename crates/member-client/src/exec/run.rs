@@ -11,8 +11,8 @@ use tokio::{
 use crate::Text;
 
 use super::{
-    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, RunAs, exec_credential, exec_info,
-    plugin_declaration::Invocation, private_home::PrivateHome,
+    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, RunAs, descendants,
+    exec_credential, exec_info, plugin_declaration::Invocation, private_home::PrivateHome,
 };
 
 /// The plugin's `PATH`, whatever the collector's is: system directories only.
@@ -84,6 +84,7 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
             Ok::<_, ExecError>((invocation, home))
         })
     };
+    descendants::adopt_orphans();
     let (invocation, home) = match tokio::time::timeout_at(deadline, check).await {
         Ok(Ok(checked)) => checked?,
         // NB: the check only reads metadata; it cannot panic short of a bug, so refuse.
@@ -104,8 +105,13 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
         timed_out,
     )
     .await;
-    // Removal reads the file system; a plugin may have left a tree behind.
-    let _ = tokio::task::spawn_blocking(move || home.remove()).await;
+    // Removal reads the file system; a plugin may have left a tree behind. The sweep reads
+    // /proc and reaps what it kills.
+    let _ = tokio::task::spawn_blocking(move || {
+        descendants::sweep();
+        home.remove()
+    })
+    .await;
     exec_credential::parse(&stdout?, config.api_version)
         .map_err(|bad| ExecFailure::BadOutput(bad).into())
 }
@@ -142,7 +148,7 @@ async fn execute(
     let child = command
         .spawn()
         .map_err(|err| ExecFailure::Spawn(Text::new(&err.to_string())))?;
-    let mut plugin = Plugin(child);
+    let mut plugin = Plugin::started(child);
 
     match tokio::time::timeout_at(deadline, collect(&mut plugin.0)).await {
         Ok(Ok(done)) => done,
@@ -158,10 +164,19 @@ async fn execute(
 }
 
 /// A started plugin. Dropped before it is reaped (on a failure, or when the caller drops the
-/// run), it kills its whole process group.
-struct Plugin(Child);
+/// run), it kills its whole process group. Its descendants that left the group are swept
+/// after the run ([`descendants`]).
+struct Plugin(Child, Option<i32>);
 
 impl Plugin {
+    fn started(child: Child) -> Self {
+        let pid = child.id().and_then(|id| i32::try_from(id).ok());
+        if let Some(pid) = pid {
+            descendants::started(pid);
+        }
+        Self(child, pid)
+    }
+
     /// Kills the group and reaps the plugin, within [`REAP_WAIT`].
     async fn kill(&mut self) {
         self.kill_group();
@@ -188,6 +203,10 @@ impl Plugin {
 impl Drop for Plugin {
     fn drop(&mut self) {
         self.kill_group();
+        if let Some(pid) = self.1 {
+            // `id` is `None` once tokio has reaped it.
+            descendants::ended(pid, self.0.id().is_none());
+        }
     }
 }
 

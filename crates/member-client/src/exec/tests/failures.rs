@@ -3,7 +3,7 @@
 use super::*;
 
 /// Whether `pid` runs; a zombie only waits to be reaped, so it counts as ended.
-fn running(pid: &str) -> bool {
+pub(super) fn running(pid: &str) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         !stat
             .rsplit(')')
@@ -15,7 +15,7 @@ fn running(pid: &str) -> bool {
 }
 
 /// Waits (at most 2 s) for `pid` to end: an orphan is reaped by init, not by us.
-async fn ended(pid: &str) -> bool {
+pub(super) async fn ended(pid: &str) -> bool {
     let give_up = Instant::now() + Duration::from_secs(2);
     while running(pid) {
         if Instant::now() > give_up {

@@ -2,6 +2,7 @@
 
 mod allow_list;
 mod concurrency;
+mod descendants;
 mod failures;
 mod output_bounds;
 mod properties;
