@@ -10,10 +10,10 @@
 use std::time::Duration;
 
 use e2e::{
-    collector_run::temp_dir,
+    collector_run::{spawn_healthy, temp_dir},
     rotation_plane::{RotationPlane, eventually, fast_rotation_flags},
 };
-use testkit::{CollectorProcess, locate_collector};
+use testkit::CollectorProcess;
 
 const MEMBERS: usize = 6;
 const START: Duration = Duration::from_secs(60);
@@ -30,18 +30,9 @@ async fn replica(plane: &RotationPlane, identity: &str) -> CollectorProcess {
     let args = plane
         .collector_args(&[&replica[..], &fast_rotation_flags("0.01", "2")].concat())
         .unwrap();
-    let mut process = CollectorProcess::spawn(
-        &locate_collector().unwrap(),
-        &args,
-        &temp_dir(identity).unwrap(),
-    )
-    .unwrap();
-    // Its stdout is a pipe: keep it drained.
-    if let Some(mut stdout) = process.take_stdout() {
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    }
-    process.wait_until_healthy(START).await.unwrap();
-    process
+    spawn_healthy(&args, &temp_dir(identity).unwrap(), START)
+        .await
+        .unwrap()
 }
 
 /// The sum of metric `name`'s samples containing `label`.
