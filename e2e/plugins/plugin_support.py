@@ -1,5 +1,6 @@
 """What the test exec credential plugins share: the environment they read, one JSON request
-to a loopback apiserver (no proxy, no redirect, a timeout), and errors worth one line.
+to a loopback apiserver (no proxy, no redirect, a timeout), the ExecCredential they print, and
+errors worth one line.
 
 Python 3 standard library only. The plugins find it beside them (Python puts a script's own
 directory first on its import path).
@@ -10,11 +11,13 @@ import ipaddress
 import json
 import os
 import ssl
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 
 TIMEOUT_SECONDS = 10
+DEFAULT_API_VERSION = "client.authentication.k8s.io/v1"
 
 
 class PluginError(Exception):
@@ -109,3 +112,25 @@ def status_reason(error):
         return str(status.get("reason") or error.reason)
     except (ValueError, AttributeError, OSError):
         return str(error.reason)
+
+
+def print_credential(token, api_version=DEFAULT_API_VERSION, expiry=None):
+    """Prints the ExecCredential that hands out `token`, with `expiry` when there is one."""
+    status = {"token": token}
+    if expiry is not None:
+        status["expirationTimestamp"] = expiry
+    credential = {"apiVersion": api_version, "kind": "ExecCredential", "status": status}
+    sys.stdout.write(json.dumps(credential) + "\n")
+
+
+def run(program, main):
+    """Runs `main`; a failure is one line on stderr and exit status 1, never a traceback that
+    might hold a token."""
+    try:
+        main()
+    except PluginError as e:
+        print(f"{program}: {e}", file=sys.stderr)
+        sys.exit(1)
+    except Exception as e:  # noqa: BLE001
+        print(f"{program}: unexpected {type(e).__name__}", file=sys.stderr)
+        sys.exit(1)

@@ -28,9 +28,17 @@ import urllib.parse
 
 # The shared module must not leave compiled files in the source tree.
 sys.dont_write_bytecode = True
-from plugin_support import PluginError, call, count_run, loopback_server, required  # noqa: E402
+from plugin_support import (  # noqa: E402
+    DEFAULT_API_VERSION,
+    PluginError,
+    call,
+    count_run,
+    loopback_server,
+    print_credential,
+    required,
+    run,
+)
 
-DEFAULT_API_VERSION = "client.authentication.k8s.io/v1"
 SECRET_TOKEN_KEY = "token"
 
 
@@ -77,20 +85,8 @@ def main():
         raise PluginError(f"secret {ns}/{name} key {SECRET_TOKEN_KEY!r} is not a UTF-8 token") from None
     if not token:
         raise PluginError(f"secret {ns}/{name} key {SECRET_TOKEN_KEY!r} is empty")
-    credential = {
-        "apiVersion": api_version,
-        "kind": "ExecCredential",
-        "status": {"token": token},
-    }
-    sys.stdout.write(json.dumps(credential) + "\n")
+    print_credential(token, api_version)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except PluginError as e:
-        print(f"secretreader-plugin: {e}", file=sys.stderr)
-        sys.exit(1)
-    except Exception as e:  # noqa: BLE001 - one line, never a traceback that might hold a token
-        print(f"secretreader-plugin: unexpected {type(e).__name__}", file=sys.stderr)
-        sys.exit(1)
+    run("secretreader-plugin", main)

@@ -10,10 +10,11 @@ On any error: one line on stderr (never a token), nothing on stdout, exit status
 Python 3 standard library only.
 """
 
-import json
 import sys
 
+# The shared module must not leave compiled files in the source tree.
 sys.dont_write_bytecode = True
+from plugin_support import print_credential  # noqa: E402
 
 
 def main():
@@ -23,12 +24,7 @@ def main():
         token = f.read().strip()
     if not token:
         raise OSError("the token file is empty")
-    credential = {
-        "apiVersion": "client.authentication.k8s.io/v1",
-        "kind": "ExecCredential",
-        "status": {"token": token},
-    }
-    sys.stdout.write(json.dumps(credential) + "\n")
+    print_credential(token)
 
 
 if __name__ == "__main__":

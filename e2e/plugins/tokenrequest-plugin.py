@@ -26,9 +26,17 @@ import urllib.parse
 
 # The shared module must not leave compiled files in the source tree.
 sys.dont_write_bytecode = True
-from plugin_support import PluginError, call, count_run, loopback_server, required  # noqa: E402
+from plugin_support import (  # noqa: E402
+    DEFAULT_API_VERSION,
+    PluginError,
+    call,
+    count_run,
+    loopback_server,
+    print_credential,
+    required,
+    run,
+)
 
-DEFAULT_API_VERSION = "client.authentication.k8s.io/v1"
 
 
 def exec_api_version():
@@ -82,20 +90,8 @@ def main():
     token, expiry = status.get("token"), status.get("expirationTimestamp")
     if not token or not expiry:
         raise PluginError(f"TokenRequest for {ns}/{name} returned no token or no expiry")
-    credential = {
-        "apiVersion": api_version,
-        "kind": "ExecCredential",
-        "status": {"token": token, "expirationTimestamp": expiry},
-    }
-    sys.stdout.write(json.dumps(credential) + "\n")
+    print_credential(token, api_version, expiry)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except PluginError as e:
-        print(f"tokenrequest-plugin: {e}", file=sys.stderr)
-        sys.exit(1)
-    except Exception as e:  # noqa: BLE001 - one line, never a traceback that might hold a token
-        print(f"tokenrequest-plugin: unexpected {type(e).__name__}", file=sys.stderr)
-        sys.exit(1)
+    run("tokenrequest-plugin", main)
