@@ -111,8 +111,8 @@ pub mod kubeconfig;
 pub mod kubeconfig_secrets;
 pub mod labels;
 mod member;
-mod members_dir;
 mod member_table;
+mod members_dir;
 #[cfg(test)]
 mod parser_properties;
 mod registry;

@@ -661,7 +661,10 @@ mod tests {
         let args = Args::try_parse_from(["collector", "--exec-plugins", &bad]).unwrap();
         let err = format!("{:#}", args.exec_policy().unwrap_err());
         assert!(err.contains("absolute path"), "{err}");
-        let defaults = Args::try_parse_from(["collector"]).unwrap().exec_policy().unwrap();
+        let defaults = Args::try_parse_from(["collector"])
+            .unwrap()
+            .exec_policy()
+            .unwrap();
         assert!(!defaults.allows_any());
         assert_eq!(defaults.run_as(), None);
         std::fs::remove_dir_all(&dir).unwrap();
