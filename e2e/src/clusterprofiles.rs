@@ -25,7 +25,12 @@ use kube::{
 use serde_json::{Value, json};
 use testkit::{Cluster, crd};
 
-use crate::{kubeconfig_plane::Kubeconfig, manifest::clusterprofile_crd_path, scenario::HOUR};
+use crate::{
+    collector_run::RunningCollector,
+    kubeconfig_plane::Kubeconfig,
+    manifest::clusterprofile_crd_path,
+    scenario::{HOUR, Scenario},
+};
 
 /// How long the apiserver may take to serve a new CRD.
 const CRD_READY: Duration = Duration::from_secs(30);
@@ -248,6 +253,29 @@ pub async fn grant_consumer(
             .with_context(|| format!("creating RoleBinding {namespace}/{name}"))?;
     }
     Ok(())
+}
+
+/// Replaces `scenario`'s collector with one that publishes ClusterProfiles into `inventory`
+/// (the CRD installed and the namespace created first), and waits up to `limit` for
+/// `member`'s profile: returns the new collector and the profile as JSON.
+///
+/// # Errors
+/// API errors, the collector not starting, or no profile within `limit`.
+pub async fn start_publishing(
+    scenario: &mut Scenario,
+    inventory: &str,
+    member: &str,
+    limit: Duration,
+) -> anyhow::Result<(RunningCollector, Value)> {
+    scenario.collector.stop().await;
+    let control_plane = scenario.env.control_plane().clone();
+    crd::install_cluster_profile_crd(&control_plane.admin_client()?).await?;
+    control_plane.create_namespace_named(inventory).await?;
+    let collector = scenario
+        .start_collector(&["--publish-clusterprofiles", inventory])
+        .await?;
+    let profile = wait_published(&control_plane, inventory, member, limit).await?;
+    Ok((collector, profile))
 }
 
 /// Waits up to `limit` until the collector has published `member`'s profile in `inventory`

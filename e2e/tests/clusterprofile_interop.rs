@@ -14,11 +14,11 @@
 use std::time::Duration;
 
 use e2e::{
-    clusterprofiles::{Consumer, grant_consumer, wait_published},
+    clusterprofiles::{Consumer, grant_consumer, start_publishing},
     interop_client::{self, ProfileRef, Running, is_added, is_list_with},
     scenario::{HOUR, Scenario},
 };
-use testkit::{crd, karmada::SECRET_NAMESPACE};
+use testkit::karmada::SECRET_NAMESPACE;
 
 const PROBE: Duration = Duration::from_secs(1);
 const PUBLISHED: Duration = Duration::from_secs(30);
@@ -32,22 +32,10 @@ const TTL: &str = "3s";
 async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotation() {
     let credential = testkit::locate_binary("tether-credential").unwrap();
     let mut scenario = Scenario::start(1, PROBE).await.unwrap();
-    scenario.collector.stop().await;
+    let (_collector, profile) = start_publishing(&mut scenario, INVENTORY, MEMBER, PUBLISHED)
+        .await
+        .unwrap();
     let control_plane = scenario.env.control_plane().clone();
-    crd::install_cluster_profile_crd(&control_plane.admin_client().unwrap())
-        .await
-        .unwrap();
-    control_plane
-        .create_namespace_named(INVENTORY)
-        .await
-        .unwrap();
-    let _collector = scenario
-        .start_collector(&["--publish-clusterprofiles", INVENTORY])
-        .await
-        .unwrap();
-    let profile = wait_published(&control_plane, INVENTORY, MEMBER, PUBLISHED)
-        .await
-        .unwrap();
     println!("published: {}", profile["status"]);
 
     // The consumer: its own ServiceAccount on the control plane, allowed to get the profile and

@@ -28,7 +28,7 @@ use std::{
 };
 
 use e2e::{
-    clusterprofiles::{Consumer, grant_consumer, wait_published},
+    clusterprofiles::{Consumer, grant_consumer, start_publishing},
     interop_client::{self, ProfileRef},
     kubeconfig_plane::{
         Kubeconfig,
@@ -293,21 +293,11 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
         .await
         .unwrap();
     let mut scenario = Scenario::start(1, PROBE).await.unwrap();
-    scenario.collector.stop().await;
+    let (_collector, published) = start_publishing(&mut scenario, INVENTORY, VICTIM, START)
+        .await
+        .unwrap();
     let control_plane = scenario.env.control_plane().clone();
     let admin = control_plane.admin_client().unwrap();
-    crd::install_cluster_profile_crd(&admin).await.unwrap();
-    control_plane
-        .create_namespace_named(INVENTORY)
-        .await
-        .unwrap();
-    let _collector = scenario
-        .start_collector(&["--publish-clusterprofiles", INVENTORY])
-        .await
-        .unwrap();
-    let published = wait_published(&control_plane, INVENTORY, VICTIM, START)
-        .await
-        .unwrap();
     let server = published["status"]["accessProviders"][0]["cluster"]["server"].clone();
 
     // The collector marked member1's Secret with the member and the server it published.
