@@ -28,6 +28,8 @@ use std::{
 
 use rustix::process::{Pid, Signal, WaitOptions};
 
+use super::process_table;
+
 /// Rounds of a sweep: each catches the children of what the last one killed.
 const ROUNDS: usize = 8;
 
@@ -76,52 +78,18 @@ pub(super) fn ended(pid: i32, reaped: bool) {
     plugins.ended.insert(pid);
 }
 
-/// One process as `/proc/<pid>/stat` says.
-struct Stat {
-    pid: i32,
-    ppid: i32,
-    pgid: i32,
-    sid: i32,
-}
-
-fn stat(pid: i32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: the fields follow the last `)`.
-    let mut fields = text.get(text.rfind(')')? + 1..)?.split_whitespace().skip(1);
-    let mut next = || fields.next()?.parse::<i32>().ok();
-    Some(Stat {
-        pid,
-        ppid: next()?,
-        pgid: next()?,
-        sid: next()?,
-    })
-}
-
-fn processes() -> Vec<Stat> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(stat)
-        .collect()
-}
-
 /// Kills and reaps the collector's children that descend from ended plugins; see the module
 /// documentation. Blocking: it reads `/proc` and waits up to [`REAP_WAIT`] per round.
 pub(super) fn sweep() {
-    let me = rustix::process::getpid().as_raw_nonzero().get();
-    let Ok(session) = rustix::process::getsid(None) else {
-        return;
-    };
-    let session = session.as_raw_nonzero().get();
+    let session = process_table::own_session();
     for _ in 0..ROUNDS {
         let (live, ended) = {
             let plugins = plugins();
             (plugins.live.clone(), plugins.ended.clone())
         };
-        let all = processes();
+        let all = process_table::processes();
         let strays: Vec<Pid> = (all.iter())
-            .filter(|p| p.ppid == me && !live.contains(&p.pid))
+            .filter(|p| p.child_of_collector && !live.contains(&p.pid))
             .filter(|p| ended.contains(&p.pgid) || p.sid != session)
             .filter_map(|p| Pid::from_raw(p.pid))
             .collect();

@@ -56,6 +56,7 @@ mod plugin_declaration;
 mod plugin_file;
 mod policy;
 mod private_home;
+mod process_table;
 mod refused_env;
 mod run;
 mod run_as;

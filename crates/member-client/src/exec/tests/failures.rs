@@ -2,16 +2,11 @@
 
 use super::*;
 
-/// Whether `pid` runs; a zombie only waits to be reaped, so it counts as ended.
+/// Whether `pid` runs; a zombie only waits to be reaped, so it counts as ended. Read through
+/// the process table, so that a `/proc` of another PID namespace is not misread.
 pub(super) fn running(pid: &str) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
+    let pid: i32 = pid.trim().parse().expect("a pid");
+    (crate::exec::process_table::processes().iter()).any(|p| p.pid == pid && !p.zombie)
 }
 
 /// Waits (at most 2 s) for `pid` to end: an orphan is reaped by init, not by us.
