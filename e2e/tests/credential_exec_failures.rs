@@ -52,11 +52,11 @@ fn killed_in_time(runs: &str) -> usize {
         if now - started.parse::<f64>().unwrap() < old_enough {
             continue;
         }
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = testkit::proc_file(pid.parse().unwrap(), "cmdline");
         assert!(
             cmdline.is_empty(),
             "run {pid} outlived --exec-timeout: {:?}",
-            String::from_utf8_lossy(&cmdline)
+            cmdline
         );
         checked += 1;
     }

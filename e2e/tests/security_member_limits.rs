@@ -51,7 +51,7 @@ const MAX_OBJECTS: &str = "20000";
 
 /// `VmRSS` and `VmHWM` of process `pid`, in bytes.
 fn memory_of(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = testkit::proc_file(pid, "status");
     let field = |name: &str| {
         status
             .lines()

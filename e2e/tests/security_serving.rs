@@ -199,7 +199,7 @@ async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do(
 }
 
 fn collector_alive(collector: &CollectorProcess) -> bool {
-    std::path::Path::new(&format!("/proc/{}", collector.pid())).exists()
+    testkit::proc_dir(collector.pid()).is_some()
 }
 
 /// [`RANDOM_TOKEN_REQUESTS`] requests for `/metrics`, each with a fresh random token,

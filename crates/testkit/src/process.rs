@@ -140,8 +140,10 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
 
 /// Resident set size of a running process, from `/proc/<pid>/status` (`VmRSS`).
 pub(crate) fn rss_bytes(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let path = format!("/proc/<{pid}>/status");
+    let status = crate::proc_dir(pid)
+        .and_then(|dir| std::fs::read_to_string(dir.join("status")).ok())
+        .with_context(|| format!("reading {path}"))?;
     let kib = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))

@@ -23,7 +23,9 @@ impl ProcSample {
     /// # Errors
     /// The process is gone or `/proc` is unreadable.
     pub fn read(pid: u32) -> anyhow::Result<Self> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        // Through testkit, which finds the process when `/proc` is an outer namespace's.
+        let dir = testkit::proc_dir(pid).with_context(|| format!("no /proc entry for {pid}"))?;
+        let status = std::fs::read_to_string(dir.join("status"))
             .with_context(|| format!("reading /proc/{pid}/status"))?;
         let kib = |key: &str| -> anyhow::Result<u64> {
             status
@@ -34,7 +36,7 @@ impl ProcSample {
                 .map(|v| v * 1024)
                 .with_context(|| format!("no {key} in /proc/{pid}/status"))
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        let stat = std::fs::read_to_string(dir.join("stat"))
             .with_context(|| format!("reading /proc/{pid}/stat"))?;
         // Fields after the command name (which is in parentheses and may hold spaces):
         // state is field 3, utime 14 and stime 15.
