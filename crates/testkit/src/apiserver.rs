@@ -2,13 +2,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow};
 
 use crate::assets::Assets;
 use crate::cluster::Cluster;
-use crate::process::{POLL, ServerProcess, rss_bytes};
+use crate::eventually::{IntoStep as _, Step, eventually};
+use crate::process::{ServerProcess, rss_bytes};
 
 /// How many log lines an error quotes.
 const TAIL: usize = 40;
@@ -109,30 +110,25 @@ impl Apiserver {
     /// If the process exits first or the deadline passes; the error names the log file and
     /// quotes its tail.
     pub(crate) async fn wait_ready(&mut self, cluster: &Cluster, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.process.exited()? {
-                bail!(
-                    "kube-apiserver for {} exited ({status}) before /readyz was ok; log {}:\n{}",
-                    cluster.name(),
-                    self.log_path().display(),
-                    self.process.log_tail(TAIL)
-                );
+        let what = format!("kube-apiserver for {} answers /readyz", cluster.name());
+        let ready = eventually(&what, timeout, || {
+            let exited = self.process.exited();
+            async move {
+                match exited {
+                    Ok(None) => cluster.readyz().await.into_step(),
+                    Ok(Some(status)) => Step::Fail(anyhow!("it exited ({status})")),
+                    Err(err) => Step::Fail(err),
+                }
             }
-            let last_error = match cluster.readyz().await {
-                Ok(_) => return Ok(()),
-                Err(e) => format!("{e:#}"),
-            };
-            if Instant::now() >= deadline {
-                bail!(
-                    "kube-apiserver for {} not ready after {timeout:?} (last: {last_error}); log {}:\n{}",
-                    cluster.name(),
-                    self.log_path().display(),
-                    self.process.log_tail(TAIL)
-                );
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        })
+        .await;
+        ready.map(drop).map_err(|err| {
+            anyhow!(
+                "{err:#}; log {}:\n{}",
+                self.log_path().display(),
+                self.process.log_tail(TAIL)
+            )
+        })
     }
 
     /// The process id.

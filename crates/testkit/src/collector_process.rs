@@ -13,9 +13,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
-use crate::{cluster::Cluster, plain_http::http_get, ports::free_loopback_addr, process::POLL};
+use crate::{
+    cluster::Cluster,
+    eventually::{Step, eventually},
+    plain_http::http_get,
+    ports::free_loopback_addr,
+};
 
 /// The environment variable that names the collector binary, overriding the search of
 /// [`locate_collector`].
@@ -183,23 +188,19 @@ impl CollectorProcess {
     /// # Errors
     /// The process exiting, or no answer within `limit` (both name the log directory).
     pub async fn wait_until_healthy(&mut self, limit: Duration) -> Result<()> {
-        let deadline = Instant::now() + limit;
-        while http_get(self.probe_addr, "/healthz").await.is_err() {
-            if !self.running() {
-                bail!(
-                    "the collector exited at start (logs in {})",
-                    self.log_dir.display()
-                );
+        let probe_addr = self.probe_addr;
+        let healthy = eventually("the collector serves /healthz", limit, || {
+            let running = self.running();
+            async move {
+                match http_get(probe_addr, "/healthz").await {
+                    Ok(_) => Step::Done(()),
+                    Err(_) if !running => Step::Fail(anyhow::anyhow!("it exited at start")),
+                    Err(err) => Step::Pending(format!("{err:#}")),
+                }
             }
-            if Instant::now() >= deadline {
-                bail!(
-                    "the collector did not serve /healthz within {limit:?} (logs in {})",
-                    self.log_dir.display()
-                );
-            }
-            tokio::time::sleep(POLL).await;
-        }
-        Ok(())
+        })
+        .await;
+        healthy.with_context(|| format!("logs in {}", self.log_dir.display()))
     }
 
     /// Its process id.
@@ -224,15 +225,12 @@ impl CollectorProcess {
             rustix::process::Signal::TERM,
         )
         .context("sending SIGTERM to the collector")?;
-        while self.running() {
-            if sent.elapsed() >= limit {
-                bail!(
-                    "the collector still runs {limit:?} after SIGTERM (logs in {})",
-                    self.log_dir.display()
-                );
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        let exited = eventually("the collector exits after SIGTERM", limit, || {
+            let running = self.running();
+            async move { !running }
+        })
+        .await;
+        exited.with_context(|| format!("logs in {}", self.log_dir.display()))?;
         Ok(sent.elapsed())
     }
 

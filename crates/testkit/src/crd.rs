@@ -2,12 +2,14 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, ensure};
+use anyhow::{Context as _, Result};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api, Client,
     api::{ApiResource, DynamicObject, ListParams, PostParams},
 };
+
+use crate::eventually::eventually;
 
 /// How long the control plane may take to serve a new CRD.
 const CRD_READY: Duration = Duration::from_secs(30);
@@ -30,20 +32,11 @@ pub async fn install_crd(client: &Client, yaml: &str, resource: &ApiResource) ->
         .await
         .with_context(|| format!("creating the {} CRD", resource.kind))?;
     let objects = Api::<DynamicObject>::all_with(client.clone(), resource);
-    let deadline = tokio::time::Instant::now() + CRD_READY;
-    while objects
-        .list_metadata(&ListParams::default().limit(1))
+    let what = format!("the {} CRD is served", resource.kind);
+    let one = ListParams::default().limit(1);
+    eventually(&what, CRD_READY, || objects.list_metadata(&one))
         .await
-        .is_err()
-    {
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the {} CRD was not served within {CRD_READY:?}",
-            resource.kind
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
+        .map(drop)
 }
 
 /// SIG-Multicluster's `multicluster.x-k8s.io/v1alpha1` `ClusterProfile`, for dynamic requests.

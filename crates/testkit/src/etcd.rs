@@ -2,15 +2,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::assets::Assets;
+use crate::eventually::{Step, eventually};
 use crate::ports::free_ports;
-use crate::process::{POLL, ServerProcess};
+use crate::process::ServerProcess;
 
 /// How many log lines an error quotes.
 const TAIL: usize = 30;
@@ -87,27 +88,29 @@ impl Etcd {
     }
 
     async fn wait_healthy(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.process.exited()? {
-                bail!(
-                    "etcd exited ({status}) before it was healthy; log {}:\n{}",
-                    self.log_path().display(),
-                    self.process.log_tail(TAIL)
-                );
+        let port = self.client_port;
+        let healthy = eventually("etcd reports itself healthy", timeout, || {
+            let exited = self.process.exited();
+            async move {
+                match exited {
+                    Ok(None) => match health(port).await {
+                        Ok(true) => Step::Done(()),
+                        Ok(false) => Step::Pending("/health not ok".to_owned()),
+                        Err(err) => Step::Pending(format!("{err:#}")),
+                    },
+                    Ok(Some(status)) => Step::Fail(anyhow!("it exited ({status})")),
+                    Err(err) => Step::Fail(err),
+                }
             }
-            if health(self.client_port).await.unwrap_or(false) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                bail!(
-                    "etcd not healthy after {timeout:?}; log {}:\n{}",
-                    self.log_path().display(),
-                    self.process.log_tail(TAIL)
-                );
-            }
-            tokio::time::sleep(POLL).await;
-        }
+        })
+        .await;
+        healthy.map_err(|err| {
+            anyhow!(
+                "{err:#}; log {}:\n{}",
+                self.log_path().display(),
+                self.process.log_tail(TAIL)
+            )
+        })
     }
 }
 

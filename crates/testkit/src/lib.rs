@@ -62,7 +62,8 @@
 //! # Timing
 //! A deleted ServiceAccount's tokens keep working for ~10 s (the apiserver's token cache), so
 //! [`Cluster::revoke`] waits, bounded by [`REVOCATION_TIMEOUT`], for a 401. Every wait in the
-//! harness polls observed state with a bound; none sleeps as an assertion.
+//! harness and the tests is one loop, [`eventually`]: it polls observed state with a bound and
+//! names what it saw last; none sleeps as an assertion. [`metrics`] reads `/metrics`.
 //!
 //! # Logs
 //! Everything is under the environment's temporary directory ([`Environment::dir`]): `etcd.log`,
@@ -82,12 +83,14 @@ mod config;
 pub mod crd;
 mod environment;
 mod etcd;
+mod eventually;
 mod hack_script;
 mod hostile_endpoint;
 pub mod interop;
 #[cfg(feature = "k3s")]
 mod k3s;
 pub mod karmada;
+pub mod metrics;
 mod namespace;
 mod pki;
 mod plain_http;
@@ -110,6 +113,7 @@ pub use collector_process::{
 pub use config::Config;
 pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
+pub use eventually::{IntoStep, POLL_INTERVAL, Step, eventually, matching};
 pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};

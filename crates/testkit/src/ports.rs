@@ -5,11 +5,11 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::process::POLL;
+use crate::eventually::eventually;
 
 /// Lowest port the harness hands out.
 const LOWEST: u16 = 10_000;
@@ -90,12 +90,6 @@ pub(crate) fn port_is_free(port: u16) -> bool {
 
 /// Waits (bounded) until nothing listens on `127.0.0.1:port`.
 pub(crate) async fn wait_port_free(port: u16, timeout: Duration) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    while !port_is_free(port) {
-        if Instant::now() >= deadline {
-            bail!("127.0.0.1:{port} is still in use after {timeout:?}");
-        }
-        tokio::time::sleep(POLL).await;
-    }
-    Ok(())
+    let what = format!("nothing listens on 127.0.0.1:{port}");
+    eventually(&what, timeout, || async move { port_is_free(port) }).await
 }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
@@ -10,7 +10,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::cluster::{Cluster, status_code};
-use crate::process::POLL;
+use crate::eventually::{Step, eventually};
 
 /// The ClusterRole every [`Cluster::create_service_account`] binds: read-only access to what a
 /// member-cluster agent (Tether's collector) looks at.
@@ -156,19 +156,16 @@ impl Cluster {
         timeout: Duration,
     ) -> Result<Duration> {
         let start = Instant::now();
-        loop {
-            let status = self.token_status(token).await?;
-            if status == 401 {
-                return Ok(start.elapsed());
+        let what = format!("the token gets 401 from {}", self.name());
+        eventually(&what, timeout, || async {
+            match self.token_status(token).await {
+                Ok(401) => Step::Done(()),
+                Ok(status) => Step::Pending(format!("{status}")),
+                Err(err) => Step::Fail(err),
             }
-            if start.elapsed() >= timeout {
-                bail!(
-                    "the token still gets {status} from {} after {timeout:?}",
-                    self.name()
-                );
-            }
-            tokio::time::sleep(POLL * 4).await;
-        }
+        })
+        .await?;
+        Ok(start.elapsed())
     }
 
     /// Deletes ServiceAccount `ns/sa` and waits until it is gone from the API (its tokens may
@@ -181,15 +178,15 @@ impl Cluster {
         api.delete(sa, &DeleteParams::default())
             .await
             .with_context(|| format!("deleting ServiceAccount {ns}/{sa} on {}", self.name()))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while api.get_opt(sa).await?.is_some() {
-            ensure!(
-                Instant::now() < deadline,
-                "ServiceAccount {ns}/{sa} still exists 10 s after its deletion"
-            );
-            tokio::time::sleep(POLL).await;
-        }
-        Ok(())
+        let what = format!("ServiceAccount {ns}/{sa} is gone after its deletion");
+        eventually(&what, Duration::from_secs(10), || async {
+            match api.get_opt(sa).await {
+                Ok(None) => Step::Done(()),
+                Ok(Some(_)) => Step::Pending("it still exists".to_owned()),
+                Err(err) => Step::Fail(err.into()),
+            }
+        })
+        .await
     }
 
     /// Revokes `token` by deleting its ServiceAccount `ns/sa`, and waits (up to
