@@ -8,6 +8,5 @@ pub mod conditions;
 pub mod fleet;
 pub mod percentiles;
 pub mod proc_stats;
-pub mod prom;
 pub mod report;
 pub mod run;

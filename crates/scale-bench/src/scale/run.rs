@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::Context as _;
 use kube::api::GetParams;
-use testkit::CollectorProcess;
+use testkit::{CollectorProcess, metrics};
 
 pub use super::report::{RotationReport, ScaleReport};
 use super::{
@@ -19,7 +19,6 @@ use super::{
     fleet::Fleet,
     percentiles::Percentiles,
     proc_stats::ProcSample,
-    prom,
 };
 
 /// Knobs of the two phases.
@@ -67,7 +66,7 @@ pub(crate) async fn apiserver_counters(fleet: &Fleet) -> anyhow::Result<Apiserve
             .request_text(request)
             .await
             .context("GET /metrics of a member apiserver")?;
-        for sample in prom::parse(&text) {
+        for sample in metrics::Exposition::parse(&text).samples {
             if sample.name == "apiserver_request_total" {
                 requests += sample.value;
                 let label = |k| sample.label(k).unwrap_or_default();
@@ -80,11 +79,7 @@ pub(crate) async fn apiserver_counters(fleet: &Fleet) -> anyhow::Result<Apiserve
                 *by_kind.entry(kind).or_default() += sample.value;
             }
         }
-        watches += prom::sum(
-            &text,
-            "apiserver_longrunning_requests",
-            &[("verb", "WATCH")],
-        );
+        watches += metrics::sum(&text, "apiserver_longrunning_requests", r#"verb="WATCH""#);
     }
     Ok(ApiserverCounters {
         at: Instant::now(),
@@ -107,9 +102,9 @@ async fn collector_counters(collector: &CollectorProcess) -> anyhow::Result<Coll
     let text = collector.metrics().await?;
     Ok(CollectorCounters {
         at: Instant::now(),
-        fetches: prom::sum(&text, "tether_token_fetches_total", &[("cache", "members")]),
-        relists: prom::sum(&text, "tether_relists_total", &[]),
-        unauthorized: prom::sum(&text, "tether_unauthorized_responses_total", &[]),
+        fetches: metrics::sum(&text, "tether_token_fetches_total", r#"cache="members""#),
+        relists: metrics::sum(&text, "tether_relists_total", ""),
+        unauthorized: metrics::sum(&text, "tether_unauthorized_responses_total", ""),
     })
 }
 
@@ -254,7 +249,7 @@ pub async fn rotate_all(
             loop {
                 if let Ok((200, text)) = testkit::http_get(addr, "/metrics").await {
                     let fetches =
-                        prom::sum(&text, "tether_token_fetches_total", &[("cache", "members")]);
+                        metrics::sum(&text, "tether_token_fetches_total", r#"cache="members""#);
                     curve
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)

@@ -215,10 +215,10 @@ async fn rotate(
             .await?;
     }
     let tokens = f.bounded(f.members.iter(), |m| f.mint(m, next)).await?;
-    let members = [("cache", "members")];
-    let fetches0 = metric_sum(group, "tether_token_fetches_total", &members).await;
-    let relists0 = metric_sum(group, "tether_relists_total", &[]).await;
-    let unauthorized0 = metric_sum(group, "tether_unauthorized_responses_total", &[]).await;
+    let members = r#"cache="members""#;
+    let fetches0 = metric_sum(group, "tether_token_fetches_total", members).await;
+    let relists0 = metric_sum(group, "tether_relists_total", "").await;
+    let unauthorized0 = metric_sum(group, "tether_unauthorized_responses_total", "").await;
     conditions.mark();
     let start = Instant::now();
     f.bounded(f.members.iter().zip(&tokens), |(m, t)| f.write_token(m, t))
@@ -230,9 +230,9 @@ async fn rotate(
     tokio::time::sleep(options.probe_period + Duration::from_secs(2)).await;
     let elapsed = start.elapsed();
     let rotation = report::Rotation {
-        fetches: metric_sum(group, "tether_token_fetches_total", &members).await - fetches0,
-        relists: metric_sum(group, "tether_relists_total", &[]).await - relists0,
-        unauthorized: metric_sum(group, "tether_unauthorized_responses_total", &[]).await
+        fetches: metric_sum(group, "tether_token_fetches_total", members).await - fetches0,
+        relists: metric_sum(group, "tether_relists_total", "").await - relists0,
+        unauthorized: metric_sum(group, "tether_unauthorized_responses_total", "").await
             - unauthorized0,
         credentials_false: conditions.credentials_false_since_mark().len(),
         ready: conditions.ready(),

@@ -3,10 +3,10 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use testkit::CollectorProcess;
+use testkit::{CollectorProcess, metrics};
 
 use super::ShardedOptions;
-use crate::scale::{collector_log::start_collector, fleet::Fleet, prom};
+use crate::scale::{collector_log::start_collector, fleet::Fleet};
 
 /// One replica: its identity and process.
 pub struct Replica {
@@ -64,12 +64,13 @@ pub async fn owners(replicas: &[Replica]) -> BTreeMap<String, Vec<String>> {
     owners
 }
 
-/// The sum of `name` (with `labels`) over every replica's `/metrics`.
-pub async fn metric_sum(replicas: &[Replica], name: &str, labels: &[(&str, &str)]) -> f64 {
+/// The sum of `name` (with the labels of `selector`, as in [`metrics::sum`]) over every
+/// replica's `/metrics`.
+pub async fn metric_sum(replicas: &[Replica], name: &str, selector: &str) -> f64 {
     let mut total = 0.0;
     for replica in replicas {
         if let Ok(text) = replica.process.metrics().await {
-            total += prom::sum(&text, name, labels);
+            total += metrics::sum(&text, name, selector);
         }
     }
     total
