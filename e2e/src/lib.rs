@@ -2,8 +2,8 @@
 //! what several test files share: a Karmada control plane on the testkit harness, Cluster API
 //! kubeconfig Secrets with one credential kind each, the ClusterProfile inventory the collector
 //! publishes into, and the collector run in-process, and for
-//! the deploy manifests a minimal kustomize, `helm template`, the RBAC they grant, and applying
-//! them to an apiserver.
+//! the deploy manifests `kustomize build` and `helm template` of the pinned tools, the RBAC they
+//! grant, and applying them to an apiserver.
 
 pub mod access_review;
 pub mod clusterprofiles;
@@ -12,7 +12,6 @@ pub mod helm;
 pub mod interop_client;
 pub mod karmada_plane;
 pub mod kubeconfig_plane;
-pub mod kustomize;
 pub mod manifest;
 pub mod manifest_apply;
 pub mod profile_plane;

@@ -20,6 +20,27 @@ pub fn kustomize_dir(rel: &str) -> PathBuf {
     repo_root().join("deploy/kustomize").join(rel)
 }
 
+/// Renders the kustomization in `dir` with `kustomize build` of the pinned kustomize
+/// ([`testkit::tools::binary`]), as a user would.
+///
+/// # Errors
+/// No kustomize, a failing build (its stderr is in the error), or output that is not YAML.
+pub fn kustomize_build(dir: &Path) -> anyhow::Result<Vec<Value>> {
+    let kustomize = testkit::tools::binary("kustomize")?;
+    let output = std::process::Command::new(&kustomize)
+        .arg("build")
+        .arg(dir)
+        .output()
+        .with_context(|| format!("running {}", kustomize.display()))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "kustomize build {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    parse_documents(&String::from_utf8(output.stdout)?, "kustomize build")
+}
+
 /// The generated `Cluster` CRD users apply, `deploy/crds/cluster.karmada.io_clusters.yaml`.
 pub fn generated_crd_path() -> PathBuf {
     repo_root().join("deploy/crds/cluster.karmada.io_clusters.yaml")

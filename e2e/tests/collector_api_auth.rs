@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use e2e::{
     collector_run::get_as,
-    kustomize,
-    manifest::kustomize_dir,
+    manifest::{kustomize_build, kustomize_dir},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::api_reader_role,
     scenario::{HOUR, Scenario},
@@ -27,7 +26,7 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
     let admin = cp.admin_client().unwrap();
 
     // The shipped reader role, bound to `reader` only, as the docs say to.
-    let base = kustomize::build(&kustomize_dir("base")).unwrap();
+    let base = kustomize_build(&kustomize_dir("base")).unwrap();
     let role = api_reader_role(&base).unwrap();
     apply_rbac_for_real(
         &admin,

@@ -12,8 +12,8 @@ use deploy_support::{EVENTS_NAMESPACE, id, workload::collector_container};
 use e2e::{
     clusterprofiles::{Inventory, has_condition},
     collector_run::{RunningCollector, control_plane_args},
-    karmada_plane, kustomize,
-    manifest::{kustomize_dir, of_kind, typed},
+    karmada_plane,
+    manifest::{kustomize_build, kustomize_dir, of_kind, typed},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::COLLECTOR_SA,
 };
@@ -81,7 +81,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
     let env = Environment::with_members(1).await.unwrap();
     let (cp, member) = (env.control_plane(), env.cluster(1));
     let admin = cp.admin_client().unwrap();
-    let objects = kustomize::build(&kustomize_dir("base")).unwrap();
+    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
     let (plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
     let sa_namespace = COLLECTOR_SA.0;
 
@@ -168,7 +168,7 @@ async fn the_collector_publishes_clusterprofiles_with_exactly_the_overlay_rbac()
     let admin = env.control_plane().admin_client().unwrap();
     let inventory = Inventory::install(&admin, "fleet").await.unwrap();
     inventory.create_as("ghost", "tether").await.unwrap();
-    let objects = kustomize::build(&kustomize_dir("overlays/publish-clusterprofiles")).unwrap();
+    let objects = kustomize_build(&kustomize_dir("overlays/publish-clusterprofiles")).unwrap();
     let (_plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
 
     inventory
@@ -196,7 +196,7 @@ async fn the_collector_publishes_clusterprofiles_with_exactly_the_overlay_rbac()
 async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() {
     let env = Environment::with_members(1).await.unwrap();
     let admin = env.control_plane().admin_client().unwrap();
-    let objects = kustomize::build(&kustomize_dir("base")).unwrap();
+    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
     // The base without the binding that lets the collector read Clusters.
     let (without, binding): (Vec<Value>, Vec<Value>) = objects.iter().cloned().partition(|o| {
         let id = id(o);

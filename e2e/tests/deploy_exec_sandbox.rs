@@ -13,8 +13,10 @@ use clap::Parser as _;
 use collector::cli::Args;
 use e2e::{
     helm::{helm_template, kube_version},
-    kustomize,
-    manifest::{chart_dir, generated_crd_path, kustomize_dir, load_documents, of_kind, typed},
+    manifest::{
+        chart_dir, generated_crd_path, kustomize_build, kustomize_dir, load_documents, of_kind,
+        typed,
+    },
     manifest_apply::apply,
 };
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
@@ -97,7 +99,7 @@ fn the_chart_and_the_overlay_ship_the_plugin_sandbox() {
     );
     let overlay = kustomize_dir("overlays/exec-plugins");
     assert_sandbox(
-        &kustomize::kustomize_build(&overlay).unwrap(),
+        &kustomize_build(&overlay).unwrap(),
         "kustomize exec-plugins",
         true,
     );
@@ -117,7 +119,7 @@ async fn the_kustomize_exec_overlay_is_accepted_by_a_real_apiserver() {
     let env = Environment::with_members(0).await.unwrap();
     let client = env.control_plane().admin_client().unwrap();
     let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize::build(&kustomize_dir("overlays/exec-plugins")).unwrap());
+    objects.extend(kustomize_build(&kustomize_dir("overlays/exec-plugins")).unwrap());
     let accepted = apply(&client, &objects, &["karmada-cluster", "default"])
         .await
         .unwrap();

@@ -19,7 +19,6 @@ use deploy_support::{
 };
 use e2e::{
     helm::{self, helm_template},
-    kustomize,
     manifest::{chart_dir, generated_crd_path, kustomize_dir, load_documents, of_kind, typed},
     manifest_apply::{apply, prerequisite_namespaces},
     rbac_grants::{COLLECTOR_SA, api_reader_role, rbac_grants},
@@ -138,7 +137,7 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
             .collect::<BTreeSet<_>>()
     };
     let mut base = load_documents(&generated_crd_path()).unwrap();
-    base.extend(kustomize::build(&kustomize_dir("base")).unwrap());
+    base.extend(e2e::manifest::kustomize_build(&kustomize_dir("base")).unwrap());
     base.retain(|o| id(o).kind != "Namespace");
     assert_eq!(places(&objects), places(&base));
 }

@@ -9,10 +9,8 @@
 //! SubjectAccessReviews by the apiserver's own RBAC authorizer. The Deployment's arguments are
 //! parsed with the collector's real command line.
 //!
-//! The suites render with `e2e::kustomize::build`, a minimal renderer covering only what our
-//! kustomizations use; `minimal_renderer_agrees_with_kustomize` holds it to `kustomize build`
-//! of the pinned kustomize (`hack/tools.sh`), object for object. The Helm chart is in
-//! `deploy_helm.rs`; the collector run with the base's RBAC alone in `deploy_collector_rbac.rs`.
+//! The suites render with `kustomize build` of the pinned kustomize (`hack/tools.sh`), as a
+//! user would. The Helm chart is in `deploy_helm.rs`; the collector run with the base's RBAC alone in `deploy_collector_rbac.rs`.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod deploy_support;
@@ -22,9 +20,9 @@ use deploy_support::{
     id, network::assert_network_policy, workload::assert_collector_workload,
 };
 use e2e::{
-    kustomize,
     manifest::{
-        clusterprofile_crd_path, generated_crd_path, kustomize_dir, load_documents, of_kind,
+        clusterprofile_crd_path, generated_crd_path, kustomize_build, kustomize_dir,
+        load_documents, of_kind,
     },
     manifest_apply::apply,
 };
@@ -33,15 +31,15 @@ use testkit::Environment;
 
 #[test]
 fn kustomize_rbac_is_least_privilege() {
-    let base = kustomize::build(&kustomize_dir("base")).unwrap();
+    let base = kustomize_build(&kustomize_dir("base")).unwrap();
     assert_rbac(&base, true, "base");
-    let beside = kustomize::build(&kustomize_dir("overlays/beside-karmada")).unwrap();
+    let beside = kustomize_build(&kustomize_dir("overlays/beside-karmada")).unwrap();
     assert_rbac(&beside, false, "beside-karmada");
-    let publishing = kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
+    let publishing = kustomize_build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
     assert_rbac(&publishing, PUBLISHING, PUBLISH_OVERLAY);
-    let rotating = kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
+    let rotating = kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
     assert_rbac(&rotating, ROTATING, ROTATION_OVERLAY);
-    let sharded = kustomize::build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
+    let sharded = kustomize_build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
     assert_rbac(&sharded, SHARDED, SHARDED_OVERLAY);
 }
 
@@ -75,7 +73,7 @@ const SHARDED: Writes = Writes {
 
 #[test]
 fn kustomize_deployments_match_the_collector_cli() {
-    let base = kustomize::build(&kustomize_dir("base")).unwrap();
+    let base = kustomize_build(&kustomize_dir("base")).unwrap();
     let args = assert_collector_workload(&base, "base");
     assert_network_policy(&base, "base");
     assert!(args.write_status, "the base writes status");
@@ -84,7 +82,7 @@ fn kustomize_deployments_match_the_collector_cli() {
         "the CRD is applied from deploy/crds"
     );
 
-    let beside = kustomize::build(&kustomize_dir("overlays/beside-karmada")).unwrap();
+    let beside = kustomize_build(&kustomize_dir("overlays/beside-karmada")).unwrap();
     let args = assert_collector_workload(&beside, "beside-karmada");
     assert_network_policy(&beside, "beside-karmada");
     assert!(!args.write_status, "beside Karmada, Karmada writes status");
@@ -95,7 +93,7 @@ fn kustomize_deployments_match_the_collector_cli() {
         "Karmada ships the CRD"
     );
 
-    let publishing = kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
+    let publishing = kustomize_build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
     let args = assert_collector_workload(&publishing, PUBLISH_OVERLAY);
     assert!(
         args.write_status && args.leader_elect,
@@ -105,7 +103,7 @@ fn kustomize_deployments_match_the_collector_cli() {
         args.publish_clusterprofiles.as_deref(),
         Some(PROFILES_NAMESPACE)
     );
-    let mut base = kustomize::build(&kustomize_dir("base")).unwrap();
+    let mut base = kustomize_build(&kustomize_dir("base")).unwrap();
     for roles in ["clusterprofiles-role.yaml", "secrets-mark-role.yaml"] {
         base.extend(
             load_documents(&kustomize_dir(&format!(
@@ -123,14 +121,14 @@ fn kustomize_deployments_match_the_collector_cli() {
         "the component adds its Roles and RoleBindings and nothing else"
     );
 
-    let rotating = kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
+    let rotating = kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
     let args = assert_collector_workload(&rotating, ROTATION_OVERLAY);
     assert!(
         args.rotation.rotate_tokens && args.leader_elect,
         "only the leader mints"
     );
 
-    let sharded = kustomize::build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
+    let sharded = kustomize_build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
     let args = assert_collector_workload(&sharded, SHARDED_OVERLAY);
     assert_eq!(args.shard.shards, collector::cli::ShardMode::Auto);
     assert_sharded_workload(&sharded, SHARDED_OVERLAY);
@@ -158,7 +156,7 @@ fn servicemonitor_component_scrapes_the_service() {
     let monitors = load_documents(&dir.join("servicemonitor.yaml")).unwrap();
     assert_eq!(monitors.len(), 1);
     let monitor = &monitors[0];
-    let base = kustomize::build(&kustomize_dir("base")).unwrap();
+    let base = kustomize_build(&kustomize_dir("base")).unwrap();
     let service = of_kind(&base, "Service").next().unwrap();
     assert_eq!(id(monitor).namespace, id(service).namespace);
     let selector = monitor
@@ -189,7 +187,7 @@ async fn kustomize_base_is_accepted_by_a_real_apiserver() {
     let client = env.control_plane().admin_client().unwrap();
     // The documented install: the CRD from deploy/crds, then the base.
     let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize::build(&kustomize_dir("base")).unwrap());
+    objects.extend(kustomize_build(&kustomize_dir("base")).unwrap());
     let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
         .await
         .unwrap();
@@ -209,7 +207,7 @@ async fn kustomize_base_is_accepted_by_a_real_apiserver() {
 async fn kustomize_beside_karmada_is_accepted_by_a_real_apiserver() {
     let env = Environment::with_members(0).await.unwrap();
     let client = env.control_plane().admin_client().unwrap();
-    let objects = kustomize::build(&kustomize_dir("overlays/beside-karmada")).unwrap();
+    let objects = kustomize_build(&kustomize_dir("overlays/beside-karmada")).unwrap();
     let accepted = apply(&client, &objects, &[KARMADA_SECRETS]).await.unwrap();
     assert_eq!(accepted.len(), objects.len());
     assert_authorized(&client, &objects, false).await;
@@ -222,7 +220,7 @@ async fn kustomize_publishing_overlay_is_accepted_by_a_real_apiserver() {
     // Both CRDs from deploy/crds, then the overlay, into the namespace profiles go to.
     let mut objects = load_documents(&generated_crd_path()).unwrap();
     objects.extend(load_documents(&clusterprofile_crd_path()).unwrap());
-    objects.extend(kustomize::build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap());
+    objects.extend(kustomize_build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap());
     let accepted = apply(
         &client,
         &objects,
@@ -239,7 +237,7 @@ async fn kustomize_token_rotation_overlay_is_accepted_by_a_real_apiserver() {
     let env = Environment::with_members(0).await.unwrap();
     let client = env.control_plane().admin_client().unwrap();
     let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize::build(&kustomize_dir(ROTATION_OVERLAY)).unwrap());
+    objects.extend(kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap());
     let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
         .await
         .unwrap();
@@ -252,38 +250,10 @@ async fn kustomize_sharded_overlay_is_accepted_by_a_real_apiserver() {
     let env = Environment::with_members(0).await.unwrap();
     let client = env.control_plane().admin_client().unwrap();
     let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize::build(&kustomize_dir(SHARDED_OVERLAY)).unwrap());
+    objects.extend(kustomize_build(&kustomize_dir(SHARDED_OVERLAY)).unwrap());
     let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
         .await
         .unwrap();
     assert_eq!(accepted.len(), objects.len());
     assert_authorized(&client, &objects, SHARDED).await;
-}
-
-fn sorted(mut objects: Vec<Value>) -> Vec<Value> {
-    objects.sort_by_key(id);
-    objects
-}
-
-#[test]
-fn minimal_renderer_agrees_with_kustomize() {
-    for rel in [
-        "base",
-        "overlays/beside-karmada",
-        PUBLISH_OVERLAY,
-        ROTATION_OVERLAY,
-        SHARDED_OVERLAY,
-    ] {
-        let dir = kustomize_dir(rel);
-        let ours = sorted(kustomize::build(&dir).unwrap());
-        let theirs = sorted(kustomize::kustomize_build(&dir).unwrap());
-        assert_eq!(
-            ours.iter().map(id).collect::<Vec<_>>(),
-            theirs.iter().map(id).collect::<Vec<_>>(),
-            "{rel}: the same objects"
-        );
-        for (a, b) in ours.iter().zip(&theirs) {
-            assert_eq!(a, b, "{rel}: {} differs", id(a));
-        }
-    }
 }
