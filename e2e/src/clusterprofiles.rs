@@ -11,29 +11,22 @@ use std::{
 
 use anyhow::Context as _;
 use cluster_registry::clusterprofile::{CLUSTER_MANAGER_LABEL, ClusterProfile};
-use k8s_openapi::{
-    api::{
-        core::v1::Namespace,
-        rbac::v1::{Role, RoleBinding},
-    },
-    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+use k8s_openapi::api::{
+    core::v1::Namespace,
+    rbac::v1::{Role, RoleBinding},
 };
 use kube::{
     Api, Client,
-    api::{DynamicObject, ListParams, PostParams},
+    api::{DynamicObject, PostParams},
 };
 use serde_json::{Value, json};
-use testkit::{Cluster, crd};
+use testkit::{Cluster, Step, crd, eventually, matching};
 
 use crate::{
     collector_run::RunningCollector,
     kubeconfig_plane::Kubeconfig,
-    manifest::clusterprofile_crd_path,
     scenario::{HOUR, Scenario},
 };
-
-/// How long the apiserver may take to serve a new CRD.
-const CRD_READY: Duration = Duration::from_secs(30);
 
 /// The profiles of one namespace, through an admin client (cheap to clone).
 #[derive(Clone)]
@@ -48,33 +41,18 @@ impl Inventory {
     /// profiles are served.
     ///
     /// # Errors
-    /// An unreadable CRD file, API errors, or the CRD not being served within 30 s.
+    /// A CRD that does not parse, API errors, or the CRD not being served within 30 s.
     pub async fn install(client: &Client, namespace: &str) -> anyhow::Result<Self> {
-        let path = clusterprofile_crd_path();
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let crd: CustomResourceDefinition = serde_yaml::from_str(&text)?;
-        Api::<CustomResourceDefinition>::all(client.clone())
-            .create(&PostParams::default(), &crd)
-            .await
-            .context("creating the ClusterProfile CRD")?;
+        let resource = crd::cluster_profile_resource();
+        crd::install_crd(client, crd::CLUSTER_PROFILE_CRD_YAML, &resource).await?;
         let ns: Namespace = serde_json::from_value(json!({ "metadata": { "name": namespace } }))?;
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &ns)
             .await
             .with_context(|| format!("creating namespace {namespace}"))?;
-        let api = Api::<ClusterProfile>::namespaced(client.clone(), namespace);
-        let deadline = tokio::time::Instant::now() + CRD_READY;
-        while api.list(&ListParams::default().limit(1)).await.is_err() {
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "the ClusterProfile CRD was not served within {CRD_READY:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
         Ok(Self {
             namespace: namespace.to_owned(),
-            api,
+            api: Api::namespaced(client.clone(), namespace),
         })
     }
 
@@ -117,18 +95,11 @@ impl Inventory {
         limit: Duration,
         want: impl Fn(Option<&ClusterProfile>) -> bool,
     ) -> anyhow::Result<Option<ClusterProfile>> {
-        let started = tokio::time::Instant::now();
-        loop {
+        eventually(&format!("profile {name} {what}"), limit, || async {
             let now = self.get(name).await.ok().flatten();
-            if want(now.as_ref()) {
-                return Ok(now);
-            }
-            anyhow::ensure!(
-                started.elapsed() < limit,
-                "profile {name}: never {what} within {limit:?} (last {now:?})"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            matching(now, |now| want(now.as_ref()))
+        })
+        .await
     }
 }
 
@@ -294,18 +265,17 @@ pub async fn wait_published(
         inventory,
         &crd::cluster_profile_resource(),
     );
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(profile) = profiles.get_opt(member).await? {
-            let profile = serde_json::to_value(profile)?;
-            if profile["status"]["accessProviders"][0]["name"] == "tether" {
-                return Ok(profile);
-            }
+    let what = format!("{member} is published with the tether provider");
+    eventually(&what, limit, || async {
+        let profile = match profiles.get_opt(member).await {
+            Ok(profile) => serde_json::to_value(profile).unwrap_or_default(),
+            Err(err) => return Step::Fail(err.into()),
+        };
+        if profile["status"]["accessProviders"][0]["name"] == "tether" {
+            Step::Done(profile)
+        } else {
+            Step::Pending(profile.to_string())
         }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "{member} not published in {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
 }

@@ -10,6 +10,7 @@ use std::{
 use anyhow::Context as _;
 use clap::Parser as _;
 use collector::cli::Args;
+use testkit::{Step, eventually};
 use tokio::{sync::oneshot, task::JoinHandle};
 
 /// A collector running in this process until dropped (or [`stop`](Self::stop)ped).
@@ -58,22 +59,30 @@ impl RunningCollector {
             shutdown: Some(tx),
             task: Some(task),
         };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while running.get("/healthz").await.is_err() {
-            if running.task.as_ref().is_some_and(JoinHandle::is_finished) {
-                let ended = running.wait_for_exit(Duration::from_secs(1)).await?;
-                anyhow::bail!(
-                    "the collector stopped at start: {:#}",
-                    ended.err().unwrap_or_else(|| anyhow::anyhow!("no error"))
-                );
-            }
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
-                "the collector did not serve /healthz"
+        let served = eventually(
+            "the collector serves /healthz",
+            Duration::from_secs(10),
+            || {
+                let stopped = running.task.as_ref().is_some_and(JoinHandle::is_finished);
+                let running = &running;
+                async move {
+                    match running.get("/healthz").await {
+                        Ok(_) => Step::Done(()),
+                        Err(_) if stopped => Step::Fail(anyhow::anyhow!("it stopped at start")),
+                        Err(err) => Step::Pending(format!("{err:#}")),
+                    }
+                }
+            },
+        )
+        .await;
+        if served.is_err() && running.task.as_ref().is_some_and(JoinHandle::is_finished) {
+            let ended = running.wait_for_exit(Duration::from_secs(1)).await?;
+            anyhow::bail!(
+                "the collector stopped at start: {:#}",
+                ended.err().unwrap_or_else(|| anyhow::anyhow!("no error"))
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(running)
+        served.map(|()| running)
     }
 
     /// Makes [`get`](Self::get) (and what uses it) send `token` as a bearer token: the
@@ -107,14 +116,15 @@ impl RunningCollector {
         Ok(serde_json::from_str(&body)?)
     }
 
-    /// The sum of the samples of metric `name` whose labels contain `label` (e.g.
-    /// `member="member1"`; empty for all).
+    /// The sum of the samples of metric `name` that carry the labels of `selector` (e.g.
+    /// `member="member1"`; empty for all), as [`testkit::metrics::sum`] reads them.
     ///
     /// # Errors
     /// The collector's API failing.
-    pub async fn metric(&self, name: &str, label: &str) -> anyhow::Result<f64> {
-        let (_, text) = self.get("/metrics").await?;
-        Ok(metric_sum(&text, name, label))
+    pub async fn metric(&self, name: &str, selector: &str) -> anyhow::Result<f64> {
+        let (status, text) = self.get("/metrics").await?;
+        anyhow::ensure!(status == 200, "GET /metrics: {status}");
+        Ok(testkit::metrics::sum(&text, name, selector))
     }
 
     /// Waits for the collector to end by itself, up to `limit`, and returns how it ended.
@@ -204,28 +214,20 @@ pub async fn spawn_healthy(
     Ok(process)
 }
 
-/// The sum of the samples of metric `name` in the exposition `text` whose labels contain
-/// `label` (e.g. `member="member1"`; empty for all).
-pub fn metric_sum(text: &str, name: &str, label: &str) -> f64 {
-    text.lines()
-        .filter(|line| {
-            (line.starts_with(&format!("{name}{{")) && line.contains(label))
-                || (label.is_empty() && line.starts_with(&format!("{name} ")))
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// [`metric_sum`] of a collector process's `/metrics`.
+/// [`testkit::metrics::sum`] of a collector process's `/metrics`.
 ///
 /// # Errors
 /// The scrape failing.
 pub async fn process_metric(
     process: &testkit::CollectorProcess,
     name: &str,
-    label: &str,
+    selector: &str,
 ) -> anyhow::Result<f64> {
-    Ok(metric_sum(&process.metrics().await?, name, label))
+    Ok(testkit::metrics::sum(
+        &process.metrics().await?,
+        name,
+        selector,
+    ))
 }
 
 /// Numbers the directories [`temp_dir`] makes in this process.

@@ -10,7 +10,7 @@ use kube::{
     Api, Client,
     api::{Patch, PatchParams, PostParams},
 };
-use testkit::{Cluster as HarnessCluster, Karmada, PushMember};
+use testkit::{Cluster as HarnessCluster, Karmada, PushMember, eventually};
 
 pub use testkit::karmada::SECRET_NAMESPACE;
 
@@ -188,21 +188,15 @@ impl KarmadaPlane {
         limit: Duration,
     ) -> anyhow::Result<Duration> {
         let started = tokio::time::Instant::now();
-        let mut last = None;
-        loop {
-            let now = self.condition(name, type_).await.ok().flatten();
-            if now
-                .as_ref()
-                .is_some_and(|(s, r)| s == status && r == reason)
-            {
-                return Ok(started.elapsed());
+        let what = format!("{name}: {type_} is {status}/{reason}");
+        eventually(&what, limit, || async {
+            match self.condition(name, type_).await {
+                Ok(Some((s, r))) if s == status && r == reason => Ok(()),
+                Ok(now) => Err(format!("{now:?}")),
+                Err(err) => Err(format!("{err:#}")),
             }
-            last = now.or(last);
-            anyhow::ensure!(
-                started.elapsed() < limit,
-                "{name}: {type_} never became {status}/{reason} within {limit:?} (last {last:?})"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await?;
+        Ok(started.elapsed())
     }
 }

@@ -2,22 +2,16 @@
 //! each with its own ServiceAccount on a member apiserver and the rotation annotations, and
 //! what the tests count (Secret writes, the apiservers' TokenRequests).
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 use cluster_registry::{
     karmada::{Cluster, ClusterSpec, LocalSecretReference, SyncMode},
     token_rotation::{EXPIRATION_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION},
 };
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api,
     api::{ObjectMeta, Patch, PatchParams, PostParams},
-    runtime::watcher,
 };
 use serde_json::json;
 use testkit::{Environment, MIN_TOKEN_EXPIRY, karmada::SECRET_NAMESPACE};
@@ -27,6 +21,12 @@ use crate::{
     karmada_plane::KarmadaPlane,
     manifest_apply::apply_object,
 };
+
+mod secret_writes;
+
+pub use secret_writes::SecretWrites;
+/// The one polling loop, which the rotation tests take from here.
+pub use testkit::eventually;
 
 /// The shipped member-side RBAC of token rotation: the Role and RoleBinding that let the
 /// ServiceAccount `tether-member/tether` mint its own tokens.
@@ -334,73 +334,9 @@ impl RotationPlane {
     /// # Errors
     /// API errors.
     pub async fn token_requests(&self, cluster: usize) -> anyhow::Result<f64> {
-        let client = self.env.cluster(cluster).admin_client()?;
-        let request = http::Request::get("/metrics").body(Vec::new())?;
-        let text = client.request_text(request).await?;
-        Ok(text
-            .lines()
-            .filter(|line| {
-                line.starts_with("apiserver_request_total{")
-                    && line.contains(r#"resource="serviceaccounts""#)
-                    && line.contains(r#"subresource="token""#)
-                    && line.contains(r#"verb="POST""#)
-            })
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum())
-    }
-
-    /// Starts counting, per member Secret, the writes that changed its token.
-    pub fn count_secret_writes(&self) -> SecretWrites {
-        let api = Api::<Secret>::namespaced(self.plane.client().clone(), SECRET_NAMESPACE);
-        let counts = Arc::new(Mutex::new(BTreeMap::new()));
-        let seen = counts.clone();
-        let task = tokio::spawn(async move {
-            let mut tokens: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-            let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
-            while let Some(event) = events.next().await {
-                let (secret, counted) = match event {
-                    Ok(watcher::Event::Apply(secret)) => (secret, true),
-                    Ok(watcher::Event::InitApply(secret)) => (secret, false),
-                    _ => continue,
-                };
-                let name = secret.metadata.name.clone().unwrap_or_default();
-                let token = secret
-                    .data
-                    .and_then(|d| d.get("token").map(|t| t.0.clone()))
-                    .unwrap_or_default();
-                let changed = tokens.insert(name.clone(), token.clone()) != Some(token);
-                if counted && changed {
-                    *seen
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .entry(name)
-                        .or_insert(0) += 1;
-                }
-            }
-        });
-        SecretWrites { counts, task }
-    }
-}
-
-/// Token-changing writes per member Secret, counted since it started; stops when dropped.
-pub struct SecretWrites {
-    counts: Arc<Mutex<BTreeMap<String, u32>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl SecretWrites {
-    /// The counts so far.
-    pub fn counts(&self) -> BTreeMap<String, u32> {
-        self.counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-impl Drop for SecretWrites {
-    fn drop(&mut self) {
-        self.task.abort();
+        let metrics = self.env.cluster(cluster).metrics().await?;
+        let token_requests = r#"resource="serviceaccounts",subresource="token",verb="POST""#;
+        Ok(metrics.sum("apiserver_request_total", token_requests))
     }
 }
 
@@ -451,21 +387,4 @@ pub async fn rotations(collector: &RunningCollector, member: &str, result: &str)
         )
         .await
         .unwrap_or_else(|err| panic!("reading /metrics: {err:#}"))
-}
-
-/// Polls `probe` every 200 ms until it is true, for at most `limit`.
-///
-/// # Errors
-/// `probe` never true within `limit`; the error says `what`.
-pub async fn eventually<F, Fut>(what: &str, limit: Duration, mut probe: F) -> anyhow::Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let started = tokio::time::Instant::now();
-    while !probe().await {
-        anyhow::ensure!(started.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    Ok(())
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, api::PostParams};
-use testkit::{Cluster, Environment, deployment, set_deployment_status};
+use testkit::{Cluster, Environment, deployment, eventually, set_deployment_status};
 
 use crate::{
     collector_run::{RunningCollector, control_plane_args},
@@ -174,16 +174,16 @@ impl Scenario {
         limit: Duration,
     ) -> anyhow::Result<Duration> {
         let started = tokio::time::Instant::now();
-        loop {
-            if self.mirrored_ready(member, name).await.ok().flatten() == Some(want) {
-                return Ok(started.elapsed());
+        let what = format!("{member}/{name} mirrors readyReplicas={want}");
+        eventually(&what, limit, || async {
+            match self.mirrored_ready(member, name).await {
+                Ok(Some(now)) if now == want => Ok(()),
+                Ok(now) => Err(format!("readyReplicas {now:?}")),
+                Err(err) => Err(format!("{err:#}")),
             }
-            anyhow::ensure!(
-                started.elapsed() < limit,
-                "{member}/{name} did not mirror readyReplicas={want} within {limit:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await?;
+        Ok(started.elapsed())
     }
 
     /// Polls until `member`'s `Cluster` has condition `type_` with `status` and `reason`

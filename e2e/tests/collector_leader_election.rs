@@ -19,6 +19,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
+use testkit::{eventually, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -80,19 +81,12 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
         .unwrap();
     let mut b = start_replica_b(&s).await;
     // b watches and probes like a, but does not lead.
-    let deadline = tokio::time::Instant::now() + START;
-    while b
-        .metric("tether_member_ready", "member=\"member1\"")
-        .await
-        .unwrap()
-        != 1.0
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica-b never probed member1"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("replica-b probes member1", START, || async {
+        let ready = b.metric("tether_member_ready", r#"member="member1""#);
+        matching(ready.await.unwrap(), |ready| *ready == 1.0)
+    })
+    .await
+    .unwrap();
     assert!(
         leading(&s.collector).await,
         "replica-a started first and leads"
@@ -116,13 +110,10 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     // b must take over within the lease duration.
     s.collector.stop().await;
     let stopped = tokio::time::Instant::now();
-    while !leading(&b).await {
-        assert!(
-            stopped.elapsed() < LEASE + Duration::from_secs(3),
-            "replica-b did not take over"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let take_over = LEASE + Duration::from_secs(3);
+    eventually("replica-b takes over", take_over, || leading(&b))
+        .await
+        .unwrap();
     eprintln!(
         "replica-b took over {:?} after replica-a stopped (lease {LEASE:?})",
         stopped.elapsed()
@@ -134,33 +125,19 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    while !reporters(&s, "member1", "MemberReady")
-        .await
-        .contains(&"replica-b".to_owned())
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica-b recorded no Event"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_reported(&s, "member1", "MemberReady", "replica-b").await;
     b.stop().await;
 }
 
 /// Polls until an Event on Cluster `member` with `reason` was reported by `instance`.
 async fn wait_reported(s: &Scenario, member: &str, reason: &str, instance: &str) {
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    while !reporters(s, member, reason)
-        .await
-        .contains(&instance.to_owned())
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{instance} recorded no {reason} Event on {member}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("{instance} records a {reason} Event on {member}");
+    eventually(&what, CONVERGE, || async {
+        let now = reporters(s, member, reason).await;
+        matching(now, |now| now.iter().any(|r| r == instance))
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -216,22 +193,14 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
         .create(&PostParams::default(), &broken)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + START;
-    loop {
-        let member_ready = b
-            .metric("tether_member_ready", "member=\"member1\"")
-            .await
-            .unwrap();
+    eventually("replica-b sees both members", START, || async {
+        let member_ready = b.metric("tether_member_ready", r#"member="member1""#);
+        let member_ready = member_ready.await.unwrap();
         let (status, _) = b.get("/api/v1/clusters/broken").await.unwrap();
-        if member_ready == 1.0 && status == 200 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica-b never saw both members"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        matching((member_ready, status), |seen| *seen == (1.0, 200))
+    })
+    .await
+    .unwrap();
     tokio::time::sleep(2 * PROBE).await;
     assert!(!leading(&b).await, "someone else holds the Lease");
     for name in ["member1", "broken"] {

@@ -18,7 +18,7 @@ use kube::{
     Api,
     api::{ListParams, ObjectMeta, PostParams},
 };
-use testkit::RestartOptions;
+use testkit::{RestartOptions, eventually, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 const PROBE_TIMEOUT: &str = "2";
@@ -46,17 +46,13 @@ async fn conditions(collector: &RunningCollector, member: &str) -> Option<(Strin
 /// that took.
 async fn wait_ready_api(s: &Scenario, member: &str, ready: &str, limit: Duration) -> Duration {
     let started = Instant::now();
-    loop {
+    eventually(&format!("{member} is {ready}"), limit, || async {
         let now = conditions(&s.collector, member).await;
-        if now.as_ref().is_some_and(|(r, _)| r == ready) {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "{member} never became {ready}: {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        matching(now, |now| now.as_ref().is_some_and(|(r, _)| r == ready))
+    })
+    .await
+    .unwrap();
+    started.elapsed()
 }
 
 #[tokio::test]

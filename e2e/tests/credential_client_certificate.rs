@@ -24,7 +24,7 @@ use e2e::{
 };
 use member_client::FailureKind;
 use registry_support::{list_namespaces, loopback_policy, member_client, next_upserted, whoami};
-use testkit::Environment;
+use testkit::{Environment, eventually, matching};
 use tokio::time::Instant;
 
 const PROBE: Duration = Duration::from_secs(1);
@@ -46,17 +46,14 @@ async fn expires_in(collector: &RunningCollector) -> f64 {
 /// that took.
 async fn wait_expiry(collector: &RunningCollector, want: Duration) -> Duration {
     let started = Instant::now();
-    loop {
+    let what = format!("the credential expires in ~{want:?}");
+    eventually(&what, CONVERGE, || async {
         let ahead = expires_in(collector).await;
-        if (ahead - want.as_secs_f64()).abs() < 120.0 {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < CONVERGE,
-            "the credential expires in {ahead:.0} s, not ~{want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        matching(ahead, |ahead| (ahead - want.as_secs_f64()).abs() < 120.0)
+    })
+    .await
+    .unwrap();
+    started.elapsed()
 }
 
 async fn relists(collector: &RunningCollector) -> f64 {
@@ -204,14 +201,13 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     .await
     .unwrap();
     // Bob may not list namespaces (403) until the registry has the expired certificate too.
-    let started = Instant::now();
-    let refused = loop {
+    let what = "the registry's client no longer gets 403";
+    let refused = eventually(what, CONVERGE, || async {
         let now = list_namespaces(&client).await;
-        if now != Err(FailureKind::Forbidden) || started.elapsed() > CONVERGE {
-            break now;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        matching(now, |now| *now != Err(FailureKind::Forbidden))
+    })
+    .await
+    .unwrap();
     assert_eq!(
         refused,
         Err(FailureKind::CredentialUnavailable),

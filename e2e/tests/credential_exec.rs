@@ -17,7 +17,7 @@ use e2e::{
         read_api::{self, condition, unix_now, wait_healthy},
     },
 };
-use testkit::{Environment, REVOCATION_TIMEOUT};
+use testkit::{Environment, REVOCATION_TIMEOUT, eventually, matching};
 use tokio::time::Instant;
 
 const PROBE: Duration = Duration::from_secs(1);
@@ -59,17 +59,12 @@ async fn wait_metric_at_least(
     limit: Duration,
 ) -> Duration {
     let started = Instant::now();
-    loop {
-        let now = member_metric(collector, metric).await;
-        if now >= want {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "{metric} is {now}, not ≥ {want}, after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(&format!("{metric} ≥ {want}"), limit, || async {
+        matching(member_metric(collector, metric).await, |now| *now >= want)
+    })
+    .await
+    .unwrap();
+    started.elapsed()
 }
 
 #[tokio::test]

@@ -10,9 +10,10 @@ use std::{collections::BTreeMap, time::Duration};
 
 use e2e::scenario::Scenario;
 use monitoring_support::{
-    dashboard, dashboard_queries, exposed_names, metric_names, openmetrics_as_prometheus_text,
-    rule_list, rules, run_promtool,
+    dashboard, dashboard_queries, metric_names, openmetrics_as_prometheus_text, rule_list, rules,
+    run_promtool,
 };
+use testkit::metrics::Exposition;
 
 const PROBE: Duration = Duration::from_secs(1);
 /// Start-up: the registry lists, the member client connects, the watches list.
@@ -70,7 +71,7 @@ async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
         used.len() >= 10,
         "the parser found the queries' metrics: {used:?}"
     );
-    let exposed = exposed_names(&text);
+    let exposed = Exposition::parse(&text).series_names();
     let missing: Vec<_> = used
         .iter()
         .filter(|(name, _)| !exposed.contains(*name))

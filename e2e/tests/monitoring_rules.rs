@@ -174,7 +174,7 @@ fn an_exposition_offers_its_families_sample_names_even_without_samples() {
     let text = "# HELP tether_relists Relists.\n# TYPE tether_relists counter\n\
                 # TYPE tether_rotation_to_use_seconds histogram\n# UNIT tether_rotation_to_use_seconds seconds\n\
                 tether_rotation_to_use_seconds_count 0\n# TYPE tether_members gauge\ntether_members 2\n# EOF\n";
-    let names = monitoring_support::exposed_names(text);
+    let names = testkit::metrics::Exposition::parse(text).series_names();
     for name in [
         "tether_relists_total",
         "tether_rotation_to_use_seconds_bucket",

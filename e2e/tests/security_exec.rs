@@ -23,8 +23,7 @@ use e2e::{
     collector_run::{collector_check, spawn_healthy, temp_dir},
     kubeconfig_plane::{plugin_path, read_api::process_condition},
 };
-use testkit::{CollectorProcess, HostileEndpoint};
-use tokio::time::Instant;
+use testkit::{CollectorProcess, HostileEndpoint, eventually};
 
 const START: Duration = Duration::from_secs(15);
 const CONVERGE: Duration = Duration::from_secs(30);
@@ -119,19 +118,18 @@ async fn condition(process: &CollectorProcess, member: &str, type_: &str) -> Opt
 
 /// Polls until `member`'s `CredentialsValid` starts with `want` (`status/reason`).
 async fn wait_credentials(process: &CollectorProcess, member: &str, want: &str) -> String {
-    let started = Instant::now();
-    loop {
-        let now = condition(process, member, "CredentialsValid").await;
-        if let Some(now) = now.as_deref().filter(|c| c.starts_with(want)) {
-            return now.to_owned();
+    let what = format!(
+        "{member}: CredentialsValid is {want} (logs in {})",
+        process.log_dir.display()
+    );
+    eventually(&what, CONVERGE, || async {
+        match condition(process, member, "CredentialsValid").await {
+            Some(now) if now.starts_with(want) => Ok(now),
+            now => Err(format!("{now:?}")),
         }
-        assert!(
-            started.elapsed() < CONVERGE,
-            "{member}: CredentialsValid is {now:?}, never {want} (logs in {})",
-            process.log_dir.display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
+    .unwrap()
 }
 
 /// Whether Python, as the plugin runs it, would process `.pth` files under `home`: writes

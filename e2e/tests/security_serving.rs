@@ -264,10 +264,10 @@ async fn token_reviews(control_plane: &testkit::Cluster) -> usize {
         .request_text(http::Request::get("/metrics").body(Vec::new()).unwrap())
         .await
         .unwrap();
-    e2e::collector_run::metric_sum(
+    testkit::metrics::sum(
         &text,
         "apiserver_request_total",
-        "resource=\"tokenreviews\"",
+        r#"resource="tokenreviews""#,
     ) as usize
 }
 

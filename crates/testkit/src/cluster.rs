@@ -9,6 +9,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use secrecy::ExposeSecret as _;
 
+use crate::metrics::Exposition;
 use crate::pki::TestCa;
 
 /// A connect timeout well above what loopback needs, but short enough that a test against a
@@ -165,6 +166,22 @@ impl Cluster {
             .request_text(req)
             .await
             .with_context(|| format!("GET {}/readyz", self.endpoint))
+    }
+
+    /// `GET /metrics` as the admin: the apiserver's own metrics.
+    ///
+    /// # Errors
+    /// If the request fails.
+    pub async fn metrics(&self) -> Result<Exposition> {
+        let req = http::Request::get("/metrics")
+            .body(Vec::new())
+            .context("building GET /metrics")?;
+        let text = self
+            .admin_client()?
+            .request_text(req)
+            .await
+            .with_context(|| format!("GET {}/metrics", self.endpoint))?;
+        Ok(Exposition::parse(&text))
     }
 }
 

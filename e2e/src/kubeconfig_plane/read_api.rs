@@ -7,7 +7,7 @@ use std::{
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, api::PostParams};
-use testkit::{Cluster, CollectorProcess, deployment};
+use testkit::{Cluster, CollectorProcess, deployment, eventually};
 use tokio::time::Instant;
 
 use crate::collector_run::RunningCollector;
@@ -86,20 +86,15 @@ pub async fn wait_condition(
     limit: Duration,
 ) -> anyhow::Result<(Duration, Condition)> {
     let started = Instant::now();
-    let mut last = None;
-    loop {
-        if let Some(now) = condition(collector, member, type_).await {
-            if now.short() == want {
-                return Ok((started.elapsed(), now));
-            }
-            last = Some(now);
+    let what = format!("{member}: {type_} is {want}");
+    let now = eventually(&what, limit, || async {
+        match condition(collector, member, type_).await {
+            Some(now) if now.short() == want => Ok(now),
+            now => Err(format!("{now:?}")),
         }
-        anyhow::ensure!(
-            started.elapsed() < limit,
-            "{member}: {type_} never became {want} within {limit:?} (last {last:?})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await?;
+    Ok((started.elapsed(), now))
 }
 
 /// Polls until `member` is `Ready=True/MemberReady` and `CredentialsValid=True/CredentialsAccepted`
@@ -136,21 +131,18 @@ pub async fn create_and_wait_mirrored(
         .await?;
     let started = Instant::now();
     let path = format!("/api/v1/clusters/{member_name}/apps/v1/deployments");
-    loop {
-        let list = collector.get_json(&path).await.unwrap_or_default();
+    let what = format!("{member_name} mirrors {namespace}/{name}");
+    eventually(&what, limit, || async {
+        let list = collector.get_json(&path).await?;
         let items = list["items"].as_array().cloned().unwrap_or_default();
-        if items
+        let mirrored = items
             .iter()
-            .any(|d| d["metadata"]["name"] == name && d["metadata"]["namespace"] == namespace)
-        {
-            return Ok(started.elapsed());
-        }
-        anyhow::ensure!(
-            started.elapsed() < limit,
-            "{member_name} did not mirror {namespace}/{name} within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .any(|d| d["metadata"]["name"] == name && d["metadata"]["namespace"] == namespace);
+        anyhow::ensure!(mirrored, "{} other items", items.len());
+        Ok(())
+    })
+    .await?;
+    Ok(started.elapsed())
 }
 
 /// The sum of metric `name`'s samples for `member` (0 when it has none).

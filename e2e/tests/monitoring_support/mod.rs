@@ -13,6 +13,7 @@ use std::{
 use anyhow::{Context as _, ensure};
 use e2e::manifest::repo_root;
 use serde_json::Value;
+use testkit::metrics::Exposition;
 
 /// Where every runbook and dashboard link points: a heading of the README on GitHub.
 pub const README_URL: &str = "https://github.com/tether-dev/tether/blob/main/README.md#";
@@ -122,42 +123,15 @@ pub fn metric_names(promql: &str) -> BTreeSet<String> {
     names
 }
 
-/// The series names an OpenMetrics exposition offers: every sample's, and for every family
-/// (`# TYPE`) the names its type gives its samples, so that a counter nothing has counted yet
-/// still offers `<name>_total`.
-pub fn exposed_names(text: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for line in text.lines() {
-        if let Some(typed) = line.strip_prefix("# TYPE ") {
-            let mut words = typed.split_whitespace();
-            let (Some(name), Some(kind)) = (words.next(), words.next()) else {
-                continue;
-            };
-            let suffixes: &[&str] = match kind {
-                "counter" => &["_total", "_created"],
-                "histogram" => &["_bucket", "_count", "_sum", "_created"],
-                "summary" => &["", "_count", "_sum", "_created"],
-                "info" => &["_info"],
-                "stateset" | "gaugehistogram" => &["", "_bucket", "_gcount", "_gsum"],
-                _ => &[""],
-            };
-            names.extend(suffixes.iter().map(|s| format!("{name}{s}")));
-        } else if !line.starts_with('#') && !line.is_empty() {
-            let end = line.find(['{', ' ']).unwrap_or(line.len());
-            names.insert(line[..end].to_owned());
-        }
-    }
-    names
-}
-
 /// An OpenMetrics exposition in Prometheus' text format, which `promtool check metrics` reads:
 /// a counter family `x` (samples `x_total`) is described as `x_total`, and the `# UNIT` and
 /// `# EOF` lines, which that format lacks, are dropped. The samples are unchanged.
 pub fn openmetrics_as_prometheus_text(text: &str) -> String {
-    let counters: BTreeSet<&str> = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("# TYPE "))
-        .filter_map(|typed| typed.strip_suffix(" counter"))
+    let families = Exposition::parse(text).families;
+    let counters: BTreeSet<&str> = families
+        .iter()
+        .filter(|(_, kind)| *kind == "counter")
+        .map(|(name, _)| name.as_str())
         .collect();
     let mut converted = String::with_capacity(text.len());
     for line in text.lines() {
