@@ -1,41 +1,30 @@
 //! Durations on the command line: `300s`, `5m`, `1h`, or sums such as `1m30s`.
 //!
-//! A few lines here rather than a dependency: three units are all the flags need.
+//! jiff reads them; this module holds jiff's friendlier grammar (`500ms`, `1.5h`, `5 mins`,
+//! `1 hour`, a sign) to whole seconds in the three units the flags need.
 
 use std::{fmt, time::Duration};
 
-/// Parses `<digits><unit>`, repeated, with the units `h`, `m` and `s`. A bare number is refused:
-/// `--ttl=300` could be seconds or minutes, and a wrong guess is a silent misconfiguration.
+use k8s_openapi::jiff::fmt::friendly::SpanParser;
+
+static PARSER: SpanParser = SpanParser::new();
+
+/// Parses `<digits><unit>`, repeated from the largest unit down, with the units `h`, `m` and
+/// `s`. A bare number is refused: `--ttl=300` could be seconds or minutes, and a wrong guess is
+/// a silent misconfiguration.
 ///
 /// # Errors
 /// A message saying what is accepted.
 pub(crate) fn parse(text: &str) -> Result<Duration, String> {
     let bad = || format!("{text:?} is not a duration such as 300s, 5m or 1h");
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
+    // jiff would also take spaces, fractions, signs, `ms` and other unit names.
+    let hms = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'h' | b'm' | b's'));
+    if !hms || text.contains("ms") {
         return Err(bad());
     }
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let (number, tail) = rest.split_at(digits);
-        let mut units = tail.chars();
-        let unit = units.next().ok_or_else(bad)?;
-        let seconds_per = match unit {
-            'h' => 3600,
-            'm' => 60,
-            's' => 1,
-            _ => return Err(bad()),
-        };
-        let count: u64 = number.parse().map_err(|_| bad())?;
-        let part = count
-            .checked_mul(seconds_per)
-            .map(Duration::from_secs)
-            .ok_or_else(bad)?;
-        total = total.checked_add(part).ok_or_else(bad)?;
-        rest = units.as_str();
-    }
-    Ok(total)
+    PARSER.parse_unsigned_duration(text).map_err(|_| bad())
 }
 
 /// [`parse`], refusing zero: a zero `--ttl` or `--timeout` would make every run fail.
@@ -74,6 +63,7 @@ mod tests {
     #[case::minutes("5m", 300)]
     #[case::hours("1h", 3600)]
     #[case::sum("1m30s", 90)]
+    #[case::every_unit("1h1m1s", 3661)]
     #[case::zero("0s", 0)]
     fn durations_parse(#[case] text: &str, #[case] secs: u64) {
         assert_eq!(parse(text), Ok(Duration::from_secs(secs)));
@@ -89,6 +79,11 @@ mod tests {
     #[case::space("5 m")]
     #[case::fraction("1.5h")]
     #[case::overflow("99999999999999999999h")]
+    #[case::units_out_of_order("30s1m")]
+    #[case::whole_milliseconds("1000ms")]
+    #[case::unit_name("5mins")]
+    #[case::iso_8601("PT5M")]
+    #[case::plus("+5m")]
     fn other_text_is_refused(#[case] text: &str) {
         let err = parse(text).unwrap_err();
         assert!(err.contains("300s, 5m or 1h"), "{err}");

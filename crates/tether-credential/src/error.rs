@@ -6,7 +6,7 @@
 use std::{fmt, path::PathBuf, time::Duration};
 
 use kube::core::Status;
-use member_client::{SecretRef, SourceError, exec::UnsupportedApiVersion};
+use member_client::{SecretRef, SourceError, exec::wire::ExecInfoError};
 
 use crate::duration::Short;
 
@@ -19,18 +19,9 @@ pub(crate) enum Error {
          client-go runs (see --help)"
     )]
     NoExecInfo,
-    /// `KUBERNETES_EXEC_INFO` does not parse.
-    #[error("KUBERNETES_EXEC_INFO is not an ExecCredential")]
-    ExecInfoInvalid(#[source] serde_json::Error),
-    /// `KUBERNETES_EXEC_INFO` holds some other kind.
-    #[error("KUBERNETES_EXEC_INFO is not an ExecCredential (kind {kind:?})")]
-    NotExecCredential {
-        /// What it says it is.
-        kind: String,
-    },
-    /// Neither `client.authentication.k8s.io/v1` nor `/v1beta1`.
-    #[error("KUBERNETES_EXEC_INFO")]
-    ApiVersion(#[source] UnsupportedApiVersion),
+    /// `KUBERNETES_EXEC_INFO` is not an ExecCredential of a version client-go speaks.
+    #[error(transparent)]
+    ExecInfo(ExecInfoError),
     /// client-go sent no cluster: the provider's execConfig lacks `provideClusterInfo`.
     #[error(
         "KUBERNETES_EXEC_INFO has no spec.cluster: set `provideClusterInfo: true` in the \

@@ -2,13 +2,12 @@
 //! `spec.cluster.config` is the cluster's `client.authentication.k8s.io/exec` extension.
 
 use cluster_registry::{clusterprofile::TetherExecExtension, secret_credential};
-use member_client::{ExecApiVersion, SecretRef};
-use serde::Deserialize;
+use member_client::{
+    ExecApiVersion, SecretRef,
+    exec::wire::{ExecCluster, ExecInfo},
+};
 
 use crate::error::Error;
-
-/// The variable client-go puts the `ExecCredential` in.
-pub(crate) const EXEC_INFO_ENV: &str = "KUBERNETES_EXEC_INFO";
 
 /// What one run is asked for: whose credential, where it is, and which version to answer in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,56 +22,19 @@ pub(crate) struct ExecRequest {
     pub(crate) server: String,
 }
 
-/// The part of client-go's `ExecCredential` read here; other fields are ignored.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ExecInfo {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    spec: Spec,
-}
-
-#[derive(Default, Deserialize)]
-struct Spec {
-    /// Sent only with `provideClusterInfo: true`.
-    cluster: Option<Cluster>,
-}
-
-#[derive(Deserialize)]
-struct Cluster {
-    #[serde(default)]
-    server: String,
-    #[serde(default)]
-    config: Option<serde_json::Value>,
-}
-
-/// Reads the request from the value of [`EXEC_INFO_ENV`] (`None` when unset).
+/// Reads the request from the value of `KUBERNETES_EXEC_INFO` (`None` when unset).
 ///
 /// # Errors
-/// [`Error::NoExecInfo`], [`Error::ExecInfoInvalid`], [`Error::NotExecCredential`],
-/// [`Error::ApiVersion`], [`Error::NoClusterInfo`], [`Error::NoExtension`],
-/// [`Error::ExtensionInvalid`], [`Error::NoSecretRef`] and [`Error::SecretRefInvalid`].
+/// [`Error::NoExecInfo`], [`Error::ExecInfo`], [`Error::NoClusterInfo`],
+/// [`Error::NoExtension`], [`Error::ExtensionInvalid`], [`Error::NoSecretRef`] and
+/// [`Error::SecretRefInvalid`].
 pub(crate) fn parse(raw: Option<&str>) -> Result<ExecRequest, Error> {
     let raw = raw
         .filter(|r| !r.trim().is_empty())
         .ok_or(Error::NoExecInfo)?;
-    let info: ExecInfo = serde_json::from_str(raw).map_err(Error::ExecInfoInvalid)?;
-    if info.kind != "ExecCredential" {
-        return Err(Error::NotExecCredential { kind: info.kind });
-    }
-    let api_version = info
-        .api_version
-        .parse::<ExecApiVersion>()
-        .map_err(Error::ApiVersion)?;
-    let cluster = info.spec.cluster.ok_or(Error::NoClusterInfo)?;
-    let server = cluster.server;
-    let config = cluster
-        .config
-        .filter(|c| !c.is_null())
-        .ok_or(Error::NoExtension)?;
+    let info = ExecInfo::from_json(raw).map_err(Error::ExecInfo)?;
+    let ExecCluster { server, config, .. } = info.cluster.ok_or(Error::NoClusterInfo)?;
+    let config = config.filter(|c| !c.is_null()).ok_or(Error::NoExtension)?;
     let extension: TetherExecExtension =
         serde_json::from_value(config).map_err(Error::ExtensionInvalid)?;
     let member = extension.member;
@@ -85,7 +47,7 @@ pub(crate) fn parse(raw: Option<&str>) -> Result<ExecRequest, Error> {
             source: Box::new(source),
         })?;
     Ok(ExecRequest {
-        api_version,
+        api_version: info.api_version,
         member,
         secret,
         server,
@@ -95,6 +57,7 @@ pub(crate) fn parse(raw: Option<&str>) -> Result<ExecRequest, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use member_client::exec::wire::ExecInfoError;
     use rstest::rstest;
     use serde_json::{Value, json};
 
@@ -142,7 +105,10 @@ mod tests {
             cluster(tether("m1")),
         );
         let err = parse(Some(&raw)).unwrap_err();
-        assert!(matches!(err, Error::ApiVersion(_)), "{err:?}");
+        assert!(
+            matches!(err, Error::ExecInfo(ExecInfoError::ApiVersion(_))),
+            "{err:?}"
+        );
         assert!(err.one_line().contains("v1alpha1"), "{}", err.one_line());
     }
 

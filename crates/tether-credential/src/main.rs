@@ -8,7 +8,6 @@
 mod cli;
 mod duration;
 mod error;
-mod exec_credential;
 mod exec_info;
 mod expiry;
 mod run;
@@ -25,8 +24,8 @@ use crate::error::Error;
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     // Not UTF-8 cannot be JSON: the lossy text then fails to parse, and says so.
-    let exec_info =
-        std::env::var_os(exec_info::EXEC_INFO_ENV).map(|v| v.to_string_lossy().into_owned());
+    let exec_info = std::env::var_os(member_client::exec::wire::EXEC_INFO_ENV)
+        .map(|v| v.to_string_lossy().into_owned());
     let answer = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -3,10 +3,10 @@
 use std::time::SystemTime;
 
 use cluster_registry::secret_credential::credential_in_secret;
-use k8s_openapi::jiff::Timestamp;
+use member_client::exec::wire::{ExecOutput, WriteError, format_rfc3339};
 use secrecy::SecretBox;
 
-use crate::{cli::Args, error::Error, exec_credential, exec_info, secret_fetch, served_secret};
+use crate::{cli::Args, error::Error, exec_info, secret_fetch, served_secret};
 
 /// The `ExecCredential` to print for `exec_info` (the value of `KUBERNETES_EXEC_INFO`), all of
 /// it bounded by `--timeout`.
@@ -36,9 +36,13 @@ async fn answer(args: &Args, exec_info: Option<&str>) -> Result<SecretBox<Vec<u8
         .map_err(|late| Error::Expired {
             member: request.member.clone(),
             secret: request.secret.clone(),
-            at: Timestamp::try_from(late.expires_at)
-                .map_or_else(|_| "an unwritable time".to_owned(), |t| t.to_string()),
+            at: format_rfc3339(late.expires_at).unwrap_or_else(|| "an unwritable time".to_owned()),
             skew: args.skew,
         })?;
-    exec_credential::render(request.api_version, &credential, expires_at)
+    ExecOutput::of_credential(&credential, Some(expires_at))
+        .to_json(request.api_version)
+        .map_err(|err| match err {
+            WriteError::ExpiryOutOfRange => Error::Timestamp,
+            WriteError::Serialize(err) => Error::Output(err.into()),
+        })
 }

@@ -22,6 +22,8 @@
 //!   [`ExecPolicy::MAX_STDERR`] of stderr are held.
 //! - Errors never quote stdout, and `Debug` never prints tokens, keys or env values.
 //!
+//! The ExecCredential format itself, both ways, is [`wire`]'s.
+//!
 //! Not promised: what an allowed plugin does with the arguments its declaration accepts.
 //! Patterns should accept values, not options that name files or programs.
 //!
@@ -50,8 +52,6 @@
 mod config;
 mod descendants;
 mod error;
-mod exec_credential;
-mod exec_info;
 mod plugin_declaration;
 mod plugin_file;
 mod policy;
@@ -60,11 +60,10 @@ mod process_table;
 mod refused_env;
 mod run;
 mod run_as;
-mod timestamp;
+pub mod wire;
 
-pub use config::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, UnsupportedApiVersion};
+pub use config::{ExecConfig, ExecEnvVar};
 pub use error::{BadExecOutput, ExecError, ExecFailure};
-pub use exec_credential::ExecOutput;
 pub use plugin_declaration::{
     ArgRule, DeclarationError, DefinitionRules, EnvRule, Pattern, PluginDeclaration,
 };
@@ -72,6 +71,7 @@ pub use plugin_file::{ExecPluginsFile, ExecPluginsFileError, MAX_EXEC_PLUGINS_FI
 pub use policy::ExecPolicy;
 pub use run::{PLUGIN_PATH, run};
 pub use run_as::RunAs;
+pub use wire::{ExecApiVersion, ExecCluster, ExecOutput, UnsupportedApiVersion};
 
 #[cfg(test)]
 mod tests;

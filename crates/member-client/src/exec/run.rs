@@ -12,7 +12,9 @@ use crate::Text;
 
 use super::{
     ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, RunAs, descendants,
-    exec_credential, exec_info, plugin_declaration::Invocation, private_home::PrivateHome,
+    plugin_declaration::Invocation,
+    private_home::PrivateHome,
+    wire::{EXEC_INFO_ENV, ExecInfo},
 };
 
 /// The plugin's `PATH`, whatever the collector's is: system directories only.
@@ -112,7 +114,7 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
         home.remove()
     })
     .await;
-    exec_credential::parse(&stdout?, config.api_version)
+    ExecOutput::from_json(&stdout?, config.api_version)
         .map_err(|bad| ExecFailure::BadOutput(bad).into())
 }
 
@@ -132,7 +134,7 @@ async fn execute(
         .env("HOME", home.path())
         .envs(invocation.env.iter().map(|var| (&var.name, &var.value)))
         // Set last so that nothing replaces it, as in client-go.
-        .env("KUBERNETES_EXEC_INFO", exec_info::exec_info(config))
+        .env(EXEC_INFO_ENV, ExecInfo::for_plugin(config).to_json())
         .current_dir(home.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use crate::exec::{ExecApiVersion, exec_credential::parse};
+use crate::exec::{ExecApiVersion, wire::parse_exec_credential as parse};
 
 /// A token that must never appear in an error.
 const TOKEN: &str = "tok-3f9a1c-never-echo";

@@ -1,4 +1,6 @@
 //! The ExecCredential a plugin prints, read into an [`ExecOutput`].
+//!
+//! Only the `status` is read: it is all client-go reads of a plugin's answer.
 
 use std::{fmt, time::SystemTime};
 
@@ -7,7 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::{Credential, SourceError};
 
-use super::{BadExecOutput, ExecApiVersion, timestamp::parse_rfc3339};
+use super::{ExecApiVersion, KIND, timestamp::parse_rfc3339};
+use crate::exec::BadExecOutput;
 
 /// The credential a plugin returned: a bearer token, a client certificate and key, or both.
 ///
@@ -40,6 +43,19 @@ impl fmt::Debug for ExecOutput {
     }
 }
 
+impl ExecOutput {
+    /// Reads a plugin's stdout, with client-go's rules: the `apiVersion` sent, kind
+    /// `ExecCredential`, a `status` with a token or a certificate and key. Empty strings count
+    /// as absent, as Go's zero values do. The token must fit an `Authorization` header and
+    /// [`Credential::MAX_TOKEN_BYTES`].
+    ///
+    /// # Errors
+    /// [`BadExecOutput`], which names fields and never quotes a value.
+    pub fn from_json(stdout: &[u8], want: ExecApiVersion) -> Result<Self, BadExecOutput> {
+        parse(stdout, want)
+    }
+}
+
 /// Reads a plugin's stdout, with client-go's rules: the `apiVersion` sent, kind
 /// `ExecCredential`, a `status` with a token or a certificate and key. Empty strings count as
 /// absent, as Go's zero values do.
@@ -63,7 +79,7 @@ pub(crate) fn parse(stdout: &[u8], want: ExecApiVersion) -> Result<ExecOutput, B
             got: api_version.and_then(known_version),
         });
     }
-    if doc.get("kind").and_then(Value::as_str) != Some("ExecCredential") {
+    if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
         return Err(BadExecOutput::WrongKind);
     }
     let status = match doc.get("status") {

@@ -1,58 +1,81 @@
-//! The output: the `ExecCredential` client-go reads from the plugin's stdout.
+//! An [`ExecOutput`] written as the ExecCredential a plugin prints, for client-go to read.
 
 use std::time::SystemTime;
 
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
-use member_client::{Credential, ExecApiVersion};
 use secrecy::{ExposeSecret as _, ExposeSecretMut as _, SecretBox, SecretString};
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::Credential;
 
-/// The JSON client-go reads: the `apiVersion` it sent, `kind: ExecCredential`, and a `status`
-/// with the token and/or the client certificate and key, and `expirationTimestamp`.
-///
-/// It is written into a [`SecretBox`], so that it is zeroed when dropped and `Debug` never
-/// shows it.
-///
-/// # Errors
-/// [`Error::Timestamp`] when `expires_at` cannot be written as RFC 3339 (past year 9999).
-pub(crate) fn render(
-    api_version: ExecApiVersion,
-    credential: &Credential,
-    expires_at: SystemTime,
-) -> Result<SecretBox<Vec<u8>>, Error> {
-    let expiration_timestamp = Timestamp::try_from(expires_at)
-        .map(Time)
-        .map_err(|_| Error::Timestamp)?;
-    let identity = credential.identity();
-    let key: Option<SecretString> = identity.map(|i| i.private_key_pem());
-    let chain = identity.map(|i| i.certificate_chain_pem());
-    let doc = ExecCredential {
-        api_version: api_version.as_str(),
-        kind: "ExecCredential",
-        status: Status {
-            expiration_timestamp,
-            token: credential.token().map(|t| t.expose_secret()),
-            client_certificate_data: chain.as_deref(),
-            client_key_data: key.as_ref().map(|k| k.expose_secret()),
-        },
-    };
-    // Room for everything up front: JSON escapes a PEM's newlines (two bytes each), and a
-    // buffer that grows would leave unzeroed copies of the key behind.
-    let size = doc.status.token.map_or(0, str::len)
-        + doc.status.client_certificate_data.map_or(0, str::len)
-        + doc.status.client_key_data.map_or(0, str::len);
-    let mut out = SecretBox::new(Box::new(Vec::with_capacity(2 * size + 512)));
-    serde_json::to_writer(out.expose_secret_mut(), &doc)
-        .map_err(|err| Error::Output(err.into()))?;
-    out.expose_secret_mut().push(b'\n');
-    Ok(out)
+use super::{ExecApiVersion, ExecOutput, KIND, timestamp::format_rfc3339};
+
+/// Why an [`ExecOutput`] could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// `expires_at` is past what RFC 3339 can say (around the year 9999).
+    #[error("the expiry cannot be written as an RFC 3339 time")]
+    ExpiryOutOfRange,
+    /// serde failed; it cannot for these plain strings, but the error is not swallowed.
+    #[error("writing the ExecCredential")]
+    Serialize(#[source] serde_json::Error),
+}
+
+impl ExecOutput {
+    /// What a plugin hands out for `credential`: its token, its client certificate chain and
+    /// key, and `expires_at` as the expiry client-go keeps it until.
+    pub fn of_credential(credential: &Credential, expires_at: Option<SystemTime>) -> Self {
+        let identity = credential.identity();
+        Self {
+            token: credential.token().cloned(),
+            client_certificate_pem: identity.map(|i| i.certificate_chain_pem()),
+            client_key_pem: identity.map(|i| i.private_key_pem()),
+            expires_at,
+        }
+    }
+
+    /// The ExecCredential client-go reads from a plugin's stdout: `api_version` (the one it
+    /// sent), `kind: ExecCredential`, and a `status` with the token and/or the client
+    /// certificate and key, and `expirationTimestamp` in whole seconds. One line, ending in a
+    /// newline.
+    ///
+    /// It is written into a [`SecretBox`], so that it is zeroed when dropped and `Debug` never
+    /// shows it.
+    ///
+    /// # Errors
+    /// [`WriteError::ExpiryOutOfRange`] when `expires_at` cannot be written as RFC 3339.
+    pub fn to_json(&self, api_version: ExecApiVersion) -> Result<SecretBox<Vec<u8>>, WriteError> {
+        let expiration_timestamp = self
+            .expires_at
+            .map(|at| format_rfc3339(at).ok_or(WriteError::ExpiryOutOfRange))
+            .transpose()?;
+        let doc = Document {
+            api_version: api_version.as_str(),
+            kind: KIND,
+            status: Status {
+                expiration_timestamp,
+                token: self.token.as_ref().map(SecretString::expose_secret),
+                client_certificate_data: self.client_certificate_pem.as_deref(),
+                client_key_data: self
+                    .client_key_pem
+                    .as_ref()
+                    .map(SecretString::expose_secret),
+            },
+        };
+        // Room for everything up front: JSON escapes a PEM's newlines (two bytes each), and a
+        // buffer that grows would leave unzeroed copies of the key behind.
+        let size = doc.status.token.map_or(0, str::len)
+            + doc.status.client_certificate_data.map_or(0, str::len)
+            + doc.status.client_key_data.map_or(0, str::len);
+        let mut out = SecretBox::new(Box::new(Vec::with_capacity(2 * size + 512)));
+        serde_json::to_writer(out.expose_secret_mut(), &doc).map_err(WriteError::Serialize)?;
+        out.expose_secret_mut().push(b'\n');
+        Ok(out)
+    }
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ExecCredential<'a> {
+struct Document<'a> {
     api_version: &'static str,
     kind: &'static str,
     status: Status<'a>,
@@ -62,7 +85,8 @@ struct ExecCredential<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Status<'a> {
-    expiration_timestamp: Time,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expiration_timestamp: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,13 +100,21 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use member_client::ClientIdentity;
+    use crate::ClientIdentity;
     use rstest::rstest;
     use serde_json::{Value, json};
 
     /// 2027-01-15T08:00:00Z.
     fn expiry() -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+    }
+
+    fn render(
+        version: ExecApiVersion,
+        credential: &Credential,
+        expires_at: SystemTime,
+    ) -> Result<SecretBox<Vec<u8>>, WriteError> {
+        ExecOutput::of_credential(credential, Some(expires_at)).to_json(version)
     }
 
     fn parsed(out: &SecretBox<Vec<u8>>) -> Value {
@@ -163,11 +195,46 @@ mod tests {
         let credential = Credential::from_token_bytes(b"tok-s3cr3t")
             .unwrap()
             .with_identity(identity);
-        let out = render(ExecApiVersion::V1, &credential, expiry()).unwrap();
-        let printed = format!("{out:?} {credential:?}");
+        let output = ExecOutput::of_credential(&credential, Some(expiry()));
+        let out = output.to_json(ExecApiVersion::V1).unwrap();
+        let printed = format!("{out:?} {credential:?} {output:?}");
         assert!(!printed.contains("s3cr3t"), "{printed}");
         assert!(!printed.contains("PRIVATE KEY"), "{printed}");
         let key_body = key.lines().nth(1).unwrap();
         assert!(!printed.contains(key_body), "{printed}");
+    }
+
+    #[rstest]
+    #[case::v1(ExecApiVersion::V1)]
+    #[case::v1beta1(ExecApiVersion::V1Beta1)]
+    fn what_is_written_reads_back_with_the_plugin_reader(#[case] version: ExecApiVersion) {
+        let (identity, _, _) = identity();
+        let credential = Credential::from_token_bytes(b"tok-s3cr3t")
+            .unwrap()
+            .with_identity(identity);
+        let written = ExecOutput::of_credential(&credential, Some(expiry()));
+        let read =
+            ExecOutput::from_json(written.to_json(version).unwrap().expose_secret(), version)
+                .unwrap();
+        assert_eq!(read.token.unwrap().expose_secret(), "tok-s3cr3t");
+        assert_eq!(read.client_certificate_pem, written.client_certificate_pem);
+        assert_eq!(
+            read.client_key_pem.map(|k| k.expose_secret().to_owned()),
+            written.client_key_pem.map(|k| k.expose_secret().to_owned())
+        );
+        assert_eq!(read.expires_at, Some(expiry()));
+    }
+
+    #[test]
+    fn no_expiry_is_left_out_and_an_unwritable_one_is_an_error() {
+        let credential = Credential::from_token_bytes(b"tok").unwrap();
+        let out = ExecOutput::of_credential(&credential, None);
+        let status = &parsed(&out.to_json(ExecApiVersion::V1).unwrap())["status"];
+        assert!(status.get("expirationTimestamp").is_none(), "{status}");
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        let err = ExecOutput::of_credential(&credential, Some(far))
+            .to_json(ExecApiVersion::V1)
+            .unwrap_err();
+        assert!(matches!(err, WriteError::ExpiryOutOfRange), "{err:?}");
     }
 }
