@@ -230,4 +230,6 @@ impl fmt::Debug for Metrics {
 }
 
 #[cfg(test)]
+mod documented;
+#[cfg(test)]
 mod tests;
