@@ -16,7 +16,7 @@ use member_client::{IdentityError, SourceError, Text, ValidationError};
 /// assert_eq!(reason.condition_reason(), "SecretInvalid");
 /// assert_eq!(reason.to_string(), "SecretInvalid: the token is empty");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, strum::VariantNames)]
 #[non_exhaustive]
 pub enum InvalidReason {
     /// The referenced Secret (or, for the directory source, the token file) does not exist.
@@ -62,6 +62,10 @@ pub enum InvalidReason {
 }
 
 impl InvalidReason {
+    /// Every [`condition_reason`](Self::condition_reason), one per variant: derived from the
+    /// variants' names, so that a new variant is listed without anyone listing it.
+    pub const CONDITION_REASONS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+
     /// The condition reason (`CamelCase`, as Kubernetes conditions want) for this variant.
     pub fn condition_reason(&self) -> &'static str {
         match self {

@@ -59,23 +59,13 @@
 //! `argocd.argoproj.io/secret-type=cluster` it is read as Argo CD's, else as Karmada's.
 //!
 //! # Invalid members
-//! A member that cannot be used is [`MemberState::Invalid`] with an [`InvalidReason`] that is
-//! also its condition reason: `SecretNotFound` (the Secret or token file is missing),
-//! `SecretForbidden` (listing the Secrets of its namespace was refused with 403),
-//! `SecretInvalid` (missing key, empty / non-UTF-8 / non-header-safe token, CA not PEM,
-//! `config` not JSON), `EndpointInvalid` (missing or not `https://host`), `EndpointForbidden`
-//! (where the [`EndpointPolicy`](member_client::EndpointPolicy) given to
-//! [`RegistryBuilder::endpoint_policy`] does not let a token go: loopback, link-local, metadata,
-//! `http://`, user info, skipping TLS), `ProxyInvalid` (not `http://` or `https://`),
-//! `ProviderNotFound` (no access provider of a `ClusterProfile` is in the provider file). A Karmada
-//! `secretRef` outside [`RegistryBuilder::secret_namespaces`] is `SecretForbidden`; a name that
-//! is not DNS-1123 is `DefinitionInvalid`. The endpoint, proxy and CA rules are member-client's
-//! [`validation`](member_client::validation), mapped by `From<ValidationError>`; a credential
-//! source's failure maps by `From<&SourceError>`.
-//! `PullMode` (a Karmada Cluster in Pull mode, ignored on purpose), `DefinitionInvalid` (a
-//! member file that does not parse, a Cluster without `secretRef`). Invalid input never panics
-//! and never affects another member. When two definitions claim one name, the first keeps it
-//! and the second waits (logged at `warn`) until the first is gone.
+//! A member that cannot be used is [`MemberState::Invalid`] with an [`InvalidReason`], whose
+//! name is also its condition reason ([`InvalidReason::CONDITION_REASONS`] lists them); each
+//! variant's documentation says when it happens. The endpoint, proxy and CA rules are
+//! member-client's [`validation`](member_client::validation), mapped by
+//! `From<ValidationError>`; a credential source's failure maps by `From<&SourceError>`. Invalid
+//! input never panics and never affects another member. Two definitions of one name are both
+//! `DefinitionInvalid` until only one is left.
 //!
 //! # Secret watches
 //! Karmada: one watch per namespace that some Cluster's `secretRef` points to, started and

@@ -4,7 +4,8 @@
 //!
 //! [`app::run`] is the whole program and [`cli::Args`] its flags (`collector --help`);
 //! [`check::run`] is `collector check`, the one-shot doctor, and [`command::Cli`] the command
-//! line with both. Nothing else is public. Run it as the `collector` binary, or in-process:
+//! line with both; [`reason::Reason`] is every reason it gives a member, with its
+//! documentation. Nothing else is public. Run it as the `collector` binary, or in-process:
 //!
 //! ```no_run
 //! # async fn doc() -> anyhow::Result<()> {
@@ -40,6 +41,7 @@
 //! | rotation state | `rotation::RotationState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
 //! | shard view | `shard::ShardView` | the live replicas of a shard group as one replica last read their Leases, and whether it is one of them |
 //! | assignment | `shard::Assignment` | which replica owns which member, the same on every replica for the same view |
+//! | reason | `reason::Reason` | why a member is in its state, one table for conditions, Events and `collector check`, each with its condition statuses, when it happens and its remedy |
 //! | readiness | `readiness::ReadyState` | whether the collector itself should receive traffic (`/readyz`) |
 //!
 //! # Modules
@@ -70,6 +72,7 @@ mod member;
 mod metrics;
 mod mirror;
 mod readiness;
+pub mod reason;
 mod registry_builder;
 mod rotation;
 mod shard;

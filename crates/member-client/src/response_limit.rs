@@ -87,7 +87,7 @@ impl fmt::Display for RequestKind {
 
 /// A limit a member broke. Each names itself in a member's condition
 /// ([`condition_reason`](Self::condition_reason)).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, strum::VariantNames)]
 #[non_exhaustive]
 pub enum LimitExceeded {
     /// A response body was larger than its limit.
@@ -125,6 +125,10 @@ pub enum LimitExceeded {
 }
 
 impl LimitExceeded {
+    /// Every [`condition_reason`](Self::condition_reason), one per variant: derived from the
+    /// variants' names, so that a new variant is listed without anyone listing it.
+    pub const CONDITION_REASONS: &'static [&'static str] = <Self as strum::VariantNames>::VARIANTS;
+
     /// The member condition's reason: the limit's name.
     pub fn condition_reason(&self) -> &'static str {
         match self {

@@ -16,7 +16,7 @@ mod args;
 pub(crate) mod credential;
 mod member;
 pub(crate) mod probe;
-mod remedy;
+pub(crate) mod remedy;
 mod report;
 mod run;
 mod table;

@@ -7,6 +7,7 @@ use cluster_registry::InvalidReason;
 use member_client::{FailureKind, LimitExceeded, SourceError};
 
 use super::informer_state::InformerState;
+use crate::reason::Reason;
 
 /// The outcome of the latest probe of a member, or why there is none.
 ///
@@ -66,20 +67,25 @@ impl MemberHealth {
         }
     }
 
+    /// Its reason in the table of reasons.
+    pub(crate) fn as_reason(&self) -> Reason {
+        match self {
+            Self::Unknown => Reason::Probing,
+            Self::Healthy => Reason::MemberReady,
+            Self::Unauthorized => Reason::Unauthorized,
+            Self::Forbidden(_) => Reason::Forbidden,
+            Self::MirrorFailing(_) => Reason::MirrorFailing,
+            Self::Syncing => Reason::Syncing,
+            Self::Settling(_) => Reason::Settling,
+            Self::Unreachable(_) => Reason::Unreachable,
+            Self::Invalid(reason) => Reason::from(reason),
+            Self::LimitExceeded(limit, _) => Reason::from(limit),
+        }
+    }
+
     /// The reason written into both conditions (`Ready` and `CredentialsValid`).
     pub(crate) fn reason(&self) -> &'static str {
-        match self {
-            Self::Unknown => "Probing",
-            Self::Healthy => "MemberReady",
-            Self::Unauthorized => "Unauthorized",
-            Self::Forbidden(_) => "Forbidden",
-            Self::MirrorFailing(_) => "MirrorFailing",
-            Self::Syncing => "Syncing",
-            Self::Settling(_) => "Settling",
-            Self::Unreachable(_) => "Unreachable",
-            Self::Invalid(reason) => reason.condition_reason(),
-            Self::LimitExceeded(limit, _) => limit.condition_reason(),
-        }
+        self.as_reason().name()
     }
 
     /// A sentence for a person reading `kubectl describe`.
@@ -111,36 +117,21 @@ impl MemberHealth {
         }
     }
 
-    /// The `Ready` condition's status.
+    /// The `Ready` condition's status, as the table of reasons gives it.
     pub(crate) fn ready_status(&self) -> &'static str {
-        match self {
-            Self::Unknown | Self::Syncing | Self::Settling(_) => "Unknown",
-            Self::Healthy => "True",
-            _ => "False",
-        }
+        self.as_reason().doc().ready.status().unwrap_or("Unknown")
     }
 
-    /// The `CredentialsValid` condition's status: unknown when the member can't be asked.
+    /// The `CredentialsValid` condition's status, as the table of reasons gives it: unknown
+    /// when the member can't be asked, true for any answer but 401.
     pub(crate) fn credentials_valid_status(&self) -> &'static str {
-        match self {
-            // Anything but 401 proves the apiserver authenticated the token.
-            Self::Healthy
-            | Self::Forbidden(_)
-            | Self::MirrorFailing(_)
-            | Self::Syncing
-            | Self::Settling(_) => "True",
-            Self::Unauthorized => "False",
-            Self::Invalid(reason) if reason.is_credential() => "False",
-            Self::Unknown | Self::Unreachable(_) | Self::Invalid(_) | Self::LimitExceeded(..) => {
-                "Unknown"
-            }
-        }
+        (self.as_reason().doc().credentials_valid.status()).unwrap_or("Unknown")
     }
 
     /// The `CredentialsValid` reason: the credential is fine when the member is healthy.
     pub(crate) fn credentials_valid_reason(&self) -> &'static str {
         match self.credentials_valid_status() {
-            "True" => "CredentialsAccepted",
+            "True" => Reason::CredentialsAccepted.name(),
             _ => self.reason(),
         }
     }

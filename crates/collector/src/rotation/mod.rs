@@ -48,6 +48,8 @@ pub use args::RotationArgs;
 pub(crate) use chain::TokenChain;
 pub(crate) use policy::{Permit, permit};
 pub(crate) use start::rotator;
+#[cfg(test)]
+pub(crate) use state::RefusalKind;
 pub(crate) use state::RotationState;
 
 use crate::metrics::Metrics;

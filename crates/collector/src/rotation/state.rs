@@ -1,5 +1,7 @@
 //! [`RotationState`]: what a member's token chain last said, as its conditions show it.
 
+use crate::reason::Reason;
+
 /// The state of a member's token chain; anything but [`Fine`](Self::Fine) makes
 /// `CredentialsValid` False with its reason, whatever the probe says, since the credential
 /// works now but will not for long.
@@ -22,8 +24,8 @@ impl RotationState {
     pub(crate) fn reason(&self) -> Option<&'static str> {
         match self {
             Self::Fine => None,
-            Self::Expired(_) => Some("TokenExpired"),
-            Self::Failed(_) => Some("RotationFailed"),
+            Self::Expired(_) => Some(Reason::TokenExpired.name()),
+            Self::Failed(_) => Some(Reason::RotationFailed.name()),
             Self::Refused(refusal) => Some(refusal.kind.reason()),
         }
     }
@@ -78,11 +80,12 @@ impl RefusalKind {
     /// The condition and Event reason.
     pub(crate) fn reason(self) -> &'static str {
         match self {
-            Self::NotAllowed => "RotationNotAllowed",
-            Self::OverCap => "RotationOverCap",
-            Self::NotRotatable => "TokenNotRotatable",
-            Self::ServiceAccountMismatch => "RotationServiceAccountMismatch",
-            Self::MintedTokenMismatch => "MintedTokenMismatch",
+            Self::NotAllowed => Reason::RotationNotAllowed,
+            Self::OverCap => Reason::RotationOverCap,
+            Self::NotRotatable => Reason::TokenNotRotatable,
+            Self::ServiceAccountMismatch => Reason::RotationServiceAccountMismatch,
+            Self::MintedTokenMismatch => Reason::MintedTokenMismatch,
         }
+        .name()
     }
 }
