@@ -12,6 +12,7 @@ use std::{net::SocketAddr, path::Path, time::Duration};
 use clap::Parser as _;
 use collector::cli::Args;
 use serde_json::Value;
+use testkit::eventually;
 
 fn write(path: &Path, content: &str) {
     let tmp = path.with_extension("tmp");
@@ -40,18 +41,15 @@ async fn conditions(addr: SocketAddr, member: &str) -> Option<Vec<(String, Strin
 
 /// Polls the read API until `member`'s `Ready` reason is `reason`; returns both conditions.
 async fn wait_reason(addr: SocketAddr, member: &str, reason: &str) -> Vec<(String, String)> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let now = conditions(addr, member).await;
-        if let Some(now) = now.as_ref().filter(|c| c[0].1 == reason) {
-            return now.clone();
+    let what = format!("{member}'s Ready reason is {reason}");
+    eventually(&what, Duration::from_secs(20), || async {
+        match conditions(addr, member).await {
+            Some(now) if now[0].1 == reason => Ok(now),
+            now => Err(format!("{now:?}")),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{member} never became {reason}: {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
+    .unwrap()
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use e2e::{
     profile_plane::{ProfilePlane, ocm_access_provider},
 };
 use serde_json::json;
-use testkit::{Environment, REVOCATION_TIMEOUT};
+use testkit::{Environment, REVOCATION_TIMEOUT, eventually, matching};
 use tokio::time::Instant;
 
 const PROBE: Duration = Duration::from_secs(1);
@@ -100,28 +100,28 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     let revoked = Instant::now();
     member.revoke(&ns, SA, &old_token).await.unwrap();
     let metric = |name: &'static str| read_api::member_metric(&collector, name, MEMBER);
-    let deadline = Instant::now() + REVOCATION_TIMEOUT + CONVERGE;
-    while metric("tether_unauthorized_responses_total").await.unwrap() < 1.0 {
-        assert!(
-            Instant::now() < deadline,
-            "the revoked token never met a 401"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let limit = REVOCATION_TIMEOUT + CONVERGE;
+    eventually("the revoked token meets a 401", limit, || async {
+        let unauthorized = metric("tether_unauthorized_responses_total").await.unwrap();
+        matching(unauthorized, |n| *n >= 1.0)
+    })
+    .await
+    .unwrap();
     let to_401 = revoked.elapsed();
     // The 401 invalidates the token: the plugin runs again, reads the rotated Secret, and the
     // rejected request is retried with what it returned.
-    let deadline = Instant::now() + CONVERGE;
-    while plane.plugin_runs() <= runs_before || metric("tether_retries_total").await.unwrap() < 1.0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "after the 401: {} plugin runs (before {runs_before}), {} retries",
+    let what = format!("after the 401, more plugin runs than {runs_before} and a retry");
+    eventually(&what, CONVERGE, || async {
+        let now = (
             plane.plugin_runs(),
-            metric("tether_retries_total").await.unwrap()
+            metric("tether_retries_total").await.unwrap(),
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        matching(now, |(runs, retries)| {
+            *runs > runs_before && *retries >= 1.0
+        })
+    })
+    .await
+    .unwrap();
     wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
     let healthy_after = revoked.elapsed();
     let retries = metric("tether_retries_total").await.unwrap();
@@ -140,16 +140,17 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
 
     // A deleted profile is a removed member.
     plane.delete(MEMBER).await.unwrap();
-    let deadline = Instant::now() + CONVERGE;
-    while collector
-        .get(&format!("/api/v1/clusters/{MEMBER}"))
-        .await
-        .map(|(status, _)| status)
-        .unwrap()
-        != 404
-    {
-        assert!(Instant::now() < deadline, "{MEMBER} is still served");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let path = format!("/api/v1/clusters/{MEMBER}");
+    eventually(
+        &format!("{MEMBER} is no longer served"),
+        CONVERGE,
+        || async {
+            matching(collector.get(&path).await.unwrap().0, |status| {
+                *status == 404
+            })
+        },
+    )
+    .await
+    .unwrap();
     assert!(condition(&collector, "member2", "Ready").await.is_some());
 }

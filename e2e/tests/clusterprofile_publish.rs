@@ -29,6 +29,7 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
+use testkit::{eventually, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 /// Start-up: the registry lists, the member is probed, the CRD (installed after the collector
@@ -248,22 +249,14 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         ])
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + START;
-    loop {
-        let member_ready = b
-            .metric("tether_member_ready", "member=\"member1\"")
-            .await
-            .unwrap();
+    eventually("replica-b sees both members", START, || async {
+        let member_ready = b.metric("tether_member_ready", r#"member="member1""#);
+        let member_ready = member_ready.await.unwrap();
         let (status, _) = b.get("/api/v1/clusters/broken").await.unwrap();
-        if member_ready == 1.0 && status == 200 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica-b never saw both members"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        matching((member_ready, status), |seen| *seen == (1.0, 200))
+    })
+    .await
+    .unwrap();
     // Every member listed and probed, and more than a retry period: a follower writes nothing.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(b.metric("tether_leader", "").await.unwrap(), 0.0);

@@ -4,7 +4,7 @@
 //! `/healthz`/`/readyz` stay open without saying who or why.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use e2e::{
     collector_run::get_as,
@@ -13,6 +13,7 @@ use e2e::{
     rbac_grants::api_reader_role,
     scenario::{HOUR, Scenario},
 };
+use testkit::eventually;
 
 const PROBE: Duration = Duration::from_secs(1);
 const LIMIT: Duration = Duration::from_secs(30);
@@ -60,18 +61,16 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
     // The binding reaches the apiserver's authorizer through an informer: wait for it. A 403
     // seen meanwhile is cached for the gate's TTL, so this can take that long.
     for path in PATHS {
-        let deadline = Instant::now() + LIMIT;
-        loop {
+        eventually(&format!("the reader gets {path}"), LIMIT, || async {
             let (status, body) = get_as(addr, path, Some(&reader)).await.unwrap();
             if status == 200 {
-                break;
+                Ok(())
+            } else {
+                Err(format!("{status} {body}"))
             }
-            assert!(
-                Instant::now() < deadline,
-                "reader: {path} is {status} {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await
+        .unwrap();
     }
     let (_, clusters) = get_as(addr, "/api/v1/clusters", Some(&reader))
         .await

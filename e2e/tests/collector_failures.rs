@@ -22,7 +22,7 @@ use kube::{
     Api,
     api::{ObjectMeta, PostParams},
 };
-use testkit::{Environment, REVOCATION_TIMEOUT, RestartOptions};
+use testkit::{Environment, REVOCATION_TIMEOUT, RestartOptions, eventually, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -135,20 +135,14 @@ async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_noth
     s.wait_mirrored("member1", "api", 2, CONVERGE)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    while s
-        .collector
-        .metric("tether_rotation_to_use_seconds_count", "")
-        .await
-        .unwrap()
-        < 1.0
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the rotation's first use was not recorded"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("the rotation's first use is recorded", CONVERGE, || async {
+        let uses = s
+            .collector
+            .metric("tether_rotation_to_use_seconds_count", "");
+        matching(uses.await.unwrap(), |uses| *uses >= 1.0)
+    })
+    .await
+    .unwrap();
 
     // The new token is what the member now gets: revoking the old one changes nothing, even
     // once the apiserver has let the old token go and two more probes have run.
@@ -228,11 +222,11 @@ async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() {
         ns.clone(),
     ]);
     let mut collector = RunningCollector::start(&args).await.unwrap();
-    let deadline = tokio::time::Instant::now() + START;
-    while collector.get("/readyz").await.unwrap().0 != 200 {
-        assert!(tokio::time::Instant::now() < deadline, "never ready");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("ready", START, || async {
+        matching(collector.get("/readyz").await.unwrap().0, |s| *s == 200)
+    })
+    .await
+    .unwrap();
 
     // The collector's ServiceAccount is deleted; its token file still holds the dead token.
     control_plane
@@ -240,18 +234,16 @@ async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() {
         .await
         .unwrap();
     let revoked = tokio::time::Instant::now();
-    loop {
-        let (status, body) = collector.get("/readyz").await.unwrap();
-        if status == 503 {
-            assert!(body.contains("rejected"), "{body}");
-            break;
+    let limit = 2 * PROBE + Duration::from_secs(2);
+    let body = eventually("/readyz fails", limit, || async {
+        match collector.get("/readyz").await.unwrap() {
+            (503, body) => Ok(body),
+            (status, _) => Err(format!("/readyz still {status}")),
         }
-        assert!(
-            revoked.elapsed() < 2 * PROBE + Duration::from_secs(2),
-            "/readyz still {status}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
+    .unwrap();
+    assert!(body.contains("rejected"), "{body}");
     eprintln!(
         "/readyz failed {:?} after the revocation was observable",
         revoked.elapsed()

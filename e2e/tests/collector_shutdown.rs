@@ -13,7 +13,7 @@ use e2e::{
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use testkit::CollectorProcess;
+use testkit::{CollectorProcess, eventually, matching, metrics};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -57,15 +57,13 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
     let mut log = std::fs::File::create(logs.join("collector.stdout")).unwrap();
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut log));
     process.wait_until_healthy(START).await.unwrap();
-    let deadline = Instant::now() + START;
-    while !process
-        .metrics()
-        .await
-        .is_ok_and(|m| m.lines().any(|l| l == "tether_leader 1"))
-    {
-        assert!(Instant::now() < deadline, "the process never led");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("the process leads", START, || async {
+        let leader = process.metrics().await?;
+        matching(metrics::sum(&leader, "tether_leader", ""), |n| *n == 1.0)
+            .map_err(|now| anyhow::anyhow!("tether_leader {now}"))
+    })
+    .await
+    .unwrap();
 
     let follower = s
         .start_collector(&[
@@ -92,13 +90,11 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
     // A follower reads the Lease every second, so the released Lease is taken at once, not
     // when the last renewal would have expired.
     let since = Instant::now();
-    while !leading(&follower).await {
-        assert!(
-            since.elapsed() < TAKEOVER,
-            "replica-f did not take over within {TAKEOVER:?} of the exit (the Lease lasts {LEASE} s)"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what =
+        format!("replica-f takes over within {TAKEOVER:?} of the exit (the Lease lasts {LEASE} s)");
+    eventually(&what, TAKEOVER, || leading(&follower))
+        .await
+        .unwrap();
     println!(
         "SIGTERM → exit and Lease released in {exited:?}; the other replica led {:?} later",
         since.elapsed()

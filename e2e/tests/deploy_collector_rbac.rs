@@ -5,7 +5,7 @@
 
 mod deploy_support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cluster_registry::{clusterprofile::CONTROL_PLANE_HEALTHY, karmada::Cluster};
 use deploy_support::{EVENTS_NAMESPACE, id, workload::collector_container};
@@ -23,7 +23,7 @@ use kube::{
     api::{DeleteParams, ListParams},
 };
 use serde_json::Value;
-use testkit::Environment;
+use testkit::{Environment, eventually};
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Bound for the collector's start-up and for each state it must reach.
@@ -99,24 +99,17 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         Some("tether-collector-0")
     );
     // And the transition recorded as an Event on the Cluster.
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let events = Api::<Event>::namespaced(admin.clone(), EVENTS_NAMESPACE)
-            .list(&ListParams::default())
-            .await
-            .unwrap();
-        if events.iter().any(|e| {
+    let events = Api::<Event>::namespaced(admin.clone(), EVENTS_NAMESPACE);
+    let what = format!("a MemberReady Event for member1 in {EVENTS_NAMESPACE}");
+    eventually(&what, LIMIT, || async {
+        let events = events.list(&ListParams::default()).await.unwrap();
+        events.iter().any(|e| {
             e.reason.as_deref() == Some("MemberReady")
                 && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")
-        }) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no MemberReady Event for member1 in {EVENTS_NAMESPACE}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        })
+    })
+    .await
+    .unwrap();
 
     // A Cluster whose Secret is in a namespace the base grants nothing in: said so, on it.
     apply_object(
@@ -205,33 +198,33 @@ async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() {
     assert_eq!(binding.len(), 1, "the base binds its ClusterRole once");
     let (_plane, mut collector) = collector_as_the_base_service_account(&env, &without).await;
 
-    let deadline = Instant::now() + LIMIT;
-    loop {
+    let what = "/readyz says the Clusters cannot be listed";
+    let short = eventually(what, LIMIT, || async {
         let (status, short) = collector.get("/readyz").await.unwrap();
         // The full reason only to an authenticated reader: "not listed yet" first, then the
         // apiserver's refusal.
         let full = collector.get_json("/api/v1/readiness").await.unwrap();
         let reason = full["reason"].as_str().unwrap_or_default();
-        if status == 503 && reason.contains("Karmada Clusters") && reason.contains("forbidden") {
-            assert_eq!(short, "member definitions are not listed");
-            break;
+        let refused = reason.contains("Karmada Clusters") && reason.contains("forbidden");
+        if status == 503 && refused {
+            Ok(short)
+        } else {
+            Err(format!("{status} ({full})"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "/readyz is {status} ({full}) although the Clusters cannot be listed"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await
+    .unwrap();
+    assert_eq!(short, "member definitions are not listed");
     let listed = || collector.metric("tether_member_source_listed", r#"source="karmada""#);
     assert_eq!(listed().await.unwrap(), 0.0);
 
     // Granted: the watch's retry lists, and the collector is ready without a restart.
     apply_rbac_for_real(&admin, &binding).await.unwrap();
-    let deadline = Instant::now() + 2 * LIMIT;
-    while collector.get("/readyz").await.unwrap().0 != 200 {
-        assert!(Instant::now() < deadline, "not ready after the grant");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("ready after the grant", 2 * LIMIT, || async {
+        collector.get("/readyz").await.unwrap().0 == 200
+    })
+    .await
+    .unwrap();
     assert_eq!(listed().await.unwrap(), 1.0);
     collector.stop().await;
 }

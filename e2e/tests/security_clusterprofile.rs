@@ -40,7 +40,7 @@ use e2e::{
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use testkit::{Environment, HostileEndpoint, crd, karmada::SECRET_NAMESPACE};
+use testkit::{Environment, HostileEndpoint, crd, eventually, karmada::SECRET_NAMESPACE, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -302,23 +302,20 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
 
     // The collector marked member1's Secret with the member and the server it published.
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), SECRET_NAMESPACE);
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    loop {
+    let what = format!("member1's Secret is marked with the member and {server}");
+    eventually(&what, CONVERGE, || async {
         let meta = secrets.get(VICTIM).await.unwrap().metadata;
         let label = meta.labels.unwrap_or_default().remove("tether.io/member");
         let noted = meta
             .annotations
             .unwrap_or_default()
             .remove("tether.io/server");
-        if label.as_deref() == Some(VICTIM) && noted.as_deref() == server.as_str() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "member1's Secret never marked: {label:?} {noted:?} (published {server})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        matching((label, noted), |(label, noted)| {
+            label.as_deref() == Some(VICTIM) && noted.as_deref() == server.as_str()
+        })
+    })
+    .await
+    .unwrap();
 
     // The attacker may write ClusterProfiles: a profile of another manager (so the collector
     // leaves it alone) naming member1's Secret, with the hostile endpoint and its CA.

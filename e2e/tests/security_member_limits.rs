@@ -34,7 +34,7 @@ use e2e::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use testkit::{CollectorProcess, Environment, HostileEndpoint, Misbehaviour};
+use testkit::{CollectorProcess, Environment, HostileEndpoint, Misbehaviour, eventually, matching};
 use tokio::time::Instant;
 
 const START: Duration = Duration::from_secs(60);
@@ -182,16 +182,13 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
     let pid = collector.pid();
 
     // The baseline: the real member mirrored, nothing hostile yet.
-    let started = Instant::now();
-    while ready(&collector, "real").await.map(|r| r.0) != Some("True".to_owned()) {
-        assert!(
-            started.elapsed() < START,
-            "the real member never got ready: {:?} (logs in {})",
-            ready(&collector, "real").await,
-            logs.display()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let what = format!("the real member is ready (logs in {})", logs.display());
+    eventually(&what, START, || async {
+        let now = ready(&collector, "real").await;
+        matching(now, |now| now.as_ref().is_some_and(|r| r.0 == "True"))
+    })
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (baseline, _) = memory_of(pid);
     eprintln!("baseline RSS: {} MiB", baseline / MIB);

@@ -1,23 +1,21 @@
 //! Shared by the `deploy_*` e2e suites: what the deploy manifests must grant the collector,
 //! checked on the rendered RBAC and by the apiserver's authorizer, and the collector's
 //! Deployment and Service ([`workload`]).
-#![allow(dead_code, reason = "each suite uses a different part")]
+#![allow(dead_code, unused_imports, reason = "each suite uses a different part")]
 
+mod authorizer;
 pub mod network;
 pub mod workload;
 
-use std::{
-    collections::BTreeSet,
-    time::{Duration, Instant},
-};
+pub use authorizer::assert_authorized;
+
+use std::collections::BTreeSet;
 
 use e2e::{
-    access_review::{Request, allowed, allowed_url},
+    access_review::Request,
     manifest::ObjectId,
-    manifest_apply::{apply_object, apply_rbac_for_real},
-    rbac_grants::{API_READER_COMPONENT, api_reader_role, rbac_grants},
+    rbac_grants::{api_reader_role, rbac_grants},
 };
-use kube::Client;
 use serde_json::Value;
 
 /// Karmada's namespace of member Secrets: Karmada creates it, the manifests only use it.
@@ -363,82 +361,3 @@ pub const FORBIDDEN: &[Request] = &[
         "create",
     ),
 ];
-
-/// Applies the RBAC for real and asks the apiserver's authorizer what the collector may do.
-pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl Into<Writes>) {
-    let writes = writes.into();
-    apply_rbac_for_real(client, objects).await.unwrap();
-    let mut must_allow: Vec<Request> = READS.to_vec();
-    let mut must_deny: Vec<Request> = FORBIDDEN.iter().chain(PUBLISH_FORBIDDEN).copied().collect();
-    for (requests, allowed) in [
-        (WRITES, writes.status),
-        (PUBLISHES, writes.profiles),
-        (ROTATES, writes.tokens),
-        (SHARDS, writes.shards),
-        (LEASES, writes.status || writes.profiles || writes.tokens),
-    ] {
-        if allowed {
-            must_allow.extend_from_slice(requests);
-        } else {
-            must_deny.extend_from_slice(requests);
-        }
-    }
-    // The RBAC authorizer reads roles through an informer: wait until the grants are seen.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for request in &must_allow {
-        while !allowed(client, *request).await.unwrap() {
-            assert!(
-                Instant::now() < deadline,
-                "the collector may not {request:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-    for request in &must_deny {
-        assert!(
-            !allowed(client, *request).await.unwrap(),
-            "the collector may {request:?}"
-        );
-    }
-    assert_api_readers(client, objects).await;
-}
-
-/// Binds the API reader ClusterRole to a scraper, as the docs tell users to, and asks the
-/// authorizer the collector's questions: the scraper may `get` /metrics and /api/..., and
-/// nothing else; an unbound identity may not.
-async fn assert_api_readers(client: &Client, objects: &[Value]) {
-    let role = api_reader_role(objects).unwrap();
-    let binding = serde_json::json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {
-            "name": "scraper-tether-api-reader",
-            "labels": { "app.kubernetes.io/component": API_READER_COMPONENT },
-        },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "scraper" }],
-    });
-    apply_object(client, &binding).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    // The paths the collector reviews for /metrics, /api/v1/clusters and a member's objects.
-    for path in [
-        "/metrics",
-        "/tether/api/v1/clusters",
-        "/tether/api/v1/clusters/m1/apps/v1/deployments",
-    ] {
-        while !allowed_url(client, "scraper", path).await.unwrap() {
-            assert!(Instant::now() < deadline, "the scraper may not get {path}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert!(
-            !allowed_url(client, "someone-else", path).await.unwrap(),
-            "anyone may get {path}"
-        );
-    }
-    // Not granted by the role, nor by Kubernetes' defaults to every authenticated identity.
-    for path in ["/debug/pprof/", "/logs/", "/tether/other"] {
-        assert!(
-            !allowed_url(client, "scraper", path).await.unwrap(),
-            "the scraper may get {path}"
-        );
-    }
-}
