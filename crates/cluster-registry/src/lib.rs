@@ -111,6 +111,7 @@ pub mod secret_credential;
 mod secret_store;
 mod secret_watches;
 mod source_configs;
+mod source_kind;
 mod source_state;
 mod stored_credential;
 #[cfg(test)]
@@ -130,6 +131,7 @@ pub use karmada::KarmadaConfig;
 pub use kubeconfig_secrets::KubeconfigSecretsConfig;
 pub use member::{MemberDefinition, MemberSpec};
 pub use member_table::Origin;
+pub use source_kind::SourceKind;
 pub use registry::{Registry, RegistryBuilder};
 pub use secret_store::{SecretStore, StoredSecret};
 pub use source_state::{Source, SourceState, SourceStates};

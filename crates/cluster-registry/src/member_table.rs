@@ -15,7 +15,7 @@ use member_client::{SecretRef, SourceError, Text, TokenCache};
 use tokio::sync::mpsc;
 
 use crate::{
-    InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
+    InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent, SourceKind,
     admission::Admission,
     directory,
     secret_store::{SecretStore, StoredSecret},
@@ -27,7 +27,7 @@ use crate::{
 /// ```
 /// use cluster_registry::Origin;
 /// let origin = Origin::Karmada("member1".into());
-/// assert_eq!(origin.source(), "karmada");
+/// assert_eq!(origin.kind().as_str(), "karmada");
 /// assert_eq!(origin.to_string(), "Karmada Cluster member1");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -46,16 +46,14 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// The kind of source, as a metric label or a `--members-from` value would name it:
-    /// `karmada`, `argocd`, `directory`, `kubeconfig` (Cluster API and Flux-style Secrets) or
-    /// `clusterprofile`.
-    pub fn source(&self) -> &'static str {
+    /// The kind of source it is.
+    pub fn kind(&self) -> SourceKind {
         match self {
-            Self::Karmada(_) => "karmada",
-            Self::ArgoCd(_) => "argocd",
-            Self::File(_) => "directory",
-            Self::Kubeconfig(_) => "kubeconfig",
-            Self::ClusterProfile(_) => "clusterprofile",
+            Self::Karmada(_) => SourceKind::Karmada,
+            Self::ArgoCd(_) => SourceKind::ArgoCd,
+            Self::File(_) => SourceKind::Directory,
+            Self::Kubeconfig(_) => SourceKind::Kubeconfig,
+            Self::ClusterProfile(_) => SourceKind::ClusterProfile,
         }
     }
 

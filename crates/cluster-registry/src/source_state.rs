@@ -6,6 +6,8 @@ use std::{collections::BTreeMap, fmt, path::PathBuf, sync::Arc};
 
 use tokio::sync::watch;
 
+use crate::SourceKind;
+
 /// One source of member definitions.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
@@ -20,6 +22,31 @@ pub enum Source {
     KubeconfigSecrets(String),
     /// `ClusterProfile`s in one namespace (inventory).
     ClusterProfiles(String),
+}
+
+impl Source {
+    /// The kind of source it is.
+    pub fn kind(&self) -> SourceKind {
+        match self {
+            Self::KarmadaClusters => SourceKind::Karmada,
+            Self::ArgoCdSecrets(_) => SourceKind::ArgoCd,
+            Self::Directory(_) => SourceKind::Directory,
+            Self::KubeconfigSecrets(_) => SourceKind::Kubeconfig,
+            Self::ClusterProfiles(_) => SourceKind::ClusterProfile,
+        }
+    }
+
+    /// Where it reads: its namespace or directory; empty for Karmada `Cluster`s, which are
+    /// cluster-scoped.
+    pub fn location(&self) -> String {
+        match self {
+            Self::KarmadaClusters => String::new(),
+            Self::ArgoCdSecrets(ns) | Self::KubeconfigSecrets(ns) | Self::ClusterProfiles(ns) => {
+                ns.clone()
+            }
+            Self::Directory(path) => path.display().to_string(),
+        }
+    }
 }
 
 impl fmt::Display for Source {

@@ -499,6 +499,21 @@ pub enum MembersFrom {
     Clusterprofile,
 }
 
+impl MembersFrom {
+    /// The kind of source its members come from: the `source` of every metric, the read API
+    /// and `collector check`. Cluster API's and Flux's Secrets are both `kubeconfig`.
+    pub fn source_kind(self) -> cluster_registry::SourceKind {
+        use cluster_registry::SourceKind;
+        match self {
+            Self::Karmada => SourceKind::Karmada,
+            Self::Argocd => SourceKind::ArgoCd,
+            Self::Directory => SourceKind::Directory,
+            Self::Capi | Self::Kubeconfig => SourceKind::Kubeconfig,
+            Self::Clusterprofile => SourceKind::ClusterProfile,
+        }
+    }
+}
+
 /// How `--allow-endpoint` is read (`--endpoint-policy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EndpointMode {

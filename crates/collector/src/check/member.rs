@@ -42,7 +42,7 @@ impl Checker {
             return concluded(report, NOT_DEFINED, "no source defines this member".into());
         };
         if let Some(origin) = self.registry.origin(name) {
-            report.source = Some(origin.source());
+            report.source = Some(origin.kind().as_str());
             report.definition = Some(origin.to_string());
         }
         let spec = match (state, self.registry.spec(name)) {

@@ -42,7 +42,7 @@ fn every_family_sampled() -> Metrics {
     metrics.record_token_rotation("m1", "success");
     metrics.set_member_ready("m1", true);
     metrics.observe_rotation_to_use(Duration::from_millis(40));
-    metrics.set_source_listed("karmada", true);
+    metrics.set_source_listed(&cluster_registry::Source::KarmadaClusters, true);
     metrics.set_leader(true);
     metrics.set_shard("replica-0", 1, 1);
     metrics.record_shard_moves("in", 1);

@@ -9,7 +9,6 @@ use std::{
     sync::{Arc, PoisonError, RwLock},
 };
 
-use clap::ValueEnum as _;
 use cluster_registry::Registry;
 use member_client::CredentialHealth;
 use prometheus_client::{
@@ -37,7 +36,7 @@ pub(super) struct MemberInfo {
 #[derive(Debug)]
 struct DefinedBy {
     registry: Registry,
-    source: String,
+    source: &'static str,
 }
 
 /// One sample's labels.
@@ -50,7 +49,7 @@ pub(super) struct InfoLabels<'a> {
     pub(super) kind: &'static str,
 }
 
-const HELP: &str = "1 for each member: its source (the --members-from value), the host of its \
+const HELP: &str = "1 for each member: the kind of source that defines it, the host of its \
                     API endpoint (no scheme, port or path) and the kind of credential its \
                     requests carry (token, exec, certificate; unknown before the first)";
 
@@ -62,17 +61,13 @@ impl MemberInfo {
         }
     }
 
-    /// Reads endpoints from `registry`; every member is labelled `source=<members_from>`,
-    /// the `--members-from` value as written on the command line.
+    /// Reads endpoints from `registry`; every member is labelled with the kind of source
+    /// `--members-from` reads.
     ///
     /// NB: the registry cannot tell a Cluster API kubeconfig Secret from a Flux one (both are
-    /// kubeconfig Secrets to it), and a collector reads one kind of source, so the flag is
-    /// what names it.
+    /// `kubeconfig`), and a collector reads one kind of source, so the flag names it.
     pub(super) fn watch(&self, registry: Registry, members_from: MembersFrom) {
-        let source = members_from
-            .to_possible_value()
-            .map(|value| value.get_name().to_owned())
-            .unwrap_or_default();
+        let source = members_from.source_kind().as_str();
         *self
             .defined_by
             .write()

@@ -170,11 +170,15 @@ impl Metrics {
         self.inner.rotation_to_use.observe(elapsed.as_secs_f64());
     }
 
-    /// Sets `tether_member_source_listed{source}` to 1 or 0.
-    pub(crate) fn set_source_listed(&self, source: &str, listed: bool) {
+    /// Sets `tether_member_source_listed{source,location}` to 1 or 0.
+    pub(crate) fn set_source_listed(&self, source: &cluster_registry::Source, listed: bool) {
+        let labels = vec![
+            ("source".to_owned(), source.kind().as_str().to_owned()),
+            ("location".to_owned(), source.location()),
+        ];
         self.inner
             .source_listed
-            .get_or_create(&vec![("source".to_owned(), source.to_owned())])
+            .get_or_create(&labels)
             .set(i64::from(listed));
     }
 

@@ -238,9 +238,9 @@ fn member_info_labels_every_member_with_its_source_and_credential_kind() {
     let lines = lines(&text);
     for want in [
         "# TYPE tether_member_info gauge",
-        r#"tether_member_info{member="m1",source="capi",endpoint_host="",kind="token"} 1"#,
-        r#"tether_member_info{member="m2",source="capi",endpoint_host="",kind="unknown"} 1"#,
-        r#"tether_member_info{member="m3",source="capi",endpoint_host="",kind="unknown"} 1"#,
+        r#"tether_member_info{member="m1",source="kubeconfig",endpoint_host="",kind="token"} 1"#,
+        r#"tether_member_info{member="m2",source="kubeconfig",endpoint_host="",kind="unknown"} 1"#,
+        r#"tether_member_info{member="m3",source="kubeconfig",endpoint_host="",kind="unknown"} 1"#,
     ] {
         assert!(lines.contains(&want), "missing {want:?} in\n{text}");
     }
@@ -292,4 +292,43 @@ fn member_info_takes_the_host_from_the_endpoint_the_registry_gives() {
 #[case::empty("", None)]
 fn endpoint_host_is_the_bare_host(#[case] endpoint: &str, #[case] want: Option<&str>) {
     assert_eq!(member_info::endpoint_host(endpoint).as_deref(), want);
+}
+
+#[test]
+fn every_source_is_labelled_by_its_kind_and_where_it_reads() {
+    use cluster_registry::Source;
+    let metrics = Metrics::new();
+    metrics.set_source_listed(&Source::KarmadaClusters, true);
+    metrics.set_source_listed(&Source::ArgoCdSecrets("argocd".into()), false);
+    metrics.set_source_listed(&Source::KubeconfigSecrets("capi".into()), true);
+    let text = metrics.encode().unwrap();
+    for want in [
+        r#"tether_member_source_listed{source="karmada",location=""} 1"#,
+        r#"tether_member_source_listed{source="argocd",location="argocd"} 0"#,
+        r#"tether_member_source_listed{source="kubeconfig",location="capi"} 1"#,
+    ] {
+        assert!(lines(&text).contains(&want), "missing {want:?} in\n{text}");
+    }
+}
+
+/// `tether_member_info` labels by the flag, `collector check` by the definition's origin:
+/// both must say the same of one member.
+#[test]
+fn a_member_has_one_source_label_in_metrics_and_in_check() {
+    use cluster_registry::Origin;
+    use member_client::SecretRef;
+    let secret = || SecretRef::new("ns", "wl1-kubeconfig");
+    for (flag, origin) in [
+        (MembersFrom::Karmada, Origin::Karmada("m".into())),
+        (MembersFrom::Argocd, Origin::ArgoCd(secret())),
+        (MembersFrom::Directory, Origin::File("/m/m.yaml".into())),
+        (MembersFrom::Capi, Origin::Kubeconfig(secret())),
+        (MembersFrom::Kubeconfig, Origin::Kubeconfig(secret())),
+        (
+            MembersFrom::Clusterprofile,
+            Origin::ClusterProfile(secret()),
+        ),
+    ] {
+        assert_eq!(flag.source_kind(), origin.kind(), "{flag:?}");
+    }
 }

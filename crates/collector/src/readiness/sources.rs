@@ -23,7 +23,7 @@ pub(crate) async fn follow(
     loop {
         let states = sources.borrow_and_update().clone();
         for (source, state) in &states {
-            metrics.set_source_listed(&label(source), *state == SourceState::Listed);
+            metrics.set_source_listed(source, *state == SourceState::Listed);
         }
         let now = blocker(&states);
         if now != last {
@@ -59,16 +59,6 @@ fn blocker(states: &BTreeMap<Source, SourceState>) -> Option<String> {
         .then(|| format!("member definitions are not listed: {}", problems.join("; ")))
 }
 
-/// The `source` label: short and stable, for queries.
-fn label(source: &Source) -> String {
-    match source {
-        Source::KarmadaClusters => "karmada".to_owned(),
-        Source::ArgoCdSecrets(ns) => format!("argocd/{ns}"),
-        Source::Directory(path) => format!("directory:{}", path.display()),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,15 +86,6 @@ mod tests {
             reason.contains("Karmada Clusters: clusters is forbidden")
                 && reason.contains("Argo CD cluster Secrets in namespace argocd: not listed yet"),
             "{reason}"
-        );
-    }
-
-    #[test]
-    fn labels_are_short() {
-        assert_eq!(label(&Source::KarmadaClusters), "karmada");
-        assert_eq!(
-            label(&Source::ArgoCdSecrets("argocd".into())),
-            "argocd/argocd"
         );
     }
 }
