@@ -35,6 +35,10 @@
 //! | noun | type | what it is |
 //! | --- | --- | --- |
 //! | credential state | `member_client::CredentialState` | what the member last said of the credential: unknown, valid, rejected (401 after a refresh), unavailable (no credential could be read) |
+//! | member state | `cluster_registry::MemberState` | what the registry thinks of a member's definition: pending (its Secrets not listed yet), ready (a usable definition and credential), or invalid with its invalid reason |
+//! | invalid reason | `cluster_registry::InvalidReason` | why a definition or its credential cannot be used; its name is the member's reason |
+//! | failure kind | `member_client::FailureKind` | what one failed request to a member means: unauthorized (401), forbidden (403), not found, unreachable, a broken limit, a credential that could not be read; 401 and 403 are never folded together |
+//! | informer state | `member::informer_state::InformerState` | one mirrored kind's informer on one member: syncing (first list not done), synced, or failing with its failure kind |
 //! | member health | `member::health::MemberHealth` | the outcome of the latest probe of a member, or why it cannot be probed (`cluster_registry::InvalidReason`); decides the conditions' reasons |
 //! | member status | `member::status::MemberStatus` | a member's health with its version, node summary and transition times: what becomes the `Ready` and `CredentialsValid` conditions |
 //! | source state | `cluster_registry::SourceState` | whether a source of member definitions (Karmada Clusters, Argo CD Secrets, a directory) is listed |
