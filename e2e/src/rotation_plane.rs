@@ -25,8 +25,7 @@ use crate::{
 mod secret_writes;
 
 pub use secret_writes::SecretWrites;
-/// The one polling loop, which the rotation tests take from here.
-pub use testkit::eventually;
+use testkit::eventually;
 
 /// The shipped member-side RBAC of token rotation: the Role and RoleBinding that let the
 /// ServiceAccount `tether-member/tether` mint its own tokens.

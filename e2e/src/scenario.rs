@@ -3,9 +3,18 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
-use kube::{Api, api::PostParams};
+use k8s_openapi::{
+    api::{apps::v1::Deployment, coordination::v1::Lease},
+    apimachinery::pkg::apis::meta::v1::MicroTime,
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::json;
 use testkit::{Cluster, Environment, deployment, eventually, set_deployment_status};
+use tokio::task::JoinHandle;
 
 use crate::{
     collector_run::{RunningCollector, control_plane_args},
@@ -230,5 +239,36 @@ impl Scenario {
         self.collector
             .metric(name, &format!("member=\"{member}\""))
             .await
+    }
+
+    /// Creates the collectors' leader Lease held by `someone-else` for `held`, and renews it
+    /// every second until the returned task is aborted: the collectors of the scenario follow.
+    ///
+    /// # Errors
+    /// The Lease not created.
+    pub async fn hold_the_lease(&self, held: Duration) -> anyhow::Result<JoinHandle<()>> {
+        let leases = Api::<Lease>::namespaced(self.plane.client().clone(), "tether-system");
+        let now = || MicroTime(Timestamp::now());
+        let lease: Lease = serde_json::from_value(json!({
+            "metadata": { "name": "tether-collector" },
+            "spec": {
+                "holderIdentity": "someone-else",
+                "leaseDurationSeconds": held.as_secs(),
+                "acquireTime": now(),
+                "renewTime": now(),
+            },
+        }))?;
+        leases.create(&PostParams::default(), &lease).await?;
+        Ok(tokio::spawn(async move {
+            let params = PatchParams::default();
+            loop {
+                let renew = Patch::Merge(json!({ "spec": { "renewTime": now() } }));
+                if let Err(err) = leases.patch("tether-collector", &params, &renew).await {
+                    eprintln!("the held Lease lapses: renewing it failed: {err}");
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }))
     }
 }

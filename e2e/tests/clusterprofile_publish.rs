@@ -21,9 +21,7 @@ use e2e::{
     karmada_plane::SECRET_NAMESPACE,
     scenario::Scenario,
 };
-use k8s_openapi::{
-    api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::MicroTime, jiff::Timestamp,
-};
+use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams, PostParams},
@@ -172,35 +170,6 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     eprintln!("profile deleted {:?} after its Cluster", deleted.elapsed());
 }
 
-/// A Lease `someone-else` holds and renews every second until the task is aborted.
-async fn hold_the_lease(s: &Scenario) -> tokio::task::JoinHandle<()> {
-    let leases = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system");
-    let mut held: Lease = serde_json::from_value(json!({
-        "metadata": { "name": "tether-collector" },
-        "spec": { "holderIdentity": "someone-else", "leaseDurationSeconds": HELD.as_secs() },
-    }))
-    .unwrap();
-    if let Some(spec) = held.spec.as_mut() {
-        spec.acquire_time = Some(MicroTime(Timestamp::now()));
-        spec.renew_time = Some(MicroTime(Timestamp::now()));
-    }
-    leases.create(&PostParams::default(), &held).await.unwrap();
-    tokio::spawn(async move {
-        loop {
-            let renew = json!({ "spec": { "renewTime": MicroTime(Timestamp::now()) } });
-            leases
-                .patch(
-                    "tether-collector",
-                    &PatchParams::default(),
-                    &Patch::Merge(renew),
-                )
-                .await
-                .unwrap();
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    })
-}
-
 #[tokio::test]
 async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garbage() {
     // The scenario's own collector neither writes nor publishes.
@@ -234,7 +203,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         .create(&PostParams::default(), &broken)
         .await
         .unwrap();
-    let holder = hold_the_lease(&s).await;
+    let holder = s.hold_the_lease(HELD).await.unwrap();
 
     let lease = LEASE.as_secs().to_string();
     let mut b = s

@@ -9,14 +9,10 @@
 use std::time::Duration;
 
 use e2e::{collector_run::RunningCollector, karmada_plane::SECRET_NAMESPACE, scenario::Scenario};
-use k8s_openapi::{
-    api::{coordination::v1::Lease, events::v1::Event},
-    apimachinery::pkg::apis::meta::v1::MicroTime,
-    jiff::Timestamp,
-};
+use k8s_openapi::api::events::v1::Event;
 use kube::{
     Api,
-    api::{ListParams, Patch, PatchParams, PostParams},
+    api::{ListParams, PostParams},
 };
 use serde_json::json;
 use testkit::{eventually, matching};
@@ -146,34 +142,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     let s = Scenario::start_with(1, PROBE, &["--write-status=false"])
         .await
         .unwrap();
-    let leases = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system");
-    let mut held: Lease = serde_json::from_value(json!({
-        "metadata": { "name": "tether-collector" },
-        "spec": { "holderIdentity": "someone-else", "leaseDurationSeconds": HELD.as_secs() },
-    }))
-    .unwrap();
-    if let Some(spec) = held.spec.as_mut() {
-        spec.acquire_time = Some(MicroTime(Timestamp::now()));
-        spec.renew_time = Some(MicroTime(Timestamp::now()));
-    }
-    leases.create(&PostParams::default(), &held).await.unwrap();
-    let holder = tokio::spawn({
-        let leases = leases.clone();
-        async move {
-            loop {
-                let renew = json!({ "spec": { "renewTime": MicroTime(Timestamp::now()) } });
-                leases
-                    .patch(
-                        "tether-collector",
-                        &PatchParams::default(),
-                        &Patch::Merge(renew),
-                    )
-                    .await
-                    .unwrap();
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    });
+    let holder = s.hold_the_lease(HELD).await.unwrap();
 
     let mut b = start_replica_b(&s).await;
     // While following, b probes member1 and learns of a Cluster it cannot use; it writes

@@ -16,10 +16,9 @@ use std::{
 
 use e2e::{
     collector_run::process_metric as metric,
-    rotation_plane::eventually,
     shard_plane::{ShardPlane, served},
 };
-use testkit::{CollectorProcess, StatusWriters};
+use testkit::{CollectorProcess, StatusWriters, eventually};
 
 const MEMBERS: usize = 60;
 const LEASE_SECONDS: u64 = 6;

@@ -258,7 +258,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
     .await;
 
     let token_request = "POST /api/v1/namespaces/hostile/serviceaccounts/hostile/token";
-    e2e::rotation_plane::eventually("a TokenRequest to the member", START, || async {
+    testkit::eventually("a TokenRequest to the member", START, || async {
         hostile
             .request_lines()
             .iter()
@@ -289,7 +289,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
         "https://member.example",
     );
     hostile.set_minted_token(&other_subject);
-    e2e::rotation_plane::eventually("the next mint is refused for its sub", START, || async {
+    testkit::eventually("the next mint is refused for its sub", START, || async {
         plane
             .condition_message("hostile", "CredentialsValid")
             .await

@@ -17,12 +17,12 @@ use e2e::{
     manifest::parse_documents,
     manifest_apply::apply_object,
     rotation_plane::{
-        MEMBER_RBAC_YAML, RotatingMember, RotationPlane, eventually, fast_rotation_flags, rotations,
+        MEMBER_RBAC_YAML, RotatingMember, RotationPlane, fast_rotation_flags, rotations,
     },
 };
 use k8s_openapi::api::events::v1::Event;
 use kube::{Api, api::ListParams};
-use testkit::karmada::SECRET_NAMESPACE;
+use testkit::{eventually, karmada::SECRET_NAMESPACE};
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
 const START: Duration = Duration::from_secs(60);

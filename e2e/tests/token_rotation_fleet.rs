@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use e2e::{
     collector_run::RunningCollector,
-    rotation_plane::{RotationPlane, eventually, rotations},
+    rotation_plane::{RotationPlane, rotations},
 };
+use testkit::eventually;
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
 const START: Duration = Duration::from_secs(60);

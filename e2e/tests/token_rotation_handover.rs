@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use e2e::{
     collector_run::{spawn_healthy, temp_dir},
-    rotation_plane::{RotationPlane, eventually, fast_rotation_flags},
+    rotation_plane::{RotationPlane, fast_rotation_flags},
 };
-use testkit::CollectorProcess;
+use testkit::{CollectorProcess, eventually};
 
 const MEMBERS: usize = 6;
 const START: Duration = Duration::from_secs(60);

@@ -14,11 +14,12 @@ use cluster_registry::token_rotation::{
 };
 use e2e::{
     collector_run::{RunningCollector, temp_dir},
-    rotation_plane::{RotationPlane, eventually, rotations},
+    rotation_plane::{RotationPlane, rotations},
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, api::PostParams};
 use serde_json::json;
+use testkit::eventually;
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
 const START: Duration = Duration::from_secs(60);
