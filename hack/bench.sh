@@ -2,7 +2,7 @@
 # The scale bench (crates/scale-bench): 1,000 logical members in one collector on real
 # kube-apiservers, a mass rotation, other systems' member clients beside Tether's on a subset of
 # the same members (client-go as Karmada and Argo CD wire it, from crates/scale-bench/anchors/,
-# and kube-rs; each a process of its own), and the BearerLayer's per-request cost at 1, 16 and
+# and kube-rs; each a process of its own), and the CredentialLayer's per-request cost at 1, 16 and
 # 64 requests in flight, printed as one table on stdout (progress on stderr).
 # About 4 minutes on 2 cores after the build; peak memory about 2 GiB for the 4 kube-apiservers,
 # plus 20-50 MiB for each anchor process.

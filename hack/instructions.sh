@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per GET of Tether's member client (BearerLayer) and of kube's static-token
+# Instructions per GET of Tether's member client (CredentialLayer) and of kube's static-token
 # client, counted by callgrind over the per-request A/B's loopback server, one GET at a time.
 # A count does not move with the machine's load as wall time does; it leaves out the kernel.
 #   hack/instructions.sh [gets]    (default 2000; needs valgrind)

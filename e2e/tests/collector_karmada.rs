@@ -190,9 +190,9 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
             .lines()
             .any(|l| l.starts_with("tether_credential_state{")
                 && l.contains("member=\"member1\"")
-                && l.contains("state=\"rejected\"")
+                && l.contains("state=\"unauthorized\"")
                 && l.ends_with(" 1")),
-        "credential state rejected in /metrics:\n{metrics}"
+        "credential state unauthorized in /metrics:\n{metrics}"
     );
     assert!(
         s.metric("tether_unauthorized_responses_total", "member1")

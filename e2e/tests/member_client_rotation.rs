@@ -20,8 +20,8 @@ use kube::{
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use member_client::{
-    ClientFactory, Credential, CredentialHealth, CredentialSource, CredentialState, FailureKind,
-    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    CredentialKey, CredentialSource, CredentialState, FailureKind, MemberClientConfig, SourceError,
 };
 use testkit::{Cluster, Environment, RestartOptions, status_code};
 
@@ -34,7 +34,7 @@ struct MemorySecret(Mutex<String>);
 
 #[async_trait::async_trait]
 impl CredentialSource for MemorySecret {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         Credential::from_token_bytes(self.0.lock().unwrap().as_bytes())
     }
 }
@@ -84,16 +84,16 @@ impl Drop for Mirror {
 
 struct Member {
     secret: Arc<MemorySecret>,
-    key: SecretRef,
-    tokens: TokenCache,
+    key: CredentialKey,
+    tokens: CredentialCache,
     health: CredentialHealth,
     client: Client,
 }
 
 fn member_client(cluster: &Cluster, token: &str) -> Member {
     let secret = Arc::new(MemorySecret(Mutex::new(token.to_owned())));
-    let key = SecretRef::new("karmada-cluster", cluster.name());
-    let tokens = TokenCache::from_arc(secret.clone(), TokenCacheConfig::default());
+    let key = CredentialKey::new("karmada-cluster", cluster.name());
+    let tokens = CredentialCache::from_arc(secret.clone(), CredentialCacheConfig::default());
     let health = CredentialHealth::new();
     let config = MemberClientConfig::new(cluster.name(), cluster.endpoint(), key.clone())
         .with_ca_bundle(cluster.ca_pem().as_bytes().to_vec());
@@ -216,7 +216,7 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err}");
-    assert_eq!(member.health.current(), CredentialState::Rejected);
+    assert_eq!(member.health.current(), CredentialState::Unauthorized);
 
     // Updating the Secret heals it, with the same client.
     let fresh = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();

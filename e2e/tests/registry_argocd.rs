@@ -14,7 +14,7 @@ use base64::Engine as _;
 use cluster_registry::{ArgoCdConfig, RegistryBuilder, RegistryEvent};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use member_client::{FailureKind, SecretRef};
+use member_client::{CredentialKey, FailureKind};
 use registry_support::{
     Agents, expect_invalid, expect_usable_again, list_namespaces, member_client, next_event,
     next_upserted, whoami,
@@ -80,7 +80,7 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
     let upserted = next_upserted(&mut events).await.unwrap();
     let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
-    assert_eq!(spec.secret_ref, SecretRef::new(&ns, "cluster-member1"));
+    assert_eq!(spec.secret_ref, CredentialKey::new(&ns, "cluster-member1"));
     let client = member_client(&registry, &upserted).unwrap();
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
     assert_eq!(registry.state("ghost"), None);
@@ -101,7 +101,7 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
         next_event(&mut events).await.unwrap(),
         RegistryEvent::CredentialsRotated {
             name: "member1".into(),
-            secret: SecretRef::new(&ns, "cluster-member1"),
+            secret: CredentialKey::new(&ns, "cluster-member1"),
         }
     );
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));

@@ -12,7 +12,7 @@ mod registry_support;
 use cluster_registry::{MemberState, RegistryEvent};
 use k8s_openapi::ByteString;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use member_client::{FailureKind, SecretRef};
+use member_client::{CredentialKey, FailureKind};
 use registry_support::karmada::{KarmadaSetup, cluster, secret};
 use registry_support::{
     expect_invalid, expect_usable_again, list_namespaces, member_client, next_event_of,
@@ -36,7 +36,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
     let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
     assert_eq!(spec.api_endpoint, member.endpoint());
-    assert_eq!(spec.secret_ref, SecretRef::new(ns, "member1"));
+    assert_eq!(spec.secret_ref, CredentialKey::new(ns, "member1"));
     assert_eq!(
         upserted.1.as_deref(),
         Some(member.ca_pem().as_bytes()),
@@ -85,7 +85,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
     assert!(
         registry
             .secrets()
-            .get(&SecretRef::new("kube-system", "elsewhere"))
+            .get(&CredentialKey::new("kube-system", "elsewhere"))
             .is_none(),
         "a namespace outside --secret-namespace is never read"
     );
@@ -99,7 +99,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
         next_event_of(&mut events, "member1").await.unwrap(),
         RegistryEvent::CredentialsRotated {
             name: "member1".into(),
-            secret: SecretRef::new(ns, "member1"),
+            secret: CredentialKey::new(ns, "member1"),
         }
     );
     assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));

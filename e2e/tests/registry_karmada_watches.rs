@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cluster_registry::{MemberState, RegistryEvent, Source, SourceState};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use registry_support as support;
 use serde_json::json;
 use support::karmada::{KarmadaSetup, secret};
@@ -42,7 +42,7 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
         support::next_event(&mut events).await.unwrap(),
         RegistryEvent::Upserted { .. }
     ));
-    let stored = |ns: &str| registry.secrets().get(&SecretRef::new(ns, "member1"));
+    let stored = |ns: &str| registry.secrets().get(&CredentialKey::new(ns, "member1"));
     assert!(stored(&setup.ns).is_some());
     assert!(
         stored(&other).is_none(),
@@ -72,7 +72,7 @@ async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secre
         .await
         .unwrap();
     assert!(matches!(first, RegistryEvent::Upserted { .. }), "{first:?}");
-    let stored = |name: &str| registry.secrets().get(&SecretRef::new(&setup.ns, name));
+    let stored = |name: &str| registry.secrets().get(&CredentialKey::new(&setup.ns, name));
     assert!(stored("member1").is_some());
     assert!(stored("member2").is_none(), "no Cluster names it: not kept");
 

@@ -113,7 +113,7 @@ fn stand_in_name(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::SecretRef;
+    use member_client::CredentialKey;
     use rstest::rstest;
 
     fn definition(name: &str, endpoint: &str, namespace: &str, insecure: bool) -> MemberDefinition {
@@ -122,7 +122,7 @@ mod tests {
             spec: Ok(MemberSpec {
                 name: name.into(),
                 api_endpoint: endpoint.into(),
-                secret_ref: SecretRef::new(namespace, name),
+                secret_ref: CredentialKey::new(namespace, name),
                 insecure_skip_tls_verify: insecure,
                 proxy_url: None,
                 tls_server_name: None,

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt as _;
 use member_client::{
-    SecretRef, SourceError,
+    CredentialKey, SourceError,
     exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
     validation,
 };
@@ -122,7 +122,7 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
     let name = text(&data, NAME_KEY)
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| secret_name.clone());
-    let secret_ref = SecretRef::new(
+    let secret_ref = CredentialKey::new(
         secret.metadata.namespace.clone().unwrap_or_default(),
         secret_name,
     );
@@ -152,7 +152,7 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
 
 /// The credential in an Argo CD cluster Secret's data.
 pub(crate) fn credential(
-    key: &SecretRef,
+    key: &CredentialKey,
     data: &BTreeMap<String, Bytes>,
 ) -> Result<StoredCredential, SourceError> {
     let config = parse_config(key, data)?;
@@ -189,7 +189,7 @@ pub(crate) fn credential(
 
 /// A base64 `tlsClientConfig` field, decoded; `None` when absent or empty.
 fn decoded(
-    key: &SecretRef,
+    key: &CredentialKey,
     field: &str,
     value: Option<&str>,
 ) -> Result<Option<Vec<u8>>, SourceError> {
@@ -206,7 +206,7 @@ fn decoded(
 }
 
 fn exec_config(
-    key: &SecretRef,
+    key: &CredentialKey,
     exec: &ExecProviderConfig,
     data: &BTreeMap<String, Bytes>,
     config: &ClusterConfig,
@@ -252,7 +252,7 @@ fn exec_config(
 }
 
 fn parse_config(
-    key: &SecretRef,
+    key: &CredentialKey,
     data: &BTreeMap<String, Bytes>,
 ) -> Result<ClusterConfig, SourceError> {
     let raw = data

@@ -64,7 +64,7 @@ use std::{
     time::Duration,
 };
 
-use member_client::{SecretRef, Text};
+use member_client::{CredentialKey, Text};
 use serde::Deserialize;
 
 use crate::{
@@ -220,10 +220,10 @@ impl MemberFile {
     }
 }
 
-/// The [`SecretRef`] of the member defined by the file at `path`: no namespace, the path as
+/// The [`CredentialKey`] of the member defined by the file at `path`: no namespace, the path as
 /// the name.
-pub fn secret_ref_for(path: &Path) -> SecretRef {
-    SecretRef::new("", path.display().to_string())
+pub fn secret_ref_for(path: &Path) -> CredentialKey {
+    CredentialKey::new("", path.display().to_string())
 }
 
 /// One member file as read by a poll.

@@ -9,7 +9,7 @@ use kube::{
     Api, ResourceExt as _,
     runtime::watcher::{self, Event},
 };
-use member_client::{SecretRef, list_forbidden};
+use member_client::{CredentialKey, list_forbidden};
 
 mod clusterprofiles;
 mod directory_poll;
@@ -254,12 +254,12 @@ impl RegistryDriver {
         source: SecretSource,
         ns: &str,
         event: Result<Event<Secret>, watcher::Error>,
-        relist: &mut Relist<SecretRef>,
+        relist: &mut Relist<CredentialKey>,
     ) -> Result<(), Closed> {
         let listed = matches!(event, Ok(Event::InitApply(_)));
         match event {
             Ok(Event::Apply(secret) | Event::InitApply(secret)) => {
-                let key = SecretRef::new(ns, secret.name_any());
+                let key = CredentialKey::new(ns, secret.name_any());
                 relist.applied(&key, listed);
                 if source == SecretSource::Karmada
                     && !self.table.karmada_secret_refs().contains(&key)
@@ -296,7 +296,7 @@ impl RegistryDriver {
                 }
             }
             Ok(Event::Delete(secret)) => {
-                let key = SecretRef::new(ns, secret.name_any());
+                let key = CredentialKey::new(ns, secret.name_any());
                 relist.deleted(&key);
                 self.secret_gone(source, &key).await
             }
@@ -345,7 +345,11 @@ impl RegistryDriver {
 
     /// A Secret is gone. A definition it held goes first, so that its member is Removed
     /// rather than SecretNotFound.
-    async fn secret_gone(&mut self, source: SecretSource, key: &SecretRef) -> Result<(), Closed> {
+    async fn secret_gone(
+        &mut self,
+        source: SecretSource,
+        key: &CredentialKey,
+    ) -> Result<(), Closed> {
         let origin = match source {
             SecretSource::Karmada => None,
             SecretSource::ArgoCd => Some(Origin::ArgoCd(key.clone())),

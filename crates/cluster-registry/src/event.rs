@@ -3,7 +3,7 @@
 use std::fmt;
 
 use bytes::Bytes;
-use member_client::SecretRef;
+use member_client::CredentialKey;
 
 use crate::{InvalidReason, MemberSpec};
 
@@ -30,14 +30,14 @@ pub enum RegistryEvent {
         /// `None` means the system roots.
         ca_bundle: Option<Bytes>,
     },
-    /// The member's token changed. The [`TokenCache`](member_client::TokenCache) entry was
+    /// The member's token changed. The [`CredentialCache`](member_client::CredentialCache) entry was
     /// invalidated before this was sent, so the next request already carries the new token;
     /// existing clients need nothing. Useful for metrics (rotation-to-use latency) and logs.
     CredentialsRotated {
         /// The member.
         name: String,
         /// The Secret that changed.
-        secret: SecretRef,
+        secret: CredentialKey,
     },
     /// The member's definition is gone: stop its client.
     Removed(String),
@@ -97,7 +97,7 @@ mod tests {
             spec: MemberSpec {
                 name: "m1".into(),
                 api_endpoint: "https://h".into(),
-                secret_ref: SecretRef::new("ns", "m1"),
+                secret_ref: CredentialKey::new("ns", "m1"),
                 insecure_skip_tls_verify: false,
                 proxy_url: None,
                 tls_server_name: None,

@@ -188,7 +188,7 @@ pub enum MemberState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::SecretRef;
+    use member_client::CredentialKey;
     use rstest::rstest;
 
     #[rstest]
@@ -219,10 +219,10 @@ mod tests {
     }
 
     #[rstest]
-    #[case::not_found(SourceError::NotFound { key: SecretRef::new("ns", "s") }, "SecretNotFound")]
-    #[case::missing_key(SourceError::MissingKey { key: SecretRef::new("ns", "s"), field: "token".into() }, "SecretInvalid")]
+    #[case::not_found(SourceError::NotFound { key: CredentialKey::new("ns", "s") }, "SecretNotFound")]
+    #[case::missing_key(SourceError::MissingKey { key: CredentialKey::new("ns", "s"), field: "token".into() }, "SecretInvalid")]
     #[case::empty_token(SourceError::EmptyToken, "SecretInvalid")]
-    #[case::unreadable(SourceError::Read { key: SecretRef::new("", "/t"), source: std::sync::Arc::new(std::io::Error::other("EIO")) }, "SecretInvalid")]
+    #[case::unreadable(SourceError::Read { key: CredentialKey::new("", "/t"), source: std::sync::Arc::new(std::io::Error::other("EIO")) }, "SecretInvalid")]
     fn a_source_error_is_secret_not_found_or_secret_invalid(
         #[case] err: SourceError,
         #[case] want: &str,

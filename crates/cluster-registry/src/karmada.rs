@@ -12,7 +12,7 @@ use bytes::Bytes;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, CustomResourceExt as _, ResourceExt as _};
-use member_client::{Credential, SecretRef, SourceError, validation};
+use member_client::{Credential, CredentialKey, SourceError, validation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -149,7 +149,7 @@ pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
             .secret_ref
             .as_ref()
             .ok_or_else(|| InvalidReason::DefinitionInvalid("spec.secretRef is not set".into()))?;
-        let secret_ref = SecretRef::new(&secret_ref.namespace, &secret_ref.name);
+        let secret_ref = CredentialKey::new(&secret_ref.namespace, &secret_ref.name);
         let mut member = checked_spec(
             name.clone(),
             spec.api_endpoint.clone().unwrap_or_default(),
@@ -169,7 +169,7 @@ pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
 
 /// The credential in a Karmada-format Secret's data (member files use the same keys).
 pub(crate) fn credential(
-    key: &SecretRef,
+    key: &CredentialKey,
     data: &BTreeMap<String, Bytes>,
 ) -> Result<Credential, SourceError> {
     let token = data.get(TOKEN_KEY).ok_or_else(|| SourceError::MissingKey {
@@ -258,7 +258,7 @@ mod tests {
         let want = crate::MemberSpec {
             name: "member1".into(),
             api_endpoint: "https://10.0.0.1:6443".into(),
-            secret_ref: SecretRef::new("karmada-cluster", "member1"),
+            secret_ref: CredentialKey::new("karmada-cluster", "member1"),
             insecure_skip_tls_verify: insecure,
             proxy_url: proxy.map(str::to_owned),
             tls_server_name: None,
@@ -287,8 +287,8 @@ mod tests {
             .collect()
     }
 
-    fn key() -> SecretRef {
-        SecretRef::new("karmada-cluster", "member1")
+    fn key() -> CredentialKey {
+        CredentialKey::new("karmada-cluster", "member1")
     }
 
     #[rstest]
@@ -342,7 +342,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             rotation.home,
-            TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "member1"))
+            TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "member1"))
         );
         c.metadata.annotations = Some(BTreeMap::from([(
             crate::token_rotation::ROTATE_ANNOTATION.to_owned(),

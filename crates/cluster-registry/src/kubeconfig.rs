@@ -17,7 +17,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use kube::config::{AuthInfo, Cluster, Kubeconfig, NamedExtension};
 use member_client::{
-    SecretRef, SourceError,
+    CredentialKey, SourceError,
     exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
     validation,
 };
@@ -50,7 +50,11 @@ pub(crate) struct KubeconfigMember {
 impl KubeconfigMember {
     /// The spec of the member `name` this kubeconfig defines, whose credential is stored under
     /// `key`: its server, TLS settings and proxy, checked as every source's are.
-    pub(crate) fn spec(&self, name: String, key: SecretRef) -> Result<MemberSpec, InvalidReason> {
+    pub(crate) fn spec(
+        &self,
+        name: String,
+        key: CredentialKey,
+    ) -> Result<MemberSpec, InvalidReason> {
         let mut spec = checked_spec(
             name,
             self.server.clone(),
@@ -68,7 +72,7 @@ impl KubeconfigMember {
 /// # Errors
 /// [`SourceError::Invalid`] when `raw` is not a kubeconfig with a usable cluster. (An unusable
 /// user entry is the member's credential error, in [`KubeconfigMember::credential`].)
-pub(crate) fn parse(key: &SecretRef, raw: &[u8]) -> Result<KubeconfigMember, SourceError> {
+pub(crate) fn parse(key: &CredentialKey, raw: &[u8]) -> Result<KubeconfigMember, SourceError> {
     let invalid = |reason: String| SourceError::Invalid {
         key: key.clone(),
         reason,
@@ -184,7 +188,7 @@ fn selected(config: &Kubeconfig) -> Result<(Option<&Cluster>, Option<&AuthInfo>)
 }
 
 fn credential(
-    key: &SecretRef,
+    key: &CredentialKey,
     user: &AuthInfo,
     server: &str,
     cluster: &Cluster,
@@ -251,7 +255,7 @@ fn credential(
     .stored(key)
 }
 
-fn decode(key: &SecretRef, field: &str, data: &str) -> Result<Vec<u8>, SourceError> {
+fn decode(key: &CredentialKey, field: &str, data: &str) -> Result<Vec<u8>, SourceError> {
     base64::engine::general_purpose::STANDARD
         .decode(data.trim())
         .map_err(|_| SourceError::Invalid {
@@ -263,7 +267,7 @@ fn decode(key: &SecretRef, field: &str, data: &str) -> Result<Vec<u8>, SourceErr
 /// A kubeconfig-shaped `exec` as member-client runs it, against `cluster`: the one conversion
 /// for kubeconfigs and member files.
 pub(crate) fn exec_config(
-    key: &SecretRef,
+    key: &CredentialKey,
     exec: &kube::config::ExecConfig,
     cluster: ExecCluster,
 ) -> Result<ExecConfig, SourceError> {

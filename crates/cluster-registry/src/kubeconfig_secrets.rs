@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{SecretRef, SourceError};
+use member_client::{CredentialKey, SourceError};
 
 use crate::{
     InvalidReason, MemberDefinition, kubeconfig, secret_store::secret_data,
@@ -69,7 +69,7 @@ impl KubeconfigSecretsConfig {
             .filter(|n| !n.is_empty())
             .cloned()
             .unwrap_or_else(|| secret_name.clone());
-        let key = SecretRef::new(
+        let key = CredentialKey::new(
             secret.metadata.namespace.clone().unwrap_or_default(),
             secret_name,
         );
@@ -83,7 +83,7 @@ impl KubeconfigSecretsConfig {
     /// The credential in a kubeconfig Secret.
     pub(crate) fn credential(
         &self,
-        key: &SecretRef,
+        key: &CredentialKey,
         secret: &Secret,
     ) -> Result<StoredCredential, SourceError> {
         self.parsed(key, &secret_data(secret))?.credential
@@ -91,7 +91,7 @@ impl KubeconfigSecretsConfig {
 
     fn parsed(
         &self,
-        key: &SecretRef,
+        key: &CredentialKey,
         data: &BTreeMap<String, Bytes>,
     ) -> Result<kubeconfig::KubeconfigMember, SourceError> {
         let raw =
@@ -130,7 +130,7 @@ mod tests {
     }
 
     fn token_of(config: &KubeconfigSecretsConfig, secret: &Secret) -> String {
-        let key = SecretRef::new("fleet", secret.metadata.name.clone().unwrap());
+        let key = CredentialKey::new("fleet", secret.metadata.name.clone().unwrap());
         let stored = config.credential(&key, secret).unwrap();
         stored
             .static_credential()
@@ -152,7 +152,10 @@ mod tests {
         let spec = def.spec.unwrap();
         assert_eq!(spec.name, "wl1");
         assert_eq!(spec.api_endpoint, SERVER);
-        assert_eq!(spec.secret_ref, SecretRef::new("fleet", "wl1-kubeconfig"));
+        assert_eq!(
+            spec.secret_ref,
+            CredentialKey::new("fleet", "wl1-kubeconfig")
+        );
         assert_eq!(token_of(&capi(), &secret), "capi-tok");
     }
 
@@ -187,7 +190,7 @@ mod tests {
             json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
             json!({"value.yaml": kubeconfig(&[], &["token: t"])}),
         );
-        let key = SecretRef::new("fleet", "wl1-kubeconfig");
+        let key = CredentialKey::new("fleet", "wl1-kubeconfig");
         let err = capi().credential(&key, &only_yaml).unwrap_err();
         assert!(
             matches!(&err, SourceError::MissingKey { field, .. } if field == "value"),

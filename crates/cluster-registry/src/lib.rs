@@ -4,7 +4,7 @@
 //! cluster Secrets ([`argocd`]), kubeconfig Secrets ([`kubeconfig_secrets`]), SIG-Multicluster
 //! `ClusterProfile`s ([`clusterprofile`]) or a directory of member files ([`directory`]), keeps the
 //! Secrets they reference in an in-memory [`SecretStore`] fed by watches, and serves the
-//! credentials through a [`TokenCache`](member_client::TokenCache) over that store, so a cache
+//! credentials through a [`CredentialCache`](member_client::CredentialCache) over that store, so a cache
 //! miss costs no API call.
 //!
 //! # How data flows
@@ -131,7 +131,7 @@ pub use karmada::KarmadaConfig;
 pub use kubeconfig_secrets::KubeconfigSecretsConfig;
 pub use member::{MemberDefinition, MemberSpec};
 pub use member_table::Origin;
-pub use source_kind::SourceKind;
 pub use registry::{Registry, RegistryBuilder};
 pub use secret_store::{SecretStore, StoredSecret};
+pub use source_kind::SourceKind;
 pub use source_state::{Source, SourceState, SourceStates};

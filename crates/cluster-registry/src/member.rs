@@ -1,23 +1,23 @@
 //! [`MemberSpec`]: one member cluster as a source defines it.
 
 use bytes::Bytes;
-use member_client::{MemberClientConfig, SecretRef, validation};
+use member_client::{CredentialKey, MemberClientConfig, validation};
 
 use crate::{InvalidReason, token_rotation::TokenRotation};
 
 /// One member cluster, as a source (Karmada `Cluster`, Argo CD cluster Secret, member file)
 /// defines it. It holds no credential: the token is read through
-/// [`secret_ref`](Self::secret_ref) from the registry's [`TokenCache`](member_client::TokenCache),
+/// [`secret_ref`](Self::secret_ref) from the registry's [`CredentialCache`](member_client::CredentialCache),
 /// and the CA bundle arrives beside the spec in [`Upserted`](crate::RegistryEvent::Upserted).
 ///
 /// ```
 /// use cluster_registry::MemberSpec;
-/// use member_client::SecretRef;
+/// use member_client::CredentialKey;
 ///
 /// let spec = MemberSpec {
 ///     name: "member1".into(),
 ///     api_endpoint: "https://10.0.0.1:6443".into(),
-///     secret_ref: SecretRef::new("karmada-cluster", "member1"),
+///     secret_ref: CredentialKey::new("karmada-cluster", "member1"),
 ///     insecure_skip_tls_verify: false,
 ///     proxy_url: None,
 ///     tls_server_name: None,
@@ -32,8 +32,8 @@ pub struct MemberSpec {
     pub name: String,
     /// The member apiserver's URL, `https://host[:port][/path]`.
     pub api_endpoint: String,
-    /// Where its token and CA bundle live; the [`TokenCache`](member_client::TokenCache) key.
-    pub secret_ref: SecretRef,
+    /// Where its token and CA bundle live; the [`CredentialCache`](member_client::CredentialCache) key.
+    pub secret_ref: CredentialKey,
     /// Skip verifying the member's serving certificate.
     pub insecure_skip_tls_verify: bool,
     /// An `http://` or `https://` proxy to reach the member through.
@@ -82,7 +82,7 @@ pub struct MemberDefinition {
 pub(crate) fn checked_spec(
     name: String,
     api_endpoint: String,
-    secret_ref: SecretRef,
+    secret_ref: CredentialKey,
     insecure_skip_tls_verify: bool,
     proxy_url: Option<String>,
 ) -> Result<MemberSpec, InvalidReason> {
@@ -111,7 +111,7 @@ mod tests {
         checked_spec(
             "m".into(),
             endpoint.into(),
-            SecretRef::new("ns", "s"),
+            CredentialKey::new("ns", "s"),
             true,
             proxy.map(str::to_owned),
         )
@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(config.api_endpoint, "https://h:1");
         assert!(config.insecure_skip_tls_verify);
         assert_eq!(config.proxy_url.as_deref(), Some("http://p:3128"));
-        assert_eq!(config.secret_ref, SecretRef::new("ns", "s"));
+        assert_eq!(config.secret_ref, CredentialKey::new("ns", "s"));
         assert_eq!(config.ca_bundle.as_deref(), Some(&b"pem"[..]));
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Sources call it one change at a time; it compares what each member's client should now be
 //! with what the consumer was last told, and sends the difference. It holds no I/O except the
-//! event channel and [`TokenCache::invalidate`], so it is tested without any apiserver.
+//! event channel and [`CredentialCache::invalidate`], so it is tested without any apiserver.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -11,7 +11,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::{SecretRef, SourceError, Text, TokenCache};
+use member_client::{CredentialCache, CredentialKey, SourceError, Text};
 use tokio::sync::mpsc;
 
 use crate::{
@@ -36,13 +36,13 @@ pub enum Origin {
     /// A Karmada `Cluster`, by name.
     Karmada(String),
     /// An Argo CD cluster Secret.
-    ArgoCd(SecretRef),
+    ArgoCd(CredentialKey),
     /// A member file.
     File(PathBuf),
     /// A Secret holding a kubeconfig (Cluster API, Flux).
-    Kubeconfig(SecretRef),
+    Kubeconfig(CredentialKey),
     /// A `ClusterProfile`, by the key its plugin plan is stored under.
-    ClusterProfile(SecretRef),
+    ClusterProfile(CredentialKey),
 }
 
 impl Origin {
@@ -60,7 +60,7 @@ impl Origin {
     /// The key the credential of a definition from this origin must be stored under: its own
     /// Secret, member file or profile. `None` for a Karmada `Cluster`, which names a Secret
     /// that [`SecretBinding`](crate::secret_binding) must bind to it.
-    fn own_credential(&self) -> Option<SecretRef> {
+    fn own_credential(&self) -> Option<CredentialKey> {
         match self {
             Self::Karmada(_) => None,
             Self::ArgoCd(key) | Self::Kubeconfig(key) | Self::ClusterProfile(key) => {
@@ -114,7 +114,7 @@ pub(crate) struct Closed;
 
 #[derive(Debug)]
 pub(crate) struct MemberTable {
-    tokens: TokenCache,
+    tokens: CredentialCache,
     store: SecretStore,
     events: mpsc::Sender<RegistryEvent>,
     views: SharedViews,
@@ -132,12 +132,12 @@ pub(crate) struct MemberTable {
     forbidden: BTreeMap<String, String>,
     /// Secrets a Karmada watch saw that no Cluster named then, by name only (see
     /// [`unreferenced`]).
-    unreferenced: BTreeSet<SecretRef>,
+    unreferenced: BTreeSet<CredentialKey>,
 }
 
 impl MemberTable {
     pub(crate) fn new(
-        tokens: TokenCache,
+        tokens: CredentialCache,
         store: SecretStore,
         events: mpsc::Sender<RegistryEvent>,
         views: SharedViews,
@@ -208,7 +208,7 @@ impl MemberTable {
     /// A Secret was added or changed.
     pub(crate) async fn apply_secret(
         &mut self,
-        key: SecretRef,
+        key: CredentialKey,
         secret: StoredSecret,
     ) -> Result<(), Closed> {
         self.unreferenced.remove(&key);
@@ -217,7 +217,7 @@ impl MemberTable {
     }
 
     /// A Secret was deleted.
-    pub(crate) async fn remove_secret(&mut self, key: &SecretRef) -> Result<(), Closed> {
+    pub(crate) async fn remove_secret(&mut self, key: &CredentialKey) -> Result<(), Closed> {
         self.unreferenced.remove(key);
         match self.store.remove(key) {
             Some(old) => self.secret_changed(key, Some(old)).await,
@@ -272,7 +272,7 @@ impl MemberTable {
 
     async fn secret_changed(
         &mut self,
-        key: &SecretRef,
+        key: &CredentialKey,
         old: Option<Arc<StoredSecret>>,
     ) -> Result<(), Closed> {
         let new = self.store.get(key);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use k8s_openapi::{ByteString, api::core::v1::Secret};
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use proptest::prelude::*;
 
 mod kubeconfig;
@@ -172,7 +172,7 @@ proptest! {
         }
         let secret = secret(true, data);
         check(argocd::member_from_secret(&secret), false)?;
-        check_secret(&StoredSecret::from_secret(&SecretRef::new("argocd", "cluster-x"), &secret))?;
+        check_secret(&StoredSecret::from_secret(&CredentialKey::new("argocd", "cluster-x"), &secret))?;
     }
 
     #[test]
@@ -190,7 +190,7 @@ proptest! {
             data.insert("caBundle".to_owned(), ca);
         }
         let as_bytes: BTreeMap<_, _> = data.iter().map(|(k, v)| (k.clone(), Bytes::from(v.clone()))).collect();
-        let key = SecretRef::new("karmada-cluster", "m");
+        let key = CredentialKey::new("karmada-cluster", "m");
         check_secret(&StoredSecret::parsed(karmada::credential(&key, &as_bytes)))?;
         check_secret(&StoredSecret::from_secret(&key, &secret(false, data)))?;
     }
@@ -249,7 +249,7 @@ proptest! {
         ]);
         let secret = secret(true, data);
         check(argocd::member_from_secret(&secret), false)?;
-        check_secret(&StoredSecret::from_secret(&SecretRef::new("argocd", "cluster-x"), &secret))?;
+        check_secret(&StoredSecret::from_secret(&CredentialKey::new("argocd", "cluster-x"), &secret))?;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.yaml");
         let mut yaml = format!("name: {name:?}\napiEndpoint: {endpoint:?}\ntokenFile: {endpoint:?}\n");

@@ -4,7 +4,7 @@
 use std::{collections::BTreeMap, sync::PoisonError};
 
 use kube::Client;
-use member_client::{EndpointPolicy, TokenCache, TokenCacheConfig, exec::ExecPolicy};
+use member_client::{CredentialCache, CredentialCacheConfig, EndpointPolicy, exec::ExecPolicy};
 use tokio::sync::mpsc;
 
 use crate::{
@@ -48,7 +48,7 @@ const DEFAULT_EVENT_CAPACITY: usize = 256;
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct RegistryBuilder {
-    token_cache: TokenCacheConfig,
+    credential_cache: CredentialCacheConfig,
     exec: ExecPolicy,
     event_capacity: Option<usize>,
     sources: SourceConfigs,
@@ -56,7 +56,7 @@ pub struct RegistryBuilder {
 }
 
 impl RegistryBuilder {
-    /// A builder with no sources, the default [`TokenCacheConfig`] and room for 256 events.
+    /// A builder with no sources, the default [`CredentialCacheConfig`] and room for 256 events.
     pub fn new() -> Self {
         Self::default()
     }
@@ -135,10 +135,10 @@ impl RegistryBuilder {
         self
     }
 
-    /// Configure the [`TokenCache`] the registry creates.
+    /// Configure the [`CredentialCache`] the registry creates.
     #[must_use]
-    pub fn token_cache(mut self, config: TokenCacheConfig) -> Self {
-        self.token_cache = config;
+    pub fn credential_cache(mut self, config: CredentialCacheConfig) -> Self {
+        self.credential_cache = config;
         self
     }
 
@@ -150,7 +150,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Creates the Secret store and the [`TokenCache`] over it, and returns the handle, the
+    /// Creates the Secret store and the [`CredentialCache`] over it, and returns the handle, the
     /// event receiver and the driver. Nothing happens until the driver runs.
     pub fn build(self) -> (Registry, mpsc::Receiver<RegistryEvent>, RegistryDriver) {
         let exec = match &self.sources.clusterprofile {
@@ -160,7 +160,7 @@ impl RegistryBuilder {
             None => self.exec,
         };
         let store = SecretStore::with_exec_policy(exec);
-        let tokens = TokenCache::new(store.clone(), self.token_cache);
+        let tokens = CredentialCache::new(store.clone(), self.credential_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();
         let table = MemberTable::new(
@@ -189,7 +189,7 @@ impl RegistryBuilder {
 /// the registry as of the last change the [`RegistryDriver`] processed.
 #[derive(Clone, Debug)]
 pub struct Registry {
-    tokens: TokenCache,
+    tokens: CredentialCache,
     store: SecretStore,
     views: SharedViews,
     sources: SourceStates,
@@ -198,7 +198,7 @@ pub struct Registry {
 impl Registry {
     /// The token cache over the registry's Secret store. Build member clients with it
     /// ([`ClientFactory::new`](member_client::ClientFactory::new)).
-    pub fn tokens(&self) -> &TokenCache {
+    pub fn tokens(&self) -> &CredentialCache {
         &self.tokens
     }
 

@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{SecretRef, Text};
+use member_client::{CredentialKey, Text};
 
 use crate::InvalidReason;
 
@@ -88,7 +88,7 @@ impl SecretBinding {
     /// # Errors
     /// [`InvalidReason::SecretForbidden`] naming the Secret, the rule that binds it elsewhere
     /// (or to nothing), and how to bind it to `member`.
-    pub(crate) fn serves(&self, key: &SecretRef, member: &str) -> Result<(), InvalidReason> {
+    pub(crate) fn serves(&self, key: &CredentialKey, member: &str) -> Result<(), InvalidReason> {
         let refused = |why: String| {
             InvalidReason::SecretForbidden(format!(
                 "Secret {} {why}; a Secret serves one member only. To let member {} use it, \
@@ -164,7 +164,7 @@ mod tests {
 
     /// Which of `member1`, `evil` and `member2` the Secret `karmada-cluster/member1` serves.
     fn served(secret: &Secret) -> Vec<&'static str> {
-        let key = SecretRef::new("karmada-cluster", "member1");
+        let key = CredentialKey::new("karmada-cluster", "member1");
         let binding = SecretBinding::of(secret);
         ["member1", "evil", "member2"]
             .into_iter()
@@ -213,7 +213,7 @@ mod tests {
         #[case] rule: &str,
     ) {
         let owners = vec![karmada("member1")];
-        let key = SecretRef::new("karmada-cluster", "member1");
+        let key = CredentialKey::new("karmada-cluster", "member1");
         let err = SecretBinding::of(&secret(label, owners))
             .serves(&key, member)
             .unwrap_err();
@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn a_secret_of_another_name_is_refused_in_words() {
-        let key = SecretRef::new("karmada-cluster", "shared");
+        let key = CredentialKey::new("karmada-cluster", "shared");
         let err = SecretBinding::default().serves(&key, "evil").unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn hostile_text_in_a_label_stays_on_one_line() {
         let binding = SecretBinding::labelled("a\nb\u{202e}");
-        let key = SecretRef::new("karmada-cluster", "member1");
+        let key = CredentialKey::new("karmada-cluster", "member1");
         let detail = binding.serves(&key, "member1").unwrap_err().to_string();
         assert!(
             !detail.contains('\n') && !detail.contains('\u{202e}'),

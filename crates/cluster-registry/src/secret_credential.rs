@@ -13,20 +13,20 @@
 //! ```
 //! use cluster_registry::secret_credential::credential_in_secret;
 //! use k8s_openapi::api::core::v1::Secret;
-//! use member_client::SecretRef;
+//! use member_client::CredentialKey;
 //! use secrecy::ExposeSecret as _;
 //!
 //! let secret: Secret = serde_json::from_value(serde_json::json!({
 //!     "metadata": {"name": "member1", "namespace": "karmada-cluster"},
 //!     "stringData": {"token": "opaque-token"},
 //! })).unwrap();
-//! let key = SecretRef::new("karmada-cluster", "member1");
+//! let key = CredentialKey::new("karmada-cluster", "member1");
 //! let credential = credential_in_secret(&key, &secret).unwrap();
 //! assert_eq!(credential.token().unwrap().expose_secret(), "opaque-token");
 //! ```
 
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, SecretRef, SourceError};
+use member_client::{Credential, CredentialKey, SourceError};
 
 use crate::{
     KubeconfigSecretsConfig,
@@ -44,7 +44,10 @@ use crate::{
 /// What [`SecretStore`](crate::SecretStore) reports for the same Secret
 /// ([`SourceError::MissingKey`], [`SourceError::Invalid`], the token's and certificate's own
 /// errors), and [`SourceError::Invalid`] when the Secret's credential is an exec plugin.
-pub fn credential_in_secret(key: &SecretRef, secret: &Secret) -> Result<Credential, SourceError> {
+pub fn credential_in_secret(
+    key: &CredentialKey,
+    secret: &Secret,
+) -> Result<Credential, SourceError> {
     let data = secret_data(secret);
     // Flux's keys cover Cluster API's `value` too; the selector and namespaces are unused here.
     let kubeconfig = KubeconfigSecretsConfig::flux(Vec::new(), "");
@@ -72,14 +75,14 @@ pub fn credential_in_secret(key: &SecretRef, secret: &Secret) -> Result<Credenti
     }
 }
 
-/// The [`SecretRef`] of `reference`, checked to name a Secret: the namespace a DNS-1123 label,
+/// The [`CredentialKey`] of `reference`, checked to name a Secret: the namespace a DNS-1123 label,
 /// the name a DNS-1123 subdomain. Anything else (`..`, a `/`) could make a request path name
 /// something other than a Secret.
 ///
 /// # Errors
 /// [`SourceError::Invalid`] saying which part is not a Kubernetes name.
-pub fn secret_ref(reference: &LocalSecretReference) -> Result<SecretRef, SourceError> {
-    let key = SecretRef::new(&reference.namespace, &reference.name);
+pub fn secret_ref(reference: &LocalSecretReference) -> Result<CredentialKey, SourceError> {
+    let key = CredentialKey::new(&reference.namespace, &reference.name);
     let invalid = |what: &str| SourceError::Invalid {
         key: key.clone(),
         reason: format!("the {what}"),
@@ -106,8 +109,8 @@ mod tests {
     use secrecy::ExposeSecret as _;
     use serde_json::{Value, json};
 
-    fn key() -> SecretRef {
-        SecretRef::new("fleet", "member1")
+    fn key() -> CredentialKey {
+        CredentialKey::new("fleet", "member1")
     }
 
     fn secret(labels: Value, string_data: Value) -> Secret {
@@ -248,7 +251,7 @@ mod tests {
         let got = secret_ref(&reference);
         assert_eq!(got.is_ok(), ok, "{got:?}");
         if let Ok(key) = got {
-            assert_eq!(key, SecretRef::new(namespace, name));
+            assert_eq!(key, CredentialKey::new(namespace, name));
         }
     }
 }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use k8s_openapi::api::core::v1::Secret;
 use member_client::{
-    Credential, CredentialSource, SecretRef, SourceError,
+    Credential, CredentialKey, CredentialSource, SourceError,
     exec::{self, ExecPolicy},
 };
 
@@ -54,7 +54,7 @@ pub struct StoredSecret {
 
 impl StoredSecret {
     /// Parses `secret`, stored under `key`, by its [`SecretFormat`].
-    pub(crate) fn from_secret(key: &SecretRef, secret: &Secret) -> Self {
+    pub(crate) fn from_secret(key: &CredentialKey, secret: &Secret) -> Self {
         let data = secret_data(secret);
         Self {
             binding: SecretBinding::of(secret),
@@ -137,9 +137,9 @@ pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
     data
 }
 
-/// The Secrets that members reference, in memory, keyed by [`SecretRef`].
+/// The Secrets that members reference, in memory, keyed by [`CredentialKey`].
 ///
-/// The registry's watches write it; the [`TokenCache`](member_client::TokenCache) reads it
+/// The registry's watches write it; the [`CredentialCache`](member_client::CredentialCache) reads it
 /// through its [`CredentialSource`] impl, so a cache miss costs a map lookup, never a parse or
 /// an API call.
 ///
@@ -152,7 +152,7 @@ pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
 /// is run on fetch, under the store's [`ExecPolicy`]: only commands on its allow-list run.
 #[derive(Clone, Default)]
 pub struct SecretStore {
-    entries: Arc<DashMap<SecretRef, Arc<StoredSecret>>>,
+    entries: Arc<DashMap<CredentialKey, Arc<StoredSecret>>>,
     exec: Arc<ExecPolicy>,
 }
 
@@ -171,7 +171,7 @@ impl SecretStore {
     }
 
     /// The Secret stored under `key`.
-    pub fn get(&self, key: &SecretRef) -> Option<Arc<StoredSecret>> {
+    pub fn get(&self, key: &CredentialKey) -> Option<Arc<StoredSecret>> {
         self.entries.get(key).map(|e| Arc::clone(e.value()))
     }
 
@@ -188,7 +188,7 @@ impl SecretStore {
     /// The CA bundle of the member whose credential is stored under `key`, if that credential
     /// is usable as far as can be told without fetching: parsed, and an exec plugin on the
     /// allow-list.
-    pub(crate) fn usable(&self, key: &SecretRef) -> Result<Option<Bytes>, SourceError> {
+    pub(crate) fn usable(&self, key: &CredentialKey) -> Result<Option<Bytes>, SourceError> {
         let secret = self
             .get(key)
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
@@ -201,7 +201,7 @@ impl SecretStore {
 
     /// The credential stored under `key`, as [`fetch`](CredentialSource::fetch) returns it:
     /// a static one checked to be current, or what its exec plugin prints now.
-    pub(crate) async fn credential(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+    pub(crate) async fn credential(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
         let secret = self
             .get(key)
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
@@ -224,12 +224,16 @@ impl SecretStore {
     }
 
     /// Stores `secret` under `key` and returns what was there.
-    pub(crate) fn insert(&self, key: SecretRef, secret: StoredSecret) -> Option<Arc<StoredSecret>> {
+    pub(crate) fn insert(
+        &self,
+        key: CredentialKey,
+        secret: StoredSecret,
+    ) -> Option<Arc<StoredSecret>> {
         self.entries.insert(key, Arc::new(secret))
     }
 
     /// Removes `key` and returns what was there.
-    pub(crate) fn remove(&self, key: &SecretRef) -> Option<Arc<StoredSecret>> {
+    pub(crate) fn remove(&self, key: &CredentialKey) -> Option<Arc<StoredSecret>> {
         self.entries.remove(key).map(|(_, v)| v)
     }
 }
@@ -247,7 +251,7 @@ impl CredentialSource for SecretStore {
     /// # Errors
     /// [`SourceError::NotFound`] when the store has no such Secret, else as
     /// [`StoredSecret::credential`].
-    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
         self.credential(key).await
     }
 }

@@ -11,7 +11,7 @@ use kube::{
     Api, Client, Resource,
     runtime::watcher::{self, Event},
 };
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use serde::de::DeserializeOwned;
 
 use crate::watch::{Relist, watch};
@@ -23,7 +23,7 @@ pub(crate) type WatchItem<K> = (String, Result<Event<K>, watcher::Error>);
 /// by the key their credential is stored under.
 pub(crate) struct NamespacedWatches<K> {
     streams: SelectAll<BoxStream<'static, WatchItem<K>>>,
-    pub(crate) namespaces: BTreeMap<String, (AbortHandle, Relist<SecretRef>)>,
+    pub(crate) namespaces: BTreeMap<String, (AbortHandle, Relist<CredentialKey>)>,
 }
 
 /// The Secret watches of one source.
@@ -82,7 +82,7 @@ where
     }
 
     /// Stops the watch of `namespace` and returns the keys it had applied.
-    pub(crate) fn stop(&mut self, namespace: &str) -> BTreeSet<SecretRef> {
+    pub(crate) fn stop(&mut self, namespace: &str) -> BTreeSet<CredentialKey> {
         match self.namespaces.remove(namespace) {
             Some((abort, relist)) => {
                 abort.abort();

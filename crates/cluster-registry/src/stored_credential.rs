@@ -5,7 +5,7 @@ use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 use member_client::{
-    ClientIdentity, Credential, SecretRef, SourceError,
+    ClientIdentity, Credential, CredentialKey, SourceError,
     exec::{ExecConfig, ExecPolicy, PluginDeclaration},
 };
 
@@ -105,7 +105,7 @@ impl Material<'_> {
     /// [`SourceError::MissingKey`] when there is no credential or half a certificate,
     /// [`SourceError::Invalid`] when exec is mixed with a static credential, and the token's
     /// and certificate's own errors.
-    pub(crate) fn stored(self, key: &SecretRef) -> Result<StoredCredential, SourceError> {
+    pub(crate) fn stored(self, key: &CredentialKey) -> Result<StoredCredential, SourceError> {
         let missing = |field: &str| SourceError::MissingKey {
             key: key.clone(),
             field: field.to_owned(),

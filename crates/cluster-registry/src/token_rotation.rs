@@ -133,13 +133,13 @@ impl TokenRotation {
     /// ```
     /// use std::collections::BTreeMap;
     /// use cluster_registry::token_rotation::{TokenHome, TokenRotation};
-    /// use member_client::SecretRef;
+    /// use member_client::CredentialKey;
     ///
     /// let annotations = BTreeMap::from([
     ///     ("tether.io/rotation-service-account".to_owned(), "tether/collector".to_owned()),
     ///     ("tether.io/rotate-tokens".to_owned(), "true".to_owned()),
     /// ]);
-    /// let home = TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "m1"));
+    /// let home = TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "m1"));
     /// let rotation = TokenRotation::from_annotations(&annotations, home)?.unwrap();
     /// assert_eq!(rotation.service_account.username(), "system:serviceaccount:tether:collector");
     /// assert_eq!(rotation.expiration_seconds, 3600);

@@ -47,7 +47,7 @@ pub async fn run(
 
     let builder = registry_builder(&args, control_plane.as_ref())?;
     let (registry, events, driver) = builder.build();
-    metrics.watch_token_cache("members", registry.tokens().clone());
+    metrics.watch_credential_cache("members", registry.tokens().clone());
     metrics.watch_registry(registry.clone(), args.members_from);
 
     let mirror = Mirror::default();

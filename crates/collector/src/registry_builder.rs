@@ -8,7 +8,7 @@ use cluster_registry::{
     ArgoCdConfig, ClusterProfileConfig, DirectoryConfig, KarmadaConfig, KubeconfigSecretsConfig,
     RegistryBuilder, clusterprofile::ProviderFile,
 };
-use member_client::TokenCacheConfig;
+use member_client::CredentialCacheConfig;
 
 use crate::{
     cli::{Args, MembersFrom},
@@ -29,9 +29,9 @@ pub(crate) fn registry_builder(
         .endpoint_policy(args.endpoint_policy())
         .secret_namespaces(args.secret_namespace.clone())
         .exec_policy(args.exec_policy()?)
-        .token_cache(TokenCacheConfig {
+        .credential_cache(CredentialCacheConfig {
             refresh_fraction: args.credential_refresh_fraction,
-            ..TokenCacheConfig::default()
+            ..CredentialCacheConfig::default()
         });
     Ok(match (args.members_from, control_plane) {
         (MembersFrom::Directory, _) => {

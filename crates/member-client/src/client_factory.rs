@@ -6,8 +6,8 @@ use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
 
 use crate::{
-    BearerLayer, CredentialHealth, Error, RequestDeadlineLayer, ResponseLimits, Result, SecretRef,
-    TokenCache,
+    CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error, RequestDeadlineLayer,
+    ResponseLimits, Result,
     guarded_resolver::{self, GuardedResolver, Lookup},
     transport,
     validation::{self, EndpointPolicy},
@@ -19,11 +19,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Everything needed to reach one member cluster.
 ///
 /// ```
-/// use member_client::{MemberClientConfig, SecretRef};
+/// use member_client::{MemberClientConfig, CredentialKey};
 /// let config = MemberClientConfig::new(
 ///     "member1",
 ///     "https://10.0.0.1:6443",
-///     SecretRef::new("karmada-cluster", "member1"),
+///     CredentialKey::new("karmada-cluster", "member1"),
 /// )
 /// .with_ca_bundle(&b"-----BEGIN CERTIFICATE-----\n..."[..]);
 /// ```
@@ -43,8 +43,8 @@ pub struct MemberClientConfig {
     /// The name to verify the serving certificate against (and send as SNI), when it is not
     /// the endpoint's host (a kubeconfig's `tls-server-name`).
     pub tls_server_name: Option<String>,
-    /// Where the credential comes from; the [`TokenCache`] key.
-    pub secret_ref: SecretRef,
+    /// Where the credential comes from; the [`CredentialCache`] key.
+    pub secret_ref: CredentialKey,
     /// Requests in flight to this member at once; more wait. Watches hold a slot only until
     /// their response headers arrive. Default: 64.
     pub max_concurrent_requests: usize,
@@ -60,7 +60,7 @@ impl MemberClientConfig {
     pub fn new(
         member: impl Into<String>,
         api_endpoint: impl Into<String>,
-        secret_ref: SecretRef,
+        secret_ref: CredentialKey,
     ) -> Self {
         Self {
             member: member.into(),
@@ -84,10 +84,10 @@ impl MemberClientConfig {
     }
 }
 
-/// Builds member clients that share one [`TokenCache`].
+/// Builds member clients that share one [`CredentialCache`].
 ///
 /// The client's own auth is cleared: the only `Authorization` header is the one
-/// [`BearerLayer`] sets from the cache, so a rotated token is used by the next request without
+/// [`CredentialLayer`] sets from the cache, so a rotated token is used by the next request without
 /// rebuilding anything. A changed CA bundle or endpoint, on the other hand, needs a new client.
 ///
 /// Every client checks its endpoint against the factory's [`EndpointPolicy`] when it is built,
@@ -95,7 +95,7 @@ impl MemberClientConfig {
 /// loopback; tests against a loopback apiserver use [`EndpointPolicy::loopback`].
 #[derive(Clone)]
 pub struct ClientFactory {
-    tokens: TokenCache,
+    tokens: CredentialCache,
     policy: Arc<EndpointPolicy>,
     lookup: Lookup,
 }
@@ -112,7 +112,7 @@ impl std::fmt::Debug for ClientFactory {
 impl ClientFactory {
     /// A factory whose clients read tokens from `tokens`, under the default (strict)
     /// [`EndpointPolicy`].
-    pub fn new(tokens: TokenCache) -> Self {
+    pub fn new(tokens: CredentialCache) -> Self {
         Self {
             tokens,
             policy: Arc::new(EndpointPolicy::default()),
@@ -137,7 +137,7 @@ impl ClientFactory {
     /// Builds the client for one member; `health` receives what the member says of its
     /// credential.
     ///
-    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`BearerLayer`], which
+    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`CredentialLayer`], which
     /// also holds the member's in-flight limit
     /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests)) → a deadline
     /// for requests that are not watches ([`RequestDeadlineLayer`]) → kube's default stack
@@ -171,10 +171,10 @@ impl ClientFactory {
         } else if let Some(pem) = &config.ca_bundle {
             kube_config.root_cert = Some(validation::ca_bundle(pem).map_err(invalid)?);
         }
-        // Config::new leaves auth_info empty; nothing below BearerLayer may set the header.
+        // Config::new leaves auth_info empty; nothing below CredentialLayer may set the header.
         debug_assert!(kube_config.auth_info.token.is_none());
 
-        let bearer = BearerLayer::new(
+        let bearer = CredentialLayer::new(
             config.member.clone(),
             config.secret_ref.clone(),
             self.tokens.clone(),
@@ -199,20 +199,23 @@ impl ClientFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CredentialSource, SourceError, TokenCacheConfig, ValidationError};
+    use crate::{CredentialCacheConfig, CredentialSource, SourceError, ValidationError};
     use rstest::rstest;
 
     struct NoSource;
 
     #[async_trait::async_trait]
     impl CredentialSource for NoSource {
-        async fn fetch(&self, key: &SecretRef) -> Result<crate::Credential, SourceError> {
+        async fn fetch(&self, key: &CredentialKey) -> Result<crate::Credential, SourceError> {
             Err(SourceError::NotFound { key: key.clone() })
         }
     }
 
     fn strict_factory() -> ClientFactory {
-        ClientFactory::new(TokenCache::new(NoSource, TokenCacheConfig::default()))
+        ClientFactory::new(CredentialCache::new(
+            NoSource,
+            CredentialCacheConfig::default(),
+        ))
     }
 
     fn factory() -> ClientFactory {
@@ -229,7 +232,7 @@ mod tests {
     }
 
     fn config(endpoint: &str) -> MemberClientConfig {
-        MemberClientConfig::new("m1", endpoint, SecretRef::new("ns", "m1"))
+        MemberClientConfig::new("m1", endpoint, CredentialKey::new("ns", "m1"))
     }
 
     fn with_proxy(proxy: &str) -> MemberClientConfig {
@@ -293,13 +296,15 @@ mod policy_tests {
     };
 
     use super::*;
-    use crate::{Credential, CredentialSource, SourceError, TokenCacheConfig, ValidationError};
+    use crate::{
+        Credential, CredentialCacheConfig, CredentialSource, SourceError, ValidationError,
+    };
 
     struct Fixed;
 
     #[async_trait::async_trait]
     impl CredentialSource for Fixed {
-        async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
             Credential::from_token_bytes(b"t0ken")
         }
     }
@@ -322,16 +327,19 @@ mod policy_tests {
     fn factory(policy: EndpointPolicy) -> ClientFactory {
         let lookup: Lookup =
             Arc::new(|_name: String| Box::pin(async { Ok(vec!["127.0.0.1:0".parse().unwrap()]) }));
-        ClientFactory::new(TokenCache::new(Fixed, TokenCacheConfig::default()))
-            .with_policy(policy)
-            .with_lookup(lookup)
+        ClientFactory::new(CredentialCache::new(
+            Fixed,
+            CredentialCacheConfig::default(),
+        ))
+        .with_policy(policy)
+        .with_lookup(lookup)
     }
 
     async fn get_version(policy: EndpointPolicy, port: u16) -> kube::Error {
         let config = MemberClientConfig::new(
             "m1",
             format!("http://member.test:{port}"),
-            SecretRef::new("ns", "m1"),
+            CredentialKey::new("ns", "m1"),
         );
         let client = factory(policy)
             .build(&config, &CredentialHealth::new())

@@ -222,7 +222,7 @@ impl Credential {
         self.expires_at
     }
 
-    /// Which load of the [`TokenCache`](crate::TokenCache) produced this value. Every load gets
+    /// Which load of the [`CredentialCache`](crate::CredentialCache) produced this value. Every load gets
     /// a new, larger number, so two values with the same generation are the same load.
     pub fn generation(&self) -> u64 {
         self.generation

@@ -22,7 +22,7 @@ pub enum CredentialState {
     Valid,
     /// The member answered 401 to the token, and again (or to the same token) after a refresh:
     /// the credential is dead until its Secret changes.
-    Rejected,
+    Unauthorized,
     /// The credential source has no usable credential (Secret missing, token empty, …).
     Unavailable {
         /// Why, as the source put it. Never contains the token.
@@ -183,9 +183,9 @@ mod tests {
             !rx.has_changed().unwrap(),
             "same state must not wake subscribers"
         );
-        health.report(CredentialState::Rejected);
-        assert_eq!(*rx.borrow_and_update(), CredentialState::Rejected);
-        assert_eq!(health.current(), CredentialState::Rejected);
+        health.report(CredentialState::Unauthorized);
+        assert_eq!(*rx.borrow_and_update(), CredentialState::Unauthorized);
+        assert_eq!(health.current(), CredentialState::Unauthorized);
         health.report(CredentialState::Valid);
         assert_eq!(
             *rx.borrow_and_update(),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::{SecretRef, SourceError, validation::ValidationError};
+use crate::{CredentialKey, SourceError, validation::ValidationError};
 
 /// What can go wrong building or using a member client.
 ///
@@ -21,7 +21,7 @@ pub enum Error {
         /// The member cluster.
         member: String,
         /// Where its credential comes from.
-        secret: SecretRef,
+        secret: CredentialKey,
     },
     /// No credential could be read for the member. Retryable when
     /// [`SourceError::is_transient`] says so, otherwise once the Secret changes.
@@ -30,7 +30,7 @@ pub enum Error {
         /// The member cluster.
         member: String,
         /// Where its credential should come from.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// Why there is none; shared with every request that waited on the same load.
         #[source]
         source: Arc<SourceError>,

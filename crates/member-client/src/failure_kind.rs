@@ -104,7 +104,7 @@ pub fn list_forbidden(err: &watcher::Error) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SecretRef, SourceError};
+    use crate::{CredentialKey, SourceError};
     use rstest::rstest;
     use std::sync::Arc;
 
@@ -117,7 +117,7 @@ mod tests {
     fn rejected() -> kube::Error {
         kube::Error::Service(Box::new(Error::Unauthorized {
             member: "m".into(),
-            secret: SecretRef::new("ns", "s"),
+            secret: CredentialKey::new("ns", "s"),
         }))
     }
 
@@ -130,8 +130,8 @@ mod tests {
     #[case::secret_missing(
         kube::Error::Service(Box::new(Error::CredentialUnavailable {
             member: "m".into(),
-            secret: SecretRef::new("ns", "s"),
-            source: Arc::new(SourceError::NotFound { key: SecretRef::new("ns", "s") }),
+            secret: CredentialKey::new("ns", "s"),
+            source: Arc::new(SourceError::NotFound { key: CredentialKey::new("ns", "s") }),
         })),
         FailureKind::CredentialUnavailable
     )]

@@ -4,13 +4,13 @@ use std::{io, path::PathBuf, sync::Arc};
 
 use async_trait::async_trait;
 
-use crate::{Credential, CredentialSource, SecretRef, SourceError};
+use crate::{Credential, CredentialKey, CredentialSource, SourceError};
 
 /// Reads a bearer token (and optionally a CA bundle) from files.
 ///
 /// This is how a process authenticates to its *own* cluster: kubelet writes a fresh projected
 /// token to `/var/run/secrets/kubernetes.io/serviceaccount/token` before the old one expires,
-/// so reading the file again is always enough to pick up a rotation. The [`SecretRef`] passed to
+/// so reading the file again is always enough to pick up a rotation. The [`CredentialKey`] passed to
 /// [`fetch`](CredentialSource::fetch) is ignored; use [`FileSource::secret_ref`] as the cache key.
 ///
 /// ```no_run
@@ -42,14 +42,14 @@ impl FileSource {
     }
 
     /// The cache key for this file: no namespace, the token path as the name.
-    pub fn secret_ref(&self) -> SecretRef {
-        SecretRef::new("", self.token_path.display().to_string())
+    pub fn secret_ref(&self) -> CredentialKey {
+        CredentialKey::new("", self.token_path.display().to_string())
     }
 }
 
 #[async_trait]
 impl CredentialSource for FileSource {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         let key = self.secret_ref();
         let token = read(&self.token_path, &key).await?;
         let credential = Credential::from_token_bytes(&token)?;
@@ -60,10 +60,10 @@ impl CredentialSource for FileSource {
     }
 }
 
-async fn read(path: &PathBuf, key: &SecretRef) -> Result<Vec<u8>, SourceError> {
+async fn read(path: &PathBuf, key: &CredentialKey) -> Result<Vec<u8>, SourceError> {
     tokio::fs::read(path).await.map_err(|err| match err.kind() {
         io::ErrorKind::NotFound => SourceError::NotFound {
-            key: SecretRef::new("", path.display().to_string()),
+            key: CredentialKey::new("", path.display().to_string()),
         },
         _ => SourceError::Read {
             key: key.clone(),

@@ -3,21 +3,21 @@
 //! A control plane that manages member clusters in push mode holds, per member, a Secret with a
 //! bearer token. A client that copies the token at start-up keeps sending it after the Secret is
 //! rotated: fresh clients (health checks) pass while long-lived watches get 401 forever. Here the
-//! token is read per request from a [`TokenCache`] keyed by the Secret; the cache is refreshed
-//! single-flight when the Secret changes ([`TokenCache::invalidate`]), when the JWT `exp` nears,
-//! or when a 401 says it is stale, and the rejected request is retried once ([`BearerLayer`]).
+//! token is read per request from a [`CredentialCache`] keyed by the Secret; the cache is refreshed
+//! single-flight when the Secret changes ([`CredentialCache::invalidate`]), when the JWT `exp` nears,
+//! or when a 401 says it is stale, and the rejected request is retried once ([`CredentialLayer`]).
 //! A credential still rejected after a refresh is reported as [`Error::Unauthorized`] and
-//! [`CredentialState::Rejected`], never as "not found" or "unreachable" ([`FailureKind`]).
+//! [`CredentialState::Unauthorized`], never as "not found" or "unreachable" ([`FailureKind`]).
 //!
 //! # How data flows
 //! - A [`CredentialSource`] reads a [`Credential`] (token, optional CA bundle, expiry) for a
-//!   [`SecretRef`]: [`FileSource`] reads a token file; cluster-registry's Secret store is
+//!   [`CredentialKey`]: [`FileSource`] reads a token file; cluster-registry's Secret store is
 //!   another.
-//! - The [`TokenCache`] sits over one source: single-flight loads, expiry from the JWT `exp`,
-//!   [`invalidate`](TokenCache::invalidate) when the Secret changes.
+//! - The [`CredentialCache`] sits over one source: single-flight loads, expiry from the JWT `exp`,
+//!   [`invalidate`](CredentialCache::invalidate) when the Secret changes.
 //! - [`ClientFactory`] turns a [`MemberClientConfig`] into a `kube::Client`, after checking its
 //!   endpoint, proxy and CA bundle with [`validation`] (errors: [`ValidationError`] inside
-//!   [`Error::Invalid`]). The client's stack holds a [`BearerLayer`], which takes the token
+//!   [`Error::Invalid`]). The client's stack holds a [`CredentialLayer`], which takes the token
 //!   from the cache per request, refreshes and retries once on a 401, and reports what the
 //!   member says of the credential to a [`CredentialHealth`].
 //! - A failed request or watch is classified by [`FailureKind`] ([`FailureKind::of`],
@@ -30,22 +30,23 @@
 //! ```no_run
 //! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
 //! use member_client::{
-//!     ClientFactory, CredentialHealth, FileSource, MemberClientConfig, TokenCache, TokenCacheConfig,
+//!     ClientFactory, CredentialHealth, FileSource, MemberClientConfig, CredentialCache, CredentialCacheConfig,
 //! };
 //!
 //! let source = FileSource::new("/etc/tether/member1/token");
 //! let secret = source.secret_ref();
-//! let factory = ClientFactory::new(TokenCache::new(source, TokenCacheConfig::default()));
+//! let factory = ClientFactory::new(CredentialCache::new(source, CredentialCacheConfig::default()));
 //! let health = CredentialHealth::new();
 //! let client = factory.build(&MemberClientConfig::new("member1", "https://10.0.0.1:6443", secret), &health)?;
 //! let version = client.apiserver_version().await?;
 //! # Ok(()) }
 //! ```
 
-mod bearer_layer;
 mod client_factory;
 mod client_identity;
 mod credential;
+mod credential_cache;
+mod credential_layer;
 mod credential_state;
 mod error;
 pub mod exec;
@@ -59,15 +60,15 @@ mod response_limit;
 mod secret_ref;
 mod source;
 mod text;
-mod token_cache;
 mod transport;
 pub mod validation;
 mod watch_backoff;
 
-pub use bearer_layer::{Bearer, BearerLayer, ResponseFuture};
 pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig};
 pub use client_identity::{ClientIdentity, IdentityError};
 pub use credential::{Credential, CredentialKind};
+pub use credential_cache::{CredentialCache, CredentialCacheConfig, CredentialCacheStats};
+pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
 pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
 pub use exec::{
@@ -84,10 +85,9 @@ pub use response_limit::{
     DEFAULT_LIST_PAGES, DEFAULT_RESPONSE_BYTES, DEFAULT_WATCH_LINE_BYTES, HEALTH_RESPONSE_BYTES,
     LimitExceeded, RequestKind, ResponseLimits,
 };
-pub use secret_ref::SecretRef;
+pub use secret_ref::CredentialKey;
 pub use source::{CredentialSource, SourceError};
 pub use text::Text;
-pub use token_cache::{TokenCache, TokenCacheConfig, TokenCacheStats};
 pub use validation::{EndpointPolicy, ValidationError};
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 

@@ -4,24 +4,24 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Credential, IdentityError, SecretRef, exec::ExecError};
+use crate::{Credential, CredentialKey, IdentityError, exec::ExecError};
 
-/// Reads the current credential for a [`SecretRef`].
+/// Reads the current credential for a [`CredentialKey`].
 ///
 /// member-client knows nothing of where Secrets live: cluster-registry implements this over its
 /// in-memory Secret store, and [`FileSource`](crate::FileSource) reads a projected token file.
-/// The [`TokenCache`](crate::TokenCache) calls `fetch` only on a miss, an expiry, an
+/// The [`CredentialCache`](crate::CredentialCache) calls `fetch` only on a miss, an expiry, an
 /// invalidation or a 401, and never twice at once for the same key.
 ///
 /// ```
 /// use async_trait::async_trait;
-/// use member_client::{Credential, CredentialSource, SecretRef, SourceError};
+/// use member_client::{Credential, CredentialSource, CredentialKey, SourceError};
 ///
 /// struct Fixed;
 ///
 /// #[async_trait]
 /// impl CredentialSource for Fixed {
-///     async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+///     async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
 ///         Credential::from_token_bytes(b"token")
 ///     }
 /// }
@@ -32,7 +32,7 @@ pub trait CredentialSource: Send + Sync + 'static {
     ///
     /// # Errors
     /// A [`SourceError`] saying why there is no usable credential.
-    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError>;
+    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError>;
 }
 
 /// Why a [`CredentialSource`] has no usable credential.
@@ -46,13 +46,13 @@ pub enum SourceError {
     #[error("{key} was not found")]
     NotFound {
         /// What was looked for.
-        key: SecretRef,
+        key: CredentialKey,
     },
     /// The Secret exists but lacks a required field. Permanent until the Secret changes.
     #[error("{key} has no {field:?} field")]
     MissingKey {
         /// The Secret.
-        key: SecretRef,
+        key: CredentialKey,
         /// The missing field, e.g. `token`.
         field: String,
     },
@@ -80,7 +80,7 @@ pub enum SourceError {
     #[error("{key} is invalid: {reason}")]
     Invalid {
         /// The Secret.
-        key: SecretRef,
+        key: CredentialKey,
         /// What is wrong with it. Never contains the token.
         reason: String,
     },
@@ -97,7 +97,7 @@ pub enum SourceError {
     #[error("reading {key} failed")]
     Read {
         /// What was being read.
-        key: SecretRef,
+        key: CredentialKey,
         /// Why; in an `Arc` because I/O errors are not `Clone`.
         #[source]
         source: Arc<dyn std::error::Error + Send + Sync>,

@@ -106,15 +106,15 @@ mod tests {
     use std::time::Duration;
 
     use crate::{
-        ClientFactory, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
-        MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+        ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
+        CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig, SourceError,
     };
 
     struct Fixed;
 
     #[async_trait::async_trait]
     impl CredentialSource for Fixed {
-        async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+        async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
             Credential::from_token_bytes(b"t0ken")
         }
     }
@@ -157,12 +157,15 @@ mod tests {
                 let _ = held.send(stream).await;
             }
         });
-        let factory = ClientFactory::new(TokenCache::new(Fixed, TokenCacheConfig::default()))
-            .with_policy(EndpointPolicy::loopback());
+        let factory = ClientFactory::new(CredentialCache::new(
+            Fixed,
+            CredentialCacheConfig::default(),
+        ))
+        .with_policy(EndpointPolicy::loopback());
         let config = MemberClientConfig::new(
             "m1",
             format!("http://127.0.0.1:{port}"),
-            SecretRef::new("ns", "m1"),
+            CredentialKey::new("ns", "m1"),
         );
         let client = factory.build(&config, &CredentialHealth::new()).unwrap();
         let request = tokio::spawn(async move { client.apiserver_version().await });

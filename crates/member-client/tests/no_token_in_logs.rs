@@ -60,7 +60,7 @@ async fn a_full_rotation_at_trace_level_logs_no_token() {
     // Revocation: rejected after refresh.
     server.accept_only(&[]);
     let err = member.get(PATH).await.unwrap_err();
-    assert_eq!(member.health.current(), CredentialState::Rejected);
+    assert_eq!(member.health.current(), CredentialState::Unauthorized);
     tracing::error!(error = %err, debug = ?err, "request failed");
     let credential = member.tokens.get(&member.key).await.unwrap();
     tracing::info!(?credential, cache = ?member.tokens, health = ?member.health, "state");

@@ -20,8 +20,9 @@ use http_body_util::Full;
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
-    ClientFactory, ClientIdentity, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
-    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    ClientFactory, ClientIdentity, Credential, CredentialCache, CredentialCacheConfig,
+    CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
+    SourceError,
     exec::{ExecApiVersion, ExecConfig, ExecPolicy},
 };
 use rcgen::{
@@ -69,8 +70,8 @@ pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result
     let control = kube::Client::try_from(config)?;
 
     let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes())?;
-    let tokens = TokenCache::new(Fixed(identity), TokenCacheConfig::default());
-    let member = MemberClientConfig::new("bench", &url, SecretRef::new("bench", "bench"))
+    let tokens = CredentialCache::new(Fixed(identity), CredentialCacheConfig::default());
+    let member = MemberClientConfig::new("bench", &url, CredentialKey::new("bench", "bench"))
         .with_ca_bundle(pki.ca.pem());
     let layered = ClientFactory::new(tokens)
         .with_policy(EndpointPolicy::loopback())
@@ -110,8 +111,8 @@ pub async fn exec_single_flight(misses: usize) -> anyhow::Result<ExecSingleFligh
         config,
         policy: ExecPolicy::new([plugin]),
     };
-    let cache = TokenCache::new(source, TokenCacheConfig::default());
-    let key = SecretRef::new("bench", "exec");
+    let cache = CredentialCache::new(source, CredentialCacheConfig::default());
+    let key = CredentialKey::new("bench", "exec");
     let started = Instant::now();
     let gets = (0..misses).map(|_| {
         let (cache, key) = (cache.clone(), key.clone());
@@ -137,7 +138,7 @@ struct Fixed(ClientIdentity);
 
 #[async_trait::async_trait]
 impl CredentialSource for Fixed {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         Ok(Credential::from_identity(self.0.clone()))
     }
 }
@@ -150,7 +151,7 @@ struct Exec {
 
 #[async_trait::async_trait]
 impl CredentialSource for Exec {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         let output = member_client::exec::run(&self.config, &self.policy).await?;
         Credential::from_exec(&output)
     }

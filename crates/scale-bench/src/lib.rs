@@ -2,7 +2,7 @@
 //! clusters in one collector on real kube-apiservers ([`scale`]), a mass rotation, other
 //! systems' member clients beside Tether's on a subset of the same members, each a process of
 //! its own ([`baselines`]: client-go as Karmada and Argo CD wire it, built from
-//! `anchors/client-go-anchor`, and kube-rs), and the per-request cost of the `BearerLayer`
+//! `anchors/client-go-anchor`, and kube-rs), and the per-request cost of the `CredentialLayer`
 //! ([`overhead`]). `hack/bench.sh` runs it all and prints
 //! one table ([`table`], [`sections`]); `tests/scale_smoke.rs` runs [`scale`] with 20 members and asserts
 //! the correctness goals, no timing.

@@ -1,6 +1,6 @@
 //! `scale-bench`: Tether's collector with 1,000 members on real kube-apiservers, a mass
 //! rotation, other systems' member clients (client-go as Karmada and Argo CD wire it, kube-rs)
-//! beside Tether's on a subset of the same members, and the BearerLayer's per-request cost,
+//! beside Tether's on a subset of the same members, and the CredentialLayer's per-request cost,
 //! printed as one table. Run it through `hack/bench.sh`.
 
 use std::time::{Duration, Instant};
@@ -57,13 +57,13 @@ struct Args {
     /// Seconds after the forced reconnect at which blind members are counted.
     #[arg(long, default_value_t = 60)]
     blind_after: u64,
-    /// Rounds of the BearerLayer A/B (0: skip).
+    /// Rounds of the CredentialLayer A/B (0: skip).
     #[arg(long, default_value_t = 61)]
     overhead_rounds: usize,
     /// GETs per client per round (times in-flight / 4 above 4 in flight).
     #[arg(long, default_value_t = 300)]
     overhead_batch: usize,
-    /// Requests in flight in the BearerLayer A/B, one run per level.
+    /// Requests in flight in the CredentialLayer A/B, one run per level.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 64])]
     overhead_concurrency: Vec<usize>,
     /// Concurrent misses on an exec plugin in the single-flight case (0: skip).
@@ -99,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
         for &concurrency in &args.overhead_concurrency {
             progress(
                 started,
-                &format!("BearerLayer vs static token, in process, {concurrency} in flight"),
+                &format!("CredentialLayer vs static token, in process, {concurrency} in flight"),
             );
             // Enough waves per batch that ramp-up and drain do not dominate a round.
             let batch = args.overhead_batch * (concurrency / 4).max(1);

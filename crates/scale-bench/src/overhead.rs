@@ -1,4 +1,4 @@
-//! What the `BearerLayer` costs per request, against a plain kube client with a static token,
+//! What the `CredentialLayer` costs per request, against a plain kube client with a static token,
 //! over the same loopback HTTP server, measured in this process: the clients take turns in
 //! slices of a few milliseconds, and each round also times a second static client against the
 //! first, so machine noise hits all alike and the result says how finely it could resolve a
@@ -18,8 +18,8 @@ use http_body_util::Full;
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
-    ClientFactory, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
-    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig, SourceError,
 };
 use secrecy::SecretString;
 use tokio::net::TcpListener;
@@ -38,7 +38,7 @@ pub struct OverheadReport {
     pub concurrency: usize,
     /// Median per-request time of the static-token client.
     pub static_us: f64,
-    /// Median per-request time of the BearerLayer client.
+    /// Median per-request time of the CredentialLayer client.
     pub layered_us: f64,
     /// Median of the per-round ratios layered/static, with the 25th and 75th percentiles.
     pub ratio: (f64, f64, f64),
@@ -52,7 +52,7 @@ struct StaticSource;
 
 #[async_trait::async_trait]
 impl CredentialSource for StaticSource {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         Credential::from_token_bytes(TOKEN.as_bytes())
     }
 }
@@ -109,11 +109,11 @@ impl Loopback {
     /// # Errors
     /// The client factory's.
     pub fn layered_client(&self) -> anyhow::Result<kube::Client> {
-        let tokens = TokenCache::new(StaticSource, TokenCacheConfig::default());
+        let tokens = CredentialCache::new(StaticSource, CredentialCacheConfig::default());
         Ok(ClientFactory::new(tokens)
             .with_policy(EndpointPolicy::loopback())
             .build(
-                &MemberClientConfig::new("bench", &self.url, SecretRef::new("bench", "bench")),
+                &MemberClientConfig::new("bench", &self.url, CredentialKey::new("bench", "bench")),
                 &CredentialHealth::new(),
             )?)
     }

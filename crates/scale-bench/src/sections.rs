@@ -280,7 +280,7 @@ fn ratio_cell(label: &str, o: &OverheadReport) -> String {
     )
 }
 
-/// Section 4: the `BearerLayer`'s per-request overhead, one row per concurrency level.
+/// Section 4: the `CredentialLayer`'s per-request overhead, one row per concurrency level.
 pub fn overhead(levels: &[OverheadReport]) -> Section {
     let rounds = levels.first().map_or(0, |o| o.rounds);
     let batches: Vec<String> = levels
@@ -292,7 +292,7 @@ pub fn overhead(levels: &[OverheadReport]) -> Section {
         note: format!(
             "in process over loopback HTTP, before the apiservers start: per level, {rounds} \
              rounds; a round is a run of GETs with that many in flight ({} each) by three \
-             clients, static-token, BearerLayer and a second static-token one, taking turns in \
+             clients, static-token, CredentialLayer and a second static-token one, taking turns in \
              slices of {} waves in every order; ratio = median of the per-round ratios to the \
              first (p25, p75), and A/A = the same for the second static client, which shows how \
              finely the machine resolves a difference; time per request = run wall time / \
@@ -306,7 +306,7 @@ pub fn overhead(levels: &[OverheadReport]) -> Section {
                 let ratio = o.ratio.0;
                 Row::plain(
                     format!(
-                        "BearerLayer client vs static-token kube client, {} in flight, per request",
+                        "CredentialLayer client vs static-token kube client, {} in flight, per request",
                         o.concurrency
                     ),
                     format!("{:.1} µs", o.layered_us),

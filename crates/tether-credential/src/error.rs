@@ -6,7 +6,7 @@
 use std::{fmt, path::PathBuf, time::Duration};
 
 use kube::core::Status;
-use member_client::{SecretRef, SourceError, exec::wire::ExecInfoError};
+use member_client::{CredentialKey, SourceError, exec::wire::ExecInfoError};
 
 use crate::duration::Short;
 
@@ -89,7 +89,7 @@ pub(crate) enum Error {
         /// The member.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// What the apiserver said (it names the caller).
         #[source]
         source: ApiStatus,
@@ -103,7 +103,7 @@ pub(crate) enum Error {
         /// The member.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
     },
     /// The Secret is a ServiceAccount token Secret: never served, whatever its labels say.
     #[error(
@@ -114,7 +114,7 @@ pub(crate) enum Error {
         /// The member asked for.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
     },
     /// The Secret does not carry Tether's member label.
     #[error(
@@ -126,7 +126,7 @@ pub(crate) enum Error {
         /// The member asked for.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
     },
     /// The Secret's member label names another member.
     #[error(
@@ -137,7 +137,7 @@ pub(crate) enum Error {
         /// The member asked for.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// The member its label names (sanitized).
         marked: String,
     },
@@ -151,7 +151,7 @@ pub(crate) enum Error {
         /// The member asked for.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
     },
     /// `KUBERNETES_EXEC_INFO`'s server is not the one recorded for the member.
     #[error(
@@ -163,7 +163,7 @@ pub(crate) enum Error {
         /// The member asked for.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// `spec.cluster.server` of `KUBERNETES_EXEC_INFO` (sanitized).
         asked: String,
         /// The server the Secret records (sanitized).
@@ -179,7 +179,7 @@ pub(crate) enum Error {
     #[error("getting Secret {secret} from the control plane")]
     Request {
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// Why.
         #[source]
         source: RequestFailure,
@@ -190,7 +190,7 @@ pub(crate) enum Error {
         /// The member.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// What is wrong with it.
         #[source]
         source: Box<SourceError>,
@@ -205,7 +205,7 @@ pub(crate) enum Error {
         /// The member.
         member: String,
         /// The Secret.
-        secret: SecretRef,
+        secret: CredentialKey,
         /// When it expires, RFC 3339.
         at: String,
         /// The margin it was judged with.
@@ -282,7 +282,7 @@ mod tests {
         };
         let err = Error::Forbidden {
             member: "m1".to_owned(),
-            secret: SecretRef::new("fleet", "m1"),
+            secret: CredentialKey::new("fleet", "m1"),
             source: ApiStatus(Box::new(status)),
         };
         let line = err.one_line();

@@ -3,7 +3,7 @@
 
 use cluster_registry::{clusterprofile::TetherExecExtension, secret_credential};
 use member_client::{
-    ExecApiVersion, SecretRef,
+    CredentialKey, ExecApiVersion,
     exec::wire::{ExecCluster, ExecInfo},
 };
 
@@ -17,7 +17,7 @@ pub(crate) struct ExecRequest {
     /// The member's name, for messages.
     pub(crate) member: String,
     /// The Secret that holds the member's credential.
-    pub(crate) secret: SecretRef,
+    pub(crate) secret: CredentialKey,
     /// `spec.cluster.server`: where client-go will send the credential.
     pub(crate) server: String,
 }
@@ -92,7 +92,7 @@ mod tests {
             ExecRequest {
                 api_version: want,
                 member: "m1".to_owned(),
-                secret: SecretRef::new("fleet", "member1"),
+                secret: CredentialKey::new("fleet", "member1"),
                 server: "https://127.0.0.1:6443".to_owned(),
             }
         );

@@ -75,14 +75,14 @@ fn classify(err: kube::Error, request: &ExecRequest) -> Error {
 mod tests {
     use super::*;
     use kube::core::Status;
-    use member_client::{ExecApiVersion, SecretRef};
+    use member_client::{CredentialKey, ExecApiVersion};
     use rstest::rstest;
 
     fn request() -> ExecRequest {
         ExecRequest {
             api_version: ExecApiVersion::V1,
             member: "m1".to_owned(),
-            secret: SecretRef::new("fleet", "m1-credential"),
+            secret: CredentialKey::new("fleet", "m1-credential"),
             server: "https://127.0.0.2:6443".to_owned(),
         }
     }

@@ -70,7 +70,7 @@ pub(crate) fn check(secret: &Secret, request: &ExecRequest) -> Result<(), Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::{ExecApiVersion, SecretRef};
+    use member_client::{CredentialKey, ExecApiVersion};
     use rstest::rstest;
     use serde_json::{Value, json};
 
@@ -80,7 +80,7 @@ mod tests {
         ExecRequest {
             api_version: ExecApiVersion::V1,
             member: "member1".to_owned(),
-            secret: SecretRef::new("fleet", "member1"),
+            secret: CredentialKey::new("fleet", "member1"),
             server: SERVER.to_owned(),
         }
     }

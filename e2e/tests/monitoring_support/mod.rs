@@ -20,7 +20,7 @@ pub const README_URL: &str = "https://github.com/tether-dev/tether/blob/main/REA
 
 /// The alerts the rule file must define, in its order.
 pub const ALERTS: [&str; 6] = [
-    "TetherCredentialRejected",
+    "TetherCredentialUnauthorized",
     "TetherCredentialExpiringSoon",
     "TetherMemberUnreachable",
     "TetherRelistsAfterRotation",

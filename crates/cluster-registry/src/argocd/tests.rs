@@ -27,8 +27,8 @@ fn config(token: &str, ca: Option<&str>, insecure: bool) -> String {
     json!({ "bearerToken": token, "tlsClientConfig": tls }).to_string()
 }
 
-fn key() -> SecretRef {
-    SecretRef::new("argocd", "cluster-m1")
+fn key() -> CredentialKey {
+    CredentialKey::new("argocd", "cluster-m1")
 }
 
 #[rstest]

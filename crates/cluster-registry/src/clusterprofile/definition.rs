@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use kube::ResourceExt as _;
 use member_client::{
-    SecretRef, Text,
+    CredentialKey, Text,
     exec::{ExecCluster, ExecEnvVar},
 };
 use serde::Deserialize;
@@ -35,7 +35,7 @@ pub struct ClusterProfileConfig {
 #[derive(Debug)]
 pub(crate) struct ProfileMember {
     /// Where the plan is stored: not a Secret, so its namespace is not a namespace name.
-    pub(crate) key: SecretRef,
+    pub(crate) key: CredentialKey,
     pub(crate) definition: MemberDefinition,
     /// `None` when the profile is unusable.
     pub(crate) secret: Option<StoredSecret>,
@@ -44,8 +44,8 @@ pub(crate) struct ProfileMember {
 impl ClusterProfileConfig {
     /// The key under which the plan of profile `namespace/name` is stored. `:` is in no
     /// namespace name, so it never names a real Secret.
-    pub(crate) fn key(namespace: &str, name: &str) -> SecretRef {
-        SecretRef::new(format!("clusterprofile:{namespace}"), name)
+    pub(crate) fn key(namespace: &str, name: &str) -> CredentialKey {
+        CredentialKey::new(format!("clusterprofile:{namespace}"), name)
     }
 
     /// Reads the member `profile` defines, named after the profile.
@@ -72,7 +72,7 @@ impl ClusterProfileConfig {
     fn built(
         &self,
         name: &str,
-        key: &SecretRef,
+        key: &CredentialKey,
         profile: &ClusterProfile,
     ) -> Result<(crate::MemberSpec, ExecPlan), InvalidReason> {
         let invalid = |why: &str| InvalidReason::DefinitionInvalid(Text::new(why).into());

@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use member_client::{ClientIdentity, SecretRef, SourceError, Text, exec::ExecCluster, validation};
+use member_client::{
+    ClientIdentity, CredentialKey, SourceError, Text, exec::ExecCluster, validation,
+};
 use secrecy::{ExposeSecret as _, SecretSlice};
 
 use super::MemberFile;
@@ -40,7 +42,7 @@ impl From<SourceError> for Unread {
 /// missing.
 pub(super) fn direct(
     dir: &Path,
-    key: &SecretRef,
+    key: &CredentialKey,
     file: &MemberFile,
     api_endpoint: &str,
 ) -> Option<StoredSecret> {
@@ -53,7 +55,7 @@ pub(super) fn direct(
 
 fn direct_credential(
     dir: &Path,
-    key: &SecretRef,
+    key: &CredentialKey,
     file: &MemberFile,
     api_endpoint: &str,
 ) -> Result<StoredCredential, Unread> {
@@ -123,7 +125,7 @@ fn direct_credential(
 /// `SecretInvalid`, in the spec (it holds the endpoint) and in the store.
 pub(super) fn kubeconfig(
     dir: &Path,
-    key: &SecretRef,
+    key: &CredentialKey,
     name: &str,
     path: &Path,
 ) -> (Result<MemberSpec, InvalidReason>, Option<StoredSecret>) {
@@ -148,7 +150,7 @@ pub(super) fn kubeconfig(
     }
 }
 
-fn refused(key: &SecretRef, what: &str, path: &Path, why: &str) -> SourceError {
+fn refused(key: &CredentialKey, what: &str, path: &Path, why: &str) -> SourceError {
     SourceError::Invalid {
         key: key.clone(),
         reason: Text::new(&format!("{what} {}: {why}", path.display())).into(),

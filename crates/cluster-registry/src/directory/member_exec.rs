@@ -3,7 +3,7 @@
 use std::{collections::HashMap, fmt};
 
 use member_client::{
-    SecretRef, SourceError,
+    CredentialKey, SourceError,
     exec::{ExecCluster, ExecConfig},
 };
 use serde::Deserialize;
@@ -84,7 +84,7 @@ impl MemberExec {
     /// [`SourceError::Invalid`] for an empty command or an unsupported `apiVersion`.
     pub(crate) fn config(
         &self,
-        key: &SecretRef,
+        key: &CredentialKey,
         cluster: ExecCluster,
     ) -> Result<ExecConfig, SourceError> {
         let env = self

@@ -34,7 +34,7 @@ impl Dir {
     }
 
     /// Where `m1.yaml`'s credential is stored.
-    fn key(&self) -> SecretRef {
+    fn key(&self) -> CredentialKey {
         secret_ref_for(&self.path("m1.yaml"))
     }
 }

@@ -5,7 +5,7 @@ use kube::{
     ResourceExt as _,
     runtime::watcher::{self, Event},
 };
-use member_client::SecretRef;
+use member_client::CredentialKey;
 
 use super::RegistryDriver;
 use crate::{
@@ -20,7 +20,7 @@ impl RegistryDriver {
         &mut self,
         ns: &str,
         event: Result<Event<ClusterProfile>, watcher::Error>,
-        relist: &mut Relist<SecretRef>,
+        relist: &mut Relist<CredentialKey>,
     ) -> Result<(), Closed> {
         let listed = matches!(event, Ok(Event::InitApply(_)));
         match event {
@@ -63,7 +63,7 @@ impl RegistryDriver {
     }
 
     /// A profile is gone: its member is Removed, and its plan forgotten.
-    async fn profile_gone(&mut self, key: &SecretRef) -> Result<(), Closed> {
+    async fn profile_gone(&mut self, key: &CredentialKey) -> Result<(), Closed> {
         self.table
             .remove_definition(&Origin::ClusterProfile(key.clone()))
             .await?;

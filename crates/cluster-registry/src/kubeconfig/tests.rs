@@ -8,8 +8,8 @@ use secrecy::ExposeSecret as _;
 use super::{fixtures::*, *};
 use crate::test_ca::{b64, ca_pem, client_pem};
 
-fn key() -> SecretRef {
-    SecretRef::new("capi", "wl1-kubeconfig")
+fn key() -> CredentialKey {
+    CredentialKey::new("capi", "wl1-kubeconfig")
 }
 
 fn parsed(yaml: &str) -> Result<KubeconfigMember, SourceError> {

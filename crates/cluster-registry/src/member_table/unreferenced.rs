@@ -7,14 +7,14 @@
 
 use std::collections::BTreeSet;
 
-use member_client::SecretRef;
+use member_client::CredentialKey;
 
 use super::{Closed, MemberTable, Origin};
 
 impl MemberTable {
     /// The Secrets the Karmada definitions reference: the only ones of their namespaces that
     /// are parsed and stored.
-    pub(crate) fn karmada_secret_refs(&self) -> BTreeSet<SecretRef> {
+    pub(crate) fn karmada_secret_refs(&self) -> BTreeSet<CredentialKey> {
         self.definitions
             .iter()
             .filter(|(origin, _)| matches!(origin, Origin::Karmada(_)))
@@ -24,7 +24,7 @@ impl MemberTable {
     }
 
     /// A watch saw `key`, which no Cluster names: forget its content, remember its name.
-    pub(crate) async fn secret_unreferenced(&mut self, key: SecretRef) -> Result<(), Closed> {
+    pub(crate) async fn secret_unreferenced(&mut self, key: CredentialKey) -> Result<(), Closed> {
         self.remove_secret(&key).await?;
         self.unreferenced.insert(key);
         Ok(())
@@ -32,7 +32,7 @@ impl MemberTable {
 
     /// The Secrets that Clusters now name but that were dropped when seen: their namespaces
     /// must be listed again.
-    pub(crate) fn dropped_but_named(&self) -> BTreeSet<SecretRef> {
+    pub(crate) fn dropped_but_named(&self) -> BTreeSet<CredentialKey> {
         let named = self.karmada_secret_refs();
         self.unreferenced.intersection(&named).cloned().collect()
     }

@@ -2,14 +2,14 @@
 //! for arbitrary bytes and for kubeconfigs with the token in odd places, no panic, a member or
 //! a typed error, and the token in no error and no `Debug`.
 
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use proptest::prelude::*;
 
 use super::{MAX_REASON_BYTES, TOKEN, check, text};
 use crate::{MemberDefinition, directory, kubeconfig, test_ca::b64};
 
-fn key() -> SecretRef {
-    SecretRef::new("capi", "wl1-kubeconfig")
+fn key() -> CredentialKey {
+    CredentialKey::new("capi", "wl1-kubeconfig")
 }
 
 fn config() -> ProptestConfig {

@@ -7,8 +7,8 @@ use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use serde_json::json;
 
-fn key() -> SecretRef {
-    SecretRef::new("karmada-cluster", "member1")
+fn key() -> CredentialKey {
+    CredentialKey::new("karmada-cluster", "member1")
 }
 
 fn secret(labels: serde_json::Value, string_data: serde_json::Value) -> Secret {

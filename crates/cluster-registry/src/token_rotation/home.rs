@@ -13,7 +13,7 @@ use std::{
 
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{Api, Client, api::PostParams};
-use member_client::{SecretRef, Text};
+use member_client::{CredentialKey, Text};
 use secrecy::{ExposeSecret as _, SecretSlice, SecretString};
 
 use super::record::{RECORD_ANNOTATION, RotationRecord};
@@ -28,9 +28,9 @@ const MAX_FILE_LEN: u64 = 64 * 1024;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TokenHome {
     /// A Karmada member Secret: the key `token`.
-    KarmadaSecret(SecretRef),
+    KarmadaSecret(CredentialKey),
     /// An Argo CD cluster Secret: `bearerToken` in the `config` JSON.
-    ArgoCdSecret(SecretRef),
+    ArgoCdSecret(CredentialKey),
     /// A member file's token file; the record is kept in a hidden file beside it.
     File(PathBuf),
 }
@@ -200,7 +200,7 @@ impl TokenHome {
     }
 }
 
-fn secrets(client: Option<&Client>, secret: &SecretRef) -> Result<Api<Secret>, HomeError> {
+fn secrets(client: Option<&Client>, secret: &CredentialKey) -> Result<Api<Secret>, HomeError> {
     let client = client.ok_or_else(|| {
         HomeError::Invalid(format!(
             "Secret {secret} lives in a control plane and the collector has no client for it"
@@ -209,7 +209,7 @@ fn secrets(client: Option<&Client>, secret: &SecretRef) -> Result<Api<Secret>, H
     Ok(Api::namespaced(client.clone(), &secret.namespace))
 }
 
-fn api_error(err: kube::Error, secret: &SecretRef) -> HomeError {
+fn api_error(err: kube::Error, secret: &CredentialKey) -> HomeError {
     match &err {
         kube::Error::Api(status) if status.code == 409 => HomeError::Conflict,
         kube::Error::Api(status) if status.code == 404 => {

@@ -1,12 +1,12 @@
 use std::collections::BTreeMap;
 
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use rstest::rstest;
 
 use super::*;
 
 fn home() -> TokenHome {
-    TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "m1"))
+    TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "m1"))
 }
 
 fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use cluster_registry::{InvalidReason, MemberState, Registry};
-use member_client::{ClientFactory, CredentialHealth, EndpointPolicy, SecretRef};
+use member_client::{ClientFactory, CredentialHealth, CredentialKey, EndpointPolicy};
 
 use super::{
     credential::CredentialSummary,
@@ -163,7 +163,7 @@ pub(crate) fn judge(readyz: &Result<String, kube::Error>, access: &[Access]) -> 
 
 /// Where a credential comes from, in words: an exec plugin's command (never its
 /// environment), a Secret, or a member file's files.
-pub(crate) fn credential_origin(key: &SecretRef, exec_command: Option<&str>) -> String {
+pub(crate) fn credential_origin(key: &CredentialKey, exec_command: Option<&str>) -> String {
     let holder = if key.namespace.starts_with("clusterprofile:") {
         "the provider file".to_owned()
     } else if key.namespace.is_empty() {
@@ -243,27 +243,27 @@ mod tests {
 
     #[rstest]
     #[case::karmada(
-        SecretRef::new("karmada-cluster", "m1"),
+        CredentialKey::new("karmada-cluster", "m1"),
         None,
         "Secret karmada-cluster/m1"
     )]
     #[case::files(
-        SecretRef::new("", "/etc/m/m1.yaml"),
+        CredentialKey::new("", "/etc/m/m1.yaml"),
         None,
         "the files named by member file /etc/m/m1.yaml"
     )]
     #[case::exec_in_a_secret(
-        SecretRef::new("fleet", "wl1"),
+        CredentialKey::new("fleet", "wl1"),
         Some("/bin/aws"),
         "exec plugin /bin/aws (named by Secret fleet/wl1)"
     )]
     #[case::profile(
-        SecretRef::new("clusterprofile:inv", "c1"),
+        CredentialKey::new("clusterprofile:inv", "c1"),
         Some("/bin/p"),
         "exec plugin /bin/p (named by the provider file)"
     )]
     fn the_credential_origin_says_where(
-        #[case] key: SecretRef,
+        #[case] key: CredentialKey,
         #[case] exec: Option<&str>,
         #[case] want: &str,
     ) {

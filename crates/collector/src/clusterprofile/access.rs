@@ -42,12 +42,12 @@ impl ProfileAccess {
     }
 }
 
-/// The Secret a [`SecretRef`](member_client::SecretRef) names, if it names one in the control
+/// The Secret a [`CredentialKey`](member_client::CredentialKey) names, if it names one in the control
 /// plane. Sources that keep a credential elsewhere key it under a namespace that is no
 /// namespace name: `""` for member files (the name is a path), `clusterprofile:<ns>` for
 /// profile members. Handing those on would send `tether-credential` after a Secret that does
 /// not exist, or worse, one that happens to.
-fn secret_in_control_plane(key: &member_client::SecretRef) -> Option<LocalSecretReference> {
+fn secret_in_control_plane(key: &member_client::CredentialKey) -> Option<LocalSecretReference> {
     (is_namespace_name(&key.namespace) && is_object_name(&key.name)).then(|| LocalSecretReference {
         namespace: key.namespace.clone(),
         name: key.name.clone(),
@@ -79,10 +79,10 @@ fn is_dns1123_part(part: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::SecretRef;
+    use member_client::CredentialKey;
     use rstest::rstest;
 
-    fn spec(secret_ref: SecretRef) -> MemberSpec {
+    fn spec(secret_ref: CredentialKey) -> MemberSpec {
         MemberSpec {
             name: "member1".into(),
             api_endpoint: "https://10.0.0.1:6443".into(),
@@ -96,26 +96,28 @@ mod tests {
 
     #[test]
     fn carries_the_endpoint_the_ca_as_base64_and_the_tls_settings() {
-        let access =
-            ProfileAccess::of(&spec(SecretRef::new("karmada-cluster", "m1")), Some(b"PEM"));
+        let access = ProfileAccess::of(
+            &spec(CredentialKey::new("karmada-cluster", "m1")),
+            Some(b"PEM"),
+        );
         assert_eq!(access.server, "https://10.0.0.1:6443");
         assert_eq!(access.certificate_authority_data.as_deref(), Some("UEVN"));
         assert_eq!(access.tls_server_name.as_deref(), Some("api.member1"));
         assert_eq!(access.proxy_url.as_deref(), Some("http://proxy:3128"));
-        let none = ProfileAccess::of(&spec(SecretRef::new("ns", "m1")), None);
+        let none = ProfileAccess::of(&spec(CredentialKey::new("ns", "m1")), None);
         assert_eq!(none.certificate_authority_data, None);
     }
 
     #[rstest]
-    #[case::karmada_secret(SecretRef::new("karmada-cluster", "member1"), true)]
-    #[case::dotted_secret_name(SecretRef::new("argocd", "cluster-10.0.0.1"), true)]
-    #[case::member_file(SecretRef::new("", "/etc/tether/members/m1.yaml"), false)]
-    #[case::profile_member(SecretRef::new("clusterprofile:fleet", "member1"), false)]
-    #[case::upper_case(SecretRef::new("Fleet", "member1"), false)]
-    #[case::path_as_name(SecretRef::new("ns", "a/b"), false)]
-    #[case::long_namespace(SecretRef::new("a".repeat(64), "m"), false)]
+    #[case::karmada_secret(CredentialKey::new("karmada-cluster", "member1"), true)]
+    #[case::dotted_secret_name(CredentialKey::new("argocd", "cluster-10.0.0.1"), true)]
+    #[case::member_file(CredentialKey::new("", "/etc/tether/members/m1.yaml"), false)]
+    #[case::profile_member(CredentialKey::new("clusterprofile:fleet", "member1"), false)]
+    #[case::upper_case(CredentialKey::new("Fleet", "member1"), false)]
+    #[case::path_as_name(CredentialKey::new("ns", "a/b"), false)]
+    #[case::long_namespace(CredentialKey::new("a".repeat(64), "m"), false)]
     fn only_a_real_control_plane_secret_is_handed_on(
-        #[case] key: SecretRef,
+        #[case] key: CredentialKey,
         #[case] handed_on: bool,
     ) {
         let access = ProfileAccess::of(&spec(key.clone()), None);

@@ -98,10 +98,10 @@ mod tests {
     use super::*;
     use crate::member::health::MemberHealth;
     use cluster_registry::{InvalidReason, MemberSpec};
-    use member_client::SecretRef;
+    use member_client::CredentialKey;
     use serde_json::json;
 
-    fn access(secret_ref: SecretRef) -> ProfileAccess {
+    fn access(secret_ref: CredentialKey) -> ProfileAccess {
         let spec = MemberSpec {
             name: "member1".into(),
             api_endpoint: "https://10.0.0.1:6443".into(),
@@ -129,7 +129,7 @@ mod tests {
     fn a_profile_is_tethers_named_after_the_member_with_its_version() {
         let mut status = status_of(MemberHealth::Healthy);
         status.set_kubernetes_version("v1.36.5".into());
-        let karmada = access(SecretRef::new("karmada-cluster", "member1"));
+        let karmada = access(CredentialKey::new("karmada-cluster", "member1"));
         let profile = build("fleet", "member1", Some(&karmada), &status);
         let written = serde_json::to_value(&profile).unwrap();
         assert_eq!(written["apiVersion"], "multicluster.x-k8s.io/v1alpha1");
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn the_tether_access_provider_names_the_server_the_ca_and_the_secret() {
-        let karmada = access(SecretRef::new("karmada-cluster", "member1"));
+        let karmada = access(CredentialKey::new("karmada-cluster", "member1"));
         let profile = build(
             "fleet",
             "member1",
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn a_file_member_is_published_without_a_secret() {
-        let file = access(SecretRef::new("", "/etc/tether/members/member1.yaml"));
+        let file = access(CredentialKey::new("", "/etc/tether/members/member1.yaml"));
         let profile = build(
             "fleet",
             "member1",

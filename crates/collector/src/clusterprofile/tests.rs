@@ -7,7 +7,7 @@ use std::{
 
 use cluster_registry::{DirectoryConfig, MemberSpec, RegistryBuilder};
 use kube::client::Body;
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -71,7 +71,7 @@ fn access() -> ProfileAccess {
     let spec = MemberSpec {
         name: "member1".into(),
         api_endpoint: "https://10.0.0.1:6443".into(),
-        secret_ref: SecretRef::new("karmada-cluster", "member1"),
+        secret_ref: CredentialKey::new("karmada-cluster", "member1"),
         insecure_skip_tls_verify: false,
         proxy_url: None,
         tls_server_name: None,

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::{Client, client::ClientBuilder, config::KubeConfigOptions};
 use member_client::{
-    ClientFactory, CredentialHealth, EndpointPolicy, FileSource, MemberClientConfig,
-    RequestDeadlineLayer, TokenCache, TokenCacheConfig, validation::Cidr,
+    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, EndpointPolicy,
+    FileSource, MemberClientConfig, RequestDeadlineLayer, validation::Cidr,
 };
 
 use crate::{
@@ -82,14 +82,14 @@ impl ControlPlane {
         let ca = tokio::fs::read(&args.control_plane_ca_file)
             .await
             .with_context(|| format!("reading {}", args.control_plane_ca_file.display()))?;
-        let tokens = TokenCache::new(
+        let tokens = CredentialCache::new(
             source,
-            TokenCacheConfig {
+            CredentialCacheConfig {
                 ttl: SELF_TOKEN_TTL,
-                ..TokenCacheConfig::default()
+                ..CredentialCacheConfig::default()
             },
         );
-        metrics.watch_token_cache("self", tokens.clone());
+        metrics.watch_credential_cache("self", tokens.clone());
         let health = CredentialHealth::new();
         let mut config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
         config.request_timeout = args.request_timeout();
@@ -135,7 +135,7 @@ fn in_cluster_url() -> anyhow::Result<String> {
 }
 
 /// Asks the control plane for its version every `period` through the collector's own
-/// credential; the bearer layer turns a lasting 401 into `CredentialState::Rejected`.
+/// credential; the bearer layer turns a lasting 401 into `CredentialState::Unauthorized`.
 ///
 /// Long-lived watches authenticated once and do not notice a revoked token until they
 /// reconnect; a periodic request does, so readiness reflects the credential within a period.

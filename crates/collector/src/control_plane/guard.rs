@@ -1,6 +1,6 @@
 //! The guard on the collector's own control-plane credential.
 //!
-//! The collector talks to its control plane through the same `TokenCache` + `BearerLayer` as to
+//! The collector talks to its control plane through the same `CredentialCache` + `CredentialLayer` as to
 //! members, with a `FileSource` on the projected ServiceAccount token. If the control plane
 //! still rejects that token after the file was re-read, the collector is blind: `/readyz`
 //! fails at once, and if the credential has not healed after a grace period the process exits
@@ -20,7 +20,7 @@ use crate::readiness::Readiness;
 #[error(
     "the control plane rejected the collector's own credential for {grace:?}, also after re-reading the token file"
 )]
-pub(crate) struct SelfCredentialRejected {
+pub(crate) struct SelfCredentialUnauthorized {
     /// The grace period that ran out.
     pub(crate) grace: Duration,
 }
@@ -31,7 +31,7 @@ pub(crate) struct SelfCredentialRejected {
 /// | --- | --- | --- |
 /// | `Unknown` | left as it is | — |
 /// | `Valid` | `Ready` | stopped |
-/// | `Rejected` | `NotReady` at once | started; [`run`](Self::run) returns when it fires |
+/// | `Unauthorized` | `NotReady` at once | started; [`run`](Self::run) returns when it fires |
 /// | `Unavailable` | `NotReady` | — (the token file could not be read: not a rejection, so no exit) |
 #[derive(Debug)]
 pub(crate) struct SelfCredentialGuard {
@@ -55,7 +55,7 @@ impl SelfCredentialGuard {
     ///
     /// Runs on the caller's task (nothing is spawned); dropping the future stops it. It never
     /// returns while the credential is anything but rejected.
-    pub(crate) async fn run(self) -> SelfCredentialRejected {
+    pub(crate) async fn run(self) -> SelfCredentialUnauthorized {
         let mut changes = self.health.subscribe();
         loop {
             let state = changes.borrow_and_update().clone();
@@ -68,7 +68,7 @@ impl SelfCredentialGuard {
                         "control-plane credential is unavailable: {reason}"
                     ));
                 }
-                CredentialState::Rejected => {
+                CredentialState::Unauthorized => {
                     if let Some(rejected) = self.sit_out_rejection(&mut changes).await {
                         return rejected;
                     }
@@ -80,12 +80,12 @@ impl SelfCredentialGuard {
         }
     }
 
-    /// Marks NotReady, then waits for the state to leave `Rejected` (`None`) or for the grace
+    /// Marks NotReady, then waits for the state to leave `Unauthorized` (`None`) or for the grace
     /// to run out (`Some`).
     async fn sit_out_rejection(
         &self,
         changes: &mut watch::Receiver<CredentialState>,
-    ) -> Option<SelfCredentialRejected> {
+    ) -> Option<SelfCredentialUnauthorized> {
         self.readiness.mark_not_ready(
             "control-plane credential is rejected (401 after re-reading the token file)",
         );
@@ -97,10 +97,10 @@ impl SelfCredentialGuard {
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => {
-                    return Some(SelfCredentialRejected { grace: self.grace });
+                    return Some(SelfCredentialUnauthorized { grace: self.grace });
                 }
                 () = next_change(changes) => {
-                    if *changes.borrow() != CredentialState::Rejected {
+                    if *changes.borrow() != CredentialState::Unauthorized {
                         tracing::info!("control-plane credential accepted again");
                         return None;
                     }
@@ -157,7 +157,7 @@ mod tests {
         health.report(CredentialState::Valid);
         let mut run = pin!(guard.run());
         assert!(poll!(&mut run).is_pending());
-        health.report(CredentialState::Rejected);
+        health.report(CredentialState::Unauthorized);
         assert!(poll!(&mut run).is_pending());
         assert!(is_not_ready(&readiness.state()), "{:?}", readiness.state());
     }
@@ -165,7 +165,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn still_rejected_after_grace_returns() {
         let (health, readiness, guard) = guard();
-        health.report(CredentialState::Rejected);
+        health.report(CredentialState::Unauthorized);
         let mut run = pin!(guard.run());
         assert!(poll!(&mut run).is_pending());
 
@@ -178,7 +178,7 @@ mod tests {
         tokio::time::advance(Duration::from_millis(1)).await;
         assert_eq!(
             poll!(&mut run),
-            std::task::Poll::Ready(SelfCredentialRejected { grace: GRACE })
+            std::task::Poll::Ready(SelfCredentialUnauthorized { grace: GRACE })
         );
         assert!(is_not_ready(&readiness.state()));
     }
@@ -186,7 +186,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn healed_within_grace_marks_ready_and_keeps_watching() {
         let (health, readiness, guard) = guard();
-        health.report(CredentialState::Rejected);
+        health.report(CredentialState::Unauthorized);
         let mut run = pin!(guard.run());
         assert!(poll!(&mut run).is_pending());
 
@@ -203,13 +203,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_second_rejection_gets_a_fresh_grace() {
         let (health, _readiness, guard) = guard();
-        health.report(CredentialState::Rejected);
+        health.report(CredentialState::Unauthorized);
         let mut run = pin!(guard.run());
         assert!(poll!(&mut run).is_pending());
         tokio::time::advance(GRACE / 2).await;
         health.report(CredentialState::Valid);
         assert!(poll!(&mut run).is_pending());
-        health.report(CredentialState::Rejected);
+        health.report(CredentialState::Unauthorized);
         assert!(poll!(&mut run).is_pending());
 
         // The first grace would have ended here.

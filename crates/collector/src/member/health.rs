@@ -264,7 +264,7 @@ pub(crate) fn describe(err: &kube::Error) -> String {
 mod tests {
     use super::*;
     use crate::member::informer_state::InformerFailure;
-    use member_client::SecretRef;
+    use member_client::CredentialKey;
     use rstest::rstest;
     use std::sync::Arc;
 
@@ -277,19 +277,19 @@ mod tests {
     fn unavailable(source: SourceError) -> kube::Error {
         kube::Error::Service(Box::new(member_client::Error::CredentialUnavailable {
             member: "m".into(),
-            secret: SecretRef::new("ns", "s"),
+            secret: CredentialKey::new("ns", "s"),
             source: Arc::new(source),
         }))
     }
 
     #[rstest]
     #[case::rejected(
-        kube::Error::Service(Box::new(member_client::Error::Unauthorized { member: "m".into(), secret: SecretRef::new("ns", "s") })),
+        kube::Error::Service(Box::new(member_client::Error::Unauthorized { member: "m".into(), secret: CredentialKey::new("ns", "s") })),
         "Unauthorized", "False", "False"
     )]
     #[case::plain_401(api(401), "Unauthorized", "False", "False")]
     #[case::forbidden(api(403), "Forbidden", "False", "True")]
-    #[case::secret_missing(unavailable(SourceError::NotFound { key: SecretRef::new("ns", "s") }), "SecretNotFound", "False", "False")]
+    #[case::secret_missing(unavailable(SourceError::NotFound { key: CredentialKey::new("ns", "s") }), "SecretNotFound", "False", "False")]
     #[case::token_empty(
         unavailable(SourceError::EmptyToken),
         "SecretInvalid",

@@ -22,11 +22,11 @@ type Families = BTreeMap<String, BTreeSet<String>>;
 /// Metrics with a sample in every family, so that each shows its labels.
 fn every_family_sampled() -> Metrics {
     let metrics = Metrics::new();
-    let cache = TokenCache::new(
+    let cache = CredentialCache::new(
         member_client::FileSource::new("/nonexistent/token"),
-        member_client::TokenCacheConfig::default(),
+        member_client::CredentialCacheConfig::default(),
     );
-    metrics.watch_token_cache("members", cache);
+    metrics.watch_credential_cache("members", cache);
     metrics.watch_registry(
         cluster_registry::RegistryBuilder::new().build().0,
         MembersFrom::Karmada,

@@ -1,7 +1,7 @@
 //! The collector's Prometheus metrics, encoded as OpenMetrics text for `/metrics`.
 //!
 //! Most families are read at scrape time from handles that already count: the
-//! [`TokenCache`]s ([`TokenCache::stats`]) and each member's [`CredentialHealth`]. So the
+//! [`CredentialCache`]s ([`CredentialCache::stats`]) and each member's [`CredentialHealth`]. So the
 //! numbers on `/metrics` are the very counters the client stack keeps, with nothing to keep in
 //! sync. Only what no handle counts (relists, watch errors, readiness, rotation latency) is
 //! recorded through [`Metrics`].
@@ -13,7 +13,7 @@ mod shard;
 
 use std::{fmt, sync::Arc, time::Duration};
 
-use member_client::{CredentialHealth, FailureKind, TokenCache};
+use member_client::{CredentialCache, CredentialHealth, FailureKind};
 use prometheus_client::{
     metrics::{family::Family, gauge::Gauge, histogram::Histogram},
     registry::{Registry, Unit},
@@ -40,7 +40,7 @@ const ROTATION_BUCKETS: [f64; 15] = [
 /// encodes. No lock is held across an `.await`.
 ///
 /// # Guarantees
-/// - Counters read from a [`TokenCache`] or a [`CredentialHealth`] are as fresh as the scrape.
+/// - Counters read from a [`CredentialCache`] or a [`CredentialHealth`] are as fresh as the scrape.
 /// - After [`forget_member`](Self::forget_member), no family has a sample for that member,
 ///   unless something records for it again.
 /// - Nothing here reads a token: only counters and states, so tokens cannot reach `/metrics`.
@@ -109,10 +109,10 @@ impl Metrics {
 
     /// Reports the counters of `cache` under the label `cache="<name>"` (e.g. `members`,
     /// `self`). Watching a second cache under the same name replaces the first.
-    pub(crate) fn watch_token_cache(&self, name: &str, cache: TokenCache) {
+    pub(crate) fn watch_credential_cache(&self, name: &str, cache: CredentialCache) {
         self.inner
             .watched
-            .token_caches_mut()
+            .credential_caches_mut()
             .insert(name.to_owned(), cache);
     }
 
@@ -228,7 +228,10 @@ impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Metrics")
             .field("members", &self.inner.watched.members().len())
-            .field("token_caches", &self.inner.watched.token_caches().len())
+            .field(
+                "credential_caches",
+                &self.inner.watched.credential_caches().len(),
+            )
             .finish_non_exhaustive()
     }
 }

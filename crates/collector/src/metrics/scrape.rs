@@ -8,7 +8,9 @@ use std::{
     sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard},
 };
 
-use member_client::{CredentialHealth, CredentialKind, CredentialState, FailureKind, TokenCache};
+use member_client::{
+    CredentialCache, CredentialHealth, CredentialKind, CredentialState, FailureKind,
+};
 use prometheus_client::{
     collector::Collector,
     encoding::{DescriptorEncoder, EncodeMetric as _, MetricEncoder},
@@ -16,7 +18,7 @@ use prometheus_client::{
 };
 
 /// Every value of the `state` label of `tether_credential_state`, in output order.
-const CREDENTIAL_STATES: [&str; 4] = ["unknown", "valid", "rejected", "unavailable"];
+const CREDENTIAL_STATES: [&str; 4] = ["unknown", "valid", "unauthorized", "unavailable"];
 
 /// What a member has that no handle counts for us, plus the handle that counts the rest.
 #[derive(Debug, Default)]
@@ -33,7 +35,7 @@ pub(super) struct MemberEntry {
 /// The scrape-time collector. `BTreeMap`s so that samples come out sorted by label.
 #[derive(Debug, Default)]
 pub(super) struct Watched {
-    token_caches: RwLock<BTreeMap<String, TokenCache>>,
+    credential_caches: RwLock<BTreeMap<String, CredentialCache>>,
     members: RwLock<BTreeMap<String, MemberEntry>>,
     /// `None` until leadership is first known: a collector that writes no status has no
     /// leader, and exporting 0 for it would page `TetherNoLeader` on every such deployment.
@@ -77,14 +79,18 @@ impl Family<'_> {
 // The maps hold plain counters and handles, and every writer leaves them consistent before it
 // could panic, so a poisoned lock is recovered rather than failing every later scrape.
 impl Watched {
-    pub(super) fn token_caches(&self) -> RwLockReadGuard<'_, BTreeMap<String, TokenCache>> {
-        self.token_caches
+    pub(super) fn credential_caches(
+        &self,
+    ) -> RwLockReadGuard<'_, BTreeMap<String, CredentialCache>> {
+        self.credential_caches
             .read()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn token_caches_mut(&self) -> RwLockWriteGuard<'_, BTreeMap<String, TokenCache>> {
-        self.token_caches
+    pub(super) fn credential_caches_mut(
+        &self,
+    ) -> RwLockWriteGuard<'_, BTreeMap<String, CredentialCache>> {
+        self.credential_caches
             .write()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -120,12 +126,12 @@ fn leader_family(leader: Option<bool>) -> Family<'static> {
     }
 }
 
-fn token_cache_families<'a>(caches: &'a BTreeMap<String, TokenCache>) -> Vec<Family<'a>> {
+fn credential_cache_families<'a>(caches: &'a BTreeMap<String, CredentialCache>) -> Vec<Family<'a>> {
     let stats: Vec<_> = caches
         .iter()
         .map(|(name, cache)| (name.as_str(), cache.stats()))
         .collect();
-    let counter = |name, help, value: fn(&member_client::TokenCacheStats) -> u64| Family {
+    let counter = |name, help, value: fn(&member_client::CredentialCacheStats) -> u64| Family {
         name,
         help,
         kind: MetricType::Counter,
@@ -160,12 +166,12 @@ fn token_cache_families<'a>(caches: &'a BTreeMap<String, TokenCache>) -> Vec<Fam
             },
         ),
         counter(
-            "token_cache_hits",
+            "credential_cache_hits",
             "Token reads answered from the cache.",
             |s| s.hits,
         ),
         counter(
-            "token_cache_misses",
+            "credential_cache_misses",
             "Token reads that found no valid entry.",
             |s| s.misses,
         ),
@@ -315,9 +321,9 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
 
 impl Collector for Watched {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let caches = self.token_caches();
+        let caches = self.credential_caches();
         let members = self.members();
-        for family in token_cache_families(&caches)
+        for family in credential_cache_families(&caches)
             .iter()
             .chain(&member_families(&members))
             .chain([&leader_family(self.leader())])
@@ -346,7 +352,7 @@ fn credential_state_label(state: &CredentialState) -> &'static str {
     match state {
         CredentialState::Unknown => "unknown",
         CredentialState::Valid => "valid",
-        CredentialState::Rejected => "rejected",
+        CredentialState::Unauthorized => "unauthorized",
         CredentialState::Unavailable { .. } => "unavailable",
     }
 }

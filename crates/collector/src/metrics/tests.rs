@@ -2,7 +2,7 @@
 
 use super::*;
 use member_client::CredentialState;
-use member_client::{CredentialSource, SecretRef, SourceError, TokenCacheConfig};
+use member_client::{CredentialCacheConfig, CredentialKey, CredentialSource, SourceError};
 
 const TOKEN: &str = "s3cr3t-token-value";
 
@@ -12,7 +12,7 @@ struct FixedSource;
 
 #[async_trait::async_trait]
 impl CredentialSource for FixedSource {
-    async fn fetch(&self, _key: &SecretRef) -> Result<member_client::Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<member_client::Credential, SourceError> {
         member_client::Credential::from_token_bytes(TOKEN.as_bytes())
     }
 }
@@ -53,7 +53,7 @@ fn member_counters_and_state_are_read_from_health_at_scrape_time() {
     assert!(lines(&before).contains(&r#"tether_credential_state{member="m1",state="unknown"} 1"#));
     assert!(lines(&before).contains(&"tether_members 1"));
 
-    health.report(CredentialState::Rejected);
+    health.report(CredentialState::Unauthorized);
     let text = metrics.encode().unwrap();
     let lines = lines(&text);
     for want in [
@@ -61,7 +61,7 @@ fn member_counters_and_state_are_read_from_health_at_scrape_time() {
         r#"tether_retries_total{member="m1"} 0"#,
         r#"tether_credential_state{member="m1",state="unknown"} 0"#,
         r#"tether_credential_state{member="m1",state="valid"} 0"#,
-        r#"tether_credential_state{member="m1",state="rejected"} 1"#,
+        r#"tether_credential_state{member="m1",state="unauthorized"} 1"#,
         r#"tether_credential_state{member="m1",state="unavailable"} 0"#,
     ] {
         assert!(lines.contains(&want), "missing {want:?} in\n{text}");
@@ -127,11 +127,11 @@ fn rotation_latency_lands_in_its_bucket() {
 }
 
 #[tokio::test]
-async fn token_cache_counters_are_read_at_scrape_time_and_tokens_never_appear() {
+async fn credential_cache_counters_are_read_at_scrape_time_and_tokens_never_appear() {
     let metrics = Metrics::new();
-    let cache = TokenCache::new(FixedSource, TokenCacheConfig::default());
-    metrics.watch_token_cache("members", cache.clone());
-    let key = SecretRef::new("ns", "member1");
+    let cache = CredentialCache::new(FixedSource, CredentialCacheConfig::default());
+    metrics.watch_credential_cache("members", cache.clone());
+    let key = CredentialKey::new("ns", "member1");
     cache.get(&key).await.unwrap(); // miss + fetch
     cache.get(&key).await.unwrap(); // hit
     cache.invalidate(&key).await;
@@ -143,8 +143,8 @@ async fn token_cache_counters_are_read_at_scrape_time_and_tokens_never_appear() 
         r#"tether_token_fetches_total{cache="members",kind="exec"} 0"#,
         r#"tether_token_fetches_total{cache="members",kind="certificate"} 0"#,
         r#"tether_token_fetch_failures_total{cache="members"} 0"#,
-        r#"tether_token_cache_hits_total{cache="members"} 1"#,
-        r#"tether_token_cache_misses_total{cache="members"} 1"#,
+        r#"tether_credential_cache_hits_total{cache="members"} 1"#,
+        r#"tether_credential_cache_misses_total{cache="members"} 1"#,
         r#"tether_token_invalidations_total{cache="members"} 1"#,
     ] {
         assert!(lines.contains(&want), "missing {want:?} in\n{text}");
@@ -316,8 +316,8 @@ fn every_source_is_labelled_by_its_kind_and_where_it_reads() {
 #[test]
 fn a_member_has_one_source_label_in_metrics_and_in_check() {
     use cluster_registry::Origin;
-    use member_client::SecretRef;
-    let secret = || SecretRef::new("ns", "wl1-kubeconfig");
+    use member_client::CredentialKey;
+    let secret = || CredentialKey::new("ns", "wl1-kubeconfig");
     for (flag, origin) in [
         (MembersFrom::Karmada, Origin::Karmada("m".into())),
         (MembersFrom::Argocd, Origin::ArgoCd(secret())),

@@ -11,8 +11,9 @@ use k8s_openapi::api::{
 };
 use kube::{Api, Client, api::PostParams};
 use member_client::{
-    ClientFactory, Credential, CredentialHealth, CredentialSource, EndpointPolicy, FailureKind,
-    MemberClientConfig, SecretRef, SourceError, Text, TokenCache, TokenCacheConfig,
+    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    CredentialKey, CredentialSource, EndpointPolicy, FailureKind, MemberClientConfig, SourceError,
+    Text,
 };
 use secrecy::{ExposeSecret as _, SecretString};
 
@@ -32,7 +33,7 @@ pub(crate) enum MintError {
     },
     /// The member rejected the current credential (401).
     #[error("the member rejected the current token (401), so it can mint nothing")]
-    Rejected,
+    Unauthorized,
     /// The new token authenticates as someone else, or not at all.
     #[error("the minted token {0}; it was not written")]
     NotVerified(String),
@@ -114,7 +115,7 @@ pub(crate) async fn request_token(
             .map(SecretString::from)
             .ok_or_else(|| MintError::Failed(Text::new("the TokenRequest answer holds no token"))),
         Err(err) => Err(match (FailureKind::of(&err), &err) {
-            (FailureKind::Unauthorized, _) => MintError::Rejected,
+            (FailureKind::Unauthorized, _) => MintError::Unauthorized,
             (FailureKind::Forbidden, kube::Error::Api(status)) => MintError::Refused {
                 account: account.to_string(),
                 message: Text::new(&status.message),
@@ -137,7 +138,10 @@ pub(crate) async fn verify(
 ) -> Result<(), MintError> {
     let credential = Credential::from_token_bytes(token.expose_secret().as_bytes())
         .map_err(|err| MintError::NotVerified(format!("is unusable: {err}")))?;
-    let cache = TokenCache::new(Minted(Arc::new(credential)), TokenCacheConfig::default());
+    let cache = CredentialCache::new(
+        Minted(Arc::new(credential)),
+        CredentialCacheConfig::default(),
+    );
     let client = ClientFactory::new(cache)
         .with_policy(policy.clone())
         .build(config, &CredentialHealth::new())
@@ -158,7 +162,7 @@ struct Minted(Arc<Credential>);
 
 #[async_trait]
 impl CredentialSource for Minted {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         Ok((*self.0).clone())
     }
 }

@@ -80,7 +80,7 @@ pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation
 #[cfg(test)]
 mod tests {
     use cluster_registry::token_rotation::{ServiceAccountRef, TokenHome};
-    use member_client::SecretRef;
+    use member_client::CredentialKey;
 
     use super::*;
     use crate::rotation::args::tests::parse as args;
@@ -95,7 +95,7 @@ mod tests {
             expiration_seconds: 3600,
             audiences: Vec::new(),
             requested: None,
-            home: TokenHome::KarmadaSecret(SecretRef::new("karmada-cluster", "m1")),
+            home: TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "m1")),
         }
     }
 

@@ -18,8 +18,9 @@ use super::{
     service,
 };
 use crate::{
-    ClientFactory, ClientIdentity, Credential, CredentialHealth, CredentialSource, EndpointPolicy,
-    MemberClientConfig, SecretRef, SourceError, TokenCache, TokenCacheConfig,
+    ClientFactory, ClientIdentity, Credential, CredentialCache, CredentialCacheConfig,
+    CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
+    SourceError,
     guarded_resolver::{GuardedResolver, system_lookup},
 };
 
@@ -328,7 +329,7 @@ struct Settable(std::sync::Mutex<ClientIdentity>);
 
 #[async_trait::async_trait]
 impl CredentialSource for Arc<Settable> {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         let identity = self.0.lock().unwrap().clone();
         Ok(Credential::from_identity(identity))
     }
@@ -342,8 +343,8 @@ async fn a_factory_client_presents_the_identity_its_credential_holds() {
     let server = MtlsServer::start(&pki, ClientAuth::Required).await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     let source = Arc::new(Settable(std::sync::Mutex::new(a.clone())));
-    let key = SecretRef::new("ns", "m1");
-    let tokens = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let key = CredentialKey::new("ns", "m1");
+    let tokens = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
     let factory = ClientFactory::new(tokens.clone()).with_policy(EndpointPolicy::loopback());
     let config =
         MemberClientConfig::new("m1", server.url(), key.clone()).with_ca_bundle(pki.ca_pem());

@@ -20,8 +20,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
-    ClientFactory, Credential, CredentialHealth, CredentialSource, MemberClientConfig, SecretRef,
-    SourceError, TokenCache, TokenCacheConfig,
+    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    CredentialKey, CredentialSource, MemberClientConfig, SourceError,
 };
 use tokio::{net::TcpListener, sync::Barrier, task::JoinHandle};
 
@@ -247,7 +247,7 @@ impl ScriptedSource {
 
 #[async_trait]
 impl CredentialSource for ScriptedSource {
-    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
         self.fetches.fetch_add(1, Ordering::SeqCst);
         // Read first, then wait: a gated fetch returns what the Secret held when it started.
         let token = self.token.lock().unwrap().clone();
@@ -277,20 +277,20 @@ pub async fn member_with_token_a() -> (LoopbackApiserver, Arc<ScriptedSource>, M
 /// A member client over `url` reading `source` through a fresh cache.
 pub struct Member {
     pub client: kube::Client,
-    pub tokens: TokenCache,
+    pub tokens: CredentialCache,
     pub health: CredentialHealth,
-    pub key: SecretRef,
+    pub key: CredentialKey,
 }
 
 impl Member {
     pub fn new(url: &str, source: &Arc<ScriptedSource>) -> Self {
-        Self::with_cache_config(url, source, TokenCacheConfig::default())
+        Self::with_cache_config(url, source, CredentialCacheConfig::default())
     }
 
     pub fn with_cache_config(
         url: &str,
         source: &Arc<ScriptedSource>,
-        config: TokenCacheConfig,
+        config: CredentialCacheConfig,
     ) -> Self {
         Self::build(
             source,
@@ -303,20 +303,20 @@ impl Member {
     pub fn with_in_flight_limit(url: &str, source: &Arc<ScriptedSource>, n: usize) -> Self {
         let mut client_config = MemberClientConfig::new("member1", url, Self::key());
         client_config.max_concurrent_requests = n;
-        Self::build(source, TokenCacheConfig::default(), client_config)
+        Self::build(source, CredentialCacheConfig::default(), client_config)
     }
 
-    fn key() -> SecretRef {
-        SecretRef::new("karmada-cluster", "member1")
+    fn key() -> CredentialKey {
+        CredentialKey::new("karmada-cluster", "member1")
     }
 
     fn build(
         source: &Arc<ScriptedSource>,
-        config: TokenCacheConfig,
+        config: CredentialCacheConfig,
         client_config: MemberClientConfig,
     ) -> Self {
         let key = client_config.secret_ref.clone();
-        let tokens = TokenCache::from_arc(source.clone(), config);
+        let tokens = CredentialCache::from_arc(source.clone(), config);
         let health = CredentialHealth::new();
         let client = ClientFactory::new(tokens.clone())
             .with_policy(member_client::EndpointPolicy::loopback())

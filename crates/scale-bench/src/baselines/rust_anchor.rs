@@ -123,7 +123,7 @@ pub async fn run(system: RustSystem, fleet: FleetFile) -> anyhow::Result<()> {
 
 /// Reports the shared token cache's fetches (from the registry's in-memory Secret store, no
 /// API call) as Secret reads of `member`: the bench sums reads over members.
-async fn report_fetches(tokens: member_client::TokenCache, member: String) {
+async fn report_fetches(tokens: member_client::CredentialCache, member: String) {
     let mut seen = tokens.stats().fetches;
     let mut ticker = tokio::time::interval(Duration::from_millis(200));
     loop {

@@ -82,7 +82,7 @@ fn an_ocm_profile_becomes_a_member_run_by_the_providers_plugin() {
     assert_eq!(spec.tls_server_name.as_deref(), Some("api.c1"));
     assert_eq!(
         spec.secret_ref,
-        SecretRef::new("clusterprofile:inventory", "cluster1")
+        CredentialKey::new("clusterprofile:inventory", "cluster1")
     );
     let exec = plan(&member);
     assert_eq!(exec.command, "/bin/secretreader-plugin");

@@ -118,7 +118,7 @@ async fn relabelling_a_secret_judges_its_members_again_without_forgetting_the_to
 #[tokio::test]
 async fn a_definition_from_a_secret_cannot_name_another_credential() {
     let mut h = ready_member1().await;
-    let argocd = Origin::ArgoCd(SecretRef::new("argocd", "cluster-x"));
+    let argocd = Origin::ArgoCd(CredentialKey::new("argocd", "cluster-x"));
     h.table
         .apply_definition(argocd, sharing_member1s_secret("x", "https://10.0.0.4"))
         .await

@@ -9,7 +9,7 @@ mod secrets;
 
 use std::collections::BTreeMap;
 
-use member_client::TokenCacheConfig;
+use member_client::CredentialCacheConfig;
 
 use super::*;
 use crate::karmada;
@@ -17,7 +17,7 @@ use crate::karmada;
 struct Harness {
     table: MemberTable,
     events: mpsc::Receiver<RegistryEvent>,
-    tokens: TokenCache,
+    tokens: CredentialCache,
     views: SharedViews,
 }
 
@@ -31,7 +31,7 @@ fn test_admission() -> crate::admission::Admission {
 
 fn harness() -> Harness {
     let store = SecretStore::new();
-    let tokens = TokenCache::new(store.clone(), TokenCacheConfig::default());
+    let tokens = CredentialCache::new(store.clone(), CredentialCacheConfig::default());
     let (tx, events) = mpsc::channel(64);
     let views = SharedViews::default();
     let table = MemberTable::new(tokens.clone(), store, tx, views.clone(), test_admission());
@@ -109,8 +109,8 @@ impl Harness {
     }
 }
 
-fn key(name: &str) -> SecretRef {
-    SecretRef::new("karmada-cluster", name)
+fn key(name: &str) -> CredentialKey {
+    CredentialKey::new("karmada-cluster", name)
 }
 
 fn spec(name: &str, endpoint: &str) -> MemberSpec {

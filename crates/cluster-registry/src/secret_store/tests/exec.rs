@@ -9,7 +9,7 @@ use std::{
 };
 
 use member_client::{
-    ClientIdentity, CredentialKind, ExecError, TokenCache, TokenCacheConfig,
+    ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialKind, ExecError,
     exec::{ExecApiVersion, ExecCluster, ExecConfig},
 };
 use tokio::sync::RwLock;
@@ -222,7 +222,7 @@ async fn a_thousand_concurrent_cold_gets_run_the_plugin_once() {
     .await;
     let store = SecretStore::with_exec_policy(plugin.policy());
     store.insert(key(), exec_secret(plugin.config(), None));
-    let cache = TokenCache::new(store, TokenCacheConfig::default());
+    let cache = CredentialCache::new(store, CredentialCacheConfig::default());
     let _running = SCRIPTS.read().await;
 
     let started = Instant::now();

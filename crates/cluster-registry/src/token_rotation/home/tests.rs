@@ -69,7 +69,7 @@ async fn a_missing_token_file_reads_as_no_token_and_a_secret_needs_a_control_pla
     let dir = tempfile::tempdir().unwrap();
     let home = TokenHome::File(dir.path().join("absent.token"));
     assert!(home.read(None).await.unwrap().token.is_none());
-    let secret = TokenHome::KarmadaSecret(SecretRef::new("ns", "s"));
+    let secret = TokenHome::KarmadaSecret(CredentialKey::new("ns", "s"));
     assert!(matches!(
         secret.read(None).await,
         Err(HomeError::Invalid(_))

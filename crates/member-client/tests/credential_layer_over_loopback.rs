@@ -21,7 +21,7 @@ use std::{
 
 use base64::Engine as _;
 use http::Request;
-use member_client::{CredentialState, FailureKind, TokenCacheConfig};
+use member_client::{CredentialCacheConfig, CredentialState, FailureKind};
 use rstest::rstest;
 use support::{
     LoopbackApiserver, Member, ScriptedSource, all_succeed, member_with_token_a, spawn_gets,
@@ -176,7 +176,7 @@ async fn a_credential_still_rejected_after_refresh_fails_once_then_heals() {
         "sent once; the refresh returned the same token, so no retry"
     );
     assert_eq!(source.fetches(), 2, "exactly one refresh");
-    assert_eq!(member.health.current(), CredentialState::Rejected);
+    assert_eq!(member.health.current(), CredentialState::Unauthorized);
     assert_eq!(member.health.stats().retries, 0);
 
     // Someone writes a new token; the Secret watch invalidates the cache.
@@ -198,7 +198,7 @@ async fn a_refreshed_token_rejected_too_is_not_retried_again() {
     assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err:?}");
     assert_eq!(server.seen_with("token-a"), 2);
     assert_eq!(server.seen_with("token-b"), 1, "one retry, no loop");
-    assert_eq!(member.health.current(), CredentialState::Rejected);
+    assert_eq!(member.health.current(), CredentialState::Unauthorized);
 
     // The rejected refresh was invalidated too: the next request reads the source again.
     source.set_token("token-c");
@@ -256,11 +256,11 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
     let second = jwt(now + 3600.0);
     server.accept_only(&[first.as_str(), second.as_str()]);
     let source = ScriptedSource::new(&first);
-    let config = TokenCacheConfig {
+    let config = CredentialCacheConfig {
         ttl: Duration::from_secs(300),
         expiry_skew: Duration::from_secs(2),
         min_ttl: Duration::from_millis(50),
-        ..TokenCacheConfig::default()
+        ..CredentialCacheConfig::default()
     };
     let member = Member::with_cache_config(&server.url(), &source, config);
     member.get(PATH).await.unwrap();

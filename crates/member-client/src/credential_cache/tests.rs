@@ -11,7 +11,7 @@ struct Settable(Mutex<&'static str>);
 
 #[async_trait::async_trait]
 impl CredentialSource for Arc<Settable> {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         let token = *self.0.lock().unwrap();
         Credential::from_token_bytes(token.as_bytes())
     }
@@ -20,10 +20,10 @@ impl CredentialSource for Arc<Settable> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalidation_between_fetch_and_store_is_not_lost() {
     let source = Arc::new(Settable(Mutex::new("old")));
-    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
     let barrier = Arc::new(tokio::sync::Barrier::new(2));
     *cache.inner.before_store.lock().unwrap() = Some(Arc::clone(&barrier));
-    let key = SecretRef::new("ns", "s");
+    let key = CredentialKey::new("ns", "s");
     let reader = tokio::spawn({
         let (cache, key) = (cache.clone(), key.clone());
         async move { cache.get(&key).await }
@@ -51,9 +51,9 @@ async fn an_invalidation_between_fetch_and_store_is_not_lost() {
 #[tokio::test]
 async fn epochs_are_not_kept_for_keys_without_a_load() {
     let source = Arc::new(Settable(Mutex::new("t")));
-    let cache = TokenCache::new(source, TokenCacheConfig::default());
+    let cache = CredentialCache::new(source, CredentialCacheConfig::default());
     for i in 0..1000 {
-        let key = SecretRef::new("ns", format!("s{i}"));
+        let key = CredentialKey::new("ns", format!("s{i}"));
         cache.get(&key).await.unwrap();
         cache.invalidate(&key).await;
     }
@@ -70,7 +70,11 @@ const S: fn(u64) -> Duration = Duration::from_secs;
 #[case::expired_gets_min_ttl(Some(Duration::ZERO), S(1))]
 fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<Duration>, #[case] want: Duration) {
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-    let got = entry_lifetime(&TokenCacheConfig::default(), exp_in.map(|d| now + d), now);
+    let got = entry_lifetime(
+        &CredentialCacheConfig::default(),
+        exp_in.map(|d| now + d),
+        now,
+    );
     assert_eq!(got, want);
 }
 
@@ -88,10 +92,10 @@ fn short_lived_credentials_refresh_at_a_fraction_of_their_lifetime(
     #[case] exp_in: Duration,
     #[case] want: Duration,
 ) {
-    let config = TokenCacheConfig {
+    let config = CredentialCacheConfig {
         ttl: S(100_000),
         refresh_fraction: fraction,
-        ..TokenCacheConfig::default()
+        ..CredentialCacheConfig::default()
     };
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
     assert_eq!(entry_lifetime(&config, Some(now + exp_in), now), want);
@@ -100,15 +104,15 @@ fn short_lived_credentials_refresh_at_a_fraction_of_their_lifetime(
 #[test]
 fn token_expired_long_ago_gets_min_ttl() {
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-    let got = entry_lifetime(&TokenCacheConfig::default(), Some(now - S(50)), now);
+    let got = entry_lifetime(&CredentialCacheConfig::default(), Some(now - S(50)), now);
     assert_eq!(got, S(1));
 }
 
 #[test]
 fn min_ttl_never_exceeds_ttl() {
-    let config = TokenCacheConfig {
+    let config = CredentialCacheConfig {
         ttl: Duration::from_millis(10),
-        ..TokenCacheConfig::default()
+        ..CredentialCacheConfig::default()
     };
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
     assert_eq!(
@@ -127,7 +131,7 @@ struct Slow {
 
 #[async_trait::async_trait]
 impl CredentialSource for Arc<Slow> {
-    async fn fetch(&self, key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
         tokio::time::sleep(self.delay).await;
         self.finished.fetch_add(1, Ordering::SeqCst);
         let failing = self
@@ -157,8 +161,8 @@ fn slow(delay_ms: u64, failures: usize) -> Arc<Slow> {
 #[tokio::test]
 async fn a_load_whose_callers_all_gave_up_still_runs_to_its_end() {
     let source = slow(200, 0);
-    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
-    let key = SecretRef::new("ns", "s");
+    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let key = CredentialKey::new("ns", "s");
     let gave_up = tokio::time::timeout(Duration::from_millis(20), cache.get(&key)).await;
     assert!(gave_up.is_err(), "the caller's deadline passed first");
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -176,8 +180,8 @@ async fn a_load_whose_callers_all_gave_up_still_runs_to_its_end() {
 #[tokio::test]
 async fn a_transient_failure_is_served_while_a_retry_runs() {
     let source = slow(150, 2);
-    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
-    let key = SecretRef::new("ns", "s");
+    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let key = CredentialKey::new("ns", "s");
     assert!(cache.get(&key).await.is_err(), "the first load fails");
 
     // A retry starts; this caller is told of the last failure without waiting for it.

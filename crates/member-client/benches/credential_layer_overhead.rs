@@ -1,4 +1,4 @@
-//! What the BearerLayer costs per request, against a plain kube client with a static token,
+//! What the CredentialLayer costs per request, against a plain kube client with a static token,
 //! over the same loopback server; plus the cost of a token-cache hit.
 //!
 //! `cargo bench -p member-client` runs the criterion groups, then an interleaved A/B run that
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use http::Request;
-use member_client::SecretRef;
+use member_client::CredentialKey;
 use secrecy::SecretString;
 use support::{LoopbackApiserver, Member, ScriptedSource};
 
@@ -57,14 +57,14 @@ fn criterion_groups(c: &mut Criterion, rt: &tokio::runtime::Runtime, clients: &C
     group.bench_function("static_token", |b| {
         b.to_async(rt).iter(|| get(&clients.plain))
     });
-    group.bench_function("bearer_layer", |b| {
+    group.bench_function("credential_layer", |b| {
         b.to_async(rt).iter(|| get(&clients.member.client))
     });
     group.finish();
 
-    let key: SecretRef = clients.member.key.clone();
+    let key: CredentialKey = clients.member.key.clone();
     let tokens = clients.member.tokens.clone();
-    c.bench_function("token_cache_hit", |b| {
+    c.bench_function("credential_cache_hit", |b| {
         b.to_async(rt)
             .iter(|| async { tokens.get(&key).await.unwrap() })
     });
@@ -169,7 +169,7 @@ fn main() {
         Rounds::median_us(&rounds.plain)
     );
     println!(
-        "  BearerLayer client  : {:>8.1} us/request (median)",
+        "  CredentialLayer client  : {:>8.1} us/request (median)",
         Rounds::median_us(&rounds.layered)
     );
     println!(

@@ -10,10 +10,10 @@ use std::{
 
 use arc_swap::ArcSwapOption;
 
-use super::{Entry, TokenCache};
-use crate::{Credential, SecretRef, SourceError};
+use super::{CredentialCache, Entry};
+use crate::{Credential, CredentialKey, SourceError};
 
-/// A copy of one key's [`TokenCache`] entry, valid while no invalidation has removed an entry
+/// A copy of one key's [`CredentialCache`] entry, valid while no invalidation has removed an entry
 /// from the cache since it was taken and the entry has not expired.
 ///
 /// Any removal makes every slot of that cache stale, not only the removed key's: a slot then
@@ -46,7 +46,7 @@ impl fmt::Debug for CredentialSlot {
     }
 }
 
-impl TokenCache {
+impl CredentialCache {
     /// [`get`](Self::get), answered from `slot` while its copy is valid, and refilling it from
     /// the cache when it is not. `slot` must only ever be used with `key`.
     ///
@@ -60,7 +60,7 @@ impl TokenCache {
     pub(crate) async fn get_via(
         &self,
         slot: &CredentialSlot,
-        key: &SecretRef,
+        key: &CredentialKey,
     ) -> Result<Arc<Credential>, Arc<SourceError>> {
         let inner = &self.inner;
         let removals = inner.removals.load(Ordering::Acquire);

@@ -18,7 +18,7 @@ use moka::{
     ops::compute::{CompResult, Op},
 };
 
-use crate::{Credential, CredentialKind, CredentialSource, SecretRef, SourceError};
+use crate::{Credential, CredentialKey, CredentialKind, CredentialSource, SourceError};
 #[cfg(test)]
 use lifetime::entry_lifetime;
 use lifetime::{Entry, EntryLifetime};
@@ -26,7 +26,7 @@ pub(crate) use slot::CredentialSlot;
 
 /// How long entries live.
 #[derive(Clone, Debug)]
-pub struct TokenCacheConfig {
+pub struct CredentialCacheConfig {
     /// The longest an entry is kept without an invalidation. This is the safety net behind
     /// event-driven invalidation (a missed Secret event, a file rewritten in place), not the main
     /// path. Default: 5 minutes, the period Karmada re-reads member Secrets.
@@ -46,7 +46,7 @@ pub struct TokenCacheConfig {
     pub max_capacity: u64,
 }
 
-impl Default for TokenCacheConfig {
+impl Default for CredentialCacheConfig {
     fn default() -> Self {
         Self {
             ttl: Duration::from_secs(300),
@@ -60,7 +60,7 @@ impl Default for TokenCacheConfig {
 
 /// Counters of what the cache did, for metrics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TokenCacheStats {
+pub struct CredentialCacheStats {
     /// Reads answered from the cache.
     pub hits: u64,
     /// Reads that found no valid entry and joined or started a load.
@@ -70,7 +70,7 @@ pub struct TokenCacheStats {
     /// Successful fetches by the [`CredentialKind`] they produced, in
     /// [`CredentialKind::ALL`] order (token, exec, certificate).
     pub fetches_by_kind: [u64; 3],
-    /// Entries removed by [`TokenCache::invalidate`] or a 401 that matched the cached token.
+    /// Entries removed by [`CredentialCache::invalidate`] or a 401 that matched the cached token.
     pub invalidations: u64,
 }
 
@@ -83,7 +83,7 @@ struct Counters {
     invalidations: AtomicU64,
 }
 
-/// Bearer tokens of member clusters, keyed by the [`SecretRef`] that holds them.
+/// Bearer tokens of member clusters, keyed by the [`CredentialKey`] that holds them.
 ///
 /// # Concurrent calls
 /// Cloning is cheap (one `Arc`) and no lock is held while reading: a reader that finds a valid
@@ -102,20 +102,20 @@ struct Counters {
 ///   less than `min_ttl`.
 ///
 /// Not guaranteed: that the fetched token is accepted by the member. That is the
-/// [`BearerLayer`](crate::BearerLayer)'s job.
+/// [`CredentialLayer`](crate::CredentialLayer)'s job.
 ///
 /// ```
 /// # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
-/// use member_client::{FileSource, TokenCache, TokenCacheConfig};
+/// use member_client::{FileSource, CredentialCache, CredentialCacheConfig};
 /// let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token");
 /// let key = source.secret_ref();
-/// let cache = TokenCache::new(source, TokenCacheConfig::default());
+/// let cache = CredentialCache::new(source, CredentialCacheConfig::default());
 /// let credential = cache.get(&key).await?;
 /// cache.invalidate(&key).await; // the Secret changed: the next get reads it again
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct TokenCache {
+pub struct CredentialCache {
     inner: Arc<Inner>,
 }
 
@@ -123,18 +123,18 @@ pub struct TokenCache {
 type Load = Shared<BoxFuture<'static, Result<Arc<Credential>, Arc<SourceError>>>>;
 
 struct Inner {
-    config: TokenCacheConfig,
-    entries: Cache<SecretRef, Entry>,
+    config: CredentialCacheConfig,
+    entries: Cache<CredentialKey, Entry>,
     source: Arc<dyn CredentialSource>,
     /// The loads in flight, one per key at most.
-    loads: DashMap<SecretRef, Load>,
+    loads: DashMap<CredentialKey, Load>,
     /// The transient error the last load of a key ended with, served while the next load
     /// runs; cleared by a successful load or an invalidation. At most one per key.
-    failures: DashMap<SecretRef, Arc<SourceError>>,
+    failures: DashMap<CredentialKey, Arc<SourceError>>,
     /// For a key invalidated while its load was in flight: the clock at that invalidation.
     /// That load may not store what it read. Emptied as those loads end, so it holds at most
     /// one entry per load in flight.
-    epochs: DashMap<SecretRef, u64>,
+    epochs: DashMap<CredentialKey, u64>,
     /// One clock for load generations and invalidations: a load is stale if an invalidation
     /// of its key ticked after the load began.
     clock: AtomicU64,
@@ -150,14 +150,14 @@ struct Inner {
 /// that it hands out what it has without storing it; the next read fetches again.
 const MAX_LOAD_ATTEMPTS: usize = 3;
 
-impl TokenCache {
+impl CredentialCache {
     /// A cache that loads from `source`.
-    pub fn new(source: impl CredentialSource, config: TokenCacheConfig) -> Self {
+    pub fn new(source: impl CredentialSource, config: CredentialCacheConfig) -> Self {
         Self::from_arc(Arc::new(source), config)
     }
 
     /// A cache that loads from a shared `source`.
-    pub fn from_arc(source: Arc<dyn CredentialSource>, config: TokenCacheConfig) -> Self {
+    pub fn from_arc(source: Arc<dyn CredentialSource>, config: CredentialCacheConfig) -> Self {
         let entries = Cache::builder()
             .max_capacity(config.max_capacity)
             .expire_after(EntryLifetime)
@@ -189,7 +189,7 @@ impl TokenCache {
     ///
     /// # Errors
     /// The source's error, shared with every caller that waited on the same load.
-    pub async fn get(&self, key: &SecretRef) -> Result<Arc<Credential>, Arc<SourceError>> {
+    pub async fn get(&self, key: &CredentialKey) -> Result<Arc<Credential>, Arc<SourceError>> {
         match self.cached(key).await {
             Some(entry) => Ok(entry.credential),
             None => self.miss(key).await,
@@ -197,14 +197,14 @@ impl TokenCache {
     }
 
     /// The valid entry for `key`, counted as a hit, if there is one.
-    async fn cached(&self, key: &SecretRef) -> Option<Entry> {
+    async fn cached(&self, key: &CredentialKey) -> Option<Entry> {
         let entry = self.inner.entries.get(key).await?;
         self.inner.counters.hits.fetch_add(1, Ordering::Relaxed);
         Some(entry)
     }
 
     /// Joins or starts the load of `key`, counted as a miss.
-    async fn miss(&self, key: &SecretRef) -> Result<Arc<Credential>, Arc<SourceError>> {
+    async fn miss(&self, key: &CredentialKey) -> Result<Arc<Credential>, Arc<SourceError>> {
         let inner = &self.inner;
         inner.counters.misses.fetch_add(1, Ordering::Relaxed);
         let load = inner
@@ -220,7 +220,7 @@ impl TokenCache {
 
     /// Starts loading `key` in a task; the load removes itself from `loads` when it ends and
     /// records or clears the key's transient failure.
-    fn spawn_load(&self, key: &SecretRef) -> Load {
+    fn spawn_load(&self, key: &CredentialKey) -> Load {
         let (cache, owned) = (self.clone(), key.clone());
         let task = tokio::spawn(async move {
             let key = owned;
@@ -251,7 +251,7 @@ impl TokenCache {
 
     /// Forgets `key`, so that the next [`get`](Self::get) reads the source. Call it when the
     /// Secret changed.
-    pub async fn invalidate(&self, key: &SecretRef) {
+    pub async fn invalidate(&self, key: &CredentialKey) {
         let inner = &self.inner;
         // Tick before removing: a load already past its fetch then cannot store (its store is
         // a compute that reads the epoch, serialized with the removal below).
@@ -278,7 +278,7 @@ impl TokenCache {
     ///
     /// This is what a 401 calls: of N requests rejected with the same token, the first removes
     /// the entry and the rest find a newer one (or a load in flight) and leave it be.
-    pub async fn invalidate_if_current(&self, key: &SecretRef, rejected: &Credential) -> bool {
+    pub async fn invalidate_if_current(&self, key: &CredentialKey, rejected: &Credential) -> bool {
         let generation = rejected.generation();
         let outcome = self
             .inner
@@ -307,9 +307,9 @@ impl TokenCache {
     }
 
     /// What the cache has done so far.
-    pub fn stats(&self) -> TokenCacheStats {
+    pub fn stats(&self) -> CredentialCacheStats {
         let c = &self.inner.counters;
-        TokenCacheStats {
+        CredentialCacheStats {
             hits: c.hits.load(Ordering::Relaxed),
             misses: c.misses.load(Ordering::Relaxed),
             fetches: c.fetches.load(Ordering::Relaxed),
@@ -323,7 +323,7 @@ impl TokenCache {
 
     /// Fetches `key` and stores the result, unless an invalidation ticked since the fetch
     /// began; then fetches again, up to [`MAX_LOAD_ATTEMPTS`].
-    async fn load(&self, key: &SecretRef) -> Result<Arc<Credential>, SourceError> {
+    async fn load(&self, key: &CredentialKey) -> Result<Arc<Credential>, SourceError> {
         let inner = &self.inner;
         let mut attempt = 1;
         loop {
@@ -357,7 +357,7 @@ impl TokenCache {
     /// Stores `credential` unless `key` was invalidated after its load began. A compute, so
     /// that the epoch check and the insert are one step with respect to
     /// [`invalidate`](Self::invalidate)'s removal.
-    async fn store(&self, key: &SecretRef, credential: &Arc<Credential>) -> bool {
+    async fn store(&self, key: &CredentialKey, credential: &Arc<Credential>) -> bool {
         let (epochs, config) = (&self.inner.epochs, &self.inner.config);
         let outcome = self
             .inner
@@ -398,9 +398,9 @@ impl TokenCache {
     }
 }
 
-impl std::fmt::Debug for TokenCache {
+impl std::fmt::Debug for CredentialCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenCache")
+        f.debug_struct("CredentialCache")
             .field("entries", &self.inner.entries.entry_count())
             .field("stats", &self.stats())
             .finish_non_exhaustive()

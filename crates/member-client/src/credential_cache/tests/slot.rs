@@ -7,7 +7,7 @@ struct Versioned(AtomicU64);
 
 #[async_trait::async_trait]
 impl CredentialSource for Arc<Versioned> {
-    async fn fetch(&self, _key: &SecretRef) -> Result<Credential, SourceError> {
+    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
         let token = format!("t{}", self.0.load(Ordering::SeqCst));
         Credential::from_token_bytes(token.as_bytes())
     }
@@ -17,7 +17,7 @@ fn versioned() -> Arc<Versioned> {
     Arc::new(Versioned(AtomicU64::new(0)))
 }
 
-async fn token_via(cache: &TokenCache, slot: &CredentialSlot, key: &SecretRef) -> String {
+async fn token_via(cache: &CredentialCache, slot: &CredentialSlot, key: &CredentialKey) -> String {
     let credential = cache.get_via(slot, key).await.unwrap();
     credential.token().unwrap().expose_secret().to_owned()
 }
@@ -25,8 +25,8 @@ async fn token_via(cache: &TokenCache, slot: &CredentialSlot, key: &SecretRef) -
 #[tokio::test]
 async fn a_filled_slot_answers_without_the_map() {
     let source = versioned();
-    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
-    let (slot, key) = (CredentialSlot::default(), SecretRef::new("ns", "s"));
+    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a miss loads");
     assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a hit fills");
 
@@ -42,9 +42,9 @@ async fn a_filled_slot_answers_without_the_map() {
 #[tokio::test]
 async fn no_slot_returns_what_an_invalidation_removed() {
     let source = versioned();
-    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
-    let (slot, key) = (CredentialSlot::default(), SecretRef::new("ns", "s"));
-    let (other, other_key) = (CredentialSlot::default(), SecretRef::new("ns", "other"));
+    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
+    let (other, other_key) = (CredentialSlot::default(), CredentialKey::new("ns", "other"));
     for _ in 0..2 {
         token_via(&cache, &slot, &key).await;
         token_via(&cache, &other, &other_key).await;
@@ -77,13 +77,13 @@ async fn no_slot_returns_what_an_invalidation_removed() {
 #[tokio::test]
 async fn a_slot_expires_with_its_entry() {
     let source = versioned();
-    let config = TokenCacheConfig {
+    let config = CredentialCacheConfig {
         ttl: Duration::from_millis(200),
         min_ttl: Duration::ZERO,
-        ..TokenCacheConfig::default()
+        ..CredentialCacheConfig::default()
     };
-    let cache = TokenCache::new(Arc::clone(&source), config);
-    let (slot, key) = (CredentialSlot::default(), SecretRef::new("ns", "s"));
+    let cache = CredentialCache::new(Arc::clone(&source), config);
+    let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     token_via(&cache, &slot, &key).await;
     assert_eq!(token_via(&cache, &slot, &key).await, "t0");
     source.0.store(1, Ordering::SeqCst);
@@ -100,9 +100,9 @@ async fn a_slot_expires_with_its_entry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refills_racing_invalidations_never_outlive_them() {
     let source = versioned();
-    let cache = TokenCache::new(Arc::clone(&source), TokenCacheConfig::default());
+    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
     let slot = Arc::new(CredentialSlot::default());
-    let key = SecretRef::new("ns", "s");
+    let key = CredentialKey::new("ns", "s");
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let racer = tokio::spawn({
         let (cache, slot, key, stop) = (cache.clone(), slot.clone(), key.clone(), stop.clone());

@@ -2,23 +2,23 @@
 //!
 //! ```no_run
 //! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
-//! use member_client::{BearerLayer, CredentialHealth, FileSource, TokenCache, TokenCacheConfig};
+//! use member_client::{CredentialLayer, CredentialHealth, FileSource, CredentialCache, CredentialCacheConfig};
 //! use tower::buffer::BufferLayer;
 //!
 //! let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token");
 //! let secret = source.secret_ref();
-//! let tokens = TokenCache::new(source, TokenCacheConfig::default());
+//! let tokens = CredentialCache::new(source, CredentialCacheConfig::default());
 //! let config = kube::Config::new("https://127.0.0.1:6443".parse()?);
 //! let client = kube::client::ClientBuilder::try_from(config)?
 //!     // The retry needs a second call on the inner service, so it must be `Clone`.
 //!     .with_layer(&BufferLayer::new(1024))
-//!     .with_layer(&BearerLayer::new("self", secret, tokens, CredentialHealth::new()))
+//!     .with_layer(&CredentialLayer::new("self", secret, tokens, CredentialHealth::new()))
 //!     .build();
 //! # Ok(()) }
 //! ```
 //! [`ClientFactory`](crate::ClientFactory) builds this stack without the buffer (the stack it
 //! rebuilds below is cloneable), with an in-flight limit
-//! ([`with_in_flight_limit`](BearerLayer::with_in_flight_limit)) and a
+//! ([`with_in_flight_limit`](CredentialLayer::with_in_flight_limit)) and a
 //! [`RequestDeadlineLayer`](crate::RequestDeadlineLayer) under the bearer layer.
 
 use std::{
@@ -35,21 +35,21 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 use crate::{
-    ClientIdentity, Credential, CredentialHealth, CredentialState, Error, SecretRef, TokenCache,
-    request_copy::replayable, token_cache::CredentialSlot,
+    ClientIdentity, Credential, CredentialCache, CredentialHealth, CredentialKey, CredentialState,
+    Error, credential_cache::CredentialSlot, request_copy::replayable,
 };
 
 /// Wraps a service in [`Bearer`]. Holds only handles, so it is cheap to clone.
 #[derive(Clone, Debug)]
-pub struct BearerLayer {
+pub struct CredentialLayer {
     ctx: Arc<Ctx>,
 }
 
 #[derive(Debug)]
 struct Ctx {
     member: String,
-    secret: SecretRef,
-    tokens: TokenCache,
+    secret: CredentialKey,
+    tokens: CredentialCache,
     /// This client's copy of its cache entry: see [`CredentialSlot`].
     slot: CredentialSlot,
     health: CredentialHealth,
@@ -57,13 +57,13 @@ struct Ctx {
     in_flight: Option<Semaphore>,
 }
 
-impl BearerLayer {
+impl CredentialLayer {
     /// Requests for `member` carry the token cached under `secret`; what the member says of it
     /// is reported to `health`.
     pub fn new(
         member: impl Into<String>,
-        secret: SecretRef,
-        tokens: TokenCache,
+        secret: CredentialKey,
+        tokens: CredentialCache,
         health: CredentialHealth,
     ) -> Self {
         Self {
@@ -101,7 +101,7 @@ impl BearerLayer {
     }
 }
 
-impl<S> Layer<S> for BearerLayer {
+impl<S> Layer<S> for CredentialLayer {
     type Service = Bearer<S>;
 
     fn layer(&self, inner: S) -> Bearer<S> {
@@ -112,7 +112,7 @@ impl<S> Layer<S> for BearerLayer {
     }
 }
 
-/// Sets `Authorization: Bearer …` (marked sensitive) from the [`TokenCache`] on each request.
+/// Sets `Authorization: Bearer …` (marked sensitive) from the [`CredentialCache`] on each request.
 ///
 /// # Recovery
 /// On a 401 the cached token is invalidated if it is still the one that was rejected, and read
@@ -120,7 +120,7 @@ impl<S> Layer<S> for BearerLayer {
 /// request is sent once more with it; request bodies built by kube can always be replayed (a
 /// streaming body cannot, and its 401 is passed through: the next request carries the fresh
 /// token). If the token did not change, or the retry is rejected too, the request fails with
-/// [`Error::Unauthorized`] and the member's state becomes [`CredentialState::Rejected`]. There is
+/// [`Error::Unauthorized`] and the member's state becomes [`CredentialState::Unauthorized`]. There is
 /// never a second retry.
 ///
 /// A 2xx makes the state [`CredentialState::Valid`]. Other statuses (403, 404, 5xx) and
@@ -298,7 +298,7 @@ impl Ctx {
     }
 
     fn rejected(&self) -> BoxError {
-        if self.health.report(CredentialState::Rejected) {
+        if self.health.report(CredentialState::Unauthorized) {
             tracing::warn!(
                 member = %self.member,
                 secret = %self.secret,

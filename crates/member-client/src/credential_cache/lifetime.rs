@@ -7,8 +7,8 @@ use std::{
 
 use moka::Expiry;
 
-use super::TokenCacheConfig;
-use crate::{Credential, SecretRef};
+use super::CredentialCacheConfig;
+use crate::{Credential, CredentialKey};
 
 /// A stored credential with the instant it expires, fixed when it is stored: the cache expires
 /// it then, and so does any copy of it (a [`CredentialSlot`](super::CredentialSlot)).
@@ -21,7 +21,7 @@ pub(super) struct Entry {
 impl Entry {
     /// `credential`, stored now: it lives `min(ttl, exp - skew, fraction × (exp - now))`, at
     /// least `min_ttl`.
-    pub(super) fn new(config: &TokenCacheConfig, credential: Arc<Credential>) -> Self {
+    pub(super) fn new(config: &CredentialCacheConfig, credential: Arc<Credential>) -> Self {
         let lifetime = entry_lifetime(config, credential.expires_at(), SystemTime::now());
         Self {
             credential,
@@ -33,10 +33,10 @@ impl Entry {
 /// Expires each entry at its [`Entry::until`].
 pub(super) struct EntryLifetime;
 
-impl Expiry<SecretRef, Entry> for EntryLifetime {
+impl Expiry<CredentialKey, Entry> for EntryLifetime {
     fn expire_after_create(
         &self,
-        _key: &SecretRef,
+        _key: &CredentialKey,
         value: &Entry,
         created_at: Instant,
     ) -> Option<Duration> {
@@ -45,7 +45,7 @@ impl Expiry<SecretRef, Entry> for EntryLifetime {
 }
 
 pub(super) fn entry_lifetime(
-    config: &TokenCacheConfig,
+    config: &CredentialCacheConfig,
     expires_at: Option<SystemTime>,
     now: SystemTime,
 ) -> Duration {

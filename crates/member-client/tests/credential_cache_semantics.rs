@@ -1,4 +1,4 @@
-//! TokenCache guarantees that the layer relies on, checked without HTTP.
+//! CredentialCache guarantees that the layer relies on, checked without HTTP.
 
 #![allow(
     clippy::unwrap_used,
@@ -10,18 +10,18 @@ mod support;
 
 use std::{sync::Arc, time::Duration};
 
-use member_client::{SecretRef, TokenCache, TokenCacheConfig};
+use member_client::{CredentialCache, CredentialCacheConfig, CredentialKey};
 use secrecy::ExposeSecret;
 use support::{ScriptedSource, wait_until};
 
-fn key() -> SecretRef {
-    SecretRef::new("karmada-cluster", "member1")
+fn key() -> CredentialKey {
+    CredentialKey::new("karmada-cluster", "member1")
 }
 
 #[tokio::test]
 async fn invalidate_during_a_load_discards_what_that_load_read() {
     let source = ScriptedSource::gated("token-a");
-    let tokens = TokenCache::from_arc(source.clone(), TokenCacheConfig::default());
+    let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
 
     let reader = {
         let tokens = tokens.clone();
@@ -56,7 +56,7 @@ async fn invalidate_during_a_load_discards_what_that_load_read() {
 #[tokio::test]
 async fn compare_and_invalidate_ignores_a_newer_value() {
     let source = ScriptedSource::new("token-a");
-    let tokens = TokenCache::from_arc(source.clone(), TokenCacheConfig::default());
+    let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let old = tokens.get(&key()).await.unwrap();
     source.set_token("token-b");
     tokens.invalidate(&key()).await;
@@ -81,7 +81,7 @@ async fn compare_and_invalidate_ignores_a_newer_value() {
 async fn failures_are_shared_by_waiters_and_not_cached() {
     let source = ScriptedSource::gated("token-a");
     source.delete();
-    let tokens = TokenCache::from_arc(source.clone(), TokenCacheConfig::default());
+    let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let readers: Vec<_> = (0..50)
         .map(|_| {
             let tokens = tokens.clone();
