@@ -1,11 +1,8 @@
 //! The token cache: single-flight loads, per-entry expiry, compare-and-invalidate.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::Duration,
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
 };
 
 use dashmap::DashMap;

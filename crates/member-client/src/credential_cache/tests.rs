@@ -4,7 +4,7 @@ use super::*;
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// A source whose token the test sets.
 struct Settable(Mutex<&'static str>);
