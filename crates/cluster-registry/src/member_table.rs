@@ -6,87 +6,21 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
     sync::{Arc, PoisonError, RwLock},
 };
 
 use bytes::Bytes;
-use member_client::{CredentialCache, CredentialKey, SourceError, Text};
+use member_client::{CredentialCache, CredentialKey, SourceError};
 use tokio::sync::mpsc;
 
 use crate::{
-    InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent, SourceKind,
+    InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
     admission::Admission,
-    directory,
     secret_store::{SecretStore, StoredSecret},
     stored_credential::StoredCredential,
 };
 
-/// Where a member's definition came from. One origin defines at most one member.
-///
-/// ```
-/// use cluster_registry::Origin;
-/// let origin = Origin::Karmada("member1".into());
-/// assert_eq!(origin.kind().as_str(), "karmada");
-/// assert_eq!(origin.to_string(), "Karmada Cluster member1");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Origin {
-    /// A Karmada `Cluster`, by name.
-    Karmada(String),
-    /// An Argo CD cluster Secret.
-    ArgoCd(CredentialKey),
-    /// A member file.
-    File(PathBuf),
-    /// A Secret holding a kubeconfig (Cluster API, Flux).
-    Kubeconfig(CredentialKey),
-    /// A `ClusterProfile`, by the key its plugin plan is stored under.
-    ClusterProfile(CredentialKey),
-}
-
-impl Origin {
-    /// The kind of source it is.
-    pub fn kind(&self) -> SourceKind {
-        match self {
-            Self::Karmada(_) => SourceKind::Karmada,
-            Self::ArgoCd(_) => SourceKind::ArgoCd,
-            Self::File(_) => SourceKind::Directory,
-            Self::Kubeconfig(_) => SourceKind::Kubeconfig,
-            Self::ClusterProfile(_) => SourceKind::ClusterProfile,
-        }
-    }
-
-    /// The key the credential of a definition from this origin must be stored under: its own
-    /// Secret, member file or profile. `None` for a Karmada `Cluster`, which names a Secret
-    /// that [`SecretBinding`](crate::secret_binding) must bind to it.
-    fn own_credential(&self) -> Option<CredentialKey> {
-        match self {
-            Self::Karmada(_) => None,
-            Self::ArgoCd(key) | Self::Kubeconfig(key) | Self::ClusterProfile(key) => {
-                Some(key.clone())
-            }
-            Self::File(path) => Some(directory::secret_ref_for(path)),
-        }
-    }
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Karmada(name) => write!(f, "Karmada Cluster {name}"),
-            Self::ArgoCd(key) => write!(f, "Argo CD cluster Secret {key}"),
-            Self::File(path) => write!(f, "member file {}", path.display()),
-            Self::Kubeconfig(key) => write!(f, "kubeconfig Secret {key}"),
-            Self::ClusterProfile(key) => write!(
-                f,
-                "ClusterProfile {}/{}",
-                key.namespace.trim_start_matches("clusterprofile:"),
-                key.name
-            ),
-        }
-    }
-}
+pub use origin::Origin;
 
 /// What the consumer was last told about a member (or, for `Pending`, that nothing was told).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -351,52 +285,6 @@ impl MemberTable {
         }
     }
 
-    /// What `name`'s client should be now.
-    fn target(&self, name: &str) -> Option<Told> {
-        let claimants = self.claims.get(name)?;
-        let Some(origin) = self.owner(name) else {
-            return Some(Told::Invalid(claimed_by_many(name, claimants)));
-        };
-        let spec = match &self.definitions.get(origin)?.spec {
-            Err(reason) => return Some(Told::Invalid(reason.clone())),
-            Ok(spec) => spec,
-        };
-        let key = &spec.secret_ref;
-        if let Some(own) = origin.own_credential().filter(|own| own != key) {
-            // Sources never build this; refusing it keeps one source's slip from reaching
-            // another definition's credential.
-            return Some(Told::Invalid(InvalidReason::SecretForbidden(format!(
-                "the {} names the credential {}, not its own ({own})",
-                Text::new(&origin.to_string()).as_str(),
-                Text::new(&key.to_string()).as_str(),
-            ))));
-        }
-        if matches!(origin, Origin::Karmada(_)) && self.unreferenced.contains(key) {
-            // Seen and dropped before this Cluster named it; the driver lists it again.
-            return Some(Told::Pending);
-        }
-        if matches!(origin, Origin::Karmada(_)) && !self.listed.contains(&key.namespace) {
-            return Some(match self.forbidden.get(&key.namespace) {
-                Some(detail) => Told::Invalid(list_forbidden(detail)),
-                None => Told::Pending,
-            });
-        }
-        if matches!(origin, Origin::Karmada(_))
-            && let Some(secret) = self.store.get(key)
-            && let Err(refused) = secret.binding().serves(key, name)
-        {
-            // Bound to another member, or to none: this definition never gets its token.
-            return Some(Told::Invalid(refused));
-        }
-        Some(match self.store.usable(key) {
-            Err(err) => Told::Invalid(InvalidReason::from(&err)),
-            Ok(ca) => Told::Ready {
-                spec: spec.clone(),
-                ca,
-            },
-        })
-    }
-
     /// Tells the consumer what changed for `name`, if anything.
     async fn settle(&mut self, name: &str, token_rotated: bool) -> Result<(), Closed> {
         let Some(target) = self.target(name) else {
@@ -473,25 +361,6 @@ fn list_forbidden(detail: &str) -> InvalidReason {
     ))
 }
 
-/// Why no definition of `name` is used: `claimants` (more than one) all define it.
-fn claimed_by_many(name: &str, claimants: &BTreeSet<Origin>) -> InvalidReason {
-    // Bounded: a listing of thousands of claimants would only repeat the point.
-    const LISTED: usize = 8;
-    let mut listed: Vec<String> = (claimants.iter().take(LISTED))
-        .map(|origin| Text::new(&origin.to_string()).into())
-        .collect();
-    if claimants.len() > LISTED {
-        listed.push(format!("and {} more", claimants.len() - LISTED));
-    }
-    InvalidReason::DefinitionInvalid(format!(
-        "the member name {:?} is claimed by {} definitions: {}; none is used until only one \
-         defines it",
-        Text::new(name).as_str(),
-        claimants.len(),
-        listed.join(", ")
-    ))
-}
-
 /// Whether a Secret change matters to clients: `None` if the credential is the same (only
 /// unrelated fields changed), else `Some(token_rotated)`, true when a usable credential
 /// (token, certificate, exec plugin) was replaced by another usable one.
@@ -510,6 +379,8 @@ fn credential_change(
     }
 }
 
+mod origin;
+mod target;
 #[cfg(test)]
 mod tests;
 mod unreferenced;
