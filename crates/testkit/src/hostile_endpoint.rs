@@ -38,6 +38,9 @@ use tokio::{net::TcpListener, task::JoinSet};
 
 use crate::pki::TestCa;
 
+pub use misbehaviour::Misbehaviour;
+use misbehaviour::misbehave;
+
 /// The most `Authorization` headers kept; a client that loops cannot grow the test's memory.
 const MAX_RECORDED: usize = 100_000;
 
@@ -67,41 +70,6 @@ struct State {
     minted_token: Mutex<Option<String>>,
     misbehaviour: Mutex<Option<Misbehaviour>>,
 }
-
-/// Something a hostile member sends to exhaust a client's memory or time, set with
-/// [`HostileEndpoint::misbehave`]. Each stream ends after its `bytes` (or pages, or ten
-/// minutes), so that a client without limits is hurt but the test still ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Misbehaviour {
-    /// `/readyz` answers 200 with `bytes` of `o`.
-    HugeReadyz {
-        /// How much it streams.
-        bytes: u64,
-    },
-    /// Every list ignores `limit` and streams `bytes` of items (`{"metadata":{"name":…}}`).
-    EndlessList {
-        /// How much it streams before it closes the list.
-        bytes: u64,
-    },
-    /// Every list page holds `items` objects (new names each page) and a `continue` token,
-    /// for `pages` pages.
-    EndlessContinue {
-        /// Objects per page.
-        items: usize,
-        /// Pages before the last.
-        pages: u32,
-    },
-    /// Every list is empty; every watch streams `bytes` of one event without a newline.
-    WatchWithoutNewline {
-        /// How much it streams.
-        bytes: u64,
-    },
-    /// `/version` sends its headers and then one space a second, for ten minutes.
-    TricklingVersion,
-}
-
-/// Bytes per frame of a streamed body.
-const CHUNK: usize = 64 * 1024;
 
 impl Drop for HostileEndpoint {
     fn drop(&mut self) {
@@ -307,108 +275,6 @@ fn token_request(state: &State) -> Response<Body> {
     )
 }
 
-/// What `misbehaviour` answers to `GET path?query`, if it concerns that request.
-fn misbehave(
-    misbehaviour: Misbehaviour,
-    path: &str,
-    query: Option<&str>,
-    watch: bool,
-) -> Option<Response<Body>> {
-    let list = !watch && (path.starts_with("/api/v1/") || path.starts_with("/apis/"));
-    match misbehaviour {
-        Misbehaviour::HugeReadyz { bytes } if path == "/readyz" => Some(streamed(
-            "text/plain",
-            Bytes::new(),
-            Bytes::from(vec![b'o'; CHUNK]),
-            bytes,
-            Bytes::new(),
-        )),
-        Misbehaviour::EndlessList { bytes } if list => {
-            let item = r#"{"metadata":{"name":"n","resourceVersion":"1"}},"#;
-            let items = item.repeat(CHUNK / item.len());
-            Some(streamed(
-                "application/json",
-                Bytes::from_static(
-                    br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":["#,
-                ),
-                Bytes::from(items),
-                bytes,
-                Bytes::from_static(br#"{"metadata":{"name":"last"}}]}"#),
-            ))
-        }
-        Misbehaviour::EndlessContinue { items, pages } if list => {
-            let page: u32 = query
-                .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("continue=p")))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
-            let objects: Vec<_> = (0..items)
-                .map(|i| {
-                    serde_json::json!({"metadata": {
-                        "name": format!("p{page}-{i}"), "namespace": "hostile",
-                        "resourceVersion": "1"
-                    }})
-                })
-                .collect();
-            let next = (page < pages).then(|| format!("p{}", page + 1));
-            Some(json(
-                StatusCode::OK,
-                &serde_json::json!({
-                    "kind": "List",
-                    "apiVersion": "v1",
-                    "metadata": {"resourceVersion": "1", "continue": next},
-                    "items": objects
-                }),
-            ))
-        }
-        Misbehaviour::WatchWithoutNewline { bytes } if watch => Some(streamed(
-            "application/json",
-            Bytes::from_static(br#"{"type":"ADDED","object":{"metadata":{"name":""#),
-            Bytes::from(vec![b'a'; CHUNK]),
-            bytes,
-            Bytes::new(),
-        )),
-        Misbehaviour::TricklingVersion if path == "/version" => {
-            let spaces = futures::stream::unfold(0_u32, |sent| async move {
-                if sent >= 600 {
-                    return None;
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                Some((Ok(Frame::data(Bytes::from_static(b" "))), sent + 1))
-            });
-            Some(response(
-                StatusCode::OK,
-                "application/json",
-                StreamBody::new(spaces).boxed(),
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// `head`, then `chunk` repeated until `bytes` are sent, then `tail`.
-fn streamed(
-    content_type: &'static str,
-    head: Bytes,
-    chunk: Bytes,
-    bytes: u64,
-    tail: Bytes,
-) -> Response<Body> {
-    use futures::StreamExt as _;
-    let len = u64::try_from(chunk.len()).unwrap_or(u64::MAX).max(1);
-    let repeats = bytes.div_ceil(len);
-    let middle = futures::stream::iter((0..repeats).map(move |_| chunk.clone()));
-    let frames = futures::stream::once(std::future::ready(head))
-        .chain(middle)
-        .chain(futures::stream::once(std::future::ready(tail)))
-        .filter(|bytes| std::future::ready(!bytes.is_empty()))
-        .map(|bytes| Ok::<_, Infallible>(Frame::data(bytes)));
-    response(
-        StatusCode::OK,
-        content_type,
-        http_body_util::BodyExt::boxed(StreamBody::new(frames)),
-    )
-}
-
 /// A watch that stays open and says nothing, as a quiet apiserver's does; it ends when the
 /// endpoint is dropped.
 fn silent_watch() -> Response<Body> {
@@ -448,108 +314,6 @@ fn response(status: StatusCode, content_type: &'static str, body: Body) -> Respo
     response
 }
 
+mod misbehaviour;
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
-
-    use super::*;
-
-    async fn client(endpoint: &HostileEndpoint, token: &str) -> kube::Client {
-        let kubeconfig = serde_json::json!({
-            "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "c", "cluster": {
-                "server": endpoint.url(),
-                "certificate-authority-data": base64::Engine::encode(
-                    &base64::engine::general_purpose::STANDARD, endpoint.ca_pem()),
-            }}],
-            "users": [{"name": "u", "user": {"token": token}}],
-            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-            "current-context": "x",
-        });
-        let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    }
-
-    #[tokio::test]
-    async fn it_records_the_bearer_a_client_sends_and_answers_like_an_apiserver() {
-        let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-            .await
-            .unwrap();
-        let client = client(&endpoint, "stolen").await;
-        let version = client.apiserver_version().await.unwrap();
-        assert_eq!(version.minor, "36");
-        let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
-            .list(&Default::default())
-            .await
-            .unwrap();
-        assert!(namespaces.items.is_empty());
-        assert!(endpoint.saw_bearer("stolen"));
-        assert!(!endpoint.saw_bearer("other"));
-        assert_eq!(endpoint.requests(), 2, "{:?}", endpoint.request_lines());
-        assert_eq!(endpoint.allow_endpoint_arg(), "127.0.0.2/32");
-    }
-
-    #[tokio::test]
-    async fn it_answers_a_token_request_with_the_token_the_test_chose() {
-        let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 3))
-            .await
-            .unwrap();
-        let client = client(&endpoint, "current").await;
-        let accounts =
-            kube::Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client, "ns");
-        let request = k8s_openapi::api::authentication::v1::TokenRequest::default();
-        assert!(
-            accounts
-                .create_token_request("sa", &Default::default(), &request)
-                .await
-                .is_err(),
-            "no token chosen yet: 404"
-        );
-        endpoint.set_minted_token("made-up");
-        let answer = accounts
-            .create_token_request("sa", &Default::default(), &request)
-            .await
-            .unwrap();
-        assert_eq!(answer.status.unwrap().token.as_deref(), Some("made-up"));
-    }
-
-    #[tokio::test]
-    async fn it_misbehaves_only_when_told_and_within_its_bounds() {
-        let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 4))
-            .await
-            .unwrap();
-        let client = client(&endpoint, "t").await;
-        let readyz = || http::Request::get("/readyz").body(Vec::new()).unwrap();
-        assert_eq!(client.request_text(readyz()).await.unwrap(), "ok");
-        endpoint.misbehave(Misbehaviour::HugeReadyz { bytes: 1 << 20 });
-        assert_eq!(client.request_text(readyz()).await.unwrap().len(), 1 << 20);
-
-        endpoint.misbehave(Misbehaviour::EndlessContinue { items: 3, pages: 2 });
-        let maps = kube::Api::<k8s_openapi::api::core::v1::ConfigMap>::all(client);
-        let mut params = kube::api::ListParams::default().limit(1);
-        let mut pages = Vec::new();
-        loop {
-            let page = maps.list(&params).await.unwrap();
-            pages.push(page.items.len());
-            match page.metadata.continue_ {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
-            assert!(pages.len() < 10, "the pages never end");
-        }
-        assert_eq!(pages, [3, 3, 3], "limit ignored, two continue tokens");
-    }
-
-    #[tokio::test]
-    async fn it_refuses_to_listen_anywhere_but_loopback_beside_the_apiservers() {
-        assert!(HostileEndpoint::start(Ipv4Addr::LOCALHOST).await.is_err());
-        assert!(
-            HostileEndpoint::start(Ipv4Addr::new(10, 0, 0, 1))
-                .await
-                .is_err()
-        );
-    }
-}
+mod tests;
