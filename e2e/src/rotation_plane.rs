@@ -71,7 +71,7 @@ impl RotationPlane {
     /// Starts `apiservers` member apiservers and registers `members` members over them, round
     /// robin, each with a fresh 600 s token of its own ServiceAccount (`rot-<i>` in
     /// namespace `tether-rotation`, which may mint its own tokens) in its Secret,
-    /// `tether.io/rotate-tokens: "true"` and 600 s asked for each minted token.
+    /// `tether.io/mint-tokens: "true"` and 600 s asked for each minted token.
     ///
     /// # Errors
     /// Any step failing.
@@ -362,9 +362,9 @@ pub fn rotation_annotations(account: &str, extra: &[(&str, &str)]) -> BTreeMap<S
 /// member times out after `request_timeout` seconds.
 pub fn fast_rotation_flags<'a>(fraction: &'a str, request_timeout: &'a str) -> [&'a str; 8] {
     [
-        "--rotation-fraction",
+        "--mint-at-fraction",
         fraction,
-        "--rotation-retry-seconds",
+        "--mint-retry-seconds",
         "2",
         "--probe-period",
         "2",
@@ -373,7 +373,7 @@ pub fn fast_rotation_flags<'a>(fraction: &'a str, request_timeout: &'a str) -> [
     ]
 }
 
-/// `tether_token_rotations_total` of `member` with `result` (`success`, `failed`, ...), as
+/// `tether_token_mints_total` of `member` with `result` (`success`, `failed`, ...), as
 /// `collector` exports it.
 ///
 /// # Panics
@@ -381,7 +381,7 @@ pub fn fast_rotation_flags<'a>(fraction: &'a str, request_timeout: &'a str) -> [
 pub async fn rotations(collector: &RunningCollector, member: &str, result: &str) -> f64 {
     collector
         .metric(
-            "tether_token_rotations_total",
+            "tether_token_mints_total",
             &format!(r#"member="{member}",result="{result}""#),
         )
         .await

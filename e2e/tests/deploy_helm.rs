@@ -278,7 +278,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
         expected_grants(Writes {
             status: args.write_status,
             profiles: args.publish_clusterprofiles.is_some(),
-            tokens: args.rotation.rotate_tokens || !args.rotation.rotate_tokens_for.is_empty(),
+            tokens: args.rotation.mint_tokens || !args.rotation.mint_tokens_for.is_empty(),
             shards: args.shard.shards == collector::cli::ShardMode::Auto,
         })
     } else {
@@ -388,26 +388,26 @@ fn rotation_values_become_the_operators_bounds_on_minting() {
     let objects = helm_template(&version, Some(&values)).unwrap();
     let rotation = collector_args(&objects, "token-rotation-members").rotation;
     assert!(
-        !rotation.rotate_tokens,
+        !rotation.mint_tokens,
         "members limit minting to themselves"
     );
-    assert_eq!(rotation.rotate_tokens_for, ["member1", "member2"]);
+    assert_eq!(rotation.mint_tokens_for, ["member1", "member2"]);
     assert_eq!(
-        rotation.rotation_max_expiration,
+        rotation.mint_max_expiration,
         Duration::from_secs(12 * 3600)
     );
     assert_eq!(
-        rotation.rotation_audiences,
+        rotation.mint_audiences,
         ["https://kubernetes.default.svc.cluster.local"]
     );
 
     let defaults = chart_dir().join("ci/token-rotation-values.yaml");
     let objects = helm_template(&version, Some(&defaults)).unwrap();
     let rotation = collector_args(&objects, "token-rotation").rotation;
-    assert!(rotation.rotate_tokens && rotation.rotate_tokens_for.is_empty());
+    assert!(rotation.mint_tokens && rotation.mint_tokens_for.is_empty());
     assert_eq!(
-        rotation.rotation_max_expiration,
+        rotation.mint_max_expiration,
         Duration::from_secs(24 * 3600)
     );
-    assert!(rotation.rotation_audiences.is_empty());
+    assert!(rotation.mint_audiences.is_empty());
 }

@@ -38,8 +38,8 @@ async fn collector(plane: &RotationPlane, flags: &[&str]) -> RunningCollector {
 
 #[tokio::test]
 async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request() {
-    // m00 says `tether.io/rotate-tokens: "true"`; the collector runs as the single replica
-    // the attack needed (no leader election to hold minting back), without --rotate-tokens.
+    // m00 says `tether.io/mint-tokens: "true"`; the collector runs as the single replica
+    // the attack needed (no leader election to hold minting back), without --mint-tokens.
     let plane = RotationPlane::start(1, 1).await.unwrap();
     let seeded = plane.secret_token("m00").await.unwrap();
     let before = plane.token_requests(1).await.unwrap();
@@ -62,7 +62,7 @@ async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request
         .refusal("m00", "RotationNotAllowed", START)
         .await
         .unwrap();
-    assert!(message.contains("--rotate-tokens"), "{message}");
+    assert!(message.contains("--mint-tokens"), "{message}");
     assert!(!message.contains(&seeded), "no token in a condition");
 }
 
@@ -87,7 +87,7 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
         .await
         .unwrap();
     let before = plane.token_requests(1).await.unwrap();
-    let collector = collector(&plane, &["--rotate-tokens-for", "impostor"]).await;
+    let collector = collector(&plane, &["--mint-tokens-for", "impostor"]).await;
 
     let message = plane
         .refusal("impostor", "RotationServiceAccountMismatch", START)
@@ -132,7 +132,7 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
         .add(RotatingMember::new("aud", 1, "tether-rotation", "aud"))
         .await
         .unwrap();
-    // A day and a second: one over the default --rotation-max-expiration.
+    // A day and a second: one over the default --mint-max-expiration.
     plane
         .annotate("long", EXPIRATION_ANNOTATION, "86401")
         .await
@@ -149,9 +149,9 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
     let collector = collector(
         &plane,
         &[
-            "--rotate-tokens-for",
+            "--mint-tokens-for",
             "long,aud",
-            "--rotation-audience",
+            "--mint-audience",
             "https://kubernetes.default.svc",
         ],
     )
@@ -188,7 +188,7 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
         .unwrap();
     assert!(
         message.contains("audience vault")
-            && message.contains("--rotation-audience allows only https://kubernetes.default.svc"),
+            && message.contains("--mint-audience allows only https://kubernetes.default.svc"),
         "{message}"
     );
     // Within the cap, the same member rotates: the refusal was the cap's, nothing else's.
@@ -248,7 +248,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
     let collector = collector(
         &plane,
         &[
-            "--rotate-tokens-for",
+            "--mint-tokens-for",
             "hostile",
             "--leader-elect=false",
             "--allow-endpoint",
@@ -332,7 +332,7 @@ async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vou
     let collector = collector(
         &plane,
         &[
-            "--rotate-tokens",
+            "--mint-tokens",
             "--leader-elect=false",
             "--allow-endpoint",
             &allow,

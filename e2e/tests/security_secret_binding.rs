@@ -78,7 +78,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         hostile.allow_endpoint_arg(),
         "--allow-insecure-members".to_owned(),
         // The operator allows minting: still only for a member's own Secret.
-        "--rotate-tokens".to_owned(),
+        "--mint-tokens".to_owned(),
     ]);
     let mut collector = spawn_healthy(&args, &temp_dir("binding").unwrap(), START)
         .await

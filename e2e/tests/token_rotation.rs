@@ -1,4 +1,4 @@
-//! The collector minting member tokens itself (`--rotate-tokens`) against real apiservers: a
+//! The collector minting member tokens itself (`--mint-tokens`) against real apiservers: a
 //! member that may not mint, an expired chain and its re-seeding, and a manual rotation with
 //! the shipped member RBAC. The fleet, the handover, the other homes (Argo CD, member files)
 //! and the operator's bounds (`security_rotation_bounds`) have files of their own.
@@ -30,11 +30,7 @@ const START: Duration = Duration::from_secs(60);
 const FAST: &str = "0.01";
 
 async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollector {
-    let flags = [
-        &["--rotate-tokens"][..],
-        &fast_rotation_flags(fraction, "3"),
-    ]
-    .concat();
+    let flags = [&["--mint-tokens"][..], &fast_rotation_flags(fraction, "3")].concat();
     plane.start_collector(&flags).await.unwrap()
 }
 
@@ -216,7 +212,7 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
             .unwrap();
         // Well within that wait: the running chain takes the request, nothing restarts.
         let quick = Duration::from_secs(5);
-        eventually(&format!("rotate-now={request}"), quick, || async {
+        eventually(&format!("mint-now={request}"), quick, || async {
             rotations(&collector, "shipped", "success").await >= minted
         })
         .await
@@ -229,7 +225,7 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
     assert_eq!(
         collector.metric("tether_relists_total", "").await.unwrap(),
         0.0,
-        "a rotate-now annotation rebuilds no client"
+        "a mint-now annotation rebuilds no client"
     );
     plane
         .plane

@@ -1,5 +1,5 @@
 //! Fifty members rotated every six seconds for two minutes by one collector
-//! (`--rotate-tokens`): no request answered 401, no relist, one Secret write per rotation,
+//! (`--mint-tokens`): no request answered 401, no relist, one Secret write per rotation,
 //! every member's Secret rewritten as often as its tokens' lifetime says.
 #![allow(
     clippy::unwrap_used,
@@ -17,7 +17,7 @@ use testkit::eventually;
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
 const START: Duration = Duration::from_secs(60);
-/// The period a 600 s token rotates with at `--rotation-fraction 0.01`.
+/// The period a 600 s token rotates with at `--mint-at-fraction 0.01`.
 const PERIOD: Duration = Duration::from_secs(6);
 
 #[tokio::test]
@@ -27,8 +27,8 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
     let plane = RotationPlane::start(2, MEMBERS).await.unwrap();
     let args = plane
         .collector_args(&[
-            "--rotate-tokens",
-            "--rotation-fraction",
+            "--mint-tokens",
+            "--mint-at-fraction",
             "0.01",
             "--probe-period",
             "2",

@@ -25,7 +25,7 @@ async fn replica(plane: &RotationPlane, identity: &str) -> CollectorProcess {
         identity,
         "--leader-election-lease-seconds",
         "4",
-        "--rotate-tokens",
+        "--mint-tokens",
     ];
     let args = plane
         .collector_args(&[&replica[..], &fast_rotation_flags("0.01", "2")].concat())
@@ -53,7 +53,7 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() {
     .unwrap();
     let b = replica(&plane, "replica-b").await;
     eventually("every member rotated once", START, || async {
-        metric(&a, "tether_token_rotations_total", r#"result="success""#).await >= MEMBERS as f64
+        metric(&a, "tether_token_mints_total", r#"result="success""#).await >= MEMBERS as f64
     })
     .await
     .unwrap();
@@ -62,7 +62,7 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() {
     let requests_before = plane.token_requests(1).await.unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(
-        metric(&b, "tether_token_rotations_total", "").await,
+        metric(&b, "tether_token_mints_total", "").await,
         0.0,
         "the follower mints nothing"
     );
@@ -96,7 +96,7 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() {
         );
     }
     assert_eq!(
-        metric(&b, "tether_token_rotations_total", r#"result="conflict""#).await,
+        metric(&b, "tether_token_mints_total", r#"result="conflict""#).await,
         0.0
     );
     eprintln!(

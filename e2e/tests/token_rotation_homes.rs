@@ -79,8 +79,8 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
         .unwrap();
     args.extend(
         [
-            "--rotate-tokens",
-            "--rotation-fraction",
+            "--mint-tokens",
+            "--mint-at-fraction",
             FAST,
             "--probe-period",
             "2",
@@ -163,9 +163,9 @@ async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
             &members_dir,
             "--insecure-serve-api",
             // Minting is the operator's decision: the file's `enabled: true` alone mints nothing.
-            "--rotate-tokens-for",
+            "--mint-tokens-for",
             "filed",
-            "--rotation-fraction",
+            "--mint-at-fraction",
             FAST,
             "--probe-period",
             "2",

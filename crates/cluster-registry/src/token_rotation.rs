@@ -6,10 +6,13 @@
 //! | annotation | value |
 //! | --- | --- |
 //! | [`SERVICE_ACCOUNT_ANNOTATION`] | `namespace/name` of the ServiceAccount on the member whose tokens are minted |
-//! | [`ROTATE_ANNOTATION`] | `"false"` to never rotate, even when the operator allows it; `"true"` asks for rotation, which only the operator can grant |
+//! | [`ROTATE_ANNOTATION`] | `"false"` to never mint, even when the operator allows it; `"true"` asks for minting, which only the operator can grant |
 //! | [`EXPIRATION_ANNOTATION`] | the lifetime asked for, in seconds (default 3600, at least 600); the apiserver may grant less |
 //! | [`AUDIENCES_ANNOTATION`] | comma-separated audiences (default: the apiserver's own) |
-//! | [`ROTATE_NOW_ANNOTATION`] | any new value asks for one rotation at once |
+//! | [`ROTATE_NOW_ANNOTATION`] | any new value asks for one mint at once |
+//!
+//! Each was spelled `tether.io/rotation-…` or `tether.io/rotate-…` before
+//! ([`FORMER_ANNOTATIONS`]); the former spelling is read where the annotation is absent.
 //!
 //! A member file asks with a `rotation:` block holding the same fields
 //! (`serviceAccount`, `enabled`, `expirationSeconds`, `audiences`, `rotateNow`).
@@ -37,16 +40,32 @@ pub use home::{HomeError, HomeSnapshot, TokenHome};
 pub use record::{RECORD_ANNOTATION, RotationRecord};
 
 /// Names the member ServiceAccount whose tokens are minted (`namespace/name`).
-pub const SERVICE_ACCOUNT_ANNOTATION: &str = "tether.io/rotation-service-account";
-/// `"false"`: this member is never rotated, whatever the operator allows. `"true"` asks for
-/// rotation, which only the operator's flags grant.
-pub const ROTATE_ANNOTATION: &str = "tether.io/rotate-tokens";
+pub const SERVICE_ACCOUNT_ANNOTATION: &str = "tether.io/mint-service-account";
+/// `"false"`: no token is ever minted for this member, whatever the operator allows. `"true"`
+/// asks for minting, which only the operator's flags grant.
+pub const ROTATE_ANNOTATION: &str = "tether.io/mint-tokens";
 /// The token lifetime to ask for, in seconds.
-pub const EXPIRATION_ANNOTATION: &str = "tether.io/rotation-expiration-seconds";
+pub const EXPIRATION_ANNOTATION: &str = "tether.io/mint-expiration-seconds";
 /// The audiences to ask for, comma-separated.
-pub const AUDIENCES_ANNOTATION: &str = "tether.io/rotation-audiences";
-/// A value not yet handled asks for one rotation at once.
-pub const ROTATE_NOW_ANNOTATION: &str = "tether.io/rotate-now";
+pub const AUDIENCES_ANNOTATION: &str = "tether.io/mint-audiences";
+/// A value not yet handled asks for one mint at once.
+pub const ROTATE_NOW_ANNOTATION: &str = "tether.io/mint-now";
+
+/// Each annotation and its former spelling, read when the annotation itself is absent. The
+/// former spellings are kept for one release.
+pub const FORMER_ANNOTATIONS: [(&str, &str); 5] = [
+    (
+        SERVICE_ACCOUNT_ANNOTATION,
+        "tether.io/rotation-service-account",
+    ),
+    (ROTATE_ANNOTATION, "tether.io/rotate-tokens"),
+    (
+        EXPIRATION_ANNOTATION,
+        "tether.io/rotation-expiration-seconds",
+    ),
+    (AUDIENCES_ANNOTATION, "tether.io/rotation-audiences"),
+    (ROTATE_NOW_ANNOTATION, "tether.io/rotate-now"),
+];
 
 /// The lifetime asked for when the definition does not say.
 pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
@@ -136,8 +155,8 @@ impl TokenRotation {
     /// use member_client::CredentialKey;
     ///
     /// let annotations = BTreeMap::from([
-    ///     ("tether.io/rotation-service-account".to_owned(), "tether/collector".to_owned()),
-    ///     ("tether.io/rotate-tokens".to_owned(), "true".to_owned()),
+    ///     ("tether.io/mint-service-account".to_owned(), "tether/collector".to_owned()),
+    ///     ("tether.io/mint-tokens".to_owned(), "true".to_owned()),
     /// ]);
     /// let home = TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "m1"));
     /// let rotation = TokenRotation::from_annotations(&annotations, home)?.unwrap();
@@ -149,7 +168,12 @@ impl TokenRotation {
         annotations: &BTreeMap<String, String>,
         home: TokenHome,
     ) -> Result<Option<Self>, InvalidReason> {
-        let get = |key: &str| annotations.get(key).map(String::as_str);
+        let get = |key: &str| {
+            let former = FORMER_ANNOTATIONS.iter().find(|(name, _)| *name == key);
+            (annotations.get(key))
+                .or_else(|| former.and_then(|(_, former)| annotations.get(*former)))
+                .map(String::as_str)
+        };
         let invalid =
             |key: &str, why: String| InvalidReason::DefinitionInvalid(format!("{key}: {why}"));
         let enabled = get(ROTATE_ANNOTATION)

@@ -37,9 +37,10 @@ const LEASE_RELEASE_DEADLINE: Duration = Duration::from_secs(2);
 /// # Errors
 /// Start-up errors (no control-plane config, the listen address taken) and the failures above.
 pub async fn run(
-    args: Args,
+    mut args: Args,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    args.rotation = (args.rotation).with_former_variables(|name| std::env::var(name).ok());
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let control_plane = ControlPlane::connect(&args, &metrics).await?;

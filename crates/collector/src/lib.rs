@@ -55,7 +55,7 @@
 //! - `clusterprofile`: a SIG-Multicluster `ClusterProfile` per member
 //!   (`--publish-clusterprofiles`).
 //! - `rotation`: minting each opted-in member's tokens (TokenRequest) and writing them back
-//!   where its credential lives (`--rotate-tokens`).
+//!   where its credential lives (`--mint-tokens`).
 //! - `shard`: splitting the members between replicas (`--shards auto`): Leases, the
 //!   assignment, ownership.
 //! - `readiness`: `/readyz`'s state and the inputs that block it.

@@ -90,7 +90,7 @@ pub struct Writes {
     pub status: bool,
     /// `--publish-clusterprofiles` (in [`PROFILES_NAMESPACE`]).
     pub profiles: bool,
-    /// `--rotate-tokens`.
+    /// `--mint-tokens`.
     pub tokens: bool,
     /// `--shards auto`.
     pub shards: bool,

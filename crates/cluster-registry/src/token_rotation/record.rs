@@ -20,7 +20,7 @@ pub struct RotationRecord {
     pub minted_at: Option<SystemTime>,
     /// That token's `exp`.
     pub expires_at: Option<SystemTime>,
-    /// The last manual request (`tether.io/rotate-now`) handled.
+    /// The last manual request (`tether.io/mint-now`) handled.
     pub handled_request: Option<String>,
     /// The replica that minted it.
     pub minted_by: Option<String>,

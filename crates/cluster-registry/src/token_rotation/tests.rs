@@ -39,6 +39,35 @@ fn every_annotation_is_read() {
     assert_eq!(rotation.home, home());
 }
 
+/// Definitions written before the annotations were named for minting keep working for a
+/// release; where both spellings are there, the new one wins.
+#[test]
+fn the_former_spellings_are_read_where_the_new_ones_are_absent() {
+    let former: BTreeMap<&str, &str> = FORMER_ANNOTATIONS.into_iter().collect();
+    let rotation = TokenRotation::from_annotations(
+        &annotations(&[
+            (former[SERVICE_ACCOUNT_ANNOTATION], "tether/collector"),
+            (former[ROTATE_ANNOTATION], "false"),
+            (former[EXPIRATION_ANNOTATION], "7200"),
+            (former[AUDIENCES_ANNOTATION], "api"),
+            (former[ROTATE_NOW_ANNOTATION], "now"),
+            (EXPIRATION_ANNOTATION, "5400"),
+        ]),
+        home(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(rotation.service_account.to_string(), "tether/collector");
+    assert_eq!(rotation.enabled, Some(false));
+    assert_eq!(rotation.expiration_seconds, 5400);
+    assert_eq!(rotation.audiences, ["api"]);
+    assert_eq!(rotation.requested.as_deref(), Some("now"));
+    assert_eq!(
+        former[ROTATE_ANNOTATION], "tether.io/rotate-tokens",
+        "the former spelling of the opt-out"
+    );
+}
+
 #[test]
 fn without_a_choice_the_operator_decides() {
     let rotation = TokenRotation::from_annotations(

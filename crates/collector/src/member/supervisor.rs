@@ -104,7 +104,7 @@ impl Supervisor {
         if let Some(task) = self.tasks.get_mut(&spec.name)
             && task.only_rotation_changed(&spec, ca_bundle.as_ref())
         {
-            // Only what rotation asks changed (a `tether.io/rotate-now`, say): keep the client
+            // Only what rotation asks changed (a `tether.io/mint-now`, say): keep the client
             // and its watches.
             let plan = rotation_plan(&spec, ca_bundle, self.context.request_timeout);
             task.set_rotation(plan);

@@ -39,7 +39,7 @@ fn every_family_sampled() -> Metrics {
     metrics.watch_member("m1", health);
     metrics.record_relist("m1", "apps/v1/deployments");
     metrics.record_watch_error("m1", "apps/v1/deployments", FailureKind::Unreachable);
-    metrics.record_token_rotation("m1", "success");
+    metrics.record_token_mint("m1", "success");
     metrics.set_member_ready("m1", true);
     metrics.observe_rotation_to_use(Duration::from_millis(40));
     metrics.set_source_listed(&cluster_registry::Source::KarmadaClusters, true);

@@ -158,11 +158,11 @@ impl Metrics {
     }
 
     /// Records how long a rotated credential took from being noticed to its first use.
-    /// Counts a token mint for `member` (`tether_token_rotations_total`); `result` is one of
+    /// Counts a token mint for `member` (`tether_token_mints_total`); `result` is one of
     /// `success`, `failed`, `expired`, `conflict`, `refused`.
-    pub(crate) fn record_token_rotation(&self, member: &str, result: &'static str) {
+    pub(crate) fn record_token_mint(&self, member: &str, result: &'static str) {
         self.update_member(member, |entry| {
-            *entry.token_rotations.entry(result).or_default() += 1;
+            *entry.token_mints.entry(result).or_default() += 1;
         });
     }
 

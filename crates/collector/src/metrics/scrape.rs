@@ -29,7 +29,7 @@ pub(super) struct MemberEntry {
     pub(super) ready: Option<bool>,
     pub(super) relists: BTreeMap<String, u64>,
     pub(super) watch_errors: BTreeMap<(String, &'static str), u64>,
-    pub(super) token_rotations: BTreeMap<&'static str, u64>,
+    pub(super) token_mints: BTreeMap<&'static str, u64>,
 }
 
 /// The scrape-time collector. `BTreeMap`s so that samples come out sorted by label.
@@ -237,10 +237,10 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
                 })
         })
         .collect();
-    let token_rotations = members
+    let token_mints = members
         .iter()
         .flat_map(|(member, entry)| {
-            entry.token_rotations.iter().map(move |(result, value)| {
+            entry.token_mints.iter().map(move |(result, value)| {
                 (
                     vec![("member", member.as_str()), ("result", *result)],
                     *value,
@@ -308,13 +308,13 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
             samples: watch_errors,
         },
         Family {
-            name: "token_rotations",
+            name: "token_mints",
             help: "Token mints for a member by result: success (written back), failed (refused, \
                    unverified, unreadable or unwritable home), expired (the token in the home \
                    had expired), conflict (the home changed during the mint; nothing written), \
                    refused (the operator's bounds forbid it: another identity, over a cap).",
             kind: MetricType::Counter,
-            samples: token_rotations,
+            samples: token_mints,
         },
     ]
 }

@@ -213,19 +213,19 @@ reasons! {
     RotationFailed {
         ready: AsProbe, credentials_valid: False,
         when: "[token minting](#token-rotation) could not mint or write the next token (the message quotes the member's or the control plane's refusal); the current token stays in use until its `exp`",
-        remedy: "the message says why: (403) the member's identity may not create serviceaccounts/token for the ServiceAccount it names (apply deploy/member-rbac/token-rotation.yaml on the member); control plane refused: the collector may not update Secrets there; attempts repeat every --rotation-retry-seconds",
+        remedy: "the message says why: (403) the member's identity may not create serviceaccounts/token for the ServiceAccount it names (apply deploy/member-rbac/token-rotation.yaml on the member); control plane refused: the collector may not update Secrets there; attempts repeat every --mint-retry-seconds",
     }
     /// The definition asks to mint, the operator does not.
     RotationNotAllowed {
         ready: AsProbe, credentials_valid: False,
-        when: "the definition asks for minting, but the operator mints for no such member (`--rotate-tokens`, `--rotate-tokens-for`); nothing is minted",
-        remedy: "run the collector with --rotate-tokens or --rotate-tokens-for naming this member, or remove the definition's request",
+        when: "the definition asks for minting, but the operator mints for no such member (`--mint-tokens`, `--mint-tokens-for`); nothing is minted",
+        remedy: "run the collector with --mint-tokens or --mint-tokens-for naming this member, or remove the definition's request",
     }
     /// Over the operator's lifetime or audience bounds.
     RotationOverCap {
         ready: AsProbe, credentials_valid: False,
-        when: "the definition asks for a lifetime over `--rotation-max-expiration` or an audience `--rotation-audience` does not list; nothing is minted",
-        remedy: "ask for a shorter lifetime or a listed audience, or widen --rotation-max-expiration or --rotation-audience",
+        when: "the definition asks for a lifetime over `--mint-max-expiration` or an audience `--mint-audience` does not list; nothing is minted",
+        remedy: "ask for a shorter lifetime or a listed audience, or widen --mint-max-expiration or --mint-audience",
     }
     /// The current token cannot seed a chain.
     TokenNotRotatable {
@@ -237,7 +237,7 @@ reasons! {
     RotationServiceAccountMismatch {
         ready: AsProbe, credentials_valid: False,
         when: "the current token's `sub` is another ServiceAccount than the definition names; nothing is minted",
-        remedy: "name the ServiceAccount the current token belongs to in tether.io/rotation-service-account",
+        remedy: "name the ServiceAccount the current token belongs to in tether.io/mint-service-account",
     }
     /// The member minted a token of another identity.
     MintedTokenMismatch {

@@ -1,4 +1,4 @@
-//! The flags of token rotation: whether the collector mints at all and for whom (the
+//! The flags of token minting: whether the collector mints at all and for whom (the
 //! operator's decision, never a definition's), the caps on what a definition may ask, and
 //! the pacing.
 
@@ -7,72 +7,130 @@ use std::time::Duration;
 use clap::Args;
 use cluster_registry::token_rotation::MIN_EXPIRATION_SECONDS;
 
-/// The longest lifetime `--rotation-max-expiration` may allow: the TokenRequest API's own cap.
+/// The longest lifetime `--mint-max-expiration` may allow: the TokenRequest API's own cap.
 const MAX_CAP_SECONDS: u64 = 1 << 32;
 
 /// How Tether mints member tokens ([`crate::rotation`]).
 #[derive(Clone, Debug, Args)]
 pub struct RotationArgs {
-    /// Mint and rotate the token of every member whose definition names a ServiceAccount
-    /// (`tether.io/rotation-service-account`, or `rotation.serviceAccount` in a member file),
-    /// unless it says `tether.io/rotate-tokens: "false"`. Minting is the operator's decision:
-    /// without this flag (or `--rotate-tokens-for`) nothing is minted, whatever a definition
+    /// Mint the tokens of every member whose definition names a ServiceAccount
+    /// (`tether.io/mint-service-account`, or `rotation.serviceAccount` in a member file),
+    /// unless it says `tether.io/mint-tokens: "false"`. Minting is the operator's decision:
+    /// without this flag (or `--mint-tokens-for`) nothing is minted, whatever a definition
     /// says. Only the leader mints (`--leader-elect`).
-    #[arg(long, env = "TETHER_ROTATE_TOKENS")]
-    pub rotate_tokens: bool,
+    #[arg(
+        long = "mint-tokens",
+        alias = "rotate-tokens",
+        env = "TETHER_MINT_TOKENS"
+    )]
+    pub mint_tokens: bool,
 
-    /// Mint and rotate the token of member MEMBER only (its Karmada `Cluster`, Argo CD
+    /// Mint the tokens of member MEMBER only (its Karmada `Cluster`, Argo CD
     /// cluster or member-file name), if its definition names a ServiceAccount and does not say
     /// `"false"`. Repeat it, or separate names with commas, for several members. Ignored
-    /// with `--rotate-tokens`, which allows every member.
+    /// with `--mint-tokens`, which allows every member.
     #[arg(
-        long = "rotate-tokens-for",
+        long = "mint-tokens-for",
+        alias = "rotate-tokens-for",
         value_name = "MEMBER",
         value_delimiter = ',',
-        env = "TETHER_ROTATE_TOKENS_FOR"
+        env = "TETHER_MINT_TOKENS_FOR"
     )]
-    pub rotate_tokens_for: Vec<String>,
+    pub mint_tokens_for: Vec<String>,
 
     /// The longest lifetime a definition may ask for a minted token
-    /// (`tether.io/rotation-expiration-seconds`): a member asking more is refused
+    /// (`tether.io/mint-expiration-seconds`): a member asking more is refused
     /// (`RotationOverCap`), not clamped, so that it never gets other tokens than it asked for.
     /// Seconds, or a number with `s`, `m` or `h` (`90m`, `24h`); at least 600 s.
-    #[arg(long, default_value = "24h", value_parser = expiration_cap)]
-    pub rotation_max_expiration: Duration,
+    #[arg(
+        long = "mint-max-expiration",
+        alias = "rotation-max-expiration",
+        default_value = "24h",
+        value_parser = expiration_cap
+    )]
+    pub mint_max_expiration: Duration,
 
-    /// An audience a definition may ask minted tokens for (`tether.io/rotation-audiences`).
+    /// An audience a definition may ask minted tokens for (`tether.io/mint-audiences`).
     /// Repeatable. None (the default): only the member apiserver's own audience, so a
     /// definition naming any audience is refused (`RotationOverCap`).
-    #[arg(long = "rotation-audience", value_name = "AUDIENCE")]
-    pub rotation_audiences: Vec<String>,
+    #[arg(
+        long = "mint-audience",
+        alias = "rotation-audience",
+        value_name = "AUDIENCE"
+    )]
+    pub mint_audiences: Vec<String>,
 
-    /// The share of a minted token's lifetime (from its `iat`/`nbf` to its `exp`, as the
-    /// apiserver granted it) after which the next token is minted. At 0.8 a 1 h token is
-    /// replaced after 48 min, and a 24 h EKS token after 19.2 h.
-    #[arg(long, default_value_t = 0.8, value_parser = rotation_fraction)]
-    pub rotation_fraction: f64,
+    /// When Tether mints the next token: the share of the minted token's lifetime (from its
+    /// `iat`/`nbf` to its `exp`, as the apiserver granted it) after which it asks the member's
+    /// TokenRequest API for a new one. At 0.8 a 1 h token is replaced after 48 min. Not when a
+    /// credential is read again from where it lives (`--credential-refresh-fraction`).
+    #[arg(
+        long = "mint-at-fraction",
+        alias = "rotation-fraction",
+        default_value_t = 0.8,
+        value_parser = mint_fraction
+    )]
+    pub mint_at_fraction: f64,
 
     /// Seconds between attempts after a mint failed (a 403 from the member, say); the
     /// current token stays in use meanwhile. Also the shortest time between two mints that
-    /// `tether.io/rotate-now` asks for: a later request waits until then.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
-    pub rotation_retry_seconds: u64,
+    /// `tether.io/mint-now` asks for: a later request waits until then.
+    #[arg(
+        long = "mint-retry-seconds",
+        alias = "rotation-retry-seconds",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub mint_retry_seconds: u64,
 }
 
+/// The variables `--mint-tokens` and `--mint-tokens-for` were read from before they were
+/// named for minting; still read, for one release, where the new ones are not set.
+pub const FORMER_VARIABLES: [(&str, &str); 2] = [
+    ("TETHER_ROTATE_TOKENS", "TETHER_MINT_TOKENS"),
+    ("TETHER_ROTATE_TOKENS_FOR", "TETHER_MINT_TOKENS_FOR"),
+];
+
 impl RotationArgs {
+    /// These flags with what the former variables ([`FORMER_VARIABLES`]) say, where neither
+    /// a flag nor its new variable said anything: a deployment that set only the former ones
+    /// must not silently stop minting. `var` reads a variable.
+    pub fn with_former_variables(mut self, var: impl Fn(&str) -> Option<String>) -> Self {
+        let [(all, all_now), (some, some_now)] = FORMER_VARIABLES;
+        if !self.mint_tokens && var(all_now).is_none() && var(all).is_some() {
+            tracing::warn!("{all} is read as {all_now}, its new name; rename it");
+            // As clap reads a flag's variable: anything but a "no" is yes.
+            self.mint_tokens = var(all).is_some_and(|value| {
+                !matches!(
+                    value.trim().to_ascii_lowercase().as_str(),
+                    "" | "0" | "false" | "f" | "no" | "n" | "off"
+                )
+            });
+        }
+        if self.mint_tokens_for.is_empty() && var(some_now).is_none() && var(some).is_some() {
+            tracing::warn!("{some} is read as {some_now}, its new name; rename it");
+            self.mint_tokens_for = (var(some).unwrap_or_default().split(','))
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+        self
+    }
+
     /// The wait after a failed mint, and the least time between two manual mints.
     pub fn retry(&self) -> Duration {
-        Duration::from_secs(self.rotation_retry_seconds)
+        Duration::from_secs(self.mint_retry_seconds)
     }
 
     /// Whether this collector mints for any member at all.
     pub fn minting(&self) -> bool {
-        self.rotate_tokens || !self.rotate_tokens_for.is_empty()
+        self.mint_tokens || !self.mint_tokens_for.is_empty()
     }
 
     /// Whether the operator lets member `member` be minted for.
     pub fn allows(&self, member: &str) -> bool {
-        self.rotate_tokens || self.rotate_tokens_for.iter().any(|name| name == member)
+        self.mint_tokens || self.mint_tokens_for.iter().any(|name| name == member)
     }
 }
 
@@ -102,7 +160,7 @@ fn expiration_cap(raw: &str) -> Result<Duration, String> {
 }
 
 /// A fraction in `(0, 1)`: 1 would mint only once the token is dead.
-fn rotation_fraction(raw: &str) -> Result<f64, String> {
+fn mint_fraction(raw: &str) -> Result<f64, String> {
     let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
     if value > 0.0 && value < 1.0 {
         Ok(value)
@@ -132,9 +190,9 @@ pub(super) mod tests {
 
     #[test]
     fn the_fraction_is_strictly_between_zero_and_one() {
-        assert_eq!(rotation_fraction("0.8"), Ok(0.8));
+        assert_eq!(mint_fraction("0.8"), Ok(0.8));
         for bad in ["0", "1", "1.5", "-0.1", "x", "NaN"] {
-            assert!(rotation_fraction(bad).is_err(), "{bad}");
+            assert!(mint_fraction(bad).is_err(), "{bad}");
         }
     }
 
@@ -143,15 +201,15 @@ pub(super) mod tests {
         let args = parse(&[]);
         assert!(!args.minting());
         assert!(!args.allows("m1"));
-        assert_eq!(args.rotation_max_expiration, Duration::from_secs(86_400));
-        assert!(args.rotation_audiences.is_empty());
+        assert_eq!(args.mint_max_expiration, Duration::from_secs(86_400));
+        assert!(args.mint_audiences.is_empty());
     }
 
     #[test]
     fn the_operator_allows_every_member_or_the_named_ones() {
-        let all = parse(&["--rotate-tokens"]);
+        let all = parse(&["--mint-tokens"]);
         assert!(all.minting() && all.allows("m1") && all.allows("any"));
-        let some = parse(&["--rotate-tokens-for", "m1,m2", "--rotate-tokens-for=m3"]);
+        let some = parse(&["--mint-tokens-for", "m1,m2", "--mint-tokens-for=m3"]);
         assert!(some.minting());
         for member in ["m1", "m2", "m3"] {
             assert!(some.allows(member), "{member}");
@@ -177,5 +235,65 @@ pub(super) mod tests {
         ] {
             assert!(expiration_cap(bad).is_err(), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod former_spellings {
+    use std::collections::BTreeMap;
+
+    use super::{tests::parse, *};
+
+    #[test]
+    fn every_former_flag_still_sets_its_flag() {
+        let former = parse(&[
+            "--rotate-tokens",
+            "--rotate-tokens-for=m1",
+            "--rotation-max-expiration=2h",
+            "--rotation-audience=vault",
+            "--rotation-fraction=0.5",
+            "--rotation-retry-seconds=7",
+        ]);
+        assert!(former.mint_tokens);
+        assert_eq!(former.mint_tokens_for, ["m1"]);
+        assert_eq!(former.mint_max_expiration, Duration::from_secs(7200));
+        assert_eq!(former.mint_audiences, ["vault"]);
+        assert_eq!(former.mint_at_fraction, 0.5);
+        assert_eq!(former.mint_retry_seconds, 7);
+    }
+
+    fn with(vars: &[(&str, &str)], args: &[&str]) -> RotationArgs {
+        let vars: BTreeMap<String, String> = (vars.iter())
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        parse(args).with_former_variables(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn a_former_variable_is_read_where_nothing_newer_says() {
+        let all = with(&[("TETHER_ROTATE_TOKENS", "true")], &[]);
+        assert!(all.mint_tokens);
+        let some = with(&[("TETHER_ROTATE_TOKENS_FOR", "m1, m2,")], &[]);
+        assert_eq!(some.mint_tokens_for, ["m1", "m2"]);
+        for no in ["false", "0", "off", ""] {
+            assert!(
+                !with(&[("TETHER_ROTATE_TOKENS", no)], &[]).mint_tokens,
+                "{no}"
+            );
+        }
+        // The new variable (clap read it already) or a flag wins.
+        let newer = with(
+            &[
+                ("TETHER_ROTATE_TOKENS", "true"),
+                ("TETHER_MINT_TOKENS", "false"),
+            ],
+            &[],
+        );
+        assert!(!newer.mint_tokens);
+        let flag = with(
+            &[("TETHER_ROTATE_TOKENS_FOR", "m9")],
+            &["--mint-tokens-for=m1"],
+        );
+        assert_eq!(flag.mint_tokens_for, ["m1"]);
     }
 }

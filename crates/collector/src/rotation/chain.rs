@@ -185,7 +185,7 @@ impl Chain {
             snapshot.token.as_ref().map(|t| t.expose_secret()),
             &snapshot.record,
             self.rotation.requested.as_deref(),
-            self.rotator.args.rotation_fraction,
+            self.rotator.args.mint_at_fraction,
             self.rotator.args.retry(),
             now,
         );
@@ -198,7 +198,7 @@ impl Chain {
             (Next::Expired(exp), _) => {
                 self.rotator
                     .metrics
-                    .record_token_rotation(&self.member, "expired");
+                    .record_token_mint(&self.member, "expired");
                 self.report(RotationState::Expired(format!(
                     "the token in the {home} expired at {}, so no new one can be minted with it \
                      (was the collector stopped that long?); write a valid token there to \
@@ -265,7 +265,7 @@ impl Chain {
             Ok(Ok(_)) => {
                 self.rotator
                     .metrics
-                    .record_token_rotation(&member, "success");
+                    .record_token_mint(&member, "success");
                 tracing::info!(
                     member,
                     home = %home,
@@ -281,7 +281,7 @@ impl Chain {
                 // writer that keeps rewriting it must not make Tether mint in a loop.
                 self.rotator
                     .metrics
-                    .record_token_rotation(&member, "conflict");
+                    .record_token_mint(&member, "conflict");
                 tracing::warn!(member, home = %home, "the token home changed during a mint; the minted token was not written");
                 self.rotator.args.retry()
             }
@@ -303,7 +303,7 @@ impl Chain {
     async fn refused(&mut self, refusal: Refusal) -> Duration {
         self.rotator
             .metrics
-            .record_token_rotation(&self.member, "refused");
+            .record_token_mint(&self.member, "refused");
         tracing::warn!(member = %self.member, reason = refusal.kind.reason(), message = refusal.message, "token rotation refused");
         self.report(RotationState::Refused(refusal)).await;
         self.rotator.args.retry()
@@ -313,7 +313,7 @@ impl Chain {
     async fn failed(&mut self, message: String) -> Duration {
         self.rotator
             .metrics
-            .record_token_rotation(&self.member, "failed");
+            .record_token_mint(&self.member, "failed");
         tracing::warn!(member = %self.member, message, "token rotation failed");
         self.report(RotationState::Failed(message)).await;
         self.rotator.args.retry()

@@ -10,24 +10,24 @@
 //!        └──────── the registry sees the new token, the member's clients use it ◄──────────────┘
 //! ```
 //!
-//! - **When**: at [`--rotation-fraction`](RotationArgs::rotation_fraction) of the current
+//! - **When**: at [`--mint-at-fraction`](RotationArgs::mint_at_fraction) of the current
 //!   token's lifetime as granted (`iat`/`nbf` to `exp`), at once for a new
-//!   `tether.io/rotate-now` value or a token without `exp`. Decided from the home as read,
+//!   `tether.io/mint-now` value or a token without `exp`. Decided from the home as read,
 //!   never from memory, so any replica decides the same.
 //! - **Who**: the leader only. A replica that just became leader waits out the longest mint
 //!   first ([`TokenRotator::handover_grace`]), so a mint its predecessor started is written
 //!   (or abandoned) before it looks. The write carries the `resourceVersion` it read, so a
 //!   replica that lost the race overwrites nothing.
-//! - **For whom**: the operator decides ([`RotationArgs`]): `--rotate-tokens` for every member
-//!   whose definition names a ServiceAccount, `--rotate-tokens-for` for named ones. A
-//!   definition can only opt out; asking for more than `--rotation-max-expiration` or an
-//!   audience `--rotation-audience` does not list is refused ([`policy`]).
+//! - **For whom**: the operator decides ([`RotationArgs`]): `--mint-tokens` for every member
+//!   whose definition names a ServiceAccount, `--mint-tokens-for` for named ones. A
+//!   definition can only opt out; asking for more than `--mint-max-expiration` or an
+//!   audience `--mint-audience` does not list is refused ([`policy`]).
 //! - **As whom**: only the ServiceAccount the current token already is (its `sub`), and a
 //!   minted token is written only if its `sub` and `iss` are the current token's
-//!   ([`identity`]); a `tether.io/rotate-now` is heeded at most once per
-//!   `--rotation-retry-seconds`.
+//!   ([`identity`]); a `tether.io/mint-now` is heeded at most once per
+//!   `--mint-retry-seconds`.
 //! - **Broken chains** are loud: `CredentialsValid=False` with `TokenExpired`,
-//!   `RotationFailed` or the refusal's reason, an Event on the Secret, and `tether_token_rotations_total`.
+//!   `RotationFailed` or the refusal's reason, an Event on the Secret, and `tether_token_mints_total`.
 
 mod args;
 mod chain;

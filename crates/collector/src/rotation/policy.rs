@@ -31,22 +31,22 @@ pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation
         return match rotation.enabled {
             Some(true) => Permit::Refused(Refusal::new(
                 RefusalKind::NotAllowed,
-                "the definition asks for token rotation (tether.io/rotate-tokens: \"true\"), \
+                "the definition asks for token rotation (tether.io/mint-tokens: \"true\"), \
                  but minting is the operator's decision and this collector mints for no such \
-                 member (--rotate-tokens, --rotate-tokens-for); nothing is minted, and the \
+                 member (--mint-tokens, --mint-tokens-for); nothing is minted, and the \
                  current token is used until it expires"
                     .to_owned(),
             )),
             _ => Permit::Off,
         };
     }
-    let cap = args.rotation_max_expiration.as_secs();
+    let cap = args.mint_max_expiration.as_secs();
     if u64::try_from(rotation.expiration_seconds).map_or(true, |asked| asked > cap) {
         return Permit::Refused(Refusal::new(
             RefusalKind::OverCap,
             format!(
                 "the definition asks for tokens that live {} s, more than the {cap} s \
-                 --rotation-max-expiration allows; nothing is minted",
+                 --mint-max-expiration allows; nothing is minted",
                 rotation.expiration_seconds
             ),
         ));
@@ -54,15 +54,15 @@ pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation
     if let Some(audience) = rotation
         .audiences
         .iter()
-        .find(|asked| !args.rotation_audiences.contains(asked))
+        .find(|asked| !args.mint_audiences.contains(asked))
     {
-        let allowed = if args.rotation_audiences.is_empty() {
-            "only the member apiserver's own audience is allowed (no --rotation-audience)"
+        let allowed = if args.mint_audiences.is_empty() {
+            "only the member apiserver's own audience is allowed (no --mint-audience)"
                 .to_owned()
         } else {
             format!(
-                "--rotation-audience allows only {}",
-                args.rotation_audiences.join(", ")
+                "--mint-audience allows only {}",
+                args.mint_audiences.join(", ")
             )
         };
         return Permit::Refused(Refusal::new(
@@ -117,12 +117,12 @@ mod tests {
 
     #[test]
     fn the_operator_allows_members_and_a_definition_may_only_opt_out() {
-        let all = args(&["--rotate-tokens"]);
+        let all = args(&["--mint-tokens"]);
         assert_eq!(permit(&all, "m1", &request(None)), Permit::Mint);
         assert_eq!(permit(&all, "m1", &request(Some(true))), Permit::Mint);
         assert_eq!(permit(&all, "m1", &request(Some(false))), Permit::Off);
 
-        let one = args(&["--rotate-tokens-for", "m1"]);
+        let one = args(&["--mint-tokens-for", "m1"]);
         assert_eq!(permit(&one, "m1", &request(None)), Permit::Mint);
         assert_eq!(permit(&one, "m1", &request(Some(false))), Permit::Off);
         assert_eq!(permit(&one, "m2", &request(None)), Permit::Off);
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_lifetime_over_the_cap_is_refused_not_clamped() {
-        let all = args(&["--rotate-tokens", "--rotation-max-expiration", "1h"]);
+        let all = args(&["--mint-tokens", "--mint-max-expiration", "1h"]);
         let mut rotation = request(None);
         rotation.expiration_seconds = 3600;
         assert_eq!(permit(&all, "m1", &rotation), Permit::Mint);
@@ -147,7 +147,7 @@ mod tests {
         assert!(refusal.message.contains("3601 s"), "{}", refusal.message);
         // The default cap is a day.
         rotation.expiration_seconds = 86_401;
-        let default = args(&["--rotate-tokens"]);
+        let default = args(&["--mint-tokens"]);
         assert_eq!(
             reason(&permit(&default, "m1", &rotation)),
             Some("RotationOverCap")
@@ -160,16 +160,16 @@ mod tests {
     fn only_listed_audiences_may_be_asked_for() {
         let mut rotation = request(None);
         rotation.audiences = vec!["vault".into()];
-        let none = args(&["--rotate-tokens"]);
+        let none = args(&["--mint-tokens"]);
         assert_eq!(
             reason(&permit(&none, "m1", &rotation)),
             Some("RotationOverCap")
         );
         let listed = args(&[
-            "--rotate-tokens",
-            "--rotation-audience",
+            "--mint-tokens",
+            "--mint-audience",
             "vault",
-            "--rotation-audience",
+            "--mint-audience",
             "sts",
         ]);
         assert_eq!(permit(&listed, "m1", &rotation), Permit::Mint);

@@ -61,7 +61,7 @@ pub(crate) fn next(
             .filter(|last| *last <= now)
             .map_or(now, |last| last + spacing);
         if allowed <= now {
-            return Next::Mint("a rotation was requested (tether.io/rotate-now)");
+            return Next::Mint("a rotation was requested (tether.io/mint-now)");
         }
         return Next::At(allowed.min(due));
     }

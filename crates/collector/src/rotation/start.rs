@@ -10,7 +10,7 @@ use crate::{
 use super::TokenRotator;
 
 /// The rotator `args` ask for, and the Lease: `lease` as given, or one joined here when
-/// minting (`--rotate-tokens`, `--rotate-tokens-for`) needs leader election and nothing joined it yet.
+/// minting (`--mint-tokens`, `--mint-tokens-for`) needs leader election and nothing joined it yet.
 ///
 /// # Errors
 /// Joining the election failing.
@@ -42,8 +42,8 @@ pub(crate) async fn rotator(
     let refusal = refusal.or_else(|| {
         (lease.is_none() && args.leader_elect && control_plane.is_some()).then(|| {
             "this collector runs with leader election (--leader-elect) but joined none, so it \
-         cannot know it is the only replica minting: run it with --rotate-tokens or \
-         --rotate-tokens-for (it then joins the election), or with --leader-elect=false as a single replica"
+         cannot know it is the only replica minting: run it with --mint-tokens or \
+         --mint-tokens-for (it then joins the election), or with --leader-elect=false as a single replica"
                 .to_owned()
         })
     });

@@ -62,10 +62,10 @@ impl Refusal {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RefusalKind {
     /// The definition asks to rotate (`"true"`), but the operator mints for no such member
-    /// (`--rotate-tokens`, `--rotate-tokens-for`).
+    /// (`--mint-tokens`, `--mint-tokens-for`).
     NotAllowed,
-    /// The definition asks for a longer lifetime than `--rotation-max-expiration`, or an
-    /// audience `--rotation-audience` does not list.
+    /// The definition asks for a longer lifetime than `--mint-max-expiration`, or an
+    /// audience `--mint-audience` does not list.
     OverCap,
     /// The current token is not a ServiceAccount token that says who it is (a JWT with a
     /// `system:serviceaccount:` `sub` and an `iss`).

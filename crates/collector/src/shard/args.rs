@@ -27,14 +27,14 @@ pub struct ShardArgs {
     /// and the `resourceVersion` of its own last write, so a replica that lost a member
     /// without noticing overwrites nothing. The read API of a replica answers for its own members and sends
     /// others to their owner (421). `off`: leader election as before. Not with
-    /// `--rotate-tokens`, `--rotate-tokens-for` or `--publish-clusterprofiles`, which need a
+    /// `--mint-tokens`, `--mint-tokens-for` or `--publish-clusterprofiles`, which need a
     /// single writer.
     #[arg(
         long,
         value_enum,
         default_value_t = ShardMode::Off,
         env = "TETHER_SHARDS",
-        conflicts_with_all = ["rotate_tokens", "rotate_tokens_for", "publish_clusterprofiles"],
+        conflicts_with_all = ["mint_tokens", "mint_tokens_for", "publish_clusterprofiles"],
     )]
     pub shards: ShardMode,
 
@@ -131,8 +131,8 @@ mod tests {
         };
         assert!(parse(&[]).is_ok());
         for single_writer in [
-            &["--rotate-tokens"][..],
-            &["--rotate-tokens-for", "member1"],
+            &["--mint-tokens"][..],
+            &["--mint-tokens-for", "member1"],
             &["--publish-clusterprofiles", "fleet"],
         ] {
             assert!(parse(single_writer).is_err(), "{single_writer:?}");

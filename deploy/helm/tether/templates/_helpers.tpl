@@ -133,14 +133,14 @@ ClusterProfiles. */}}
 {{- end }}
 {{- if .Values.tokenRotation.enabled }}
 {{- if .Values.tokenRotation.members }}
-- --rotate-tokens-for={{ join "," .Values.tokenRotation.members }}
+- --mint-tokens-for={{ join "," .Values.tokenRotation.members }}
 {{- else }}
-- --rotate-tokens
+- --mint-tokens
 {{- end }}
-- --rotation-fraction={{ .Values.tokenRotation.fraction }}
-- --rotation-max-expiration={{ .Values.tokenRotation.maxExpiration }}
+- --mint-at-fraction={{ .Values.tokenRotation.fraction }}
+- --mint-max-expiration={{ .Values.tokenRotation.maxExpiration }}
 {{- range .Values.tokenRotation.audiences }}
-- --rotation-audience={{ . }}
+- --mint-audience={{ . }}
 {{- end }}
 {{- end }}
 {{- if .Values.sharding.enabled }}
