@@ -1,0 +1,57 @@
+//! The closed sets of values some flags take.
+
+use clap::ValueEnum;
+
+/// Where member clusters are defined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MembersFrom {
+    /// Karmada `Cluster` objects (push mode) and the Secrets they reference.
+    Karmada,
+    /// Argo CD cluster Secrets.
+    Argocd,
+    /// A local directory of member files; no control plane.
+    Directory,
+    /// Cluster API's `<cluster>-kubeconfig` Secrets (label `cluster.x-k8s.io/cluster-name`,
+    /// key `value`) in `--kubeconfig-namespace`.
+    Capi,
+    /// Kubeconfig Secrets in Flux's format (key `value` or `value.yaml`) selected by
+    /// `--kubeconfig-selector` in `--kubeconfig-namespace`; each is named after its Secret.
+    Kubeconfig,
+    /// SIG-Multicluster `ClusterProfile`s in `--clusterprofile-namespace`, each reached
+    /// through the first of its access providers that `--clusterprofile-provider-file` serves.
+    Clusterprofile,
+}
+
+impl MembersFrom {
+    /// The kind of source its members come from: the `source` of every metric, the read API
+    /// and `collector check`. Cluster API's and Flux's Secrets are both `kubeconfig`.
+    pub fn source_kind(self) -> cluster_registry::SourceKind {
+        use cluster_registry::SourceKind;
+        match self {
+            Self::Karmada => SourceKind::Karmada,
+            Self::Argocd => SourceKind::ArgoCd,
+            Self::Directory => SourceKind::Directory,
+            Self::Capi | Self::Kubeconfig => SourceKind::Kubeconfig,
+            Self::Clusterprofile => SourceKind::ClusterProfile,
+        }
+    }
+}
+
+/// How `--allow-endpoint` is read (`--endpoint-policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EndpointMode {
+    /// Special addresses (loopback, link-local, cloud metadata, ...) are refused unless a range
+    /// allows them; every other address is accepted.
+    Default,
+    /// Only addresses inside an `--allow-endpoint` range are accepted.
+    Strict,
+}
+
+/// Log format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
