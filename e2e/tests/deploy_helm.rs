@@ -387,15 +387,9 @@ fn rotation_values_become_the_operators_bounds_on_minting() {
     let values = chart_dir().join("ci/token-rotation-members-values.yaml");
     let objects = helm_template(&version, Some(&values)).unwrap();
     let rotation = collector_args(&objects, "token-rotation-members").rotation;
-    assert!(
-        !rotation.mint_tokens,
-        "members limit minting to themselves"
-    );
+    assert!(!rotation.mint_tokens, "members limit minting to themselves");
     assert_eq!(rotation.mint_tokens_for, ["member1", "member2"]);
-    assert_eq!(
-        rotation.mint_max_expiration,
-        Duration::from_secs(12 * 3600)
-    );
+    assert_eq!(rotation.mint_max_expiration, Duration::from_secs(12 * 3600));
     assert_eq!(
         rotation.mint_audiences,
         ["https://kubernetes.default.svc.cluster.local"]
@@ -405,9 +399,6 @@ fn rotation_values_become_the_operators_bounds_on_minting() {
     let objects = helm_template(&version, Some(&defaults)).unwrap();
     let rotation = collector_args(&objects, "token-rotation").rotation;
     assert!(rotation.mint_tokens && rotation.mint_tokens_for.is_empty());
-    assert_eq!(
-        rotation.mint_max_expiration,
-        Duration::from_secs(24 * 3600)
-    );
+    assert_eq!(rotation.mint_max_expiration, Duration::from_secs(24 * 3600));
     assert!(rotation.mint_audiences.is_empty());
 }

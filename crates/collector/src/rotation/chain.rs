@@ -263,9 +263,7 @@ impl Chain {
         );
         match tokio::time::timeout(deadline, write).await {
             Ok(Ok(_)) => {
-                self.rotator
-                    .metrics
-                    .record_token_mint(&member, "success");
+                self.rotator.metrics.record_token_mint(&member, "success");
                 tracing::info!(
                     member,
                     home = %home,
@@ -279,9 +277,7 @@ impl Chain {
             Ok(Err(HomeError::Conflict)) => {
                 // Someone wrote the home since it was read. Look again, but not at once: a
                 // writer that keeps rewriting it must not make Tether mint in a loop.
-                self.rotator
-                    .metrics
-                    .record_token_mint(&member, "conflict");
+                self.rotator.metrics.record_token_mint(&member, "conflict");
                 tracing::warn!(member, home = %home, "the token home changed during a mint; the minted token was not written");
                 self.rotator.args.retry()
             }

@@ -57,8 +57,7 @@ pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation
         .find(|asked| !args.mint_audiences.contains(asked))
     {
         let allowed = if args.mint_audiences.is_empty() {
-            "only the member apiserver's own audience is allowed (no --mint-audience)"
-                .to_owned()
+            "only the member apiserver's own audience is allowed (no --mint-audience)".to_owned()
         } else {
             format!(
                 "--mint-audience allows only {}",
