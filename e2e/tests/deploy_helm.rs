@@ -8,14 +8,13 @@ mod deploy_support;
 
 use std::{collections::BTreeSet, path::Path, time::Duration};
 
-use clap::Parser as _;
 use cluster_registry::clusterprofile::ProviderFile;
-use collector::cli::{Args, MembersFrom};
+use collector::cli::MembersFrom;
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
     expected_grants, grants, id,
     network::assert_network_policy,
-    workload::{assert_collector_workload, collector_container},
+    workload::{assert_collector_workload, collector_args, collector_container},
 };
 use e2e::{
     helm::{self, helm_template},
@@ -233,15 +232,6 @@ const CASES: &[Case] = &[
         ],
     },
 ];
-
-/// The collector's flags as the Deployment gives them, parsed by its real command line.
-fn collector_args(objects: &[Value], what: &str) -> Args {
-    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap()).unwrap();
-    let argv = std::iter::once("collector".to_owned())
-        .chain(collector_container(&deployment).args.clone().unwrap());
-    Args::try_parse_from(argv)
-        .unwrap_or_else(|err| panic!("{what}: the collector refuses its args: {err}"))
-}
 
 /// The checks a listed values file gets on top of rendering and the dry-run: the member source
 /// and its namespaces, the namespaces that must exist first, the exact RBAC, and for

@@ -22,6 +22,20 @@ use super::id;
 /// Where kubelet mounts the pod's projected ServiceAccount token.
 const PROJECTED_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
+/// The collector's flags as `container` gives them, parsed by its real command line.
+pub fn container_args(container: &Container, what: &str) -> Args {
+    let argv =
+        std::iter::once("collector".to_owned()).chain(container.args.clone().unwrap_or_default());
+    Args::try_parse_from(argv)
+        .unwrap_or_else(|err| panic!("{what}: the collector refuses its args: {err}"))
+}
+
+/// The collector's flags as the one Deployment in `objects` gives them.
+pub fn collector_args(objects: &[Value], what: &str) -> Args {
+    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap()).unwrap();
+    container_args(collector_container(&deployment), what)
+}
+
 /// The collector's container, the pod's only one.
 pub fn collector_container(deployment: &Deployment) -> &Container {
     let Some(pod) = deployment
@@ -46,10 +60,7 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
     let container = collector_container(&deployment);
 
     // The flags are the collector's real flags.
-    let argv =
-        std::iter::once("collector".to_owned()).chain(container.args.clone().unwrap_or_default());
-    let args = Args::try_parse_from(argv)
-        .unwrap_or_else(|err| panic!("{what}: the collector refuses its args: {err}"));
+    let args = container_args(container, what);
     assert!(
         container.command.is_none(),
         "{what}: the image's entrypoint runs"
