@@ -13,15 +13,11 @@
 # versions or the wrapper modules (hack/envtest/*/go.mod, go.sum) change.
 set -euo pipefail
 
-log() { printf 'envtest: %s\n' "$*" >&2; }
-die() { printf 'envtest: error: %s\n' "$*" >&2; exit 1; }
-
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-repo_root="$(cd "$script_dir/.." && pwd -P)"
+log_prefix=envtest
+# shellcheck source-path=SCRIPTDIR source=lib/go.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/go.sh"
 wrappers="$script_dir/envtest"
 
-# shellcheck source-path=SCRIPTDIR source=versions.env
-source "$script_dir/versions.env"
 : "${KUBERNETES_VERSION:?must be set in hack/versions.env}"
 : "${ETCD_VERSION:?must be set in hack/versions.env}"
 : "${GO_MIN_VERSION:?must be set in hack/versions.env}"
@@ -58,53 +54,29 @@ stamp_for() { # <name> <version> <wrapper dir>
   printf '%s %s %s\n' "$1" "$2" \
     "$(cat "$3/go.mod" "$3/go.sum" 2>/dev/null | sha256sum | cut -c1-16)"
 }
-up_to_date() { # <name> <expected stamp>
-  [[ -x "$assets_dir/$1" && -f "$assets_dir/.$1.stamp" && "$(<"$assets_dir/.$1.stamp")" == "$2" ]]
-}
+
 kube_stamp="$(stamp_for kube-apiserver "$KUBERNETES_VERSION" "$wrappers/kube-apiserver")"
 etcd_stamp="$(stamp_for etcd "$ETCD_VERSION" "$wrappers/etcd")"
 
 # ---------------------------------------------------------------------------
 # 2. Fast path: nothing to build (needs no Go at all).
-if [[ $mode == build ]] && up_to_date kube-apiserver "$kube_stamp" && up_to_date etcd "$etcd_stamp"; then
+if [[ $mode == build ]] && go_up_to_date "$assets_dir" kube-apiserver "$kube_stamp" &&
+  go_up_to_date "$assets_dir" etcd "$etcd_stamp"; then
   printf '%s\n' "$assets_dir"
   exit 0
 fi
 
 # ---------------------------------------------------------------------------
-# Go toolchain: local only, never switch or download one.
-export GOTOOLCHAIN=local
-export GOWORK=off
-export CGO_ENABLED=0
-export GOFLAGS="-mod=readonly -buildvcs=false"   # committed go.sum is the source of truth
-
-GO="${GO:-}"
-if [[ -z $GO ]]; then
-  if command -v go >/dev/null 2>&1; then GO="$(command -v go)"
-  elif [[ -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go
-  else die "go not found: install Go >= $GO_MIN_VERSION (https://go.dev/dl) and put it on PATH, or set GO=/path/to/go"
+go_toolchain
+if (( go_major > 1 || go_minor >= 27 )); then
+  # Go 1.27 turns on the json/v2 experiment by default, with which kube-apiserver
+  # serves malformed OpenAPI. Turn it off if this toolchain still knows the flag.
+  if GOEXPERIMENT=nojsonv2 "$GO" env GOEXPERIMENT >/dev/null 2>&1; then
+    export GOEXPERIMENT="${GOEXPERIMENT:+$GOEXPERIMENT,}nojsonv2"
+    log "$go_version: building with GOEXPERIMENT=$GOEXPERIMENT"
+  else
+    log "warning: $go_version may build a kube-apiserver with broken OpenAPI (json/v2); Go 1.26 is known good"
   fi
-fi
-go_version="$("$GO" env GOVERSION 2>/dev/null)" || die "'$GO env GOVERSION' failed; is $GO a working Go >= $GO_MIN_VERSION?"
-# go1.26.8 -> 1 26 (anything unparsable, e.g. a devel build, is let through with a warning)
-if [[ $go_version =~ ^go([0-9]+)\.([0-9]+) ]]; then
-  go_major="${BASH_REMATCH[1]}" go_minor="${BASH_REMATCH[2]}"
-  min_major="${GO_MIN_VERSION%%.*}" min_minor="$(cut -d. -f2 <<<"$GO_MIN_VERSION")"
-  if (( go_major < min_major || (go_major == min_major && go_minor < min_minor) )); then
-    die "$GO is $go_version; Go >= $GO_MIN_VERSION is required (GOTOOLCHAIN=local: no toolchain is downloaded)"
-  fi
-  if (( go_major > 1 || go_minor >= 27 )); then
-    # Go 1.27 turns on the json/v2 experiment by default, with which kube-apiserver
-    # serves malformed OpenAPI. Turn it off if this toolchain still knows the flag.
-    if GOEXPERIMENT=nojsonv2 "$GO" env GOEXPERIMENT >/dev/null 2>&1; then
-      export GOEXPERIMENT="${GOEXPERIMENT:+$GOEXPERIMENT,}nojsonv2"
-      log "$go_version: building with GOEXPERIMENT=$GOEXPERIMENT"
-    else
-      log "warning: $go_version may build a kube-apiserver with broken OpenAPI (json/v2); Go 1.26 is known good"
-    fi
-  fi
-else
-  log "warning: cannot parse Go version '$go_version'; continuing"
 fi
 
 # ---------------------------------------------------------------------------
@@ -122,59 +94,51 @@ go_directives() { # <go.mod>: its go line and godebug lines/blocks (not toolchai
        /^godebug \(/ { b = 1 } b { print } b && /^\)/ { b = 0 }' "$1"
 }
 
-regen() {
-  local d gomod m
-
-  # kube-apiserver: k8s.io/kubernetes replaces its staging modules with ./staging/...,
-  # which only works inside its own repo. Replace each with the published v0.X.Y.
-  d="$wrappers/kube-apiserver"
-  gomod="$(gomod_of "$kube_module@v$KUBERNETES_VERSION")"
-  [[ -f $gomod ]] || die "no go.mod for $kube_module@v$KUBERNETES_VERSION"
-  log "regenerating $d from $kube_module@v$KUBERNETES_VERSION"
+# Writes the wrapper module <dir>/go.mod that builds <package> from <module>@v<version>, with
+# upstream's go and godebug directives (same language version and GODEBUG defaults); what
+# <extra> prints follows the require line. Then tidies it, which writes go.sum.
+write_wrapper() { # <dir> <module> <version> <package> <what it builds> <extra>
+  local d=$1 module=$2 version=$3 pkg=$4 gomod
+  gomod="$(gomod_of "$module@v$version")"
+  [[ -f $gomod ]] || die "no go.mod for $module@v$version"
+  log "regenerating $d from $module@v$version"
   {
-    echo "// Code generated by hack/envtest.sh --regen from $kube_module@v$KUBERNETES_VERSION; DO NOT EDIT."
-    echo "// Builds $kube_pkg with its staging modules replaced by the published $staging_version."
+    echo "// Code generated by hack/envtest.sh --regen from $module@v$version; DO NOT EDIT."
+    echo "// Builds $5."
     echo
-    echo "module tether/hack/envtest/kube-apiserver"
-    echo
-    go_directives "$gomod"                   # same language version and GODEBUG defaults as upstream
-    echo
-    echo "tool $kube_pkg"
-    echo
-    echo "require $kube_module v$KUBERNETES_VERSION"
-    echo
-    echo "replace ("
-    awk '/=>[[:space:]]*\.\/staging\// { print ($1 == "replace" ? $2 : $1) }' "$gomod" | sort -u |
-      while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
-    echo ")"
-  } >"$d/go.mod.tmp"
-  grep -q '=> k8s.io/api ' "$d/go.mod.tmp" || die "found no ./staging replace lines in $gomod"
-  mv "$d/go.mod.tmp" "$d/go.mod"
-  rm -f "$d/go.sum"
-  (cd "$d" && GOFLAGS=-mod=mod "$GO" mod tidy) || die "go mod tidy failed in $d"
-
-  # etcd: go.etcd.io/etcd/server/v3 replaces its sibling modules with ../, so a plain
-  # `go install ...@version` refuses it. A wrapper module uses the published siblings.
-  d="$wrappers/etcd"
-  gomod="$(gomod_of "$etcd_module@v$ETCD_VERSION")"
-  [[ -f $gomod ]] || die "no go.mod for $etcd_module@v$ETCD_VERSION"
-  log "regenerating $d from $etcd_module@v$ETCD_VERSION"
-  {
-    echo "// Code generated by hack/envtest.sh --regen from $etcd_module@v$ETCD_VERSION; DO NOT EDIT."
-    echo "// Builds the etcd binary ($etcd_pkg)."
-    echo
-    echo "module tether/hack/envtest/etcd"
+    echo "module tether/hack/envtest/$(basename "$d")"
     echo
     go_directives "$gomod"
     echo
-    echo "tool $etcd_pkg"
+    echo "tool $pkg"
     echo
-    echo "require $etcd_module v$ETCD_VERSION"
+    echo "require $module v$version"
+    "$6" "$gomod"
   } >"$d/go.mod.tmp"
   mv "$d/go.mod.tmp" "$d/go.mod"
   rm -f "$d/go.sum"
   (cd "$d" && GOFLAGS=-mod=mod "$GO" mod tidy) || die "go mod tidy failed in $d"
+}
 
+# k8s.io/kubernetes replaces its staging modules with ./staging/..., which only works inside
+# its own repo: replace each with the published v0.X.Y.
+staging_replaces() { # <upstream go.mod>
+  local m mods
+  mods="$(awk '/=>[[:space:]]*\.\/staging\// { print ($1 == "replace" ? $2 : $1) }' "$1" | sort -u)"
+  grep -qx 'k8s.io/api' <<<"$mods" || die "found no ./staging replace lines in $1"
+  echo
+  echo "replace ("
+  while read -r m; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done <<<"$mods"
+  echo ")"
+}
+
+regen() {
+  write_wrapper "$wrappers/kube-apiserver" "$kube_module" "$KUBERNETES_VERSION" "$kube_pkg" \
+    "$kube_pkg with its staging modules replaced by the published $staging_version" staging_replaces
+  # go.etcd.io/etcd/server/v3 replaces its sibling modules with ../, so a plain
+  # `go install ...@version` refuses it. A wrapper module uses the published siblings.
+  write_wrapper "$wrappers/etcd" "$etcd_module" "$ETCD_VERSION" "$etcd_pkg" \
+    "the etcd binary ($etcd_pkg)" true
   check_wrappers
   log "done; commit hack/envtest/*/go.mod and go.sum"
 }
@@ -201,50 +165,21 @@ fi
 
 # ---------------------------------------------------------------------------
 # Build.
-mkdir -p "$assets_dir"
-
-# Serialise concurrent runs (e.g. several test binaries calling this at once).
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$repo_root/.envtest/.lock"
-  flock 9
-fi
-
+go_build_begin "$assets_dir" "$repo_root/.envtest/.lock"
 check_wrappers   # the wrapper go.mod files must select the versions pinned in versions.env
 
-tmp_files=()
-build_pid=
-cleanup() {
-  if [[ -n $build_pid ]]; then kill -TERM "$build_pid" 2>/dev/null && wait "$build_pid" 2>/dev/null; fi
-  ((${#tmp_files[@]})) && rm -f "${tmp_files[@]}"
-  return 0
+# A new binary must print the pinned version before it is installed.
+version_check() { # <name> <binary>
+  local got want
+  case $1 in
+    kube-apiserver) want="Kubernetes v${KUBERNETES_VERSION//./\\.}" ;;
+    etcd) want="etcd Version: ${ETCD_VERSION//./\\.}" ;;
+  esac
+  got="$("$2" --version 2>&1)" || die "$1 --version failed: $got"
+  grep -qxE "$want" <<<"$got" || die "$1 --version printed '$got', expected a line /$want/"
+  log "$1 is $(head -n1 <<<"$got")"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-build() { # <name> <wrapper dir> <package> <ldflags> <expected --version regex> <stamp>
-  local name=$1 dir=$2 pkg=$3 ldflags=$4 want=$5 stamp=$6 tmp got start
-  if up_to_date "$name" "$stamp"; then   # another run may have built it while we waited
-    log "$name is up to date"
-    return
-  fi
-  tmp="$assets_dir/.$name.tmp.$$"
-  tmp_files+=("$tmp" "$tmp.stamp")
-  start=$SECONDS
-  log "building $name ($pkg) with $go_version; this can take several minutes on a cold cache"
-  # In the background so that a TERM/INT to this script also stops the build (see cleanup).
-  (cd "$dir" && exec "$GO" build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") >&2 &
-  build_pid=$!
-  wait "$build_pid" || { build_pid=; die "building $name failed"; }
-  build_pid=
-  got="$("$tmp" --version 2>&1)" || die "$name --version failed: $got"
-  grep -qxE "$want" <<<"$got" || die "$name --version printed '$got', expected a line /$want/"
-  log "built $name in $((SECONDS - start))s: $(head -n1 <<<"$got")"
-  printf '%s\n' "$stamp" >"$tmp.stamp"
-  rm -f "$assets_dir/.$name.stamp"            # binary and stamp are never seen out of step
-  mv -f "$tmp" "$assets_dir/$name"
-  mv -f "$tmp.stamp" "$assets_dir/.$name.stamp"
-}
+GO_BUILD_CHECK=version_check
 
 build_date="$(cd "$wrappers/kube-apiserver" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' "$kube_module")"
 kube_ldflags="-s -w"
@@ -252,11 +187,10 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags+=" -X $p.gitVersion=v$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$k8s_minor"
   kube_ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=$build_date"
 done
-build kube-apiserver "$wrappers/kube-apiserver" "$kube_pkg" "$kube_ldflags" \
-  "Kubernetes v${KUBERNETES_VERSION//./\\.}" "$kube_stamp"
-
-build etcd "$wrappers/etcd" "$etcd_pkg" \
-  "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-v$ETCD_VERSION" \
-  "etcd Version: ${ETCD_VERSION//./\\.}" "$etcd_stamp"
+log "building kube-apiserver and etcd with $go_version; this can take several minutes on a cold cache"
+go_build_install "$assets_dir" kube-apiserver "$kube_stamp" "$wrappers/kube-apiserver" \
+  -ldflags "$kube_ldflags" "$kube_pkg"
+go_build_install "$assets_dir" etcd "$etcd_stamp" "$wrappers/etcd" \
+  -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-v$ETCD_VERSION" "$etcd_pkg"
 
 printf '%s\n' "$assets_dir"

@@ -13,16 +13,11 @@
 # (-mod=readonly); a cold module cache fetches the modules from the Go module proxy.
 set -euo pipefail
 
-log() { printf 'tools: %s\n' "$*" >&2; }
-die() { printf 'tools: error: %s\n' "$*" >&2; exit 1; }
-
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-repo_root="$(cd "$script_dir/.." && pwd -P)"
+log_prefix=tools
+# shellcheck source-path=SCRIPTDIR source=lib/go.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/go.sh"
 wrappers="$script_dir/tools"
 bin_dir="$repo_root/.tools/bin"
-
-# shellcheck source-path=SCRIPTDIR source=versions.env
-source "$script_dir/versions.env"
 
 case "${1:-}" in
   -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
@@ -50,41 +45,19 @@ stamp_for() { # <wrapper dir>
     cat "$1/$f" 2>/dev/null || true
   done | sha256sum | cut -d' ' -f1
 }
-up_to_date() { # <name> <stamp>
-  [[ -x "$bin_dir/$1" && -f "$bin_dir/.$1.stamp" && "$(<"$bin_dir/.$1.stamp")" == "$2" ]]
-}
 
 # Fast path: nothing to build (needs no Go at all).
 stale=()
 for name in "${names[@]}"; do
-  up_to_date "$name" "$(stamp_for "$wrappers/$name")" || stale+=("$name")
+  go_up_to_date "$bin_dir" "$name" "$(stamp_for "$wrappers/$name")" || stale+=("$name")
 done
 if ((${#stale[@]} == 0)); then
   printf '%s\n' "$bin_dir"
   exit 0
 fi
 
-# shellcheck source-path=SCRIPTDIR source=lib/go.sh
-source "$script_dir/lib/go.sh"
-
-mkdir -p "$bin_dir"
-
-# Serialise concurrent runs (several test binaries may call this at once).
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$repo_root/.tools/.lock"
-  flock 9
-fi
-
-tmp_files=()
-build_pid=
-cleanup() {
-  if [[ -n $build_pid ]]; then kill -TERM "$build_pid" 2>/dev/null && wait "$build_pid" 2>/dev/null; fi
-  ((${#tmp_files[@]})) && rm -f "${tmp_files[@]}"
-  return 0
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+go_toolchain
+go_build_begin "$bin_dir" "$repo_root/.tools/.lock"
 
 # The package a wrapper builds: its go.mod's only `tool` directive (single line or block).
 tool_package() { # <wrapper dir>
@@ -97,11 +70,7 @@ tool_package() { # <wrapper dir>
 
 for name in "${stale[@]}"; do
   dir="$wrappers/$name"
-  stamp="$(stamp_for "$dir")"
-  if up_to_date "$name" "$stamp"; then   # another run may have built it while we waited
-    log "$name is up to date"
-    continue
-  fi
+  go_up_to_date "$bin_dir" "$name" "$(stamp_for "$dir")" && continue   # built while we waited
   pkg="$(tool_package "$dir")"
   # The module and version that provide the tool: what go.mod pins, for the log and @VERSION@.
   info="$(cd "$dir" && "$GO" list -f '{{.Module.Path}} {{.Module.Version}}' "$pkg")" ||
@@ -120,21 +89,8 @@ for name in "${stale[@]}"; do
   if [[ -f $dir/tags ]]; then
     tags="$(sed -e 's/#.*//' "$dir/tags" | tr -s ' \n' ',' | sed -e 's/^,//' -e 's/,$//')"
   fi
-  tmp="$bin_dir/.$name.tmp.$$"
-  tmp_files+=("$tmp" "$tmp.stamp")
-  start=$SECONDS
   log "building $name ($module $version${tags:+, tags $tags}) with $go_version; a cold Go cache takes minutes"
-  # In the background so that a TERM/INT to this script also stops the build (see cleanup).
-  (cd "$dir" && exec "$GO" build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$tmp" "$pkg") >&2 &
-  build_pid=$!
-  wait "$build_pid" || { build_pid=; die "building $name failed"; }
-  build_pid=
-  # The inputs may have changed during the build: stamp what was read before it.
-  printf '%s\n' "$stamp" >"$tmp.stamp"
-  rm -f "$bin_dir/.$name.stamp"            # binary and stamp are never seen out of step
-  mv -f "$tmp" "$bin_dir/$name"
-  mv -f "$tmp.stamp" "$bin_dir/.$name.stamp"
-  log "built $name in $((SECONDS - start))s"
+  go_build_install "$bin_dir" "$name" "$(stamp_for "$dir")" "$dir" -tags "$tags" -ldflags "$ldflags" "$pkg"
 done
 
 printf '%s\n' "$bin_dir"
