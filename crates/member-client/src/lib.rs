@@ -42,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bounded_read;
 mod client_factory;
 mod client_identity;
 mod credential;
@@ -64,6 +65,7 @@ mod transport;
 pub mod validation;
 mod watch_backoff;
 
+pub use bounded_read::read_bounded;
 pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig};
 pub use client_identity::{ClientIdentity, IdentityError};
 pub use credential::{Credential, CredentialKind};

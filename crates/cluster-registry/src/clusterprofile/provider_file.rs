@@ -6,9 +6,12 @@
 //! the provider's policies allow, and then only those its `definitionArgs` and
 //! `definitionEnv` patterns accept (the same [`PluginDeclaration`] rules as `--exec-plugins`).
 
-use std::{collections::BTreeSet, fmt, io::Read as _, path::Path, sync::Arc};
+use std::{collections::BTreeSet, fmt, path::Path, sync::Arc};
 
-use member_client::exec::{DefinitionRules, ExecEnvVar, PluginDeclaration};
+use member_client::{
+    exec::{DefinitionRules, ExecEnvVar, PluginDeclaration},
+    read_bounded,
+};
 use serde::Deserialize;
 
 /// The largest provider file read, in bytes.
@@ -146,13 +149,8 @@ impl ProviderFile {
     /// # Errors
     /// See [`ProviderFileError`].
     pub fn read(path: &Path) -> Result<Self, ProviderFileError> {
-        let mut raw = Vec::new();
-        std::fs::File::open(path)?
-            .take(MAX_PROVIDER_FILE_BYTES + 1)
-            .read_to_end(&mut raw)?;
-        if raw.len() as u64 > MAX_PROVIDER_FILE_BYTES {
-            return Err(ProviderFileError::TooLarge);
-        }
+        let raw =
+            read_bounded(path, MAX_PROVIDER_FILE_BYTES)?.ok_or(ProviderFileError::TooLarge)?;
         Self::parse(&raw)
     }
 

@@ -21,11 +21,12 @@
 //! `profileSourced*Policy`) are read and ignored: for these plugins the member definition
 //! says which `apiVersion` it speaks and whether it wants cluster info.
 
-use std::{collections::BTreeSet, io::Read as _, path::Path};
+use std::{collections::BTreeSet, path::Path};
 
 use serde::Deserialize;
 
 use super::{DeclarationError, DefinitionRules, ExecEnvVar, PluginDeclaration};
+use crate::read_bounded;
 
 /// The largest exec plugins file read, in bytes.
 pub const MAX_EXEC_PLUGINS_FILE_BYTES: u64 = 256 * 1024;
@@ -92,13 +93,8 @@ impl ExecPluginsFile {
     /// # Errors
     /// See [`ExecPluginsFileError`].
     pub fn read(path: &Path) -> Result<Self, ExecPluginsFileError> {
-        let mut raw = Vec::new();
-        std::fs::File::open(path)?
-            .take(MAX_EXEC_PLUGINS_FILE_BYTES + 1)
-            .read_to_end(&mut raw)?;
-        if raw.len() as u64 > MAX_EXEC_PLUGINS_FILE_BYTES {
-            return Err(ExecPluginsFileError::TooLarge);
-        }
+        let raw = read_bounded(path, MAX_EXEC_PLUGINS_FILE_BYTES)?
+            .ok_or(ExecPluginsFileError::TooLarge)?;
         Self::parse(&raw)
     }
 
