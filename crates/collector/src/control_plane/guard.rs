@@ -125,112 +125,110 @@ mod tests {
     use super::*;
     use crate::readiness::ReadyState;
     use futures::poll;
-    use std::pin::pin;
+    use rstest::rstest;
+    use std::{pin::pin, task::Poll};
 
     const GRACE: Duration = Duration::from_secs(60);
 
-    fn guard() -> (CredentialHealth, Readiness, SelfCredentialGuard) {
+    /// One step of a scripted run: the guard is polled after each.
+    enum Step {
+        /// The credential's health reports this state.
+        Report(CredentialState),
+        /// Paused time moves on.
+        Advance(Duration),
+    }
+
+    /// What holds after a step.
+    #[derive(Debug)]
+    enum Then {
+        /// Still running, readiness still `Starting`.
+        Starting,
+        /// Still running, `Ready`.
+        Ready,
+        /// Still running, `NotReady` because the credential is rejected.
+        Rejected,
+        /// Still running, `NotReady` saying the token file is missing.
+        Unavailable,
+        /// Returned: the grace ran out, and readiness still says rejected.
+        Exited,
+    }
+    use {Step::*, Then::*};
+
+    fn unavailable() -> CredentialState {
+        CredentialState::Unavailable {
+            reason: "token file missing".into(),
+        }
+    }
+
+    /// Reports `before`, starts the guard, checks `started`, then runs `steps`.
+    #[rstest]
+    #[case::valid_credential_marks_ready(
+        None, Starting, vec![(Report(CredentialState::Valid), Ready)])]
+    #[case::rejected_credential_marks_not_ready_at_once(
+        Some(CredentialState::Valid), Ready,
+        vec![(Report(CredentialState::Unauthorized), Rejected)])]
+    #[case::still_rejected_after_grace_returns(
+        Some(CredentialState::Unauthorized), Rejected,
+        vec![(Advance(GRACE - Duration::from_millis(1)), Rejected),
+             (Advance(Duration::from_millis(1)), Exited)])]
+    #[case::healed_within_grace_marks_ready_and_keeps_watching(
+        Some(CredentialState::Unauthorized), Rejected,
+        vec![(Advance(GRACE / 2), Rejected),
+             (Report(CredentialState::Valid), Ready),
+             (Advance(GRACE * 2), Ready)])]
+    #[case::a_second_rejection_gets_a_fresh_grace(
+        Some(CredentialState::Unauthorized), Rejected,
+        vec![(Advance(GRACE / 2), Rejected),
+             (Report(CredentialState::Valid), Ready),
+             (Report(CredentialState::Unauthorized), Rejected),
+             // The first grace would have ended here.
+             (Advance(GRACE / 2 + Duration::from_secs(1)), Rejected),
+             (Advance(GRACE), Exited)])]
+    #[case::unavailable_credential_marks_not_ready_without_exiting(
+        None, Starting,
+        vec![(Report(unavailable()), Unavailable), (Advance(GRACE * 2), Unavailable)])]
+    #[tokio::test(start_paused = true)]
+    async fn the_guard_follows_the_credential(
+        #[case] before: Option<CredentialState>,
+        #[case] started: Then,
+        #[case] steps: Vec<(Step, Then)>,
+    ) {
         let health = CredentialHealth::new();
         let readiness = Readiness::new();
-        let guard = SelfCredentialGuard::new(health.clone(), readiness.clone(), GRACE);
-        (health, readiness, guard)
-    }
-
-    fn is_not_ready(state: &ReadyState) -> bool {
-        matches!(state, ReadyState::NotReady { reason } if reason.contains("rejected"))
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn valid_credential_marks_ready() {
-        let (health, readiness, guard) = guard();
-        let mut run = pin!(guard.run());
-        assert!(poll!(&mut run).is_pending());
-        assert_eq!(readiness.state(), ReadyState::Starting);
-        health.report(CredentialState::Valid);
-        assert!(poll!(&mut run).is_pending());
-        assert_eq!(readiness.state(), ReadyState::Ready);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn rejected_credential_marks_not_ready_at_once() {
-        let (health, readiness, guard) = guard();
-        health.report(CredentialState::Valid);
-        let mut run = pin!(guard.run());
-        assert!(poll!(&mut run).is_pending());
-        health.report(CredentialState::Unauthorized);
-        assert!(poll!(&mut run).is_pending());
-        assert!(is_not_ready(&readiness.state()), "{:?}", readiness.state());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn still_rejected_after_grace_returns() {
-        let (health, readiness, guard) = guard();
-        health.report(CredentialState::Unauthorized);
-        let mut run = pin!(guard.run());
-        assert!(poll!(&mut run).is_pending());
-
-        tokio::time::advance(GRACE - Duration::from_millis(1)).await;
-        assert!(
-            poll!(&mut run).is_pending(),
-            "returned before the grace ran out"
-        );
-
-        tokio::time::advance(Duration::from_millis(1)).await;
-        assert_eq!(
-            poll!(&mut run),
-            std::task::Poll::Ready(SelfCredentialUnauthorized { grace: GRACE })
-        );
-        assert!(is_not_ready(&readiness.state()));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn healed_within_grace_marks_ready_and_keeps_watching() {
-        let (health, readiness, guard) = guard();
-        health.report(CredentialState::Unauthorized);
-        let mut run = pin!(guard.run());
-        assert!(poll!(&mut run).is_pending());
-
-        tokio::time::advance(GRACE / 2).await;
-        health.report(CredentialState::Valid);
-        assert!(poll!(&mut run).is_pending());
-        assert_eq!(readiness.state(), ReadyState::Ready);
-
-        tokio::time::advance(GRACE * 2).await;
-        assert!(poll!(&mut run).is_pending(), "returned although healed");
-        assert_eq!(readiness.state(), ReadyState::Ready);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_second_rejection_gets_a_fresh_grace() {
-        let (health, _readiness, guard) = guard();
-        health.report(CredentialState::Unauthorized);
-        let mut run = pin!(guard.run());
-        assert!(poll!(&mut run).is_pending());
-        tokio::time::advance(GRACE / 2).await;
-        health.report(CredentialState::Valid);
-        assert!(poll!(&mut run).is_pending());
-        health.report(CredentialState::Unauthorized);
-        assert!(poll!(&mut run).is_pending());
-
-        // The first grace would have ended here.
-        tokio::time::advance(GRACE / 2 + Duration::from_secs(1)).await;
-        assert!(poll!(&mut run).is_pending());
-        tokio::time::advance(GRACE).await;
-        assert!(poll!(&mut run).is_ready());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn unavailable_credential_marks_not_ready_without_exiting() {
-        let (health, readiness, guard) = guard();
-        let mut run = pin!(guard.run());
-        health.report(CredentialState::Unavailable {
-            reason: "token file missing".into(),
-        });
-        assert!(poll!(&mut run).is_pending());
-        assert!(
-            matches!(readiness.state(), ReadyState::NotReady { reason } if reason.contains("token file missing"))
-        );
-        tokio::time::advance(GRACE * 2).await;
-        assert!(poll!(&mut run).is_pending());
+        if let Some(state) = before {
+            health.report(state);
+        }
+        let mut run =
+            pin!(SelfCredentialGuard::new(health.clone(), readiness.clone(), GRACE).run());
+        let mut check = async |then: &Then, at: usize| {
+            let polled = poll!(&mut run);
+            let state = readiness.state();
+            let rejected =
+                matches!(&state, ReadyState::NotReady { reason } if reason.contains("rejected"));
+            let ok = match then {
+                Starting => polled.is_pending() && state == ReadyState::Starting,
+                Ready => polled.is_pending() && state == ReadyState::Ready,
+                Rejected => polled.is_pending() && rejected,
+                Unavailable => {
+                    polled.is_pending()
+                        && matches!(&state, ReadyState::NotReady { reason } if reason.contains("token file missing"))
+                }
+                Exited => {
+                    polled == Poll::Ready(SelfCredentialUnauthorized { grace: GRACE }) && rejected
+                }
+            };
+            assert!(
+                ok,
+                "step {at}: expected {then:?}, got {polled:?} and {state:?}"
+            );
+        };
+        check(&started, 0).await;
+        for (at, (step, then)) in steps.into_iter().enumerate() {
+            match step {
+                Report(state) => _ = health.report(state),
+                Advance(by) => tokio::time::advance(by).await,
+            }
+            check(&then, at + 1).await;
+        }
     }
 }
