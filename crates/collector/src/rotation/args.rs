@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use cluster_registry::token_rotation::MIN_EXPIRATION_SECONDS;
+use k8s_openapi::jiff::SignedDuration;
 
 /// The longest lifetime `--mint-max-expiration` may allow: the TokenRequest API's own cap.
 const MAX_CAP_SECONDS: u64 = 1 << 32;
@@ -41,7 +42,7 @@ pub struct RotationArgs {
     /// The longest lifetime a definition may ask for a minted token
     /// (`tether.io/mint-expiration-seconds`): a member asking more is refused
     /// (`RotationOverCap`), not clamped, so that it never gets other tokens than it asked for.
-    /// Seconds, or a number with `s`, `m` or `h` (`90m`, `24h`); at least 600 s.
+    /// Seconds, or a duration such as `90m`, `1h30m` or `PT2H`; at least 600 s.
     #[arg(
         long = "mint-max-expiration",
         alias = "rotation-max-expiration",
@@ -134,21 +135,23 @@ impl RotationArgs {
     }
 }
 
-/// A lifetime cap: seconds, or with an `s`, `m` or `h` suffix, within the TokenRequest API's
-/// range (600 s to 2^32 s).
+/// A lifetime cap within the TokenRequest API's range (600 s to 2^32 s): bare seconds, as
+/// before durations were read with jiff, or a duration in jiff's friendly or ISO 8601 format
+/// (`90m`, `1h30m`, `24 hours`, `PT2H`) that is whole seconds. Days are refused: jiff leaves
+/// their length to a calendar.
 fn expiration_cap(raw: &str) -> Result<Duration, String> {
     let raw = raw.trim();
-    let (number, unit) = match raw.char_indices().last() {
-        Some((at, 's')) => (&raw[..at], 1),
-        Some((at, 'm')) => (&raw[..at], 60),
-        Some((at, 'h')) => (&raw[..at], 3600),
-        _ => (raw, 1),
+    let bad = || format!("{raw:?} is not a duration such as 3600, 90m or 24h");
+    let seconds = match raw.parse::<u64>() {
+        Ok(seconds) => seconds,
+        Err(_) => {
+            let duration: SignedDuration = raw.parse().map_err(|_| bad())?;
+            if duration.subsec_nanos() != 0 {
+                return Err(bad());
+            }
+            u64::try_from(duration.as_secs()).map_err(|_| bad())?
+        }
     };
-    let seconds = number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| format!("{raw:?} is not a duration such as 3600, 90m or 24h"))?;
     let min = MIN_EXPIRATION_SECONDS.unsigned_abs();
     if !(min..=MAX_CAP_SECONDS).contains(&seconds) {
         return Err(format!(
@@ -172,6 +175,7 @@ fn mint_fraction(raw: &str) -> Result<f64, String> {
 #[cfg(test)]
 pub(super) mod tests {
     use clap::Parser;
+    use rstest::rstest;
 
     use super::*;
 
@@ -217,24 +221,34 @@ pub(super) mod tests {
         assert!(!some.allows("m4") && !some.allows("m"));
     }
 
-    #[test]
-    fn the_lifetime_cap_reads_seconds_minutes_and_hours_within_the_api_range() {
-        assert_eq!(expiration_cap("3600"), Ok(Duration::from_secs(3600)));
-        assert_eq!(expiration_cap("600s"), Ok(Duration::from_secs(600)));
-        assert_eq!(expiration_cap("90m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(expiration_cap("24h"), Ok(Duration::from_secs(86_400)));
-        for bad in [
-            "",
-            "h",
-            "599",
-            "9m",
-            "-1h",
-            "1d",
-            "1.5h",
-            "99999999999999999999h",
-        ] {
-            assert!(expiration_cap(bad).is_err(), "{bad}");
-        }
+    #[rstest]
+    #[case::bare_seconds("3600", 3600)]
+    #[case::seconds("600s", 600)]
+    #[case::minutes("90m", 5400)]
+    #[case::hours("24h", 86_400)]
+    #[case::sum("1h30m", 5400)]
+    #[case::unit_names("24 hours", 86_400)]
+    #[case::whole_seconds_of_a_fraction("1.5h", 5400)]
+    #[case::iso_8601("PT2H", 7200)]
+    #[case::at_most_the_api_cap("4294967296s", 1 << 32)]
+    fn the_lifetime_cap_reads_seconds_and_durations(#[case] raw: &str, #[case] seconds: u64) {
+        assert_eq!(expiration_cap(raw), Ok(Duration::from_secs(seconds)));
+    }
+
+    #[rstest]
+    #[case::empty("")]
+    #[case::no_number("h")]
+    #[case::below_the_api_minimum("599")]
+    #[case::below_the_api_minimum_in_minutes("9m")]
+    #[case::over_the_api_cap("4294967297")]
+    #[case::negative("-1h")]
+    #[case::days("1d")]
+    #[case::iso_8601_days("P1D")]
+    #[case::part_of_a_second("600.5s")]
+    #[case::overflow("99999999999999999999h")]
+    #[case::units_out_of_order("30s10m")]
+    fn the_lifetime_cap_refuses_what_is_no_lifetime_the_api_takes(#[case] raw: &str) {
+        assert!(expiration_cap(raw).is_err());
     }
 }
 
