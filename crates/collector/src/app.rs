@@ -9,7 +9,7 @@ use member_client::ClientFactory;
 use crate::{
     cli::{Args, MembersFrom},
     clusterprofile,
-    control_plane::{ControlPlane, Lease, SelfCredentialGuard, join_election, self_probe},
+    control_plane::{ControlPlane, Lease, SelfCredentialGuard, lease_or_join, self_probe},
     http::{
         self, HttpState, ServerLimits,
         auth::{AccessGate, KubeAccessReview, ReviewConfig},
@@ -81,12 +81,7 @@ pub async fn run(
                 (Some(writer), Some(writes), None)
             }
             (Some(cp), MembersFrom::Karmada, true) => {
-                let lease = if args.leader_elect {
-                    Some(join_election(cp.client.clone(), &args, &identity, &metrics).await?)
-                } else {
-                    metrics.set_leader(true);
-                    None
-                };
+                let lease = lease_or_join(None, &cp.client, &args, &identity, &metrics).await?;
                 let leader = lease.as_ref().and_then(Lease::leader);
                 let (writer, writes) =
                     StatusWriter::new(cp.client.clone(), identity.clone(), leader, None);

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use super::{api::ProfilesApi, credential_marks::SecretMarks, publisher::ProfilePublisher};
 use crate::{
     cli::Args,
-    control_plane::{ControlPlane, Lease, join_election},
+    control_plane::{ControlPlane, Lease, lease_or_join},
     metrics::Metrics,
 };
 
@@ -37,16 +37,7 @@ pub(crate) async fn start(
         "--publish-clusterprofiles writes to a control plane: give --kubeconfig or \
          --control-plane-url",
     )?;
-    let lease = match lease {
-        Some(lease) => Some(lease),
-        None if args.leader_elect => {
-            Some(join_election(control_plane.client.clone(), args, identity, metrics).await?)
-        }
-        None => {
-            metrics.set_leader(true);
-            None
-        }
-    };
+    let lease = lease_or_join(lease, &control_plane.client, args, identity, metrics).await?;
     let leader = lease.as_ref().and_then(Lease::leader);
     let (publisher, writes) = ProfilePublisher::new(
         ProfilesApi::new(control_plane.client.clone(), namespace),

@@ -75,9 +75,33 @@ impl Lease {
     }
 }
 
+/// `lease` as given; else, with `--leader-elect`, one joined here; else none: this replica
+/// writes alone, and `tether_leader` says that it leads.
+///
+/// # Errors
+/// Joining the election failing.
+pub(crate) async fn lease_or_join(
+    lease: Option<Lease>,
+    client: &Client,
+    args: &Args,
+    identity: &str,
+    metrics: &Metrics,
+) -> anyhow::Result<Option<Lease>> {
+    match lease {
+        Some(lease) => Ok(Some(lease)),
+        None if args.leader_elect => join_election(client.clone(), args, identity, metrics)
+            .await
+            .map(Some),
+        None => {
+            metrics.set_leader(true);
+            Ok(None)
+        }
+    }
+}
+
 /// Joins the election for the `tether-collector` Lease; leadership is mirrored into
 /// `tether_leader` and logged on each change.
-pub(crate) async fn join_election(
+async fn join_election(
     client: Client,
     args: &Args,
     identity: &str,

@@ -3,7 +3,7 @@
 
 use crate::{
     cli::Args,
-    control_plane::{ControlPlane, Lease, join_election},
+    control_plane::{ControlPlane, Lease, lease_or_join},
     metrics::Metrics,
 };
 
@@ -21,12 +21,12 @@ pub(crate) async fn rotator(
     metrics: &Metrics,
     lease: Option<Lease>,
 ) -> anyhow::Result<(TokenRotator, Option<Lease>)> {
-    let lease = match (lease, control_plane) {
-        (Some(lease), _) => Some(lease),
-        (None, Some(cp)) if args.leader_elect && args.rotation.minting() => {
-            Some(join_election(cp.client.clone(), args, identity, metrics).await?)
+    let lease = match control_plane {
+        // Without election nothing is joined, and minting alone does not claim to lead.
+        Some(cp) if args.rotation.minting() && args.leader_elect => {
+            lease_or_join(lease, &cp.client, args, identity, metrics).await?
         }
-        (None, _) => None,
+        _ => lease,
     };
     let sharded = args.shard.shards == crate::shard::ShardMode::Auto;
     let refusal = if sharded {
