@@ -15,13 +15,16 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use criterion::Criterion;
 use http::Request;
-use member_client::CredentialKey;
+use member_client::{CredentialKey, test_util::FakeSource};
 use secrecy::SecretString;
-use support::{LoopbackApiserver, Member, ScriptedSource};
+use support::{LoopbackApiserver, Member};
 
 const TOKEN: &str = "bench-token";
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
@@ -37,7 +40,7 @@ async fn clients() -> Clients {
     let mut config = kube::Config::new(server.url().parse().unwrap());
     config.auth_info.token = Some(SecretString::from(TOKEN));
     let plain = kube::Client::try_from(config).unwrap();
-    let member = Member::new(&server.url(), &ScriptedSource::new(TOKEN));
+    let member = Member::new(&server.url(), &Arc::new(FakeSource::token(TOKEN)));
     Clients {
         _server: server,
         plain,

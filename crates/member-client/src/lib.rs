@@ -60,6 +60,8 @@ mod request_deadline;
 mod response_limit;
 mod secret_ref;
 mod source;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 mod text;
 mod transport;
 pub mod validation;

@@ -10,9 +10,10 @@ mod support;
 
 use std::{sync::Arc, time::Duration};
 
+use member_client::test_util::FakeSource;
 use member_client::{CredentialCache, CredentialCacheConfig, CredentialKey};
 use secrecy::ExposeSecret;
-use support::{ScriptedSource, wait_until};
+use support::wait_until;
 
 fn key() -> CredentialKey {
     CredentialKey::new("karmada-cluster", "member1")
@@ -20,7 +21,7 @@ fn key() -> CredentialKey {
 
 #[tokio::test]
 async fn invalidate_during_a_load_discards_what_that_load_read() {
-    let source = ScriptedSource::gated("token-a");
+    let source = Arc::new(FakeSource::token("token-a").gated());
     let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
 
     let reader = {
@@ -55,7 +56,7 @@ async fn invalidate_during_a_load_discards_what_that_load_read() {
 
 #[tokio::test]
 async fn compare_and_invalidate_ignores_a_newer_value() {
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let old = tokens.get(&key()).await.unwrap();
     source.set_token("token-b");
@@ -79,7 +80,7 @@ async fn compare_and_invalidate_ignores_a_newer_value() {
 
 #[tokio::test]
 async fn failures_are_shared_by_waiters_and_not_cached() {
-    let source = ScriptedSource::gated("token-a");
+    let source = Arc::new(FakeSource::token("token-a").gated());
     source.delete();
     let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let readers: Vec<_> = (0..50)

@@ -21,11 +21,11 @@ use std::{
 
 use base64::Engine as _;
 use http::Request;
+use member_client::test_util::FakeSource;
 use member_client::{CredentialCacheConfig, CredentialState, FailureKind};
 use rstest::rstest;
 use support::{
-    LoopbackApiserver, Member, ScriptedSource, all_succeed, member_with_token_a, spawn_gets,
-    wait_until,
+    LoopbackApiserver, Member, all_succeed, member_with_token_a, spawn_gets, wait_until,
 };
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
@@ -33,7 +33,7 @@ const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 #[tokio::test]
 async fn header_carries_the_current_token_and_follows_invalidate() {
     let server = LoopbackApiserver::start(&["token-a", "token-b"]).await;
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     let member = Member::new(&server.url(), &source);
 
     member.get(PATH).await.unwrap();
@@ -55,7 +55,7 @@ async fn header_carries_the_current_token_and_follows_invalidate() {
 async fn ten_thousand_requests_on_a_cold_cache_fetch_once() {
     const N: usize = 10_000;
     let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::gated("token-a");
+    let source = Arc::new(FakeSource::token("token-a").gated());
     let member = Arc::new(Member::new(&server.url(), &source));
 
     let requests = spawn_gets(&member, PATH, N);
@@ -77,7 +77,7 @@ async fn ten_thousand_requests_on_a_cold_cache_fetch_once() {
 async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
     const N: usize = 500;
     let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     // All N must be on the wire at once for the server to hold their 401s together.
     let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, N));
     member.get(PATH).await.unwrap();
@@ -110,7 +110,7 @@ async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
 async fn no_more_requests_are_on_the_wire_than_the_limit() {
     const LIMIT: usize = 3;
     let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, LIMIT));
     server.delay_responses(Duration::from_millis(50));
 
@@ -255,7 +255,7 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
     let first = jwt(now + 2.5);
     let second = jwt(now + 3600.0);
     server.accept_only(&[first.as_str(), second.as_str()]);
-    let source = ScriptedSource::new(&first);
+    let source = Arc::new(FakeSource::token(first.as_str()));
     let config = CredentialCacheConfig {
         ttl: Duration::from_secs(300),
         expiry_skew: Duration::from_secs(2),
@@ -281,7 +281,7 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
 #[tokio::test]
 async fn an_unreadable_credential_is_reported_and_nothing_is_sent() {
     let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     source.delete();
     let member = Member::new(&server.url(), &source);
 
@@ -316,7 +316,7 @@ async fn transport_failures_are_unreachable_not_auth(#[case] tls_mismatch: bool)
         drop(closed);
         format!("http://{addr}")
     };
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     let member = Member::new(&url, &source);
 
     let err = member.get(PATH).await.unwrap_err();

@@ -14,7 +14,8 @@ use std::{
 };
 
 use member_client::CredentialState;
-use support::{LoopbackApiserver, Member, ScriptedSource};
+use member_client::test_util::FakeSource;
+use support::{LoopbackApiserver, Member};
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 const OLD: &str = "tok-OLD-7f3a9c1e5b";
@@ -46,7 +47,7 @@ async fn a_full_rotation_at_trace_level_logs_no_token() {
     let _guard = tracing::subscriber::set_default(subscriber);
 
     let server = LoopbackApiserver::start(&[OLD]).await;
-    let source = ScriptedSource::new(OLD);
+    let source = Arc::new(FakeSource::token(OLD));
     let member = Member::new(&server.url(), &source);
     member.get(PATH).await.unwrap();
 

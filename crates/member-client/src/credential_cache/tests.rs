@@ -1,26 +1,15 @@
 //! Entry lifetimes, the epoch guard and its bound.
 
 use super::*;
+use crate::test_util::FakeSource;
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
-
-/// A source whose token the test sets.
-struct Settable(Mutex<&'static str>);
-
-#[async_trait::async_trait]
-impl CredentialSource for Arc<Settable> {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-        let token = *self.0.lock().unwrap();
-        Credential::from_token_bytes(token.as_bytes())
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalidation_between_fetch_and_store_is_not_lost() {
-    let source = Arc::new(Settable(Mutex::new("old")));
-    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let source = Arc::new(FakeSource::token("old"));
+    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let barrier = Arc::new(tokio::sync::Barrier::new(2));
     *cache.inner.before_store.lock().unwrap() = Some(Arc::clone(&barrier));
     let key = CredentialKey::new("ns", "s");
@@ -31,7 +20,7 @@ async fn an_invalidation_between_fetch_and_store_is_not_lost() {
     // The load has fetched "old" and waits just before its store.
     barrier.wait().await;
     *cache.inner.before_store.lock().unwrap() = None;
-    *source.0.lock().unwrap() = "new";
+    source.set_token("new");
     cache.invalidate(&key).await;
     barrier.wait().await;
     let _ = reader.await.unwrap().unwrap();
@@ -50,8 +39,7 @@ async fn an_invalidation_between_fetch_and_store_is_not_lost() {
 
 #[tokio::test]
 async fn epochs_are_not_kept_for_keys_without_a_load() {
-    let source = Arc::new(Settable(Mutex::new("t")));
-    let cache = CredentialCache::new(source, CredentialCacheConfig::default());
+    let cache = CredentialCache::new(FakeSource::token("t"), CredentialCacheConfig::default());
     for i in 0..1000 {
         let key = CredentialKey::new("ns", format!("s{i}"));
         cache.get(&key).await.unwrap();
@@ -121,39 +109,10 @@ fn min_ttl_never_exceeds_ttl() {
     );
 }
 
-/// A source that takes `delay` per fetch and fails (transiently) the first `failures` times;
-/// it counts the fetches that ran to their end.
-struct Slow {
-    delay: Duration,
-    failures: std::sync::atomic::AtomicUsize,
-    finished: std::sync::atomic::AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl CredentialSource for Arc<Slow> {
-    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
-        tokio::time::sleep(self.delay).await;
-        self.finished.fetch_add(1, Ordering::SeqCst);
-        let failing = self
-            .failures
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok();
-        if failing {
-            return Err(SourceError::Read {
-                key: key.clone(),
-                source: Arc::new(std::io::Error::other("plugin timed out")),
-            });
-        }
-        Credential::from_token_bytes(b"fresh")
-    }
-}
-
-fn slow(delay_ms: u64, failures: usize) -> Arc<Slow> {
-    Arc::new(Slow {
-        delay: Duration::from_millis(delay_ms),
-        failures: std::sync::atomic::AtomicUsize::new(failures),
-        finished: std::sync::atomic::AtomicUsize::new(0),
-    })
+/// A source that takes `delay_ms` per fetch and fails (transiently) the first `failures` times.
+fn slow(delay_ms: u64, failures: usize) -> Arc<FakeSource> {
+    let source = FakeSource::token("fresh").with_delay(Duration::from_millis(delay_ms));
+    Arc::new(source.failing_first(failures))
 }
 
 /// A caller that gives up (a probe's deadline) does not cancel the load: it ends by its own
@@ -161,12 +120,12 @@ fn slow(delay_ms: u64, failures: usize) -> Arc<Slow> {
 #[tokio::test]
 async fn a_load_whose_callers_all_gave_up_still_runs_to_its_end() {
     let source = slow(200, 0);
-    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let key = CredentialKey::new("ns", "s");
     let gave_up = tokio::time::timeout(Duration::from_millis(20), cache.get(&key)).await;
     assert!(gave_up.is_err(), "the caller's deadline passed first");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(source.finished.load(Ordering::SeqCst), 1);
+    assert_eq!(source.finished(), 1);
     cache.get(&key).await.unwrap();
     assert_eq!(
         cache.stats().fetches,
@@ -180,7 +139,7 @@ async fn a_load_whose_callers_all_gave_up_still_runs_to_its_end() {
 #[tokio::test]
 async fn a_transient_failure_is_served_while_a_retry_runs() {
     let source = slow(150, 2);
-    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let key = CredentialKey::new("ns", "s");
     assert!(cache.get(&key).await.is_err(), "the first load fails");
 
@@ -197,17 +156,13 @@ async fn a_transient_failure_is_served_while_a_retry_runs() {
         "one retry at a time, none waited on"
     );
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(
-        source.finished.load(Ordering::SeqCst),
-        2,
-        "exactly one retry ran"
-    );
+    assert_eq!(source.finished(), 2, "exactly one retry ran");
 
     // The retry failed too; a changed Secret makes the next caller wait for a fresh read.
     cache.invalidate(&key).await;
     let fresh = cache.get(&key).await.unwrap();
     assert_eq!(fresh.token().unwrap().expose_secret(), "fresh");
-    assert_eq!(source.finished.load(Ordering::SeqCst), 3);
+    assert_eq!(source.finished(), 3);
 }
 
 mod slot;

@@ -18,10 +18,10 @@ use super::{
     service,
 };
 use crate::{
-    ClientFactory, ClientIdentity, Credential, CredentialCache, CredentialCacheConfig,
-    CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
-    SourceError,
+    ClientFactory, ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    CredentialKey, EndpointPolicy, MemberClientConfig,
     guarded_resolver::{GuardedResolver, system_lookup},
+    test_util::FakeSource,
 };
 
 /// Every wait in these tests is bounded by this.
@@ -324,17 +324,6 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
     assert_eq!(server.wait_open_at_most(1).await, 1);
 }
 
-/// A source whose client certificate the test sets.
-struct Settable(std::sync::Mutex<ClientIdentity>);
-
-#[async_trait::async_trait]
-impl CredentialSource for Arc<Settable> {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-        let identity = self.0.lock().unwrap().clone();
-        Ok(Credential::from_identity(identity))
-    }
-}
-
 /// Through the whole stack: the identity comes from the cache, and a rotated certificate is
 /// presented by the next request.
 #[tokio::test]
@@ -342,16 +331,16 @@ async fn a_factory_client_presents_the_identity_its_credential_holds() {
     let pki = TestPki::new();
     let server = MtlsServer::start(&pki, ClientAuth::Required).await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
-    let source = Arc::new(Settable(std::sync::Mutex::new(a.clone())));
+    let source = Arc::new(FakeSource::identity(a.clone()));
     let key = CredentialKey::new("ns", "m1");
-    let tokens = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let factory = ClientFactory::new(tokens.clone()).with_policy(EndpointPolicy::loopback());
     let config =
         MemberClientConfig::new("m1", server.url(), key.clone()).with_ca_bundle(pki.ca_pem());
     let client = factory.build(&config, &CredentialHealth::new()).unwrap();
 
     for (identity, want) in [(&a, "A"), (&a, "A"), (&b, "B"), (&a, "A")] {
-        *source.0.lock().unwrap() = identity.clone();
+        source.set_identity(identity.clone());
         tokens.invalidate(&key).await;
         let response = client.send(request("/", None)).await.unwrap();
         assert_eq!(seen(response).await.cn, want);

@@ -8,20 +8,19 @@ use std::{
     net::SocketAddr,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
-    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    CredentialKey, CredentialSource, MemberClientConfig, SourceError,
+    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
+    MemberClientConfig, test_util::FakeSource,
 };
 use tokio::{net::TcpListener, sync::Barrier, task::JoinHandle};
 
@@ -201,75 +200,11 @@ fn status(code: StatusCode, reason: &str) -> Response<Full<Bytes>> {
     response
 }
 
-/// A credential source whose token the test sets, counting fetches; optionally gated shut.
-#[derive(Default)]
-pub struct ScriptedSource {
-    token: Mutex<Option<String>>,
-    fetches: AtomicUsize,
-    gate_open: AtomicBool,
-    gate: tokio::sync::Notify,
-}
-
-impl ScriptedSource {
-    pub fn new(token: &str) -> Arc<Self> {
-        let source = Self::default();
-        source.gate_open.store(true, Ordering::SeqCst);
-        source.set_token(token);
-        Arc::new(source)
-    }
-
-    /// A source whose fetches wait until [`open_gate`](Self::open_gate).
-    pub fn gated(token: &str) -> Arc<Self> {
-        let source = Self::default();
-        source.set_token(token);
-        Arc::new(source)
-    }
-
-    pub fn open_gate(&self) {
-        self.gate_open.store(true, Ordering::SeqCst);
-        self.gate.notify_waiters();
-    }
-
-    /// What the Secret holds now. The cache is not told.
-    pub fn set_token(&self, token: &str) {
-        *self.token.lock().unwrap() = Some(token.to_owned());
-    }
-
-    /// The Secret is gone.
-    pub fn delete(&self) {
-        *self.token.lock().unwrap() = None;
-    }
-
-    pub fn fetches(&self) -> usize {
-        self.fetches.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl CredentialSource for ScriptedSource {
-    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
-        self.fetches.fetch_add(1, Ordering::SeqCst);
-        // Read first, then wait: a gated fetch returns what the Secret held when it started.
-        let token = self.token.lock().unwrap().clone();
-        loop {
-            let notified = self.gate.notified();
-            if self.gate_open.load(Ordering::SeqCst) {
-                break;
-            }
-            notified.await;
-        }
-        match token {
-            Some(token) => Credential::from_token_bytes(token.as_bytes()),
-            None => Err(SourceError::NotFound { key: key.clone() }),
-        }
-    }
-}
-
 /// A loopback apiserver that accepts `token-a`, a source holding it, and a member client over
 /// both.
-pub async fn member_with_token_a() -> (LoopbackApiserver, Arc<ScriptedSource>, Member) {
+pub async fn member_with_token_a() -> (LoopbackApiserver, Arc<FakeSource>, Member) {
     let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = ScriptedSource::new("token-a");
+    let source = Arc::new(FakeSource::token("token-a"));
     let member = Member::new(&server.url(), &source);
     (server, source, member)
 }
@@ -283,13 +218,13 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn new(url: &str, source: &Arc<ScriptedSource>) -> Self {
+    pub fn new(url: &str, source: &Arc<FakeSource>) -> Self {
         Self::with_cache_config(url, source, CredentialCacheConfig::default())
     }
 
     pub fn with_cache_config(
         url: &str,
-        source: &Arc<ScriptedSource>,
+        source: &Arc<FakeSource>,
         config: CredentialCacheConfig,
     ) -> Self {
         Self::build(
@@ -300,7 +235,7 @@ impl Member {
     }
 
     /// A member that lets `n` requests be in flight at once.
-    pub fn with_in_flight_limit(url: &str, source: &Arc<ScriptedSource>, n: usize) -> Self {
+    pub fn with_in_flight_limit(url: &str, source: &Arc<FakeSource>, n: usize) -> Self {
         let mut client_config = MemberClientConfig::new("member1", url, Self::key());
         client_config.max_concurrent_requests = n;
         Self::build(source, CredentialCacheConfig::default(), client_config)
@@ -311,7 +246,7 @@ impl Member {
     }
 
     fn build(
-        source: &Arc<ScriptedSource>,
+        source: &Arc<FakeSource>,
         config: CredentialCacheConfig,
         client_config: MemberClientConfig,
     ) -> Self {

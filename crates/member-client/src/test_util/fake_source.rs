@@ -1,0 +1,196 @@
+//! [`FakeSource`]: a credential source whose answer, pace and failures the test sets.
+
+use std::{
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+
+use crate::{ClientIdentity, Credential, CredentialKey, CredentialSource, SourceError};
+
+/// What the fake Secret holds.
+#[derive(Clone)]
+enum Held {
+    Token(String),
+    Identity(ClientIdentity),
+    Missing,
+}
+
+/// A [`CredentialSource`] standing in for a member's Secret.
+///
+/// It answers with what the test last put in it ([`set_token`](Self::set_token),
+/// [`set_identity`](Self::set_identity), [`delete`](Self::delete)); the cache is not told of a
+/// change, as it is not when a Secret changes before its watch event. Knobs, set before it is
+/// shared: [`with_delay`](Self::with_delay) (a slow plugin), [`failing_first`](Self::failing_first)
+/// (transient failures), [`gated`](Self::gated) (fetches wait for [`open_gate`](Self::open_gate)).
+///
+/// A fetch counts itself ([`fetches`](Self::fetches)), reads what the Secret holds, waits for
+/// the gate and the delay, counts itself [`finished`](Self::finished), and then fails if a
+/// failure is still due. So a gated fetch returns what the Secret held when it started.
+///
+/// ```
+/// use std::sync::Arc;
+/// use member_client::{CredentialCache, CredentialCacheConfig, CredentialKey};
+/// use member_client::test_util::FakeSource;
+///
+/// # async fn doc() {
+/// let source = Arc::new(FakeSource::token("token-a"));
+/// let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
+/// let key = CredentialKey::new("ns", "member1");
+/// cache.get(&key).await.unwrap();
+/// source.set_token("token-b");
+/// cache.invalidate(&key).await;
+/// cache.get(&key).await.unwrap();
+/// assert_eq!(source.fetches(), 2);
+/// # }
+/// ```
+pub struct FakeSource {
+    held: Mutex<Held>,
+    delay: Duration,
+    failures: AtomicUsize,
+    gate_open: AtomicBool,
+    gate: Notify,
+    fetches: AtomicUsize,
+    finished: AtomicUsize,
+}
+
+impl std::fmt::Debug for FakeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeSource")
+            .field("fetches", &self.fetches())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeSource {
+    fn holding(held: Held) -> Self {
+        Self {
+            held: Mutex::new(held),
+            delay: Duration::ZERO,
+            failures: AtomicUsize::new(0),
+            gate_open: AtomicBool::new(true),
+            gate: Notify::new(),
+            fetches: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+        }
+    }
+
+    /// A Secret holding a bearer token (checked as a real one is, at each fetch).
+    pub fn token(token: impl Into<String>) -> Self {
+        Self::holding(Held::Token(token.into()))
+    }
+
+    /// A Secret holding a client certificate and key.
+    pub fn identity(identity: ClientIdentity) -> Self {
+        Self::holding(Held::Identity(identity))
+    }
+
+    /// No Secret: every fetch fails with [`SourceError::NotFound`].
+    pub fn missing() -> Self {
+        Self::holding(Held::Missing)
+    }
+
+    /// Each fetch takes `delay`, as a slow exec plugin does.
+    #[must_use]
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// The first `n` fetches fail transiently ([`SourceError::Read`]), after their delay.
+    #[must_use]
+    pub fn failing_first(self, n: usize) -> Self {
+        self.failures.store(n, Ordering::SeqCst);
+        self
+    }
+
+    /// Fetches wait until [`open_gate`](Self::open_gate), so a test can act while a load is
+    /// in flight.
+    #[must_use]
+    pub fn gated(self) -> Self {
+        self.gate_open.store(false, Ordering::SeqCst);
+        self
+    }
+
+    /// Lets every waiting and later fetch through.
+    pub fn open_gate(&self) {
+        self.gate_open.store(true, Ordering::SeqCst);
+        self.gate.notify_waiters();
+    }
+
+    /// The Secret now holds `token`.
+    pub fn set_token(&self, token: impl Into<String>) {
+        self.set(Held::Token(token.into()));
+    }
+
+    /// The Secret now holds `identity`.
+    pub fn set_identity(&self, identity: ClientIdentity) {
+        self.set(Held::Identity(identity));
+    }
+
+    /// The Secret is gone.
+    pub fn delete(&self) {
+        self.set(Held::Missing);
+    }
+
+    /// Fetches started so far.
+    pub fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+
+    /// Fetches that ran to their end (past the gate and the delay) so far.
+    pub fn finished(&self) -> usize {
+        self.finished.load(Ordering::SeqCst)
+    }
+
+    fn set(&self, held: Held) {
+        *self.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
+    }
+
+    async fn pass_gate(&self) {
+        loop {
+            let notified = self.gate.notified();
+            if self.gate_open.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+#[async_trait]
+impl CredentialSource for FakeSource {
+    async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
+        self.fetches.fetch_add(1, Ordering::SeqCst);
+        let held = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.pass_gate().await;
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        let failing = self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if failing {
+            return Err(SourceError::Read {
+                key: key.clone(),
+                source: Arc::new(std::io::Error::other("the source timed out")),
+            });
+        }
+        match held {
+            Held::Token(token) => Credential::from_token_bytes(token.as_bytes()),
+            Held::Identity(identity) => Ok(Credential::from_identity(identity)),
+            Held::Missing => Err(SourceError::NotFound { key: key.clone() }),
+        }
+    }
+}
