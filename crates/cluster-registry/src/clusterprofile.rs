@@ -140,31 +140,31 @@ pub struct AccessProvider {
 
 /// A kubeconfig `Cluster` (clientcmd v1), under kubeconfig's field names.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", default)]
 pub struct ProfileCluster {
     /// The apiserver's URL.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub server: String,
     /// The name the serving certificate is verified against.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_server_name: Option<String>,
     /// Skip verifying the serving certificate.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub insecure_skip_tls_verify: bool,
     /// A file path; refused, since a profile must not make Tether read its files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_authority: Option<String>,
     /// Base64 of the PEM CA bundle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_authority_data: Option<String>,
     /// An `http://` or `https://` proxy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_url: Option<String>,
     /// Whether responses may be served uncompressed.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disable_compression: bool,
     /// Named extensions, such as [`EXEC_EXTENSION`].
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<NamedExtension>,
 }
 

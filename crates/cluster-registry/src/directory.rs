@@ -121,26 +121,19 @@ pub struct MemberFile {
     pub name: String,
     /// The member apiserver's URL, `https://host[:port]`; required unless
     /// [`kubeconfig`](Self::kubeconfig) is given.
-    #[serde(default)]
     pub api_endpoint: Option<String>,
     /// The file holding the bearer token.
-    #[serde(default)]
     pub token_file: Option<PathBuf>,
     /// The file holding the PEM client certificate chain, leaf first.
-    #[serde(default)]
     pub client_cert_file: Option<PathBuf>,
     /// The file holding the client certificate's PEM private key.
-    #[serde(default)]
     pub client_key_file: Option<PathBuf>,
     /// An exec credential plugin, instead of credential files.
-    #[serde(default)]
     pub exec: Option<MemberExec>,
     /// A kubeconfig holding the endpoint, TLS settings and credential, instead of all other
     /// keys but `name`.
-    #[serde(default)]
     pub kubeconfig: Option<PathBuf>,
     /// The file holding the PEM CA bundle; the system roots are used without one.
-    #[serde(default)]
     pub ca_file: Option<PathBuf>,
     /// Skip verifying the member's serving certificate.
     #[serde(rename = "insecureSkipTLSVerification", default)]
@@ -150,7 +143,6 @@ pub struct MemberFile {
     pub proxy_url: Option<String>,
     /// Token rotation: Tether mints the token of this ServiceAccount and replaces
     /// [`token_file`](Self::token_file) with it ([`token_rotation`](crate::token_rotation)).
-    #[serde(default)]
     pub rotation: Option<RotationBlock>,
 }
 

@@ -237,16 +237,13 @@ pub struct RotationBlock {
     /// `namespace/name`.
     pub service_account: String,
     /// As [`ROTATE_ANNOTATION`].
-    #[serde(default)]
     pub enabled: Option<bool>,
     /// As [`EXPIRATION_ANNOTATION`].
-    #[serde(default)]
     pub expiration_seconds: Option<i64>,
     /// As [`AUDIENCES_ANNOTATION`], as a list.
     #[serde(default)]
     pub audiences: Vec<String>,
     /// As [`ROTATE_NOW_ANNOTATION`].
-    #[serde(default)]
     pub rotate_now: Option<String>,
 }
 
