@@ -23,9 +23,8 @@ use std::{
 };
 
 use cluster_registry::{
-    InvalidReason, MemberState, Registry, SourceState, clusterprofile::ClusterProfile,
+    InvalidReason, MemberState, Registry, Source, SourceState, clusterprofile::ClusterProfile,
 };
-use futures::StreamExt as _;
 use tokio::{sync::watch, time::Instant};
 
 use super::{
@@ -35,10 +34,10 @@ use super::{
     profile,
     queue::Queue,
 };
-use crate::member::{leadership::Leadership, status::MemberStatus};
-
-/// How often writes and deletions that failed are tried again.
-const RETRY_PERIOD: Duration = Duration::from_secs(5);
+use crate::member::{
+    leadership::{LeaderWrites, concurrently, write_while_leading},
+    status::MemberStatus,
+};
 
 /// How long a Secret whose marking failed is left before it is tried again: a collector
 /// without `patch` on Secrets must not GET every member's Secret every few seconds.
@@ -47,9 +46,6 @@ const MARK_RETRY_PERIOD: Duration = Duration::from_secs(60);
 /// Reads and conditional writes of one profile per round: a conflict is read again once at
 /// once, and after that at the next retry.
 const WRITE_ATTEMPTS: u32 = 2;
-
-/// Requests in flight at once.
-const CONCURRENT_WRITES: usize = 16;
 
 /// The handle members' observers submit through. Cloning is cheap.
 #[derive(Clone)]
@@ -76,13 +72,15 @@ impl ProfilePublisher {
             marked: BTreeMap::new(),
             mark_failed: BTreeMap::new(),
             namespace,
+            // `registry` holds the sender, so this receiver never sees it closed.
+            sources: registry.sources().subscribe(),
             registry,
             queue: queue.clone(),
             written: BTreeMap::new(),
             refused: BTreeSet::new(),
             collect_garbage: true,
         };
-        (Self { queue }, writes.run(leader))
+        (Self { queue }, write_while_leading(writes, leader))
     }
 
     /// Records how `member` is reached; `None` when its definition is unusable, so that its
@@ -113,6 +111,8 @@ struct Writes {
     mark_failed: BTreeMap<String, (Mark, Instant)>,
     namespace: String,
     registry: Registry,
+    /// Wakes the writer when a source of members has listed: garbage may be collectable.
+    sources: watch::Receiver<BTreeMap<Source, SourceState>>,
     queue: Arc<Queue>,
     /// What this replica wrote since it last became leader, and the `resourceVersion` that
     /// write left: the next write's precondition.
@@ -123,42 +123,38 @@ struct Writes {
     collect_garbage: bool,
 }
 
-impl Writes {
-    async fn run(mut self, leader: Option<watch::Receiver<bool>>) {
-        // NB: `self.registry` holds the sender, so this receiver never sees it closed.
-        let mut sources = self.registry.sources().subscribe();
-        let mut leadership = Leadership::new(leader);
-        let mut retry = tokio::time::interval(RETRY_PERIOD);
-        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = self.queue.wake.notified() => {}
-                _ = retry.tick() => {}
-                Ok(()) = sources.changed() => {}
-                () = leadership.changed() => {
-                    // A new leader writes everything again (the previous one may have died
-                    // before writing the last changes) and collects what no one deleted.
-                    self.written.clear();
-                    self.marked.clear();
-                    self.mark_failed.clear();
-                    self.collect_garbage = true;
-                }
-            }
-            let leading = leadership.leading();
-            if !leading {
-                // The next leader's garbage collection deletes these.
-                self.queue.drop_removals();
-                continue;
-            }
-            self.mark_due().await;
-            self.write_due().await;
-            self.delete_removed().await;
-            if self.collect_garbage {
-                self.collect_garbage = !self.delete_garbage().await;
-            }
+impl LeaderWrites for Writes {
+    async fn woken(&mut self) {
+        tokio::select! {
+            () = self.queue.wake.notified() => {}
+            Ok(()) = self.sources.changed() => {}
         }
     }
 
+    fn leadership_changed(&mut self) {
+        // A new leader also collects what no one deleted.
+        self.written.clear();
+        self.marked.clear();
+        self.mark_failed.clear();
+        self.collect_garbage = true;
+    }
+
+    fn following(&mut self) {
+        // The next leader's garbage collection deletes these.
+        self.queue.drop_removals();
+    }
+
+    async fn write_due(&mut self) {
+        self.mark_due().await;
+        self.write_profiles().await;
+        self.delete_removed().await;
+        if self.collect_garbage {
+            self.collect_garbage = !self.delete_garbage().await;
+        }
+    }
+}
+
+impl Writes {
     /// Marks the credential Secret of every observed member whose mark this replica has not
     /// seen, before its profile offers it.
     async fn mark_due(&mut self) {
@@ -179,14 +175,11 @@ impl Writes {
             })
             .collect();
         let marks = &self.marks;
-        let done: Vec<(Mark, Result<Marked, kube::Error>)> = futures::stream::iter(due)
-            .map(|mark| async move {
-                let outcome = marks.mark(&mark).await;
-                (mark, outcome)
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .collect()
-            .await;
+        let done = concurrently(due, |mark| async move {
+            let outcome = marks.mark(&mark).await;
+            (mark, outcome)
+        })
+        .await;
         for (mark, outcome) in done {
             let member = mark.member.clone();
             let secret = format!("{}/{}", mark.secret.namespace, mark.secret.name);
@@ -214,7 +207,7 @@ impl Writes {
     }
 
     /// Writes every observed member whose profile differs from what this replica wrote.
-    async fn write_due(&mut self) {
+    async fn write_profiles(&mut self) {
         let due: Vec<(String, ClusterProfile, Option<String>)> = self
             .queue
             .observed()
@@ -230,15 +223,11 @@ impl Writes {
             })
             .collect();
         let this = &*self;
-        let done: Vec<(String, ClusterProfile, Result<String, Refusal>)> =
-            futures::stream::iter(due)
-                .map(|(member, built, version)| async move {
-                    let outcome = this.write(&member, &built, version).await;
-                    (member, built, outcome)
-                })
-                .buffer_unordered(CONCURRENT_WRITES)
-                .collect()
-                .await;
+        let done = concurrently(due, |(member, built, version)| async move {
+            let outcome = this.write(&member, &built, version).await;
+            (member, built, outcome)
+        })
+        .await;
         for (member, built, outcome) in done {
             match outcome {
                 // Forgotten meanwhile: keep it forgotten.
@@ -304,14 +293,11 @@ impl Writes {
     async fn delete_removed(&mut self) {
         let removed = self.queue.removed();
         let api = &self.api;
-        let done: Vec<(String, Result<(), kube::Error>)> = futures::stream::iter(removed)
-            .map(|member| async move {
-                let outcome = api.delete_ours(&member).await;
-                (member, outcome)
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .collect()
-            .await;
+        let done = concurrently(removed, |member| async move {
+            let outcome = api.delete_ours(&member).await;
+            (member, outcome)
+        })
+        .await;
         for (member, outcome) in done {
             match outcome {
                 Ok(()) => {
@@ -365,25 +351,21 @@ impl Writes {
                 .is_some_and(|name| !members.contains(name))
         });
         let api = &self.api;
-        let failed = futures::stream::iter(garbage)
-            .map(|meta| async move {
-                let name = meta.name.clone().unwrap_or_default();
-                match api.delete_unchanged(&meta).await {
-                    Ok(()) => {
-                        tracing::info!(profile = name, "ClusterProfile of no member deleted");
-                        false
-                    }
-                    Err(err) => {
-                        tracing::warn!(profile = name, error = %err, "deleting ClusterProfile failed");
-                        true
-                    }
+        let deleted = concurrently(garbage, |meta| async move {
+            let name = meta.name.clone().unwrap_or_default();
+            match api.delete_unchanged(&meta).await {
+                Ok(()) => {
+                    tracing::info!(profile = name, "ClusterProfile of no member deleted");
+                    true
                 }
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .filter(|failed| std::future::ready(*failed))
-            .count()
-            .await;
-        failed == 0
+                Err(err) => {
+                    tracing::warn!(profile = name, error = %err, "deleting ClusterProfile failed");
+                    false
+                }
+            }
+        })
+        .await;
+        deleted.into_iter().all(|deleted| deleted)
     }
 }
 

@@ -1,7 +1,16 @@
 //! [`Leadership`]: whether this replica may write, as its leader-election Lease says; one
 //! rule for every writer to the control plane (member status, ClusterProfiles).
 
+use std::time::Duration;
+
+use futures::StreamExt as _;
 use tokio::sync::watch;
+
+/// How often a writer tries again what failed.
+const RETRY_PERIOD: Duration = Duration::from_secs(5);
+
+/// Requests a writer has in flight at once.
+const CONCURRENT_WRITES: usize = 16;
 
 /// Whether this replica writes: always without leader election; with it, only while it leads;
 /// never again once the election has ended, since it cannot know it leads any more.
@@ -39,6 +48,56 @@ impl Leadership {
             Self::Ended => false,
         }
     }
+}
+
+/// A writer to the control plane that only the leader runs: it writes what is due whenever it
+/// is woken, and every [`RETRY_PERIOD`] for what failed.
+pub(crate) trait LeaderWrites {
+    /// Resolves when something new may be due.
+    async fn woken(&mut self);
+    /// Leadership changed: a new leader writes everything again, since the previous one may
+    /// have died before writing the last changes.
+    fn leadership_changed(&mut self);
+    /// Instead of writing, while another replica leads.
+    fn following(&mut self) {}
+    /// Writes what is due.
+    async fn write_due(&mut self);
+}
+
+/// Runs `writes` for ever, writing while `leader` (`None`: no election) says this replica
+/// leads.
+pub(crate) async fn write_while_leading(
+    mut writes: impl LeaderWrites,
+    leader: Option<watch::Receiver<bool>>,
+) {
+    let mut leadership = Leadership::new(leader);
+    let mut retry = tokio::time::interval(RETRY_PERIOD);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = writes.woken() => {}
+            _ = retry.tick() => {}
+            () = leadership.changed() => writes.leadership_changed(),
+        }
+        if leadership.leading() {
+            writes.write_due().await;
+        } else {
+            writes.following();
+        }
+    }
+}
+
+/// `write` run on each of `items`, [`CONCURRENT_WRITES`] at once: the outcomes, in the order
+/// they came.
+pub(crate) async fn concurrently<T, F: Future>(
+    items: impl IntoIterator<Item = T>,
+    write: impl FnMut(T) -> F,
+) -> Vec<F::Output> {
+    futures::stream::iter(items)
+        .map(write)
+        .buffer_unordered(CONCURRENT_WRITES)
+        .collect()
+        .await
 }
 
 #[cfg(test)]

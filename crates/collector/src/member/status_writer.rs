@@ -8,11 +8,9 @@
 use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
-    time::Duration,
 };
 
 use cluster_registry::karmada::{Cluster, ClusterStatus};
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Api, Client, Resource as _,
@@ -24,7 +22,7 @@ use tokio::sync::{Notify, watch};
 
 use super::{
     health::MemberHealth,
-    leadership::Leadership,
+    leadership::{LeaderWrites, concurrently, write_while_leading},
     status::{MemberStatus, READY_CONDITION},
     status_fence::{FenceError, StatusFence},
 };
@@ -32,12 +30,6 @@ use crate::shard::Shard;
 
 /// Field manager for status patches, and the reporting controller of Events.
 const MANAGER: &str = "tether-collector";
-
-/// How often statuses whose write failed are tried again.
-const RETRY_PERIOD: Duration = Duration::from_secs(5);
-
-/// Writes in flight at once.
-const CONCURRENT_WRITES: usize = 16;
 
 /// The merge patch of a `Cluster`'s status subresource.
 #[derive(Debug, Serialize)]
@@ -94,7 +86,7 @@ impl StatusWriter {
             written: BTreeMap::new(),
             fence,
         };
-        (Self { queue }, writes.run(leader))
+        (Self { queue }, write_while_leading(writes, leader))
     }
 
     /// Submits `member`'s status; it is written (with an Event if its reason changed) when this
@@ -126,25 +118,13 @@ struct Writes {
     fence: Option<StatusFence>,
 }
 
-impl Writes {
-    async fn run(mut self, leader: Option<watch::Receiver<bool>>) {
-        let mut leadership = Leadership::new(leader);
-        let mut retry = tokio::time::interval(RETRY_PERIOD);
-        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = self.queue.wake.notified() => {}
-                _ = retry.tick() => {}
-                () = leadership.changed() => {
-                    // A new leader writes everything again: the previous one may have died
-                    // before writing the last transitions.
-                    self.written.clear();
-                }
-            }
-            if leadership.leading() {
-                self.write_due().await;
-            }
-        }
+impl LeaderWrites for Writes {
+    async fn woken(&mut self) {
+        self.queue.wake.notified().await;
+    }
+
+    fn leadership_changed(&mut self) {
+        self.written.clear();
     }
 
     /// Writes every submitted status that differs from what this replica wrote.
@@ -176,23 +156,21 @@ impl Writes {
             })
             .collect();
         let this = &*self;
-        let done: Vec<(String, MemberStatus)> = futures::stream::iter(due)
-            .map(|(member, status, previous)| async move {
-                let written = this.publish(&member, &status, previous.as_ref()).await;
-                written.then_some((member, status))
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .filter_map(std::future::ready)
-            .collect()
-            .await;
-        for (member, status) in done {
+        let done = concurrently(due, |(member, status, previous)| async move {
+            let written = this.publish(&member, &status, previous.as_ref()).await;
+            written.then_some((member, status))
+        })
+        .await;
+        for (member, status) in done.into_iter().flatten() {
             // Forgotten meanwhile: keep it forgotten.
             if self.queue.latest().contains_key(&member) {
                 self.written.insert(member, status);
             }
         }
     }
+}
 
+impl Writes {
     /// Writes `status` and, if its reason changed, records an Event. Returns whether the status
     /// was written. `previous` is what this replica last wrote; without it (the first write
     /// since it became leader) the transition is judged against the `Cluster`'s `Ready` reason
