@@ -8,6 +8,7 @@ use std::{
 use cluster_registry::{DirectoryConfig, MemberSpec, RegistryBuilder};
 use kube::client::Body;
 use member_client::CredentialKey;
+use rstest::rstest;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -168,42 +169,22 @@ async fn a_follower_writes_nothing_until_it_leads() {
     );
 }
 
+/// A Secret marked for another member, a ServiceAccount token's, or one already marked for
+/// the member: not patched, and not read again at the next round.
+#[rstest]
+#[case::marked_for_another_member(json!({"apiVersion": "v1", "kind": "Secret",
+    "metadata": {"name": "member1", "namespace": "karmada-cluster",
+                 "labels": {"tether.io/member": "member2"}}}))]
+#[case::a_service_account_token(json!({"apiVersion": "v1", "kind": "Secret",
+    "type": "kubernetes.io/service-account-token",
+    "metadata": {"name": "member1", "namespace": "karmada-cluster"}}))]
+#[case::already_marked_for_the_member_and_its_server(json!({"apiVersion": "v1", "kind": "Secret",
+    "metadata": {"name": "member1", "namespace": "karmada-cluster",
+                 "labels": {"tether.io/member": "member1"},
+                 "annotations": {"tether.io/server": "https://10.0.0.1:6443"}}}))]
 #[tokio::test(start_paused = true)]
-async fn a_secret_marked_for_another_member_or_a_service_account_token_is_left_alone() {
-    for secret in [
-        json!({"apiVersion": "v1", "kind": "Secret",
-               "metadata": {"name": "member1", "namespace": "karmada-cluster",
-                            "labels": {"tether.io/member": "member2"}}}),
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-               "metadata": {"name": "member1", "namespace": "karmada-cluster"}}),
-    ] {
-        let (client, log) = scripted_with_secret(secret);
-        let profiles = publisher(client, None);
-        profiles.define("member1", Some(access()));
-        profiles.submit("member1", &status(MemberHealth::Healthy));
-        settle().await;
-        let requests = taken(&log);
-        assert_eq!(requests[0], format!("GET {SECRET}"), "{requests:?}");
-        assert!(
-            !requests.contains(&format!("PATCH {SECRET}")),
-            "never marked: {requests:?}"
-        );
-        assert!(
-            requests.contains(&format!("PATCH {PROFILE}/status")),
-            "the profile is still published: {requests:?}"
-        );
-        // Refused marks wait a minute before the Secret is read again.
-        settle().await;
-        assert!(!taken(&log).contains(&format!("GET {SECRET}")));
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_secret_already_marked_for_the_member_and_its_server_is_not_patched() {
-    let (client, log) = scripted_with_secret(json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "member1", "namespace": "karmada-cluster",
-                     "labels": {"tether.io/member": "member1"},
-                     "annotations": {"tether.io/server": "https://10.0.0.1:6443"}}}));
+async fn a_secret_not_to_mark_is_left_alone(#[case] secret: serde_json::Value) {
+    let (client, log) = scripted_with_secret(secret);
     let profiles = publisher(client, None);
     profiles.define("member1", Some(access()));
     profiles.submit("member1", &status(MemberHealth::Healthy));
@@ -212,8 +193,15 @@ async fn a_secret_already_marked_for_the_member_and_its_server_is_not_patched() 
     assert_eq!(requests[0], format!("GET {SECRET}"), "{requests:?}");
     assert!(
         !requests.contains(&format!("PATCH {SECRET}")),
-        "{requests:?}"
+        "never marked: {requests:?}"
     );
+    assert!(
+        requests.contains(&format!("PATCH {PROFILE}/status")),
+        "the profile is still published: {requests:?}"
+    );
+    // Refused marks wait a minute before the Secret is read again.
+    settle().await;
+    assert!(!taken(&log).contains(&format!("GET {SECRET}")));
 }
 
 /// An apiserver with member1's profile, Tether's at version 1, that another manager takes
