@@ -69,6 +69,7 @@ pub use plugin_declaration::{
 };
 pub use plugin_file::{ExecPluginsFile, ExecPluginsFileError, MAX_EXEC_PLUGINS_FILE_BYTES};
 pub use policy::ExecPolicy;
+pub use process_table::proc_dir;
 pub use run::{PLUGIN_PATH, run};
 pub use run_as::RunAs;
 pub use wire::{ExecApiVersion, ExecCluster, ExecOutput, UnsupportedApiVersion};

@@ -8,6 +8,8 @@
 //! So every ID here comes from `status`'s `NSpid`, `NSpgid` and `NSsid` lines, which list a
 //! process's IDs from `/proc`'s namespace down to its own: the entry at our depth is ours.
 
+use std::path::{Path, PathBuf};
+
 /// One process, its IDs in the collector's PID namespace (0: not visible there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Process {
@@ -26,6 +28,8 @@ struct Collector {
     proc_pid: i32,
     /// How many namespaces below `/proc`'s ours is: the index of our entry in `NS*` lines.
     depth: usize,
+    /// Its session in our namespace; 0 when the session's leader is outside it.
+    sid: i32,
 }
 
 /// One `/proc/<pid>/status`, the fields we read.
@@ -70,9 +74,11 @@ impl Status {
 
 fn collector() -> Option<Collector> {
     let status = Status::read("self")?;
+    let depth = status.ns_pid.len().checked_sub(1)?;
     Some(Collector {
         proc_pid: *status.ns_pid.first()?,
-        depth: status.ns_pid.len().checked_sub(1)?,
+        depth,
+        sid: status.ns_sid.get(depth).copied().unwrap_or(0),
     })
 }
 
@@ -88,30 +94,49 @@ fn process(status: &Status, collector: &Collector) -> Option<Process> {
     })
 }
 
+/// Every process `/proc` lists, by its directory name, and the collector; `None` when `/proc`
+/// cannot be read or does not show the collector.
+fn statuses() -> Option<(Collector, impl Iterator<Item = (String, Status)>)> {
+    let collector = collector()?;
+    let dir = std::fs::read_dir("/proc").ok()?;
+    let statuses = dir.filter_map(|entry| {
+        let name = entry.ok()?.file_name().into_string().ok()?;
+        name.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
+        let status = Status::read(&name)?;
+        Some((name, status))
+    });
+    Some((collector, statuses))
+}
+
 /// Every process visible in both `/proc` and our namespace; empty when `/proc` cannot be
 /// read or does not show the collector.
 pub(super) fn processes() -> Vec<Process> {
-    let Some(collector) = collector() else {
+    let Some((collector, statuses)) = statuses() else {
         return Vec::new();
     };
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|entry| {
-        let name = entry.ok()?.file_name();
-        let name = name.to_str()?;
-        name.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
-        process(&Status::read(name)?, &collector)
-    })
-    .collect()
+    statuses
+        .filter_map(|(_, status)| process(&status, &collector))
+        .collect()
 }
 
 /// The collector's own session in its namespace; 0 when its leader is outside it.
 pub(super) fn own_session() -> i32 {
-    collector()
-        .zip(Status::read("self"))
-        .and_then(|(collector, status)| status.ns_sid.get(collector.depth).copied())
-        .unwrap_or(0)
+    collector().map_or(0, |collector| collector.sid)
+}
+
+/// Where `/proc` keeps the process our PID namespace calls `pid` (as `getpid` or
+/// `Child::id` gave it); `None` when it is gone. When `/proc` belongs to an outer namespace,
+/// `/proc/<pid>` would be some other process, or none.
+pub fn proc_dir(pid: i32) -> Option<PathBuf> {
+    let (collector, mut statuses) = statuses()?;
+    let ours = |status: &Status| process(status, &collector).is_some_and(|p| p.pid == pid);
+    // In one namespace (the common case) the directory is named after `pid`.
+    let direct = pid.to_string();
+    let name = match Status::read(&direct) {
+        Some(status) if ours(&status) => direct,
+        _ => statuses.find(|(_, status)| ours(status))?.0,
+    };
+    Some(Path::new("/proc").join(name))
 }
 
 #[cfg(test)]
@@ -126,6 +151,7 @@ mod tests {
         let collector = Collector {
             proc_pid: 4107,
             depth: 1,
+            sid: 0,
         };
         let process = process(&Status::parse(NESTED), &collector).unwrap();
         assert_eq!(
@@ -146,6 +172,7 @@ mod tests {
         let collector = Collector {
             proc_pid: 4107,
             depth: 1,
+            sid: 0,
         };
         assert_eq!(process(&Status::parse(outside), &collector), None);
     }
@@ -156,6 +183,7 @@ mod tests {
         let collector = Collector {
             proc_pid: 5,
             depth: 0,
+            sid: 0,
         };
         let process = process(&Status::parse(zombie), &collector).unwrap();
         assert!(process.zombie && process.child_of_collector);
@@ -165,5 +193,15 @@ mod tests {
     fn the_collector_finds_itself() {
         let me = rustix::process::getpid().as_raw_nonzero().get();
         assert!(processes().iter().any(|process| process.pid == me));
+        let status = std::fs::read_to_string(proc_dir(me).unwrap().join("status")).unwrap();
+        assert_eq!(Status::parse(&status).ns_pid.last(), Some(&me));
+    }
+
+    #[test]
+    fn a_reaped_child_has_no_proc_dir() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        child.wait().unwrap();
+        assert_eq!(proc_dir(pid), None);
     }
 }
