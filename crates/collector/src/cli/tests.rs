@@ -1,9 +1,15 @@
 use std::time::Duration;
 
 use member_client::EndpointPolicy;
+use rstest::rstest;
 
 use super::*;
 use clap::CommandFactory as _;
+
+/// `flags` parsed as the collector's command line.
+fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
+    Args::try_parse_from(std::iter::once("collector").chain(flags.iter().copied()))
+}
 
 #[test]
 fn flags_are_consistent() {
@@ -12,7 +18,7 @@ fn flags_are_consistent() {
 
 #[test]
 fn defaults() {
-    let args = Args::try_parse_from(["collector"]).unwrap();
+    let args = parse(&[]).unwrap();
     assert_eq!(args.members_from, MembersFrom::Karmada);
     assert_eq!(args.mirror, vec!["apps/v1/deployments".parse().unwrap()]);
     assert!(args.write_status);
@@ -25,24 +31,47 @@ fn defaults() {
     assert_eq!(args.endpoint_policy(), EndpointPolicy::default());
     assert_eq!(args.probe_listen, "0.0.0.0:8081".parse().unwrap());
     assert!(args.tls_cert_file.is_none() && !args.insecure_plain_http_listen);
+    assert_eq!(args.publish_clusterprofiles, None);
+    let exec = args.exec_policy().unwrap();
+    assert!(!exec.allows_any());
+    assert_eq!(exec.run_as(), None);
+}
+
+/// Command lines refused at start, saying `says`.
+#[rstest]
+#[case::a_certificate_without_its_key(&["--tls-cert-file", "c"], "")]
+#[case::a_key_without_its_certificate(&["--tls-private-key-file", "k"], "")]
+#[case::tls_files_with_plain_http(
+    &["--insecure-plain-http-listen", "--tls-cert-file", "c", "--tls-private-key-file", "k"], "")]
+#[case::no_access_reviews(&["--access-review-rate", "0"], "")]
+#[case::an_endpoint_not_an_address(&["--allow-endpoint", "localhost"], "")]
+// Strict without a range would refuse every member.
+#[case::strict_without_a_range(&["--endpoint-policy", "strict"], "")]
+#[case::a_directory_without_its_dir(&["--members-from", "directory"], "")]
+#[case::a_kind_without_its_group_version(&["--mirror", "deployments"], "")]
+#[case::exec_as_root(&["--exec-run-as", "0"], "")]
+#[case::an_empty_namespace(&["--publish-clusterprofiles", ""], "")]
+#[case::an_upper_case_namespace(&["--publish-clusterprofiles", "Fleet"], "")]
+#[case::a_dotted_namespace(&["--publish-clusterprofiles", "a.b"], "")]
+#[case::a_prefixed_namespace(&["--publish-clusterprofiles", "clusterprofile:fleet"], "")]
+#[case::mirroring_secrets(
+    &["--mirror", "apps/v1/deployments,v1/secrets"],
+    "v1/secrets may not be mirrored: Secrets hold tokens and keys"
+)]
+fn refused(#[case] flags: &[&str], #[case] says: &str) {
+    let err = parse(flags).unwrap_err().to_string();
+    assert!(err.contains(says), "{err}");
 }
 
 #[test]
-fn tls_files_go_together_and_exclude_plain_http() {
-    let both = ["--tls-cert-file", "c", "--tls-private-key-file", "k"];
-    assert!(Args::try_parse_from(["collector"].iter().chain(&both)).is_ok());
-    assert!(Args::try_parse_from(["collector", "--tls-cert-file", "c"]).is_err());
-    assert!(Args::try_parse_from(["collector", "--tls-private-key-file", "k"]).is_err());
-    let plain = ["collector", "--insecure-plain-http-listen"];
-    assert!(Args::try_parse_from(plain.iter().chain(&both)).is_err());
-    assert!(Args::try_parse_from(plain).is_ok());
-    assert!(Args::try_parse_from(["collector", "--access-review-rate", "0"]).is_err());
+fn tls_files_go_together_or_plain_http_alone() {
+    assert!(parse(&["--tls-cert-file", "c", "--tls-private-key-file", "k"]).is_ok());
+    assert!(parse(&["--insecure-plain-http-listen"]).is_ok());
 }
 
 #[test]
 fn endpoint_flags_build_the_policy() {
-    let args = Args::try_parse_from([
-        "collector",
+    let args = parse(&[
         "--allow-endpoint",
         "127.0.0.1/32",
         "--allow-endpoint",
@@ -60,20 +89,14 @@ fn endpoint_flags_build_the_policy() {
         .allow_insecure_tls(true);
     assert_eq!(args.endpoint_policy(), want);
     assert_eq!(args.secret_namespace, ["a", "b"]);
-    assert!(Args::try_parse_from(["collector", "--allow-endpoint", "localhost"]).is_err());
 }
 
 #[test]
 fn strict_endpoint_policy_makes_the_ranges_the_whole_allow_list() {
-    let args = Args::try_parse_from([
-        "collector",
-        "--endpoint-policy",
-        "strict",
-        "--allow-endpoint",
-        "127.0.0.2/32",
-    ])
-    .unwrap();
-    let policy = args.endpoint_policy();
+    let range = ["--allow-endpoint", "127.0.0.2/32"];
+    let policy = parse(&[&["--endpoint-policy", "strict"][..], &range].concat())
+        .unwrap()
+        .endpoint_policy();
     let want = EndpointPolicy::default()
         .allow("127.0.0.2/32".parse().unwrap())
         .strict(true);
@@ -82,22 +105,13 @@ fn strict_endpoint_policy_makes_the_ranges_the_whole_allow_list() {
     let admits = |policy: &EndpointPolicy, url: &str| policy.check_uri(&url.parse().unwrap());
     assert_eq!(admits(&policy, "https://127.0.0.2:6443"), Ok(()));
     assert!(admits(&policy, "https://10.0.0.1:6443").is_err());
-    let default = Args::try_parse_from(["collector", "--allow-endpoint", "127.0.0.2/32"])
-        .unwrap()
-        .endpoint_policy();
+    let default = parse(&range).unwrap().endpoint_policy();
     assert_eq!(admits(&default, "https://10.0.0.1:6443"), Ok(()));
-    assert!(
-        Args::try_parse_from(["collector", "--endpoint-policy", "strict"]).is_err(),
-        "strict without a range would refuse every member"
-    );
 }
 
 #[test]
-fn directory_needs_a_dir_and_bad_kinds_are_refused() {
-    assert!(Args::try_parse_from(["collector", "--members-from", "directory"]).is_err());
-    assert!(Args::try_parse_from(["collector", "--mirror", "deployments"]).is_err());
-    let args = Args::try_parse_from([
-        "collector",
+fn mirrored_kinds_and_status_writes_are_chosen() {
+    let args = parse(&[
         "--mirror",
         "apps/v1/deployments,v1/configmaps",
         "--write-status",
@@ -120,8 +134,7 @@ fn exec_flags_build_the_policy() {
     )
     .unwrap();
     let file = file.display().to_string();
-    let args = Args::try_parse_from([
-        "collector",
+    let args = parse(&[
         "--exec-plugins",
         &file,
         "--allow-exec",
@@ -136,47 +149,17 @@ fn exec_flags_build_the_policy() {
     assert_eq!(policy.run_as(), Some("65534:65534".parse().unwrap()));
     assert_eq!(policy.timeout(), Duration::from_secs(7));
     assert_eq!(policy.allowed_paths().len(), 2, "{policy:?}");
-    assert!(Args::try_parse_from(["collector", "--exec-run-as", "0"]).is_err());
     let bad = dir.join("bad.yaml");
     std::fs::write(&bad, "providers: [{name: p, execConfig: {command: sh}}]").unwrap();
     let bad = bad.display().to_string();
-    let args = Args::try_parse_from(["collector", "--exec-plugins", &bad]).unwrap();
+    let args = parse(&["--exec-plugins", &bad]).unwrap();
     let err = format!("{:#}", args.exec_policy().unwrap_err());
     assert!(err.contains("absolute path"), "{err}");
-    let defaults = Args::try_parse_from(["collector"])
-        .unwrap()
-        .exec_policy()
-        .unwrap();
-    assert!(!defaults.allows_any());
-    assert_eq!(defaults.run_as(), None);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn publishing_names_a_namespace() {
-    let args = Args::try_parse_from(["collector", "--publish-clusterprofiles", "fleet"]).unwrap();
+    let args = parse(&["--publish-clusterprofiles", "fleet"]).unwrap();
     assert_eq!(args.publish_clusterprofiles.as_deref(), Some("fleet"));
-    assert_eq!(
-        Args::try_parse_from(["collector"])
-            .unwrap()
-            .publish_clusterprofiles,
-        None
-    );
-    for bad in ["", "Fleet", "a.b", "clusterprofile:fleet"] {
-        assert!(
-            Args::try_parse_from(["collector", "--publish-clusterprofiles", bad]).is_err(),
-            "{bad:?}"
-        );
-    }
-}
-
-#[test]
-fn mirroring_secrets_is_refused_at_start_saying_why() {
-    let err = Args::try_parse_from(["collector", "--mirror", "apps/v1/deployments,v1/secrets"])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("v1/secrets may not be mirrored: Secrets hold tokens and keys"),
-        "{err}"
-    );
 }

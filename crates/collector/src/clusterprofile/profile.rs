@@ -120,6 +120,17 @@ mod tests {
         status
     }
 
+    /// The profile of a healthy member1 whose credential is `secret_ref`.
+    fn healthy_member1(secret_ref: CredentialKey) -> ClusterProfile {
+        let access = access(secret_ref);
+        build(
+            "fleet",
+            "member1",
+            Some(&access),
+            &status_of(MemberHealth::Healthy),
+        )
+    }
+
     fn condition<'a>(profile: &'a ClusterProfile, type_: &str) -> &'a Condition {
         let status = profile.status.as_ref().unwrap();
         status.conditions.iter().find(|c| c.type_ == type_).unwrap()
@@ -187,13 +198,7 @@ mod tests {
 
     #[test]
     fn the_tether_access_provider_names_the_server_the_ca_and_the_secret() {
-        let karmada = access(CredentialKey::new("karmada-cluster", "member1"));
-        let profile = build(
-            "fleet",
-            "member1",
-            Some(&karmada),
-            &status_of(MemberHealth::Healthy),
-        );
+        let profile = healthy_member1(CredentialKey::new("karmada-cluster", "member1"));
         let written = serde_json::to_value(&profile).unwrap();
         assert_eq!(
             written["status"]["accessProviders"],
@@ -217,13 +222,7 @@ mod tests {
 
     #[test]
     fn a_file_member_is_published_without_a_secret() {
-        let file = access(CredentialKey::new("", "/etc/tether/members/member1.yaml"));
-        let profile = build(
-            "fleet",
-            "member1",
-            Some(&file),
-            &status_of(MemberHealth::Healthy),
-        );
+        let profile = healthy_member1(CredentialKey::new("", "/etc/tether/members/member1.yaml"));
         let cluster = &profile.status.unwrap().access_providers[0].cluster;
         assert_eq!(
             cluster.extension(EXEC_EXTENSION),

@@ -71,6 +71,7 @@ pub(crate) fn next(
 #[cfg(test)]
 mod tests {
     use base64::Engine as _;
+    use rstest::rstest;
 
     use super::*;
 
@@ -85,93 +86,132 @@ mod tests {
 
     const SPACING: Duration = Duration::from_secs(30);
 
-    fn decide(token: &str, request: Option<&str>, handled: Option<&str>, now: u64) -> Next {
+    /// Issued at 1000 for 600 s (the apiserver may grant less than asked): due at 1480.
+    const GRANTED_600_S: &str = r#"{"iat":1000,"nbf":1000,"exp":1600}"#;
+    /// The same without `nbf`.
+    const ISSUED_AT_1000: &str = r#"{"iat":1000,"exp":1600}"#;
+
+    /// What [`next`] says, in seconds since the epoch.
+    #[derive(Debug)]
+    enum Says {
+        At(u64),
+        Mint,
+        Expired(u64),
+    }
+    use Says::*;
+
+    /// `token` at `now`, with `request` asked for, and the record saying which request was
+    /// handled last (`handled`) and when the last mint was (`minted`).
+    #[rstest]
+    #[case::before_the_fraction(GRANTED_600_S, None, None, None, 1200, At(1480))]
+    #[case::at_the_fraction(GRANTED_600_S, None, None, None, 1480, Mint)]
+    #[case::at_the_end(GRANTED_600_S, None, None, None, 1600, Expired(1600))]
+    #[case::a_manual_request_mints(ISSUED_AT_1000, Some("r1"), None, None, 1100, Mint)]
+    #[case::a_new_manual_request_mints(ISSUED_AT_1000, Some("r1"), Some("r0"), None, 1100, Mint)]
+    #[case::a_handled_request_mints_no_more(
+        ISSUED_AT_1000,
+        Some("r1"),
+        Some("r1"),
+        None,
+        1100,
+        At(1480)
+    )]
+    // Minted at 1100 for r1: r2 at 1110 waits until 1130, then mints.
+    #[case::a_request_within_the_spacing_waits(
+        ISSUED_AT_1000,
+        Some("r2"),
+        Some("r1"),
+        Some(1100),
+        1110,
+        At(1130)
+    )]
+    #[case::a_request_after_the_spacing_mints(
+        ISSUED_AT_1000,
+        Some("r2"),
+        Some("r1"),
+        Some(1100),
+        1130,
+        Mint
+    )]
+    // A due rotation is not held back, and a wait never passes it.
+    #[case::the_spacing_holds_no_due_rotation_back(
+        ISSUED_AT_1000,
+        Some("r2"),
+        Some("r1"),
+        Some(1470),
+        1480,
+        Mint
+    )]
+    #[case::a_wait_ends_when_the_rotation_is_due(
+        ISSUED_AT_1000,
+        Some("r2"),
+        Some("r1"),
+        Some(1460),
+        1470,
+        At(1480)
+    )]
+    #[case::a_mint_in_the_future_holds_nothing_back(
+        ISSUED_AT_1000,
+        Some("r2"),
+        Some("r1"),
+        Some(9999),
+        1110,
+        Mint
+    )]
+    #[case::an_expired_token_is_reported_even_when_a_rotation_is_requested(
+        ISSUED_AT_1000,
+        Some("r1"),
+        None,
+        None,
+        1700,
+        Expired(1600)
+    )]
+    #[case::a_token_not_a_jwt_is_replaced_at_once("", None, None, None, 1100, Mint)]
+    #[case::a_jwt_without_a_lifetime_is_replaced_at_once(
+        r#"{"sub":"x"}"#,
+        None,
+        None,
+        None,
+        1100,
+        Mint
+    )]
+    #[case::a_jwt_without_its_issue_time_is_replaced_at_once(
+        r#"{"exp":1600}"#,
+        None,
+        None,
+        None,
+        1100,
+        Mint
+    )]
+    fn the_next_step(
+        #[case] payload: &str,
+        #[case] request: Option<&str>,
+        #[case] handled: Option<&str>,
+        #[case] minted: Option<u64>,
+        #[case] now: u64,
+        #[case] says: Says,
+    ) {
+        // No payload: an opaque token.
+        let token = if payload.is_empty() {
+            "opaque".to_owned()
+        } else {
+            jwt(payload)
+        };
         let record = RotationRecord {
             handled_request: handled.map(str::to_owned),
+            minted_at: minted.map(at),
             ..RotationRecord::default()
         };
-        next(Some(token), &record, request, 0.8, SPACING, at(now))
-    }
-
-    #[test]
-    fn the_next_token_is_due_at_the_fraction_of_the_granted_lifetime() {
-        // Issued at 1000 for 600 s (the apiserver may grant less than asked): due at 1480.
-        let token = jwt(r#"{"iat":1000,"nbf":1000,"exp":1600}"#);
-        assert_eq!(decide(&token, None, None, 1200), Next::At(at(1480)));
-        assert!(matches!(decide(&token, None, None, 1480), Next::Mint(_)));
-        assert_eq!(decide(&token, None, None, 1600), Next::Expired(at(1600)));
-    }
-
-    #[test]
-    fn a_manual_request_mints_once() {
-        let token = jwt(r#"{"iat":1000,"exp":1600}"#);
-        assert!(matches!(
-            decide(&token, Some("r1"), None, 1100),
-            Next::Mint(_)
-        ));
-        assert!(matches!(
-            decide(&token, Some("r1"), Some("r0"), 1100),
-            Next::Mint(_)
-        ));
-        assert_eq!(
-            decide(&token, Some("r1"), Some("r1"), 1100),
-            Next::At(at(1480))
-        );
-    }
-
-    #[test]
-    fn manual_requests_mint_at_most_once_per_spacing() {
-        let token = jwt(r#"{"iat":1000,"exp":1600}"#);
-        let minted_at = |secs: u64, handled: &str| RotationRecord {
-            minted_at: Some(at(secs)),
-            handled_request: Some(handled.to_owned()),
-            ..RotationRecord::default()
-        };
-        let decide = |record: &RotationRecord, request: &str, now: u64| {
-            next(Some(&token), record, Some(request), 0.8, SPACING, at(now))
-        };
-        // Minted at 1100 for r1: r2 at 1110 waits until 1130, then mints.
-        assert_eq!(
-            decide(&minted_at(1100, "r1"), "r2", 1110),
-            Next::At(at(1130))
-        );
-        assert!(matches!(
-            decide(&minted_at(1100, "r1"), "r2", 1130),
-            Next::Mint(_)
-        ));
-        // A due rotation is not held back, and a wait never passes it.
-        assert!(matches!(
-            decide(&minted_at(1470, "r1"), "r2", 1480),
-            Next::Mint(_)
-        ));
-        assert_eq!(
-            decide(&minted_at(1460, "r1"), "r2", 1470),
-            Next::At(at(1480))
-        );
-        // A mint "in the future" holds nothing back.
-        assert!(matches!(
-            decide(&minted_at(9999, "r1"), "r2", 1110),
-            Next::Mint(_)
-        ));
-    }
-
-    #[test]
-    fn an_expired_token_is_reported_even_when_a_rotation_is_requested() {
-        let token = jwt(r#"{"iat":1000,"exp":1600}"#);
-        assert_eq!(
-            decide(&token, Some("r1"), None, 1700),
-            Next::Expired(at(1600))
-        );
-    }
-
-    #[test]
-    fn tokens_that_do_not_say_their_lifetime_are_replaced_at_once() {
-        for token in ["opaque", &jwt(r#"{"sub":"x"}"#), &jwt(r#"{"exp":1600}"#)] {
-            assert!(
-                matches!(decide(token, None, None, 1100), Next::Mint(_)),
-                "{token}"
-            );
+        let next = next(Some(&token), &record, request, 0.8, SPACING, at(now));
+        match says {
+            At(secs) => assert_eq!(next, Next::At(at(secs))),
+            Mint => assert!(matches!(next, Next::Mint(_)), "{next:?}"),
+            Expired(secs) => assert_eq!(next, Next::Expired(at(secs))),
         }
+    }
+
+    #[test]
+    fn without_a_token_there_is_nothing_to_schedule() {
         assert_eq!(
             next(None, &RotationRecord::default(), None, 0.8, SPACING, at(1)),
             Next::NoToken
