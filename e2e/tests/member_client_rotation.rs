@@ -7,10 +7,7 @@
     reason = "tests: a panic is the failure report"
 )]
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -20,24 +17,14 @@ use kube::{
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use member_client::{
-    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    CredentialKey, CredentialSource, CredentialState, FailureKind, MemberClientConfig, SourceError,
+    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
+    CredentialState, FailureKind, MemberClientConfig, test_util::FakeSource,
 };
 use testkit::{Cluster, Environment, RestartOptions, status_code};
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// How long a rotated member may take to show a change made after the rotation.
 const CONVERGE: Duration = Duration::from_secs(10);
-
-/// The member's Secret, as the registry's in-memory store would hold it.
-struct MemorySecret(Mutex<String>);
-
-#[async_trait::async_trait]
-impl CredentialSource for MemorySecret {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-        Credential::from_token_bytes(self.0.lock().unwrap().as_bytes())
-    }
-}
 
 /// A reflector of ConfigMaps in one namespace, driven until dropped: the informer.
 struct Mirror {
@@ -83,7 +70,8 @@ impl Drop for Mirror {
 }
 
 struct Member {
-    secret: Arc<MemorySecret>,
+    /// The member's Secret, as the registry's in-memory store would hold it.
+    secret: Arc<FakeSource>,
     key: CredentialKey,
     tokens: CredentialCache,
     health: CredentialHealth,
@@ -91,7 +79,7 @@ struct Member {
 }
 
 fn member_client(cluster: &Cluster, token: &str) -> Member {
-    let secret = Arc::new(MemorySecret(Mutex::new(token.to_owned())));
+    let secret = Arc::new(FakeSource::token(token));
     let key = CredentialKey::new("karmada-cluster", cluster.name());
     let tokens = CredentialCache::from_arc(secret.clone(), CredentialCacheConfig::default());
     let health = CredentialHealth::new();
@@ -141,7 +129,7 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
     assert_eq!(member.health.current(), CredentialState::Valid);
 
     // The Secret now holds agent-b's token; the old one is revoked.
-    *member.secret.0.lock().unwrap() = token_b.clone();
+    member.secret.set_token(&token_b);
     if tell_the_cache {
         member.tokens.invalidate(&member.key).await;
     }
@@ -220,7 +208,7 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
 
     // Updating the Secret heals it, with the same client.
     let fresh = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
-    *member.secret.0.lock().unwrap() = fresh;
+    member.secret.set_token(fresh);
     member.tokens.invalidate(&member.key).await;
     Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
         .list(&Default::default())

@@ -2,20 +2,10 @@
 
 use super::*;
 use member_client::CredentialState;
-use member_client::{CredentialCacheConfig, CredentialKey, CredentialSource, SourceError};
+use member_client::{CredentialCacheConfig, CredentialKey, test_util::FakeSource};
 
+/// The token the tests' source holds, so that a test can look for it in the output.
 const TOKEN: &str = "s3cr3t-token-value";
-
-/// Always returns [`TOKEN`], so a test can look for it in the output.
-#[derive(Debug)]
-struct FixedSource;
-
-#[async_trait::async_trait]
-impl CredentialSource for FixedSource {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<member_client::Credential, SourceError> {
-        member_client::Credential::from_token_bytes(TOKEN.as_bytes())
-    }
-}
 
 fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
@@ -129,7 +119,7 @@ fn rotation_latency_lands_in_its_bucket() {
 #[tokio::test]
 async fn credential_cache_counters_are_read_at_scrape_time_and_tokens_never_appear() {
     let metrics = Metrics::new();
-    let cache = CredentialCache::new(FixedSource, CredentialCacheConfig::default());
+    let cache = CredentialCache::new(FakeSource::token(TOKEN), CredentialCacheConfig::default());
     metrics.watch_credential_cache("members", cache.clone());
     let key = CredentialKey::new("ns", "member1");
     cache.get(&key).await.unwrap(); // miss + fetch
