@@ -29,6 +29,16 @@ struct FakeControlPlane {
     access_reviews: AtomicUsize,
 }
 
+impl FakeControlPlane {
+    /// The TokenReviews and the access reviews it answered.
+    fn reviews(&self) -> (usize, usize) {
+        (
+            self.token_reviews.load(Ordering::SeqCst),
+            self.access_reviews.load(Ordering::SeqCst),
+        )
+    }
+}
+
 #[async_trait::async_trait]
 impl AccessReview for FakeControlPlane {
     async fn authenticate(&self, token: &SecretString) -> Result<Option<User>, ReviewError> {
@@ -125,20 +135,12 @@ async fn no_token_or_a_rejected_token_is_401_and_never_echoed() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _) = get(&router, "/metrics", Some("Basic cmVhZGVyOg==")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(
-        fake.token_reviews.load(Ordering::SeqCst),
-        0,
-        "nothing to review"
-    );
+    assert_eq!(fake.reviews().0, 0, "nothing to review");
 
     let (status, body) = get(&router, "/metrics", Some("Bearer s3cr3t-bad-token")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(!body.contains("s3cr3t"), "{body}");
-    assert_eq!(
-        fake.access_reviews.load(Ordering::SeqCst),
-        0,
-        "no identity to authorize"
-    );
+    assert_eq!(fake.reviews().1, 0, "no identity to authorize");
 }
 
 #[tokio::test]
@@ -150,7 +152,7 @@ async fn health_and_unknown_paths_need_no_token() {
         StatusCode::SERVICE_UNAVAILABLE
     );
     assert_eq!(get(&router, "/nope", None).await.0, StatusCode::NOT_FOUND);
-    assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 0);
+    assert_eq!(fake.reviews().0, 0);
 }
 
 #[tokio::test]
@@ -168,25 +170,15 @@ async fn answers_are_cached_per_token_and_per_path() {
         );
     }
     assert_eq!(
-        fake.token_reviews.load(Ordering::SeqCst),
-        3,
-        "one per token"
-    );
-    assert_eq!(
-        fake.access_reviews.load(Ordering::SeqCst),
-        2,
-        "one per identity and path"
+        fake.reviews(),
+        (3, 2),
+        "one per token, one per identity and path"
     );
     assert_eq!(
         get(&router, "/metrics", Some("Bearer reader")).await.0,
         StatusCode::OK
     );
-    assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 3);
-    assert_eq!(
-        fake.access_reviews.load(Ordering::SeqCst),
-        3,
-        "a new path is reviewed"
-    );
+    assert_eq!(fake.reviews(), (3, 3), "a new path is reviewed");
 }
 
 #[tokio::test]
@@ -204,7 +196,7 @@ async fn a_control_plane_that_does_not_answer_gives_503_by_the_deadline() {
     assert!(started.elapsed() >= DEADLINE);
     // A failure is not cached: the next request asks again.
     let _ = get(&router, "/api/v1/clusters", Some("Bearer slow")).await;
-    assert_eq!(fake.token_reviews.load(Ordering::SeqCst), 2);
+    assert_eq!(fake.reviews().0, 2);
 }
 
 #[tokio::test]
@@ -233,7 +225,7 @@ async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_
         assert!(!body.contains("random"), "{body}");
     }
     assert_eq!(
-        fake.token_reviews.load(Ordering::SeqCst),
+        fake.reviews().0,
         2,
         "the control plane saw nothing beyond the budget"
     );

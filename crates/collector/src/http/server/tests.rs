@@ -117,6 +117,19 @@ async fn connect_from(source: [u8; 4], addr: SocketAddr) -> tokio::net::TcpStrea
     socket.connect(addr).await.unwrap()
 }
 
+/// What `GET /healthz` from the loopback address `source` gets, within 5 s.
+async fn healthz_from(source: [u8; 4], addr: SocketAddr) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut connection = connect_from(source, addr).await;
+    connection.write_all(HEALTHZ).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), connection.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    answer
+}
+
 #[tokio::test]
 async fn one_peer_cannot_hold_more_than_its_cap_and_another_is_still_served() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -142,24 +155,12 @@ async fn one_peer_cannot_hold_more_than_its_cap_and_another_is_still_served() {
         "served over the cap: {:?}",
         String::from_utf8_lossy(&answer)
     );
-    let mut other = connect_from([127, 0, 0, 2], addr).await;
-    other.write_all(HEALTHZ).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), other.read_to_end(&mut answer))
-        .await
-        .unwrap()
-        .unwrap();
+    let answer = healthz_from([127, 0, 0, 2], addr).await;
     assert!(answer.starts_with(b"HTTP/1.1 200 OK"), "{answer:?}");
     // A slot given back is free again.
     held.pop();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut again = connect_from([127, 0, 0, 1], addr).await;
-    again.write_all(HEALTHZ).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), again.read_to_end(&mut answer))
-        .await
-        .unwrap()
-        .unwrap();
+    let answer = healthz_from([127, 0, 0, 1], addr).await;
     assert!(answer.starts_with(b"HTTP/1.1 200 OK"), "{answer:?}");
 }
 
