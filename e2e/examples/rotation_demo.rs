@@ -39,7 +39,8 @@ async fn demo() -> anyhow::Result<()> {
         s.create_deployment(i, "web", 2).await?;
     }
     for member in ["member1", "member2"] {
-        s.wait_condition(member, "Ready", "True", "MemberReady", WAIT)
+        s.karmada
+            .wait_condition(member, "Ready", "True/MemberReady", WAIT)
             .await?;
         s.wait_mirrored(member, "web", 2, WAIT).await?;
     }
@@ -49,7 +50,7 @@ async fn demo() -> anyhow::Result<()> {
     let ns = s.namespace.clone();
     let member1 = s.member(1).clone();
     let new_token = member1.mint_token(&ns, "agent-b", HOUR).await?;
-    s.plane
+    s.karmada
         .write_secret("member1", &new_token, member1.ca_pem())
         .await?;
     let old = s.registered_tokens[0].clone();
@@ -63,7 +64,8 @@ async fn demo() -> anyhow::Result<()> {
     println!(
         "  the collector mirrored member1's new Deployment status {took:.1?} after it changed"
     );
-    s.wait_condition("member1", "Ready", "True", "MemberReady", WAIT)
+    s.karmada
+        .wait_condition("member1", "Ready", "True/MemberReady", WAIT)
         .await?;
     table(&s).await?;
 
@@ -71,22 +73,18 @@ async fn demo() -> anyhow::Result<()> {
     let garbage = [("token".to_owned(), ByteString(b"\n".to_vec()))]
         .into_iter()
         .collect();
-    s.plane.write_secret_data("member2", garbage).await?;
-    s.wait_condition(
-        "member2",
-        "CredentialsValid",
-        "False",
-        "SecretInvalid",
-        WAIT,
-    )
-    .await?;
+    s.karmada.write_secret_data("member2", garbage).await?;
+    s.karmada
+        .wait_condition("member2", "CredentialsValid", "False/SecretInvalid", WAIT)
+        .await?;
     table(&s).await?;
 
     step("member2: write a valid token again");
     let token = s.member(2).mint_token(&ns, "agent-a", HOUR).await?;
     let ca = s.member(2).ca_pem().to_owned();
-    s.plane.write_secret("member2", &token, &ca).await?;
-    s.wait_condition("member2", "Ready", "True", "MemberReady", WAIT)
+    s.karmada.write_secret("member2", &token, &ca).await?;
+    s.karmada
+        .wait_condition("member2", "Ready", "True/MemberReady", WAIT)
         .await?;
     table(&s).await?;
 
@@ -106,12 +104,12 @@ async fn table(s: &Scenario) -> anyhow::Result<()> {
     );
     for (i, member) in ["member1", "member2"].iter().enumerate() {
         let ready = s
-            .plane
+            .karmada
             .condition(member, "Ready")
             .await?
             .unwrap_or_default();
         let credentials = s
-            .plane
+            .karmada
             .condition(member, "CredentialsValid")
             .await?
             .unwrap_or_default();

@@ -194,6 +194,26 @@ pub fn control_plane_args(
     testkit::control_plane_flags(control_plane, token, &temp_dir("collector")?)
 }
 
+/// Starts a collector in-process against `control_plane` with `flags`, its own credential and
+/// its API's reader the control plane's admin token.
+///
+/// # Errors
+/// As [`RunningCollector::start`].
+pub async fn start_as_admin(
+    control_plane: &testkit::Cluster,
+    flags: &[&str],
+) -> anyhow::Result<RunningCollector> {
+    let admin = control_plane.admin_token()?;
+    let mut args = control_plane_args(control_plane, &admin)?;
+    args.extend(flags.iter().map(|f| (*f).to_owned()));
+    Ok(RunningCollector::start(&args).await?.with_reader(&admin))
+}
+
+/// `--probe-period`'s value for `period`: whole seconds, at least 1.
+pub fn probe_seconds(period: Duration) -> String {
+    period.as_secs().max(1).to_string()
+}
+
 /// Spawns the `collector` binary with `args` and its stderr in `log_dir`
 /// ([`testkit::CollectorProcess::spawn`]), keeps its stdout drained (a full pipe would block
 /// it), and returns once it is healthy.

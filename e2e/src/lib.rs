@@ -10,7 +10,6 @@ pub mod clusterprofiles;
 pub mod collector_run;
 pub mod helm;
 pub mod interop_client;
-pub mod karmada_plane;
 pub mod kubeconfig_plane;
 pub mod manifest;
 pub mod manifest_apply;

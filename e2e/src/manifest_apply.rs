@@ -103,6 +103,11 @@ pub async fn apply(
     Ok(accepted)
 }
 
+/// Server-side apply as the tests' field manager, taking over any field.
+pub fn force_apply() -> PatchParams {
+    PatchParams::apply(MANAGER).force()
+}
+
 /// Applies the RBAC objects and the ServiceAccount among `objects` for real.
 ///
 /// # Errors

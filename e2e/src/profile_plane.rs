@@ -8,14 +8,15 @@ use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api,
-    api::{DeleteParams, DynamicObject, Patch, PatchParams},
+    api::{DeleteParams, DynamicObject, Patch},
 };
 use serde_json::{Value, json};
 use testkit::{Cluster, crd};
 
 use crate::{
-    collector_run::{RunningCollector, control_plane_args, temp_dir},
+    collector_run::{RunningCollector, probe_seconds, start_as_admin, temp_dir},
     kubeconfig_plane::{kubeconfig::base64, plugin_path},
+    manifest_apply::force_apply,
 };
 
 /// The manager and access provider name OCM's profiles carry.
@@ -130,7 +131,7 @@ impl ProfilePlane {
             "stringData": {"token": token},
         });
         self.secrets
-            .patch(cluster_name, &apply_params(), &Patch::Apply(&secret))
+            .patch(cluster_name, &force_apply(), &Patch::Apply(&secret))
             .await
             .with_context(|| format!("writing the token Secret of {cluster_name}"))?;
         Ok(())
@@ -155,7 +156,7 @@ impl ProfilePlane {
             "spec": {"displayName": name, "clusterManager": {"name": OCM_MANAGER}},
         });
         self.profiles
-            .patch(name, &apply_params(), &Patch::Apply(&profile))
+            .patch(name, &force_apply(), &Patch::Apply(&profile))
             .await
             .with_context(|| format!("writing ClusterProfile {name}"))?;
         let status = json!({
@@ -164,7 +165,7 @@ impl ProfilePlane {
             "status": {"accessProviders": providers},
         });
         self.profiles
-            .patch_status(name, &apply_params(), &Patch::Apply(&status))
+            .patch_status(name, &force_apply(), &Patch::Apply(&status))
             .await
             .with_context(|| format!("writing the status of ClusterProfile {name}"))?;
         Ok(())
@@ -192,25 +193,18 @@ impl ProfilePlane {
         probe_period: Duration,
         extra: &[&str],
     ) -> anyhow::Result<RunningCollector> {
-        let admin = self.control_plane.admin_token()?;
-        let mut args = control_plane_args(&self.control_plane, &admin)?;
         let provider_file = self.provider_file().display().to_string();
-        args.extend(
-            [
-                "--members-from",
-                "clusterprofile",
-                "--clusterprofile-namespace",
-                &self.namespace,
-                "--clusterprofile-provider-file",
-                &provider_file,
-                "--probe-period",
-                &probe_period.as_secs().max(1).to_string(),
-            ]
-            .iter()
-            .chain(extra)
-            .map(|a| (*a).to_owned()),
-        );
-        Ok(RunningCollector::start(&args).await?.with_reader(&admin))
+        let probe = probe_seconds(probe_period);
+        let source = [
+            "--members-from",
+            "clusterprofile",
+            "--clusterprofile-namespace",
+            &self.namespace,
+            "--clusterprofile-provider-file",
+            &provider_file,
+        ];
+        let flags = [&source[..], &["--probe-period", &probe], extra].concat();
+        start_as_admin(&self.control_plane, &flags).await
     }
 }
 
@@ -228,9 +222,4 @@ pub fn access_provider(server: &str, ca_pem: &str, cluster_name: &str) -> Value 
         "extensions": [{"name": "client.authentication.k8s.io/exec",
                         "extension": {"clusterName": cluster_name}}],
     }})
-}
-
-/// Server-side apply as the tests' field manager, taking over any field.
-fn apply_params() -> PatchParams {
-    PatchParams::apply("tether-e2e").force()
 }

@@ -4,22 +4,16 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use cluster_registry::{
-    karmada::{Cluster, ClusterSpec, LocalSecretReference, SyncMode},
-    token_rotation::{EXPIRATION_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION},
-};
-use k8s_openapi::api::core::v1::Secret;
-use kube::{
-    Api,
-    api::{ObjectMeta, Patch, PatchParams, PostParams},
+use cluster_registry::token_rotation::{
+    EXPIRATION_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
 };
 use serde_json::json;
-use testkit::{Environment, MIN_TOKEN_EXPIRY, karmada::SECRET_NAMESPACE};
+use testkit::{Environment, Karmada, MIN_TOKEN_EXPIRY};
 
 use crate::{
-    collector_run::{RunningCollector, control_plane_args},
-    karmada_plane::KarmadaPlane,
+    collector_run::{RunningCollector, control_plane_args, start_as_admin},
     manifest_apply::apply_object,
+    scenario::karmada_environment,
 };
 
 mod secret_writes;
@@ -61,7 +55,7 @@ pub struct RotationPlane {
     /// The apiservers: 0 is the control plane, 1.. the members.
     pub env: Environment,
     /// Karmada on the control plane.
-    pub plane: KarmadaPlane,
+    pub karmada: Karmada,
     /// Every member, in registration order.
     pub members: Vec<RotatingMember>,
     admin_token: String,
@@ -76,15 +70,11 @@ impl RotationPlane {
     /// # Errors
     /// Any step failing.
     pub async fn start(apiservers: usize, members: usize) -> anyhow::Result<Self> {
-        let env = Environment::with_members(apiservers).await?;
-        let plane = KarmadaPlane::install(env.control_plane()).await?;
-        env.control_plane()
-            .create_namespace_named("tether-system")
-            .await?;
+        let (env, karmada) = karmada_environment(apiservers).await?;
         let admin_token = env.control_plane().admin_token()?;
         let mut this = Self {
             env,
-            plane,
+            karmada,
             members: Vec::new(),
             admin_token,
         };
@@ -185,29 +175,10 @@ impl RotationPlane {
         token: &str,
         annotations: &BTreeMap<String, String>,
     ) -> anyhow::Result<()> {
-        self.plane.write_secret(name, token, ca_pem).await?;
-        let object = Cluster {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                annotations: Some(annotations.clone()),
-                ..ObjectMeta::default()
-            },
-            spec: ClusterSpec {
-                sync_mode: SyncMode::Push,
-                api_endpoint: Some(endpoint.to_owned()),
-                secret_ref: Some(LocalSecretReference {
-                    namespace: SECRET_NAMESPACE.to_owned(),
-                    name: name.to_owned(),
-                }),
-                insecure_skip_tls_verification: false,
-                proxy_url: None,
-            },
-            status: None,
-        };
-        Api::<Cluster>::all(self.plane.client().clone())
-            .create(&PostParams::default(), &object)
-            .await?;
-        Ok(())
+        self.karmada.write_secret(name, token, ca_pem).await?;
+        self.karmada
+            .create_cluster(name, endpoint, name, false, annotations)
+            .await
     }
 
     /// The flags that point a collector at the control plane (its own credential the admin
@@ -226,10 +197,7 @@ impl RotationPlane {
     /// # Errors
     /// The collector not starting, or not becoming healthy.
     pub async fn start_collector(&self, flags: &[&str]) -> anyhow::Result<RunningCollector> {
-        let args = self.collector_args(flags)?;
-        Ok(RunningCollector::start(&args)
-            .await?
-            .with_reader(self.admin_token()))
+        start_as_admin(self.env.control_plane(), flags).await
     }
 
     /// Waits until member `name`'s `CredentialsValid` condition is `False` for `reason`, and
@@ -243,10 +211,11 @@ impl RotationPlane {
         reason: &str,
         limit: Duration,
     ) -> anyhow::Result<String> {
-        self.plane
-            .wait_condition(name, "CredentialsValid", "False", reason, limit)
+        self.karmada
+            .wait_condition(name, "CredentialsValid", &format!("False/{reason}"), limit)
             .await?;
-        self.condition_message(name, "CredentialsValid").await
+        let message = self.karmada.condition_message(name, "CredentialsValid");
+        Ok(message.await?.unwrap_or_default())
     }
 
     /// Waits until member `name`'s credentials are accepted, `collector` has rotated them at
@@ -261,21 +230,15 @@ impl RotationPlane {
         old: &str,
         limit: Duration,
     ) -> anyhow::Result<()> {
-        self.plane
-            .wait_condition(
-                name,
-                "CredentialsValid",
-                "True",
-                "CredentialsAccepted",
-                limit,
-            )
+        self.karmada
+            .wait_condition(name, "CredentialsValid", "True/CredentialsAccepted", limit)
             .await?;
         eventually(&format!("{name} rotates"), limit, || async {
             rotations(collector, name, "success").await >= 1.0
         })
         .await?;
         anyhow::ensure!(
-            self.secret_token(name).await? != old,
+            self.karmada.secret_token(name).await? != old,
             "{name}'s Secret still holds the old token"
         );
         Ok(())
@@ -284,48 +247,6 @@ impl RotationPlane {
     /// The token reader every collector of the plane is read with.
     pub fn admin_token(&self) -> &str {
         &self.admin_token
-    }
-
-    /// The token in member `name`'s Secret now.
-    ///
-    /// # Errors
-    /// API errors, or no token there.
-    pub async fn secret_token(&self, name: &str) -> anyhow::Result<String> {
-        let secret = Api::<Secret>::namespaced(self.plane.client().clone(), SECRET_NAMESPACE)
-            .get(name)
-            .await?;
-        let token = secret
-            .data
-            .and_then(|d| d.get("token").cloned())
-            .ok_or_else(|| anyhow::anyhow!("Secret {name} holds no token"))?;
-        Ok(String::from_utf8(token.0)?)
-    }
-
-    /// The message of condition `type_` on member `name`'s `Cluster` (empty without one).
-    ///
-    /// # Errors
-    /// API errors.
-    pub async fn condition_message(&self, name: &str, type_: &str) -> anyhow::Result<String> {
-        let cluster = self.plane.cluster(name).await?;
-        Ok(cluster
-            .status
-            .into_iter()
-            .flat_map(|status| status.conditions)
-            .find(|c| c.type_ == type_)
-            .map(|c| c.message)
-            .unwrap_or_default())
-    }
-
-    /// Sets annotation `key` on member `name`'s `Cluster`.
-    ///
-    /// # Errors
-    /// API errors.
-    pub async fn annotate(&self, name: &str, key: &str, value: &str) -> anyhow::Result<()> {
-        let patch = json!({ "metadata": { "annotations": { key: value } } });
-        Api::<Cluster>::all(self.plane.client().clone())
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-        Ok(())
     }
 
     /// TokenRequests apiserver `cluster` has answered so far, by its own metrics.

@@ -13,13 +13,12 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use testkit::{Cluster, Environment, deployment, eventually, set_deployment_status};
+use testkit::{
+    Cluster, Environment, Karmada, PushMember, deployment, eventually, set_deployment_status,
+};
 use tokio::task::JoinHandle;
 
-use crate::{
-    collector_run::{RunningCollector, control_plane_args},
-    karmada_plane::KarmadaPlane,
-};
+use crate::collector_run::{RunningCollector, probe_seconds, start_as_admin};
 
 /// How long a token minted for the tests lives.
 pub const HOUR: Duration = Duration::from_secs(3600);
@@ -28,18 +27,43 @@ pub const HOUR: Duration = Duration::from_secs(3600);
 pub struct Scenario {
     /// The apiservers: 0 is the control plane, 1.. the members.
     pub env: Environment,
-    /// Karmada objects on the control plane.
-    pub plane: KarmadaPlane,
+    /// Karmada objects on the control plane, and the status the collector writes there.
+    pub karmada: Karmada,
     /// The namespace on every member holding the agent ServiceAccounts and test workloads.
     pub namespace: String,
     /// The collector under test.
     pub collector: RunningCollector,
     /// The token each member's Secret was created with (index 0 is member1).
     pub registered_tokens: Vec<String>,
-    /// The flags every collector of this scenario gets (control plane, probe period).
-    collector_args: Vec<String>,
-    /// The token the scenario's collectors are read with.
-    admin_token: String,
+    /// The probe period every collector of this scenario gets.
+    probe_period: Duration,
+}
+
+/// Starts a collector on `env`'s control plane ([`start_as_admin`]) probing every
+/// `probe_period`, with `extra_args`.
+async fn start_probing(
+    env: &Environment,
+    probe_period: Duration,
+    extra_args: &[&str],
+) -> anyhow::Result<RunningCollector> {
+    let probe = probe_seconds(probe_period);
+    let flags = [&["--probe-period", probe.as_str()][..], extra_args].concat();
+    start_as_admin(env.control_plane(), &flags).await
+}
+
+/// Starts a control plane and `members` member apiservers, and installs Karmada
+/// ([`Karmada::install`]) and the collector's Lease namespace `tether-system` on the control
+/// plane: where every Karmada fleet of the tests starts.
+///
+/// # Errors
+/// Any step failing.
+pub async fn karmada_environment(members: usize) -> anyhow::Result<(Environment, Karmada)> {
+    let env = Environment::with_members(members).await?;
+    let karmada = Karmada::install(env.control_plane()).await?;
+    env.control_plane()
+        .create_namespace_named("tether-system")
+        .await?;
+    Ok((env, karmada))
 }
 
 impl Scenario {
@@ -62,8 +86,7 @@ impl Scenario {
         probe_period: Duration,
         extra_args: &[&str],
     ) -> anyhow::Result<Self> {
-        let env = Environment::with_members(members).await?;
-        let plane = KarmadaPlane::install(env.control_plane()).await?;
+        let (env, karmada) = karmada_environment(members).await?;
         let namespace = format!("tether-e2e-{}", std::process::id());
         let mut registered_tokens = Vec::with_capacity(members);
         for member in env.members() {
@@ -72,34 +95,18 @@ impl Scenario {
                 member.create_service_account(&namespace, sa).await?;
             }
             let token = member.mint_token(&namespace, "agent-a", HOUR).await?;
-            plane.register(member, &token).await?;
+            karmada.register(&PushMember::of(member, &token)).await?;
             registered_tokens.push(token);
         }
-        let control_plane = env.control_plane();
-        // The collector's leader-election Lease lives in its own namespace.
-        control_plane
-            .create_namespace_named("tether-system")
-            .await?;
-        let admin_token = control_plane.admin_token()?;
-        let mut collector_args = control_plane_args(control_plane, &admin_token)?;
-        collector_args.extend([
-            "--probe-period".to_owned(),
-            probe_period.as_secs().max(1).to_string(),
-        ]);
-        let mut first = collector_args.clone();
-        first.extend(extra_args.iter().map(|a| (*a).to_owned()));
         // The admin token reads the API through the access reviews, as a scraper would.
-        let collector = RunningCollector::start(&first)
-            .await?
-            .with_reader(&admin_token);
+        let collector = start_probing(&env, probe_period, extra_args).await?;
         Ok(Self {
             env,
-            plane,
+            karmada,
             namespace,
             collector,
             registered_tokens,
-            collector_args,
-            admin_token,
+            probe_period,
         })
     }
 
@@ -108,11 +115,7 @@ impl Scenario {
     /// # Errors
     /// As [`RunningCollector::start`].
     pub async fn start_collector(&self, extra_args: &[&str]) -> anyhow::Result<RunningCollector> {
-        let mut args = self.collector_args.clone();
-        args.extend(extra_args.iter().map(|a| (*a).to_owned()));
-        Ok(RunningCollector::start(&args)
-            .await?
-            .with_reader(&self.admin_token))
+        start_probing(&self.env, self.probe_period, extra_args).await
     }
 
     /// Member `i` (1-based, as in the environment).
@@ -195,42 +198,6 @@ impl Scenario {
         Ok(started.elapsed())
     }
 
-    /// Polls until `member`'s `Cluster` has condition `type_` with `status` and `reason`
-    /// ([`KarmadaPlane::wait_condition`]).
-    ///
-    /// # Errors
-    /// Not reaching it within `limit`.
-    pub async fn wait_condition(
-        &self,
-        member: &str,
-        type_: &str,
-        status: &str,
-        reason: &str,
-        limit: Duration,
-    ) -> anyhow::Result<Duration> {
-        self.plane
-            .wait_condition(member, type_, status, reason, limit)
-            .await
-    }
-
-    /// Polls until `member` is `Ready=True/MemberReady` and `CredentialsValid=True/CredentialsAccepted`.
-    ///
-    /// # Errors
-    /// Not reaching both within `limit` each.
-    pub async fn wait_healthy(&self, member: &str, limit: Duration) -> anyhow::Result<()> {
-        self.wait_condition(member, "Ready", "True", "MemberReady", limit)
-            .await?;
-        self.wait_condition(
-            member,
-            "CredentialsValid",
-            "True",
-            "CredentialsAccepted",
-            limit,
-        )
-        .await?;
-        Ok(())
-    }
-
     /// The sum of a metric's samples that carry `member="<member>"`.
     ///
     /// # Errors
@@ -247,7 +214,7 @@ impl Scenario {
     /// # Errors
     /// The Lease not created.
     pub async fn hold_the_lease(&self, held: Duration) -> anyhow::Result<JoinHandle<()>> {
-        let leases = Api::<Lease>::namespaced(self.plane.client().clone(), "tether-system");
+        let leases = Api::<Lease>::namespaced(self.karmada.client().clone(), "tether-system");
         let now = || MicroTime(Timestamp::now());
         let lease: Lease = serde_json::from_value(json!({
             "metadata": { "name": "tether-collector" },

@@ -4,16 +4,11 @@
 
 use std::time::Duration;
 
-use cluster_registry::karmada::{Cluster, ClusterSpec, LocalSecretReference, SyncMode};
-use kube::{
-    Api,
-    api::{ObjectMeta, PostParams},
-};
-use testkit::{CollectorProcess, Environment, MIN_TOKEN_EXPIRY, karmada::SECRET_NAMESPACE};
+use testkit::{CollectorProcess, Environment, Karmada, MIN_TOKEN_EXPIRY, PushMember};
 
 use crate::{
     collector_run::{control_plane_args, temp_dir},
-    karmada_plane::KarmadaPlane,
+    scenario::karmada_environment,
 };
 
 /// The namespace of the members' ServiceAccounts on each member apiserver.
@@ -24,7 +19,7 @@ pub struct ShardPlane {
     /// The apiservers: 0 is the control plane, 1.. the members.
     pub env: Environment,
     /// Karmada on the control plane.
-    pub plane: KarmadaPlane,
+    pub karmada: Karmada,
     /// Every member's `Cluster` name.
     pub members: Vec<String>,
     admin_token: String,
@@ -37,18 +32,13 @@ impl ShardPlane {
     /// # Errors
     /// Any step failing.
     pub async fn start(apiservers: usize, members: usize) -> anyhow::Result<Self> {
-        let env = Environment::with_members(apiservers).await?;
-        let plane = KarmadaPlane::install(env.control_plane()).await?;
-        env.control_plane()
-            .create_namespace_named("tether-system")
-            .await?;
+        let (env, karmada) = karmada_environment(apiservers).await?;
         for cluster in 1..=apiservers {
             let member = env.cluster(cluster);
             member.create_namespace_named(MEMBER_NAMESPACE).await?;
             member.grant_reader_to_namespace(MEMBER_NAMESPACE).await?;
         }
         let admin_token = env.control_plane().admin_token()?;
-        let clusters = Api::<Cluster>::all(plane.client().clone());
         let mut names = Vec::with_capacity(members);
         for i in 0..members {
             let name = format!("s{i:03}");
@@ -60,30 +50,19 @@ impl ShardPlane {
             let token = cluster
                 .mint_token(MEMBER_NAMESPACE, &account, MIN_TOKEN_EXPIRY)
                 .await?;
-            plane.write_secret(&name, &token, cluster.ca_pem()).await?;
-            let object = Cluster {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    ..ObjectMeta::default()
-                },
-                spec: ClusterSpec {
-                    sync_mode: SyncMode::Push,
-                    api_endpoint: Some(cluster.endpoint().to_owned()),
-                    secret_ref: Some(LocalSecretReference {
-                        namespace: SECRET_NAMESPACE.to_owned(),
-                        name: name.clone(),
-                    }),
-                    insecure_skip_tls_verification: false,
-                    proxy_url: None,
-                },
-                status: None,
-            };
-            clusters.create(&PostParams::default(), &object).await?;
+            karmada
+                .register(&PushMember {
+                    name: &name,
+                    endpoint: cluster.endpoint(),
+                    ca_pem: cluster.ca_pem(),
+                    token: &token,
+                })
+                .await?;
             names.push(name);
         }
         Ok(Self {
             env,
-            plane,
+            karmada,
             members: names,
             admin_token,
         })

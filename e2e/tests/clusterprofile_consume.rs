@@ -3,11 +3,6 @@
 //! copy of upstream's `secretreader` that returns tokens without expiry. It survives a
 //! rotation through the 401 path; profiles no provider serves, or that are malformed, get a
 //! reason of their own and leave the others alone.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 

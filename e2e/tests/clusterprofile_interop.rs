@@ -5,11 +5,6 @@
 //! the token with an `expirationTimestamp`. So when the token is rotated in the Secret and the
 //! old one revoked, client-go has already run the plugin again: its next request succeeds
 //! without a restart, and its watch goes on.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
@@ -90,7 +85,7 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
     let old_token = scenario.registered_tokens[0].clone();
     let new_token = member.mint_token(&ns, "agent-b", HOUR).await.unwrap();
     scenario
-        .plane
+        .karmada
         .write_secret(MEMBER, &new_token, member.ca_pem())
         .await
         .unwrap();

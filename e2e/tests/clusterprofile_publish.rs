@@ -18,7 +18,6 @@ use cluster_registry::{
 };
 use e2e::{
     clusterprofiles::{Inventory, condition, has_condition},
-    karmada_plane::SECRET_NAMESPACE,
     scenario::Scenario,
 };
 use k8s_openapi::jiff::Timestamp;
@@ -27,7 +26,7 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
-use testkit::{eventually, matching};
+use testkit::{eventually, karmada::SECRET_NAMESPACE, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 /// Start-up: the registry lists, the member is probed, the CRD (installed after the collector
@@ -61,7 +60,7 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     let s = Scenario::start_with(1, PROBE, &["--publish-clusterprofiles", FLEET])
         .await
         .unwrap();
-    let inventory = Inventory::install(s.plane.client(), FLEET).await.unwrap();
+    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
     let member = s.member(1).clone();
     let version = member
         .admin_client()
@@ -124,7 +123,7 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     assert_eq!(transition_time(&again, CONTROL_PLANE_HEALTHY), since);
 
     // A token the member rejects: ControlPlaneHealthy follows Ready to False.
-    s.plane
+    s.karmada
         .write_secret("member1", "not-a-token", member.ca_pem())
         .await
         .unwrap();
@@ -149,7 +148,8 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     );
     // The Karmada Cluster says the same (its own writer may be a moment behind): both follow
     // one status.
-    s.wait_condition("member1", "Ready", "False", "Unauthorized", CONVERGE)
+    s.karmada
+        .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
         .await
         .unwrap();
     assert_eq!(
@@ -158,7 +158,7 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     );
 
     // The Cluster is deleted: so is its profile.
-    Api::<Cluster>::all(s.plane.client().clone())
+    Api::<Cluster>::all(s.karmada.client().clone())
         .delete("member1", &DeleteParams::default())
         .await
         .unwrap();
@@ -176,7 +176,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
     let s = Scenario::start_with(1, PROBE, &["--write-status=false"])
         .await
         .unwrap();
-    let inventory = Inventory::install(s.plane.client(), FLEET).await.unwrap();
+    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
     // Left by an earlier run for a member that is gone, and another manager's profiles, one
     // of them under member1's name.
     inventory.create_as("ghost", "tether").await.unwrap();
@@ -199,7 +199,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         },
     }))
     .unwrap();
-    Api::<Cluster>::all(s.plane.client().clone())
+    Api::<Cluster>::all(s.karmada.client().clone())
         .create(&PostParams::default(), &broken)
         .await
         .unwrap();
@@ -292,7 +292,7 @@ async fn a_profile_another_manager_took_over_is_not_written_again() {
     let s = Scenario::start_with(1, PROBE, &["--publish-clusterprofiles", FLEET])
         .await
         .unwrap();
-    let inventory = Inventory::install(s.plane.client(), FLEET).await.unwrap();
+    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
     inventory
         .wait_for("member1", "healthy", START, healthy)
         .await
@@ -308,11 +308,12 @@ async fn a_profile_another_manager_took_over_is_not_written_again() {
         .await
         .unwrap();
     // The member's health changes: Tether has a new status to write.
-    s.plane
+    s.karmada
         .write_secret("member1", "not-a-token", s.member(1).ca_pem())
         .await
         .unwrap();
-    s.wait_condition("member1", "Ready", "False", "Unauthorized", CONVERGE)
+    s.karmada
+        .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
         .await
         .unwrap();
     // More than a retry period after the status changed.

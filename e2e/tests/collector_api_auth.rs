@@ -2,7 +2,6 @@
 //! ServiceAccount bound to the shipped `tether-api-reader` ClusterRole reads (200), one without
 //! the binding is refused (403), no token or a token the apiserver does not accept is 401, and
 //! `/healthz`/`/readyz` stay open without saying who or why.
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
 #[tokio::test]
 async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
     let s = Scenario::start(1, PROBE).await.unwrap();
-    s.wait_healthy("member1", LIMIT).await.unwrap();
+    s.karmada.wait_healthy("member1", LIMIT).await.unwrap();
     let cp = s.env.control_plane();
     let admin = cp.admin_client().unwrap();
 

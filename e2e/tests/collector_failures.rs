@@ -1,17 +1,11 @@
 //! The collector reports each failure with its own reason and heals when it is fixed; rotation
 //! with the old token still valid costs no relist; its own rejected credential makes it
 //! not ready, then exit.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{collections::BTreeMap, time::Duration};
 
 use e2e::{
     collector_run::{RunningCollector, control_plane_args},
-    karmada_plane::KarmadaPlane,
     scenario::{HOUR, Scenario},
 };
 use k8s_openapi::{
@@ -22,7 +16,7 @@ use kube::{
     Api,
     api::{ObjectMeta, PostParams},
 };
-use testkit::{Environment, REVOCATION_TIMEOUT, RestartOptions, eventually, matching};
+use testkit::{Environment, Karmada, REVOCATION_TIMEOUT, RestartOptions, eventually, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -32,23 +26,25 @@ const CONVERGE: Duration = Duration::from_secs(10);
 async fn each_failure_has_its_own_reason_and_heals_when_fixed() {
     let mut s = Scenario::start(1, PROBE).await.unwrap();
     let ns = s.namespace.clone();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", START)
+    s.karmada
+        .wait_condition("member1", "Ready", "True/MemberReady", START)
         .await
         .unwrap();
     let token = s.member(1).mint_token(&ns, "agent-a", HOUR).await.unwrap();
 
     // Secret deleted.
-    s.plane.delete_secret("member1").await.unwrap();
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "False",
-        "SecretNotFound",
-        CONVERGE,
-    )
-    .await
-    .unwrap();
-    s.wait_condition("member1", "Ready", "False", "SecretNotFound", CONVERGE)
+    s.karmada.delete_secret("member1").await.unwrap();
+    s.karmada
+        .wait_condition(
+            "member1",
+            "CredentialsValid",
+            "False/SecretNotFound",
+            CONVERGE,
+        )
+        .await
+        .unwrap();
+    s.karmada
+        .wait_condition("member1", "Ready", "False/SecretNotFound", CONVERGE)
         .await
         .unwrap();
 
@@ -60,31 +56,38 @@ async fn each_failure_has_its_own_reason_and_heals_when_fixed() {
             ByteString(b"not a certificate".to_vec()),
         ),
     ]);
-    s.plane.write_secret_data("member1", garbage).await.unwrap();
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "False",
-        "SecretInvalid",
-        CONVERGE,
-    )
-    .await
-    .unwrap();
+    s.karmada
+        .write_secret_data("member1", garbage)
+        .await
+        .unwrap();
+    s.karmada
+        .wait_condition(
+            "member1",
+            "CredentialsValid",
+            "False/SecretInvalid",
+            CONVERGE,
+        )
+        .await
+        .unwrap();
 
     // Fixed. The member's client is rebuilt, so its watches list again: that is what the relist
     // counter counts (and what the rotation test asserts stays flat).
     let ca = s.member(1).ca_pem().to_owned();
-    s.plane.write_secret("member1", &token, &ca).await.unwrap();
-    s.wait_healthy("member1", CONVERGE).await.unwrap();
+    s.karmada
+        .write_secret("member1", &token, &ca)
+        .await
+        .unwrap();
+    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
     assert!(s.metric("tether_relists_total", "member1").await.unwrap() >= 1.0);
 
     // Unreachable: an outage is not an auth failure.
     s.env.stop(1).await.unwrap();
-    s.wait_condition("member1", "Ready", "False", "Unreachable", CONVERGE)
+    s.karmada
+        .wait_condition("member1", "Ready", "False/Unreachable", CONVERGE)
         .await
         .unwrap();
     let (status, reason) = s
-        .plane
+        .karmada
         .condition("member1", "CredentialsValid")
         .await
         .unwrap()
@@ -94,22 +97,24 @@ async fn each_failure_has_its_own_reason_and_heals_when_fixed() {
         ("Unknown", "Unreachable")
     );
     s.env.start(1).await.unwrap();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+    s.karmada
+        .wait_condition("member1", "Ready", "True/MemberReady", CONVERGE)
         .await
         .unwrap();
 
     // CA rotated on the member: the Secret's CA no longer verifies it until the Secret is updated.
     s.env.restart(1, RestartOptions::new_ca()).await.unwrap();
-    s.wait_condition("member1", "Ready", "False", "Unreachable", CONVERGE)
+    s.karmada
+        .wait_condition("member1", "Ready", "False/Unreachable", CONVERGE)
         .await
         .unwrap();
     let new_ca = s.env.cluster(1).ca_pem().to_owned();
     assert_ne!(new_ca, ca);
-    s.plane
+    s.karmada
         .write_secret("member1", &token, &new_ca)
         .await
         .unwrap();
-    s.wait_healthy("member1", CONVERGE).await.unwrap();
+    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
 }
 
 #[tokio::test]
@@ -121,7 +126,7 @@ async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_noth
     let relists_before = s.metric("tether_relists_total", "member1").await.unwrap();
 
     let new_token = s.member(1).mint_token(&ns, "agent-b", HOUR).await.unwrap();
-    s.plane
+    s.karmada
         .write_secret("member1", &new_token, s.member(1).ca_pem())
         .await
         .unwrap();
@@ -154,7 +159,7 @@ async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_noth
         .unwrap();
     tokio::time::sleep(2 * PROBE).await;
     let (status, _) = s
-        .plane
+        .karmada
         .condition("member1", "CredentialsValid")
         .await
         .unwrap()
@@ -176,7 +181,7 @@ async fn rotation_with_the_old_token_still_valid_costs_no_relist_and_misses_noth
 async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() {
     let env = Environment::with_members(0).await.unwrap();
     let control_plane = env.control_plane().clone();
-    KarmadaPlane::install(&control_plane).await.unwrap();
+    Karmada::install(&control_plane).await.unwrap();
     let ns = control_plane
         .create_namespace("tether-system")
         .await

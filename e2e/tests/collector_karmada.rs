@@ -1,10 +1,5 @@
 //! The collector against real apiservers, Karmada-style: the failure this project exists for,
 //! red then green, and the KAI-Scheduler incident reported loudly.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
@@ -68,7 +63,7 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     let ns = s.namespace.clone();
     s.create_deployment(1, "web", 1).await.unwrap();
     s.wait_mirrored("member1", "web", 1, START).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
 
     let old_token = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
     let baked = BakedInInformer::start(member.client_with_token(&old_token).unwrap(), &ns);
@@ -76,7 +71,7 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     // Rotate: the Secret gets agent-b's token, agent-a is revoked, and the member apiserver
     // restarts so that every watch must reconnect.
     let new_token = member.mint_token(&ns, "agent-b", HOUR).await.unwrap();
-    s.plane
+    s.karmada
         .write_secret("member1", &new_token, member.ca_pem())
         .await
         .unwrap();
@@ -92,7 +87,7 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     // A probe that ran while member1 was down rightly said Unreachable, and the watches can be
     // back before the next probe, so the conditions are awaited rather than read. What must never
     // appear is an auth failure: the collector used the new token before the old one died.
-    s.wait_healthy("member1", CONVERGE).await.unwrap();
+    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
     assert_eq!(
         s.collector
             .metric("tether_watch_errors_total", r#"kind="unauthorized""#)
@@ -101,7 +96,7 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
         0.0,
         "no watch was refused after the rotation"
     );
-    let events = Api::<Event>::all(s.plane.client().clone())
+    let events = Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
         .await
         .unwrap();
@@ -134,7 +129,8 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
     let member = s.member(1).clone();
     let ns = s.namespace.clone();
     for name in ["member1", "member2"] {
-        s.wait_condition(name, "Ready", "True", "MemberReady", START)
+        s.karmada
+            .wait_condition(name, "Ready", "True/MemberReady", START)
             .await
             .unwrap();
     }
@@ -152,22 +148,23 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
         .await
         .unwrap();
     let took = s
+        .karmada
         .wait_condition(
             "member1",
             "CredentialsValid",
-            "False",
-            "Unauthorized",
+            "False/Unauthorized",
             2 * probe + Duration::from_secs(1),
         )
         .await
         .unwrap();
     eprintln!("CredentialsValid=False/Unauthorized {took:?} after the revocation was observable");
-    s.wait_condition("member1", "Ready", "False", "Unauthorized", CONVERGE)
+    s.karmada
+        .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
         .await
         .unwrap();
 
     // Loud: an Event on the Cluster, and /metrics.
-    let events = Api::<Event>::all(s.plane.client().clone())
+    let events = Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
         .await
         .unwrap();
@@ -203,7 +200,7 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
 
     // The other member is unaffected.
     let (status, _) = s
-        .plane
+        .karmada
         .condition("member2", "Ready")
         .await
         .unwrap()
@@ -212,9 +209,9 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
 
     // Writing a valid token into the Secret heals it, without a restart.
     let fresh = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
-    s.plane
+    s.karmada
         .write_secret("member1", &fresh, member.ca_pem())
         .await
         .unwrap();
-    s.wait_healthy("member1", CONVERGE).await.unwrap();
+    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
 }

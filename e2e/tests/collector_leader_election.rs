@@ -8,14 +8,14 @@
 
 use std::time::Duration;
 
-use e2e::{collector_run::RunningCollector, karmada_plane::SECRET_NAMESPACE, scenario::Scenario};
+use e2e::{collector_run::RunningCollector, scenario::Scenario};
 use k8s_openapi::api::events::v1::Event;
 use kube::{
     Api,
     api::{ListParams, PostParams},
 };
 use serde_json::json;
-use testkit::{eventually, matching};
+use testkit::{eventually, karmada::SECRET_NAMESPACE, matching};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
@@ -44,7 +44,7 @@ async fn start_replica_b(s: &Scenario) -> RunningCollector {
 
 /// The reporting instances of Events on Cluster `member` with `reason`.
 async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
-    Api::<Event>::all(s.plane.client().clone())
+    Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
         .await
         .unwrap()
@@ -72,7 +72,8 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     )
     .await
     .unwrap();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", START)
+    s.karmada
+        .wait_condition("member1", "Ready", "True/MemberReady", START)
         .await
         .unwrap();
     let mut b = start_replica_b(&s).await;
@@ -90,8 +91,9 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     assert!(!leading(&b).await, "replica-b follows");
 
     // A transition: only the leader writes it.
-    s.plane.delete_secret("member1").await.unwrap();
-    s.wait_condition("member1", "Ready", "False", "SecretNotFound", CONVERGE)
+    s.karmada.delete_secret("member1").await.unwrap();
+    s.karmada
+        .wait_condition("member1", "Ready", "False/SecretNotFound", CONVERGE)
         .await
         .unwrap();
     tokio::time::sleep(2 * PROBE).await; // b has probed and seen it too
@@ -117,8 +119,12 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
 
     let token = s.registered_tokens[0].clone();
     let ca = s.member(1).ca_pem().to_owned();
-    s.plane.write_secret("member1", &token, &ca).await.unwrap();
-    s.wait_condition("member1", "Ready", "True", "MemberReady", CONVERGE)
+    s.karmada
+        .write_secret("member1", &token, &ca)
+        .await
+        .unwrap();
+    s.karmada
+        .wait_condition("member1", "Ready", "True/MemberReady", CONVERGE)
         .await
         .unwrap();
     wait_reported(&s, "member1", "MemberReady", "replica-b").await;
@@ -147,7 +153,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     let mut b = start_replica_b(&s).await;
     // While following, b probes member1 and learns of a Cluster it cannot use; it writes
     // neither.
-    let clusters = Api::<cluster_registry::karmada::Cluster>::all(s.plane.client().clone());
+    let clusters = Api::<cluster_registry::karmada::Cluster>::all(s.karmada.client().clone());
     let broken: cluster_registry::karmada::Cluster = serde_json::from_value(json!({
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
         "metadata": { "name": "broken" },
@@ -174,7 +180,7 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     assert!(!leading(&b).await, "someone else holds the Lease");
     for name in ["member1", "broken"] {
         assert_eq!(
-            s.plane.condition(name, "Ready").await.unwrap(),
+            s.karmada.condition(name, "Ready").await.unwrap(),
             None,
             "a follower wrote {name}"
         );
@@ -183,16 +189,17 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     // The holder dies: b leads once the Lease expires, writes both, and records both
     // transitions, which it saw while no one was writing.
     holder.abort();
-    s.wait_condition(
-        "member1",
-        "Ready",
-        "True",
-        "MemberReady",
-        HELD + LEASE + CONVERGE,
-    )
-    .await
-    .unwrap();
-    s.wait_condition("broken", "Ready", "False", "EndpointForbidden", CONVERGE)
+    s.karmada
+        .wait_condition(
+            "member1",
+            "Ready",
+            "True/MemberReady",
+            HELD + LEASE + CONVERGE,
+        )
+        .await
+        .unwrap();
+    s.karmada
+        .wait_condition("broken", "Ready", "False/EndpointForbidden", CONVERGE)
         .await
         .unwrap();
     wait_reported(&s, "member1", "MemberReady", "replica-b").await;

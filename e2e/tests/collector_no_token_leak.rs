@@ -48,15 +48,18 @@ async fn no_output_of_the_collector_holds_a_token() {
         .unwrap();
 
     let s = Scenario::start(1, PROBE).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
     let ns = s.namespace.clone();
     let first = s.registered_tokens[0].clone();
     let ca = s.member(1).ca_pem().to_owned();
 
     // Rotation.
     let second = s.member(1).mint_token(&ns, "agent-b", HOUR).await.unwrap();
-    s.plane.write_secret("member1", &second, &ca).await.unwrap();
-    s.wait_healthy("member1", CONVERGE).await.unwrap();
+    s.karmada
+        .write_secret("member1", &second, &ca)
+        .await
+        .unwrap();
+    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
 
     // Garbage around the token: an inner newline, and the token where the CA should be.
     let garbage = BTreeMap::from([
@@ -69,8 +72,12 @@ async fn no_output_of_the_collector_holds_a_token() {
             ByteString(second.clone().into_bytes()),
         ),
     ]);
-    s.plane.write_secret_data("member1", garbage).await.unwrap();
-    s.wait_condition("member1", "Ready", "False", "SecretInvalid", CONVERGE)
+    s.karmada
+        .write_secret_data("member1", garbage)
+        .await
+        .unwrap();
+    s.karmada
+        .wait_condition("member1", "Ready", "False/SecretInvalid", CONVERGE)
         .await
         .unwrap();
 
@@ -79,24 +86,24 @@ async fn no_output_of_the_collector_holds_a_token() {
     let (signed, signature) = first.rsplit_once('.').unwrap();
     let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
     let forged = format!("{signed}.{flipped}{}", &signature[1..]);
-    s.plane.write_secret("member1", &forged, &ca).await.unwrap();
-    s.wait_condition(
-        "member1",
-        "CredentialsValid",
-        "False",
-        "Unauthorized",
-        CONVERGE,
-    )
-    .await
-    .unwrap();
+    s.karmada
+        .write_secret("member1", &forged, &ca)
+        .await
+        .unwrap();
+    s.karmada
+        .wait_condition(
+            "member1",
+            "CredentialsValid",
+            "False/Unauthorized",
+            CONVERGE,
+        )
+        .await
+        .unwrap();
 
     let mut outputs = Vec::new();
-    let cluster = s.plane.cluster("member1").await.unwrap();
-    outputs.push((
-        "Cluster status",
-        serde_json::to_string(&cluster.status).unwrap(),
-    ));
-    let events = Api::<Event>::all(s.plane.client().clone())
+    let status = s.karmada.status("member1").await.unwrap();
+    outputs.push(("Cluster status", status.to_string()));
+    let events = Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
         .await
         .unwrap();

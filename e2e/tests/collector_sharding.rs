@@ -3,11 +3,6 @@
 //! noticing overwrites no one's status; a SIGKILLed replica's members are taken over within
 //! its Lease duration; and no status is ever written by a replica that does not hold the
 //! member's claim (checked from the `Cluster`s' own `managedFields`).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -48,7 +43,7 @@ fn written_by_owners(writers: &StatusWriters, owners: &BTreeMap<String, String>)
 #[tokio::test]
 async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
     let plane = ShardPlane::start(1, MEMBERS).await.unwrap();
-    let writers = StatusWriters::start(plane.plane.client().clone());
+    let writers = StatusWriters::start(plane.karmada.client().clone());
     let flags = ["--probe-period", "2", "--request-timeout", "2"];
     let a = plane
         .replica(IDENTITIES[0], LEASE_SECONDS, &flags)
@@ -94,7 +89,7 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
         );
     }
     for member in &plane.members {
-        let ready = plane.plane.condition(member, "Ready").await.unwrap();
+        let ready = plane.karmada.condition(member, "Ready").await.unwrap();
         assert_eq!(ready.map(|(s, _)| s).as_deref(), Some("True"), "{member}");
     }
     // A replica sends a member it does not own to its owner.

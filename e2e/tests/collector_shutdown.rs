@@ -1,9 +1,4 @@
 //! On SIGTERM the collector gives its Lease up and exits within seconds, open watches and all.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::{Duration, Instant};
 
@@ -29,7 +24,7 @@ async fn leading(collector: &RunningCollector) -> bool {
 #[tokio::test]
 async fn sigterm_releases_the_lease_and_exits_promptly() {
     let mut s = Scenario::start(1, PROBE).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
     // The scenario's own replica stops: the process below is then the only candidate.
     s.collector.stop().await;
 
@@ -77,7 +72,7 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
     assert!(!leading(&follower).await, "replica-f follows");
 
     let exited = process.terminate(Duration::from_secs(5)).await.unwrap();
-    let lease = Api::<Lease>::namespaced(s.plane.client().clone(), "tether-system")
+    let lease = Api::<Lease>::namespaced(s.karmada.client().clone(), "tether-system")
         .get("tether-collector")
         .await
         .unwrap();

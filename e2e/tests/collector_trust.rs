@@ -98,8 +98,8 @@ async fn a_frozen_control_plane_holds_up_no_member() {
     // this test reads what the collector sees, so it serves the API without reviews.
     let flags = ["--probe-timeout", PROBE_TIMEOUT, "--insecure-serve-api"];
     let mut s = Scenario::start_with(2, PROBE, &flags).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
-    s.wait_healthy("member2", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member2", START).await.unwrap();
 
     // Status writes now hang until their deadline; probes and the read API must not.
     s.env.apiserver(0).unwrap().freeze().unwrap();
@@ -114,7 +114,8 @@ async fn a_frozen_control_plane_holds_up_no_member() {
 
     // Thawed, the control plane gets the status it missed.
     s.env.apiserver(0).unwrap().thaw().unwrap();
-    s.wait_condition("member2", "Ready", "False", "Unreachable", CONVERGE)
+    s.karmada
+        .wait_condition("member2", "Ready", "False/Unreachable", CONVERGE)
         .await
         .unwrap();
 }
@@ -122,7 +123,7 @@ async fn a_frozen_control_plane_holds_up_no_member() {
 #[tokio::test]
 async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_ready() {
     let mut s = Scenario::start(1, PROBE).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
 
     // Rotate to an identity without any binding; the member's restart makes every watch start
     // again under it. /readyz stays open to it (system:public-info-viewer).
@@ -142,20 +143,22 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
         .unwrap();
     let token = member.mint_token(&ns, "agent-unbound", HOUR).await.unwrap();
     let ca = member.ca_pem().to_owned();
-    s.plane.write_secret("member1", &token, &ca).await.unwrap();
+    s.karmada
+        .write_secret("member1", &token, &ca)
+        .await
+        .unwrap();
     s.env.restart(1, RestartOptions::default()).await.unwrap();
 
-    s.wait_condition(
-        "member1",
-        "Ready",
-        "False",
-        "Forbidden",
-        Duration::from_secs(30),
-    )
-    .await
-    .unwrap();
-    let cluster = s.plane.cluster("member1").await.unwrap();
-    let conditions = cluster.status.unwrap().conditions;
+    s.karmada
+        .wait_condition(
+            "member1",
+            "Ready",
+            "False/Forbidden",
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    let conditions = s.karmada.conditions("member1").await.unwrap();
     let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
     assert!(
         ready.message.contains("may not") && ready.message.contains("apps/v1/deployments"),
@@ -176,7 +179,7 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
 #[tokio::test]
 async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential() {
     let mut s = Scenario::start(1, PROBE).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
 
     let (collector, env) = (&s.collector, &mut s.env);
     let sampling = async {
@@ -212,7 +215,7 @@ async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
         ),
         "{samples:?}"
     );
-    let events = Api::<Event>::all(s.plane.client().clone())
+    let events = Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
         .await
         .unwrap();

@@ -12,7 +12,6 @@ use deploy_support::{EVENTS_NAMESPACE, id, workload::collector_container};
 use e2e::{
     clusterprofiles::{Inventory, has_condition},
     collector_run::{RunningCollector, control_plane_args},
-    karmada_plane,
     manifest::{kustomize_build, kustomize_dir, of_kind, typed},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::COLLECTOR_SA,
@@ -23,7 +22,7 @@ use kube::{
     api::{DeleteParams, ListParams},
 };
 use serde_json::Value;
-use testkit::{Environment, eventually};
+use testkit::{Environment, Karmada, PushMember, eventually};
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Bound for the collector's start-up and for each state it must reach.
@@ -35,19 +34,22 @@ const LIMIT: Duration = Duration::from_secs(30);
 async fn collector_as_the_base_service_account(
     env: &Environment,
     objects: &[Value],
-) -> (karmada_plane::KarmadaPlane, RunningCollector) {
+) -> (Karmada, RunningCollector) {
     let (cp, member) = (env.control_plane(), env.cluster(1));
     let admin = cp.admin_client().unwrap();
     // What a user has before `kubectl apply -k`: the CRD (Karmada's or deploy/crds) and
     // Karmada's Secret namespace; then a member registered the Karmada way.
-    let plane = karmada_plane::KarmadaPlane::install(cp).await.unwrap();
+    let plane = Karmada::install(cp).await.unwrap();
     let agents = member.create_namespace("agents").await.unwrap();
     member
         .create_service_account(&agents, "agent-a")
         .await
         .unwrap();
     let member_token = member.mint_token(&agents, "agent-a", HOUR).await.unwrap();
-    plane.register(member, &member_token).await.unwrap();
+    plane
+        .register(&PushMember::of(member, &member_token))
+        .await
+        .unwrap();
 
     for namespace in of_kind(objects, "Namespace") {
         apply_object(&admin, namespace).await.unwrap();
@@ -87,7 +89,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
 
     // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
     plane
-        .wait_condition("member1", "Ready", "True", "MemberReady", LIMIT)
+        .wait_condition("member1", "Ready", "True/MemberReady", LIMIT)
         .await
         .unwrap();
     let lease = Api::<Lease>::namespaced(admin.clone(), sa_namespace)
@@ -135,7 +137,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
     .await
     .unwrap();
     plane
-        .wait_condition("member2", "Ready", "False", "SecretForbidden", LIMIT)
+        .wait_condition("member2", "Ready", "False/SecretForbidden", LIMIT)
         .await
         .unwrap();
     assert_eq!(

@@ -1,10 +1,5 @@
 //! The collector's image is built from base images pinned by digest: a rebuild starts from the
 //! bytes that were reviewed, never from whatever a moving tag points at that day.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use e2e::manifest::repo_root;
 

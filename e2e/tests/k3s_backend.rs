@@ -4,11 +4,6 @@
 //!
 //! The test is compiled in every build so that a default run lists it as ignored; run with
 //! `--ignored` but without the feature, it fails and says why instead of passing.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 #[tokio::test]
 #[ignore = "needs a Docker engine that can pull rancher/k3s"]

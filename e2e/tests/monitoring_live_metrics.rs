@@ -2,7 +2,6 @@
 //! real member apiserver, its live `/metrics` is scraped with a reader's token, and every metric
 //! name in the dashboard's queries and the rules' expressions must be in that exposition, which
 //! `promtool check metrics` must accept.
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod monitoring_support;
 
@@ -22,7 +21,7 @@ const START: Duration = Duration::from_secs(30);
 #[tokio::test]
 async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
     let s = Scenario::start(1, PROBE).await.unwrap();
-    s.wait_healthy("member1", START).await.unwrap();
+    s.karmada.wait_healthy("member1", START).await.unwrap();
     let (status, text) = s.collector.get("/metrics").await.unwrap();
     assert_eq!(status, 200, "{text}");
 

@@ -14,11 +14,7 @@
 //! - A real client-go consumer (`e2e/interop/clusterprofile-client`) reads a forged profile that
 //!   names the Secret the collector marked for member1 and the hostile endpoint as its server:
 //!   `tether-credential` refuses, and the endpoint never sees member1's token.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 use std::{
     net::Ipv4Addr,

@@ -41,12 +41,12 @@ async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request
     // m00 says `tether.io/mint-tokens: "true"`; the collector runs as the single replica
     // the attack needed (no leader election to hold minting back), without --mint-tokens.
     let plane = RotationPlane::start(1, 1).await.unwrap();
-    let seeded = plane.secret_token("m00").await.unwrap();
+    let seeded = plane.karmada.secret_token("m00").await.unwrap();
     let before = plane.token_requests(1).await.unwrap();
     let collector = collector(&plane, &["--leader-elect=false"]).await;
     plane
-        .plane
-        .wait_condition("m00", "Ready", "True", "MemberReady", START)
+        .karmada
+        .wait_condition("m00", "Ready", "True/MemberReady", START)
         .await
         .unwrap();
 
@@ -56,7 +56,7 @@ async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request
         before,
         "no TokenRequest was sent"
     );
-    assert_eq!(plane.secret_token("m00").await.unwrap(), seeded);
+    assert_eq!(plane.karmada.secret_token("m00").await.unwrap(), seeded);
     assert_eq!(rotations(&collector, "m00", "success").await, 0.0);
     let message = plane
         .refusal("m00", "RotationNotAllowed", START)
@@ -69,7 +69,7 @@ async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request
 #[tokio::test]
 async fn a_definition_naming_another_service_account_than_its_token_is_refused_unminted() {
     let mut plane = RotationPlane::start(1, 1).await.unwrap();
-    let others = plane.secret_token("m00").await.unwrap();
+    let others = plane.karmada.secret_token("m00").await.unwrap();
     plane
         .add(RotatingMember::new(
             "impostor",
@@ -82,7 +82,7 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
     // Its Secret holds rot-0's token, which may mint rot-x's: minting would switch identities.
     let member = plane.env.cluster(1);
     plane
-        .plane
+        .karmada
         .write_secret("impostor", &others, member.ca_pem())
         .await
         .unwrap();
@@ -102,16 +102,19 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
     tokio::time::sleep(WOULD_HAVE_MINTED).await;
     assert_eq!(plane.token_requests(1).await.unwrap(), before);
     assert_eq!(rotations(&collector, "impostor", "success").await, 0.0);
-    assert_eq!(plane.secret_token("impostor").await.unwrap(), others);
+    assert_eq!(
+        plane.karmada.secret_token("impostor").await.unwrap(),
+        others
+    );
     // The member itself is left alone: its token works, it is Ready, and m00 (not allowed
     // by the operator, asking with "true") mints nothing either.
     assert_eq!(
-        plane.plane.condition("impostor", "Ready").await.unwrap(),
+        plane.karmada.condition("impostor", "Ready").await.unwrap(),
         Some(("True".to_owned(), "MemberReady".to_owned()))
     );
     assert_eq!(
         plane
-            .plane
+            .karmada
             .condition("m00", "CredentialsValid")
             .await
             .unwrap()
@@ -134,10 +137,12 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
         .unwrap();
     // A day and a second: one over the default --mint-max-expiration.
     plane
+        .karmada
         .annotate("long", EXPIRATION_ANNOTATION, "86401")
         .await
         .unwrap();
     plane
+        .karmada
         .annotate(
             "aud",
             AUDIENCES_ANNOTATION,
@@ -159,8 +164,8 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
 
     for name in ["long", "aud"] {
         plane
-            .plane
-            .wait_condition(name, "Ready", "True", "MemberReady", START)
+            .karmada
+            .wait_condition(name, "Ready", "True/MemberReady", START)
             .await
             .unwrap();
     }
@@ -171,8 +176,8 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
         before,
         "no TokenRequest was sent"
     );
-    assert_eq!(plane.secret_token("long").await.unwrap(), long);
-    assert_eq!(plane.secret_token("aud").await.unwrap(), aud);
+    assert_eq!(plane.karmada.secret_token("long").await.unwrap(), long);
+    assert_eq!(plane.karmada.secret_token("aud").await.unwrap(), aud);
 
     let message = plane
         .refusal("long", "RotationOverCap", START)
@@ -193,6 +198,7 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
     );
     // Within the cap, the same member rotates: the refusal was the cap's, nothing else's.
     plane
+        .karmada
         .annotate("long", EXPIRATION_ANNOTATION, "86400")
         .await
         .unwrap();
@@ -200,7 +206,7 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
         .wait_rotated_from(&collector, "long", &long, START)
         .await
         .unwrap();
-    assert_eq!(plane.secret_token("aud").await.unwrap(), aud);
+    assert_eq!(plane.karmada.secret_token("aud").await.unwrap(), aud);
     assert_eq!(rotations(&collector, "aud", "success").await, 0.0);
 }
 
@@ -268,7 +274,10 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
     .unwrap();
     // A write would follow the answer within milliseconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
+    assert_eq!(
+        plane.karmada.secret_token("hostile").await.unwrap(),
+        current
+    );
     let message = plane
         .refusal("hostile", "MintedTokenMismatch", START)
         .await
@@ -281,7 +290,10 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
         !hostile.saw_bearer(&other_issuer),
         "the minted token was not even verified with"
     );
-    assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
+    assert_eq!(
+        plane.karmada.secret_token("hostile").await.unwrap(),
+        current
+    );
 
     // Same issuer, another subject.
     let other_subject = token(
@@ -291,15 +303,20 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
     hostile.set_minted_token(&other_subject);
     testkit::eventually("the next mint is refused for its sub", START, || async {
         plane
+            .karmada
             .condition_message("hostile", "CredentialsValid")
             .await
             .unwrap()
+            .unwrap_or_default()
             .contains("sub is \"system:serviceaccount:kube-system:admin\"")
     })
     .await
     .unwrap();
     assert!(!hostile.saw_bearer(&other_subject));
-    assert_eq!(plane.secret_token("hostile").await.unwrap(), current);
+    assert_eq!(
+        plane.karmada.secret_token("hostile").await.unwrap(),
+        current
+    );
     assert_eq!(rotations(&collector, "hostile", "success").await, 0.0);
     assert!(rotations(&collector, "hostile", "refused").await >= 2.0);
 }
@@ -346,7 +363,10 @@ async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vou
         !lines.iter().any(|line| line.contains("/token")),
         "no TokenRequest: {lines:?}"
     );
-    assert_eq!(plane.secret_token("vouched").await.unwrap(), current);
+    assert_eq!(
+        plane.karmada.secret_token("vouched").await.unwrap(),
+        current
+    );
     plane
         .refusal("vouched", "RotationServiceAccountMismatch", START)
         .await

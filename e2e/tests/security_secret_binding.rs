@@ -6,22 +6,16 @@
 //! apiservers, and a hostile endpoint on 127.0.0.2.
 //!
 //! Build the binary first: `cargo build -p collector --bin collector`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 
 use cluster_registry::{secret_binding::MEMBER_LABEL, token_rotation::ROTATE_NOW_ANNOTATION};
 use e2e::{
     collector_run::{collector_check, control_plane_args, spawn_healthy, temp_dir},
-    karmada_plane::KarmadaPlane,
     rotation_plane::rotation_annotations,
     scenario::HOUR,
 };
-use testkit::{Environment, HostileEndpoint};
+use testkit::{Environment, HostileEndpoint, Karmada, PushMember};
 
 const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(60);
@@ -35,7 +29,7 @@ const CHECK_LIMIT: Duration = Duration::from_secs(60);
 async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
     let env = Environment::with_members(2).await.unwrap();
     let control_plane = env.control_plane();
-    let plane = KarmadaPlane::install(control_plane).await.unwrap();
+    let plane = Karmada::install(control_plane).await.unwrap();
     let ns = format!("tether-binding-{}", std::process::id());
     let mut tokens = Vec::new();
     for member in env.members() {
@@ -45,7 +39,10 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
     }
     let (member1, member2) = (env.cluster(1), env.cluster(2));
     // member1 as `karmadactl join` makes it: the Secret is named after the Cluster.
-    plane.register(member1, &tokens[0]).await.unwrap();
+    plane
+        .register(&PushMember::of(member1, &tokens[0]))
+        .await
+        .unwrap();
     // member2's Secret has another name, and no label yet: it serves no member2.
     plane
         .write_secret("member2-creds", &tokens[1], member2.ca_pem())
@@ -57,7 +54,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
             member2.endpoint(),
             "member2-creds",
             false,
-            BTreeMap::new(),
+            &BTreeMap::new(),
         )
         .await
         .unwrap();
@@ -84,7 +81,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         .await
         .unwrap();
     plane
-        .wait_condition("member1", "Ready", "True", "MemberReady", START)
+        .wait_condition("member1", "Ready", "True/MemberReady", START)
         .await
         .unwrap();
 
@@ -94,11 +91,11 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
     hostile.set_minted_token("minted-by-the-attacker");
     let rotation = rotation_annotations(&format!("{ns}/agent-a"), &[(ROTATE_NOW_ANNOTATION, "1")]);
     plane
-        .create_cluster("evil", &hostile.url(), "member1", true, rotation)
+        .create_cluster("evil", &hostile.url(), "member1", true, &rotation)
         .await
         .unwrap();
     let refused = plane
-        .wait_condition("evil", "Ready", "False", "SecretForbidden", CONVERGE)
+        .wait_condition("evil", "Ready", "False/SecretForbidden", CONVERGE)
         .await;
     tokio::time::sleep(WINDOW).await;
     let carried = hostile
@@ -139,7 +136,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         "member1 is untouched"
     );
     let unlabelled = plane
-        .wait_condition("member2", "Ready", "False", "SecretForbidden", CONVERGE)
+        .wait_condition("member2", "Ready", "False/SecretForbidden", CONVERGE)
         .await;
 
     // `collector check` names both refused Secrets, and probes neither.
@@ -175,7 +172,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         .await
         .unwrap();
     plane
-        .wait_condition("member2", "Ready", "True", "MemberReady", CONVERGE)
+        .wait_condition("member2", "Ready", "True/MemberReady", CONVERGE)
         .await
         .unwrap();
 

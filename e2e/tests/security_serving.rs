@@ -23,13 +23,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use e2e::{
-    collector_run::{control_plane_args, get_as, spawn_healthy, temp_dir},
-    karmada_plane::KarmadaPlane,
-};
+use e2e::collector_run::{control_plane_args, get_as, spawn_healthy, temp_dir};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use testkit::{CollectorProcess, Environment, http_get};
+use testkit::{CollectorProcess, Environment, Karmada, http_get};
 use tokio::io::AsyncWriteExt as _;
 
 const START: Duration = Duration::from_secs(60);
@@ -51,7 +48,7 @@ const REVIEW_BURST: u32 = 20;
 /// short Lease and a small review budget.
 async fn start_collector(env: &Environment) -> CollectorProcess {
     let control_plane = env.control_plane();
-    KarmadaPlane::install(control_plane).await.unwrap();
+    Karmada::install(control_plane).await.unwrap();
     control_plane
         .create_namespace_named("tether-system")
         .await

@@ -36,7 +36,7 @@ async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollec
 
 /// Reasons of the Events on member `name`'s Secret.
 async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
-    Api::<Event>::namespaced(plane.plane.client().clone(), SECRET_NAMESPACE)
+    Api::<Event>::namespaced(plane.karmada.client().clone(), SECRET_NAMESPACE)
         .list(&ListParams::default())
         .await
         .unwrap()
@@ -60,18 +60,11 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
     let collector = start_collector(&plane, FAST).await;
 
     plane
-        .plane
-        .wait_condition(
-            "refused",
-            "CredentialsValid",
-            "False",
-            "RotationFailed",
-            START,
-        )
+        .karmada
+        .wait_condition("refused", "CredentialsValid", "False/RotationFailed", START)
         .await
         .unwrap();
-    let cluster = plane.plane.cluster("refused").await.unwrap();
-    let conditions = cluster.status.unwrap().conditions;
+    let conditions = plane.karmada.conditions("refused").await.unwrap();
     let credentials = conditions
         .iter()
         .find(|c| c.type_ == "CredentialsValid")
@@ -87,7 +80,7 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
         ("True", "MemberReady"),
         "its current token still works"
     );
-    assert_eq!(plane.secret_token("refused").await.unwrap(), token);
+    assert_eq!(plane.karmada.secret_token("refused").await.unwrap(), token);
     assert_eq!(
         plane.env.cluster(1).token_status(&token).await.unwrap(),
         200
@@ -110,7 +103,7 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
     .unwrap();
     assert_eq!(
         plane
-            .plane
+            .karmada
             .condition("m00", "CredentialsValid")
             .await
             .unwrap(),
@@ -136,15 +129,15 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
     let plane = RotationPlane::start(1, 1).await.unwrap();
     let member = plane.env.cluster(1);
     plane
-        .plane
+        .karmada
         .write_secret("m00", &expired_token(), member.ca_pem())
         .await
         .unwrap();
     let collector = start_collector(&plane, FAST).await;
 
     plane
-        .plane
-        .wait_condition("m00", "CredentialsValid", "False", "TokenExpired", START)
+        .karmada
+        .wait_condition("m00", "CredentialsValid", "False/TokenExpired", START)
         .await
         .unwrap();
     assert!(rotations(&collector, "m00", "expired").await >= 1.0);
@@ -168,7 +161,7 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
         .await
         .unwrap();
     plane
-        .plane
+        .karmada
         .write_secret("m00", &fresh, member.ca_pem())
         .await
         .unwrap();
@@ -197,16 +190,17 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
     // At 0.8 of 600 s nothing is due for 8 minutes: only the request can mint.
     let collector = start_collector(&plane, "0.8").await;
     plane
-        .plane
-        .wait_condition("shipped", "Ready", "True", "MemberReady", START)
+        .karmada
+        .wait_condition("shipped", "Ready", "True/MemberReady", START)
         .await
         .unwrap();
     // Past the new leader's wait before its first mint (3 × 3 s + 1 s), nothing was minted.
     tokio::time::sleep(Duration::from_secs(11)).await;
-    assert_eq!(plane.secret_token("shipped").await.unwrap(), seeded);
+    assert_eq!(plane.karmada.secret_token("shipped").await.unwrap(), seeded);
 
     for (request, minted) in [("1", 1.0), ("1", 1.0), ("2", 2.0)] {
         plane
+            .karmada
             .annotate("shipped", ROTATE_NOW_ANNOTATION, request)
             .await
             .unwrap();
@@ -221,19 +215,18 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(rotations(&collector, "shipped", "success").await, minted);
     }
-    assert_ne!(plane.secret_token("shipped").await.unwrap(), seeded);
+    assert_ne!(plane.karmada.secret_token("shipped").await.unwrap(), seeded);
     assert_eq!(
         collector.metric("tether_relists_total", "").await.unwrap(),
         0.0,
         "a mint-now annotation rebuilds no client"
     );
     plane
-        .plane
+        .karmada
         .wait_condition(
             "shipped",
             "CredentialsValid",
-            "True",
-            "CredentialsAccepted",
+            "True/CredentialsAccepted",
             START,
         )
         .await

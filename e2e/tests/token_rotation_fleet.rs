@@ -1,11 +1,6 @@
 //! Fifty members rotated every six seconds for two minutes by one collector
 //! (`--mint-tokens`): no request answered 401, no relist, one Secret write per rotation,
 //! every member's Secret rewritten as often as its tokens' lifetime says.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
@@ -43,8 +38,8 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
     let names: Vec<String> = plane.members.iter().map(|m| m.name.clone()).collect();
     for name in &names {
         plane
-            .plane
-            .wait_condition(name, "Ready", "True", "MemberReady", START)
+            .karmada
+            .wait_condition(name, "Ready", "True/MemberReady", START)
             .await
             .unwrap();
     }
@@ -71,7 +66,7 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
         samples += 1;
         for name in &names {
             let credentials = plane
-                .plane
+                .karmada
                 .condition(name, "CredentialsValid")
                 .await
                 .unwrap();

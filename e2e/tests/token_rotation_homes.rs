@@ -1,10 +1,5 @@
 //! Where else a rotated token lives: an Argo CD cluster Secret's `config.bearerToken` (every
 //! other field kept) and a member file's token file, replaced in place with no control plane.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 

@@ -18,6 +18,10 @@ use serde_json::json;
 
 use crate::{cluster::Cluster, crd::install_crd};
 
+mod conditions;
+
+pub use conditions::Condition;
+
 /// The `Cluster` CRD as `deploy/crds/cluster.karmada.io_clusters.yaml` holds it (YAML).
 pub const CLUSTER_CRD_YAML: &str =
     include_str!("../../../deploy/crds/cluster.karmada.io_clusters.yaml");
@@ -103,21 +107,72 @@ impl Karmada {
     pub async fn register(&self, member: &PushMember<'_>) -> Result<()> {
         self.write_secret(member.name, member.token, member.ca_pem)
             .await?;
+        self.create_cluster(
+            member.name,
+            member.endpoint,
+            member.name,
+            false,
+            &BTreeMap::new(),
+        )
+        .await
+    }
+
+    /// Creates a push-mode `Cluster` `name` at `endpoint` with `annotations`, whose
+    /// `secretRef` names Secret `secret` in [`SECRET_NAMESPACE`], which may be another
+    /// member's: what a definition writer can type.
+    ///
+    /// # Errors
+    /// API errors, such as a `Cluster` of that name existing already.
+    pub async fn create_cluster(
+        &self,
+        name: &str,
+        endpoint: &str,
+        secret: &str,
+        insecure_skip_tls_verification: bool,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<()> {
+        let mut spec = json!({
+            "syncMode": "Push",
+            "apiEndpoint": endpoint,
+            "secretRef": { "namespace": SECRET_NAMESPACE, "name": secret },
+        });
+        if insecure_skip_tls_verification {
+            spec["insecureSkipTLSVerification"] = json!(true);
+        }
         let cluster: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "cluster.karmada.io/v1alpha1",
             "kind": "Cluster",
-            "metadata": { "name": member.name },
-            "spec": {
-                "syncMode": "Push",
-                "apiEndpoint": member.endpoint,
-                "secretRef": { "namespace": SECRET_NAMESPACE, "name": member.name },
-            },
+            "metadata": { "name": name, "annotations": annotations },
+            "spec": spec,
         }))?;
-        Api::<DynamicObject>::all_with(self.client.clone(), &cluster_resource())
+        self.clusters()
             .create(&PostParams::default(), &cluster)
             .await
-            .with_context(|| format!("creating the Cluster {}", member.name))?;
+            .with_context(|| format!("creating the Cluster {name}"))?;
         Ok(())
+    }
+
+    /// Sets annotation `key` on `Cluster` `name` (a merge patch).
+    ///
+    /// # Errors
+    /// API errors, such as no such `Cluster`.
+    pub async fn annotate(&self, name: &str, key: &str, value: &str) -> Result<()> {
+        let patch = json!({ "metadata": { "annotations": { key: value } } });
+        self.clusters()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("annotating the Cluster {name}"))?;
+        Ok(())
+    }
+
+    /// Every `Cluster`, for dynamic requests.
+    fn clusters(&self) -> Api<DynamicObject> {
+        Api::all_with(self.client.clone(), &cluster_resource())
+    }
+
+    /// The member Secrets.
+    fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.client.clone(), SECRET_NAMESPACE)
     }
 
     /// Writes Secret `name` (creating or replacing it) with `token` and `ca_pem` under
@@ -155,7 +210,7 @@ impl Karmada {
             data: Some(data),
             ..Secret::default()
         };
-        Api::<Secret>::namespaced(self.client.clone(), SECRET_NAMESPACE)
+        self.secrets()
             .patch(
                 name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
@@ -171,11 +226,36 @@ impl Karmada {
     /// # Errors
     /// API errors, such as no such Secret.
     pub async fn delete_secret(&self, name: &str) -> Result<()> {
-        Api::<Secret>::namespaced(self.client.clone(), SECRET_NAMESPACE)
+        self.secrets()
             .delete(name, &DeleteParams::default())
             .await
             .with_context(|| format!("deleting the member Secret {name}"))?;
         Ok(())
+    }
+
+    /// Sets label `key=value` on Secret `name` (a merge patch: the data stay).
+    ///
+    /// # Errors
+    /// API errors, such as no such Secret.
+    pub async fn label_secret(&self, name: &str, key: &str, value: &str) -> Result<()> {
+        let patch = json!({ "metadata": { "labels": { key: value } } });
+        self.secrets()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("labelling the member Secret {name}"))?;
+        Ok(())
+    }
+
+    /// The token in Secret `name`, as stored.
+    ///
+    /// # Errors
+    /// API errors, or no [`TOKEN_KEY`].
+    pub async fn secret_token(&self, name: &str) -> Result<String> {
+        let secret = self.secrets().get(name).await?;
+        let token = (secret.data.unwrap_or_default())
+            .remove(TOKEN_KEY)
+            .with_context(|| format!("Secret {name} holds no token"))?;
+        Ok(String::from_utf8(token.0)?)
     }
 }
 

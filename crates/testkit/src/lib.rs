@@ -117,7 +117,7 @@ pub use eventually::{IntoStep, POLL_INTERVAL, Step, eventually, matching};
 pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
-pub use karmada::{Karmada, PushMember};
+pub use karmada::{Condition, Karmada, PushMember};
 pub use plain_http::http_get;
 pub use ports::free_loopback_addr;
 pub use proc_dir::{proc_dir, proc_file};

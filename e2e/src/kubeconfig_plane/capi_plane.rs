@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Secret;
-use kube::{
-    Api,
-    api::{Patch, PatchParams},
-};
+use kube::{Api, api::Patch};
 use serde_json::json;
 use testkit::Cluster;
 
 use super::kubeconfig::{Kubeconfig, base64};
-use crate::collector_run::{RunningCollector, control_plane_args};
+use crate::{
+    collector_run::{RunningCollector, probe_seconds, start_as_admin},
+    manifest_apply::force_apply,
+};
 
 /// The label Cluster API puts on a cluster's Secrets; its value names the member.
 pub const CAPI_CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -58,7 +58,7 @@ impl CapiPlane {
             "data": { "value": base64(kubeconfig.to_yaml()?) },
         });
         self.secrets
-            .patch(&name, &apply_params(), &Patch::Apply(&secret))
+            .patch(&name, &force_apply(), &Patch::Apply(&secret))
             .await
             .with_context(|| format!("writing Secret {}/{name}", self.namespace))?;
         Ok(())
@@ -74,26 +74,14 @@ impl CapiPlane {
         probe_period: Duration,
         extra: &[&str],
     ) -> anyhow::Result<RunningCollector> {
-        let admin = self.control_plane.admin_token()?;
-        let mut args = control_plane_args(&self.control_plane, &admin)?;
-        args.extend(
-            [
-                "--members-from",
-                "capi",
-                "--kubeconfig-namespace",
-                &self.namespace,
-                "--probe-period",
-                &probe_period.as_secs().max(1).to_string(),
-            ]
-            .iter()
-            .chain(extra)
-            .map(|a| (*a).to_owned()),
-        );
-        Ok(RunningCollector::start(&args).await?.with_reader(&admin))
+        let probe = probe_seconds(probe_period);
+        let source = [
+            "--members-from",
+            "capi",
+            "--kubeconfig-namespace",
+            &self.namespace,
+        ];
+        let flags = [&source[..], &["--probe-period", &probe], extra].concat();
+        start_as_admin(&self.control_plane, &flags).await
     }
-}
-
-/// Server-side apply as the tests' field manager, taking over any field.
-fn apply_params() -> PatchParams {
-    PatchParams::apply("tether-e2e").force()
 }

@@ -15,7 +15,7 @@ use super::RotationPlane;
 impl RotationPlane {
     /// Starts counting, per member Secret, the writes that changed its token.
     pub fn count_secret_writes(&self) -> SecretWrites {
-        let api = Api::<Secret>::namespaced(self.plane.client().clone(), SECRET_NAMESPACE);
+        let api = Api::<Secret>::namespaced(self.karmada.client().clone(), SECRET_NAMESPACE);
         let counts = Arc::new(Mutex::new(BTreeMap::new()));
         let seen = counts.clone();
         let task = tokio::spawn(async move {

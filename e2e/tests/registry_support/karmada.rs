@@ -1,15 +1,12 @@
 //! A control plane serving the Karmada Cluster CRD, with member1 defined on it.
 
-use std::time::{Duration, Instant};
-
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use cluster_registry::karmada::Cluster as KarmadaCluster;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use serde_json::json;
-use testkit::{Cluster, Environment};
+use testkit::{Cluster, Environment, karmada::install_cluster_crd};
 
 use super::Agents;
 
@@ -26,7 +23,7 @@ impl KarmadaSetup {
     pub async fn start() -> Result<Self> {
         let env = Environment::with_members(1).await?;
         let admin = env.control_plane().admin_client()?;
-        install_crd(&admin).await?;
+        install_cluster_crd(&admin).await?;
         let agents = Agents::create(env.cluster(1)).await?;
         let ns = env
             .control_plane()
@@ -76,33 +73,6 @@ impl KarmadaSetup {
         let member1 = cluster("member1", "Push", self.member().endpoint(), &self.ns);
         self.clusters().create(&pp, &member1).await?;
         Ok(())
-    }
-}
-
-/// Installs the committed Cluster CRD and waits until it is served.
-async fn install_crd(client: &kube::Client) -> Result<()> {
-    let yaml = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/crds/cluster.karmada.io_clusters.yaml"
-    ))?;
-    let crd: CustomResourceDefinition = serde_yaml::from_str(&yaml)?;
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .create(&PostParams::default(), &crd)
-        .await
-        .context("creating the Cluster CRD")?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let served = Api::<KarmadaCluster>::all(client.clone())
-            .list_metadata(&Default::default())
-            .await
-            .is_ok();
-        if served {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            bail!("the Cluster CRD is not served after 30 s");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
