@@ -190,4 +190,4 @@ fn refused(why: &str) -> FileError {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

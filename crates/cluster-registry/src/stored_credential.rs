@@ -58,6 +58,28 @@ impl StoredCredential {
         }
     }
 
+    /// The exec plan; panics on a static credential (tests only).
+    #[cfg(test)]
+    pub(crate) fn exec_plan(&self) -> &ExecPlan {
+        match self {
+            Self::Exec(plan) => plan,
+            Self::Static(_) => panic!("a static credential, not an exec plan"),
+        }
+    }
+
+    /// The subject of the client certificate; panics unless the credential is a certificate
+    /// and no token (tests only).
+    #[cfg(test)]
+    pub(crate) fn certificate_subject(&self) -> &str {
+        let credential = self.static_credential();
+        assert_eq!(
+            credential.kind(),
+            member_client::CredentialKind::Certificate
+        );
+        assert!(credential.token().is_none());
+        credential.identity().unwrap().subject()
+    }
+
     /// The PEM CA bundle that verifies the member.
     pub(crate) fn ca_bundle(&self) -> Option<&Bytes> {
         match self {

@@ -77,40 +77,16 @@ mod tests {
     use super::*;
     use secrecy::ExposeSecret;
 
-    fn scratch_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("member-client-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[tokio::test]
     async fn reads_a_trimmed_token_and_picks_up_a_rewrite() {
-        let dir = scratch_dir("rewrite");
-        let path = dir.join("token");
-        std::fs::write(&path, "first\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
         let source = FileSource::new(&path);
-        let key = source.secret_ref();
-        assert_eq!(
-            source
-                .fetch(&key)
-                .await
-                .unwrap()
-                .token()
-                .unwrap()
-                .expose_secret(),
-            "first"
-        );
-        std::fs::write(&path, "second\n").unwrap();
-        assert_eq!(
-            source
-                .fetch(&key)
-                .await
-                .unwrap()
-                .token()
-                .unwrap()
-                .expose_secret(),
-            "second"
-        );
+        for token in ["first", "second"] {
+            std::fs::write(&path, format!("{token}\n")).unwrap();
+            let credential = source.fetch(&source.secret_ref()).await.unwrap();
+            assert_eq!(credential.token().unwrap().expose_secret(), token);
+        }
     }
 
     #[tokio::test]
@@ -123,18 +99,18 @@ mod tests {
 
     #[tokio::test]
     async fn missing_ca_file_is_not_found() {
-        let dir = scratch_dir("ca");
-        let path = dir.join("token");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
         std::fs::write(&path, "t").unwrap();
-        let source = FileSource::new(&path).with_ca_file(dir.join("missing-ca.crt"));
+        let source = FileSource::new(&path).with_ca_file(dir.path().join("missing-ca.crt"));
         let err = source.fetch(&source.secret_ref()).await.unwrap_err();
         assert!(matches!(err, SourceError::NotFound { .. }), "{err:?}");
     }
 
     #[tokio::test]
     async fn a_directory_is_a_transient_read_error() {
-        let dir = scratch_dir("dir");
-        let source = FileSource::new(&dir);
+        let dir = tempfile::tempdir().unwrap();
+        let source = FileSource::new(dir.path());
         let err = source.fetch(&source.secret_ref()).await.unwrap_err();
         assert!(err.is_transient(), "{err:?}");
     }

@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::test_ca::{b64, ca_pem, client_pem};
-use member_client::CredentialKind;
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use serde_json::json;
@@ -117,10 +116,7 @@ fn cert_data_and_key_data_are_a_client_identity() {
         "certData": b64(&cert), "keyData": b64(&client_key),
     }}))
     .unwrap();
-    let cred = stored.static_credential();
-    assert_eq!(cred.kind(), CredentialKind::Certificate);
-    assert_eq!(cred.identity().unwrap().subject(), "argocd-manager");
-    assert!(cred.token().is_none());
+    assert_eq!(stored.certificate_subject(), "argocd-manager");
 }
 
 #[test]
@@ -148,9 +144,7 @@ fn exec_provider_config_is_an_exec_plan_told_the_server_ca_and_server_name() {
         },
     }))
     .unwrap();
-    let StoredCredential::Exec(plan) = stored else {
-        panic!("not an exec plan: {stored:?}");
-    };
+    let plan = stored.exec_plan();
     let config = &plan.config;
     assert_eq!(config.command, "argocd-k8s-auth");
     assert_eq!(config.args, ["aws", "--cluster-name", "m1"]);

@@ -290,12 +290,7 @@ mod tests {
 
     #[test]
     fn an_oversized_file_is_refused_without_reading_it_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("providers.json");
-        std::fs::write(&path, vec![b' '; MAX_PROVIDER_FILE_BYTES as usize + 1]).unwrap();
-        assert!(matches!(
-            ProviderFile::read(&path),
-            Err(ProviderFileError::TooLarge)
-        ));
+        let endless = ProviderFile::read(Path::new("/dev/zero"));
+        assert!(matches!(endless, Err(ProviderFileError::TooLarge)));
     }
 }

@@ -19,7 +19,8 @@ fn reason(result: Result<Vec<u8>, FileError>) -> String {
     }
 }
 
-fn names(dir: &Path) -> Vec<String> {
+/// The entries of `dir`, sorted: what a test expects to find there.
+pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

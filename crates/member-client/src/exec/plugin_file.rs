@@ -253,12 +253,7 @@ providers:
 
     #[test]
     fn an_oversized_file_is_refused_without_reading_it_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plugins.yaml");
-        std::fs::write(&path, vec![b' '; MAX_EXEC_PLUGINS_FILE_BYTES as usize + 1]).unwrap();
-        assert!(matches!(
-            ExecPluginsFile::read(&path),
-            Err(ExecPluginsFileError::TooLarge)
-        ));
+        let endless = ExecPluginsFile::read(Path::new("/dev/zero"));
+        assert!(matches!(endless, Err(ExecPluginsFileError::TooLarge)));
     }
 }

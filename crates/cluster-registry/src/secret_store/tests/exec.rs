@@ -69,14 +69,7 @@ impl Plugin {
             env: vec![],
             api_version: ExecApiVersion::V1,
             provide_cluster_info: true,
-            cluster: Some(ExecCluster {
-                server: "https://10.0.0.1:6443".to_owned(),
-                certificate_authority_data: None,
-                tls_server_name: None,
-                insecure_skip_tls_verify: false,
-                proxy_url: None,
-                config: None,
-            }),
+            cluster: Some(ExecCluster::new("https://10.0.0.1:6443")),
         }
     }
 }

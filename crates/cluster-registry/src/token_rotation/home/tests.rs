@@ -3,6 +3,7 @@ use std::time::{Duration, SystemTime};
 use secrecy::ExposeSecret as _;
 
 use super::*;
+use crate::members_dir::tests::names;
 
 fn record(request: &str) -> RotationRecord {
     RotationRecord {
@@ -105,15 +106,6 @@ fn a_snapshot_never_shows_its_token() {
         secret: None,
     };
     assert!(!format!("{snapshot:?}").contains("s3cr3t"));
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
 }
 
 /// The token file is a symlink to a file outside the directory (standing in for the

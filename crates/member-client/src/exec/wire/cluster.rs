@@ -41,6 +41,21 @@ pub struct ExecCluster {
     pub config: Option<serde_json::Value>,
 }
 
+impl ExecCluster {
+    /// The cluster at `server`, verified against the system roots, with no proxy and no
+    /// extension.
+    pub fn new(server: impl Into<String>) -> Self {
+        Self {
+            server: server.into(),
+            tls_server_name: None,
+            insecure_skip_tls_verify: false,
+            certificate_authority_data: None,
+            proxy_url: None,
+            config: None,
+        }
+    }
+}
+
 impl fmt::Debug for ExecCluster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // `user:password@` in a proxy URL is a credential; the extension is the plugin's to read.
@@ -98,14 +113,7 @@ mod tests {
     use serde_json::json;
 
     fn minimal() -> ExecCluster {
-        ExecCluster {
-            server: "https://10.0.0.1:6443".to_owned(),
-            tls_server_name: None,
-            insecure_skip_tls_verify: false,
-            certificate_authority_data: None,
-            proxy_url: None,
-            config: None,
-        }
+        ExecCluster::new("https://10.0.0.1:6443")
     }
 
     #[test]

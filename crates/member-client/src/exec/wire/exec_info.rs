@@ -138,14 +138,7 @@ mod tests {
     }
 
     fn minimal() -> ExecCluster {
-        ExecCluster {
-            server: "https://10.0.0.1:6443".to_owned(),
-            certificate_authority_data: None,
-            tls_server_name: None,
-            insecure_skip_tls_verify: false,
-            proxy_url: None,
-            config: None,
-        }
+        ExecCluster::new("https://10.0.0.1:6443")
     }
 
     fn parsed(config: &ExecConfig) -> Value {
