@@ -3,7 +3,14 @@
 //! only).
 //!
 //! - [`FakeSource`]: a credential source whose answer, pace and failures the test sets.
+//! - [`LoopbackServer`]: the HTTP(S) server loop of every stand-in for a member apiserver, on a
+//!   loopback address, with the test's handler.
+//! - [`TestPki`]: a throwaway CA for its TLS and the client identities it sees.
 
 mod fake_source;
+mod loopback_server;
+mod test_pki;
 
 pub use fake_source::FakeSource;
+pub use loopback_server::{LoopbackServer, Peer, Reply};
+pub use test_pki::{ClientAuth, TestPki};

@@ -1,11 +1,9 @@
-//! Test doubles for member-client: a loopback HTTP server standing in for a member apiserver,
-//! and a credential source the test controls.
+//! A loopback HTTP server standing in for a member apiserver, and member clients over it.
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::{
     collections::HashSet,
-    convert::Infallible,
-    net::SocketAddr,
+    net::{Ipv4Addr, SocketAddr},
     sync::{
         Arc, Mutex,
         atomic::{AtomicUsize, Ordering},
@@ -16,13 +14,13 @@ use std::{
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper::{body::Incoming, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use hyper::body::Incoming;
 use member_client::{
     ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-    MemberClientConfig, test_util::FakeSource,
+    MemberClientConfig,
+    test_util::{FakeSource, LoopbackServer, Reply},
 };
-use tokio::{net::TcpListener, sync::Barrier, task::JoinHandle};
+use tokio::{sync::Barrier, task::JoinHandle};
 
 /// One request as the server received it.
 #[derive(Clone, Debug)]
@@ -51,17 +49,24 @@ struct ServerState {
 pub struct LoopbackApiserver {
     pub addr: SocketAddr,
     state: Arc<ServerState>,
-    task: JoinHandle<()>,
+    _server: LoopbackServer,
 }
 
 impl LoopbackApiserver {
     pub async fn start(accepted: &[&str]) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let state = Arc::new(ServerState::default());
         state.set_accepted(accepted);
-        let task = tokio::spawn(serve(listener, state.clone()));
-        Self { addr, state, task }
+        let shared = state.clone();
+        let server = LoopbackServer::start(Ipv4Addr::LOCALHOST, None, move |req, _| {
+            respond(shared.clone(), req)
+        })
+        .await
+        .unwrap();
+        Self {
+            addr: server.addr(),
+            state,
+            _server: server,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -103,37 +108,13 @@ impl LoopbackApiserver {
     }
 }
 
-impl Drop for LoopbackApiserver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 impl ServerState {
     fn set_accepted(&self, tokens: &[&str]) {
         *self.accepted.lock().unwrap() = tokens.iter().map(|t| t.to_string()).collect();
     }
 }
 
-async fn serve(listener: TcpListener, state: Arc<ServerState>) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| respond(state.clone(), req));
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
-}
-
-async fn respond(
-    state: Arc<ServerState>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn respond(state: Arc<ServerState>, req: Request<Incoming>) -> Reply {
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.most_in_flight.fetch_max(now, Ordering::SeqCst);
     let delay = *state.delay.lock().unwrap();
@@ -143,10 +124,7 @@ async fn respond(
     response
 }
 
-async fn answer(
-    state: &ServerState,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn answer(state: &ServerState, req: Request<Incoming>) -> Reply {
     let (parts, body) = req.into_parts();
     let body = body
         .collect()
@@ -174,28 +152,28 @@ async fn answer(
         if let Some(barrier) = barrier {
             barrier.wait().await;
         }
-        return Ok(status(StatusCode::UNAUTHORIZED, "Unauthorized"));
+        return status(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
     if path.ends_with("/forbidden") {
-        return Ok(status(StatusCode::FORBIDDEN, "Forbidden"));
+        return status(StatusCode::FORBIDDEN, "Forbidden");
     }
     if path.ends_with("/missing") {
-        return Ok(status(StatusCode::NOT_FOUND, "NotFound"));
+        return status(StatusCode::NOT_FOUND, "NotFound");
     }
     let echo = if body.is_empty() {
         Bytes::from_static(b"{}")
     } else {
         body
     };
-    Ok(Response::new(Full::new(echo)))
+    Response::new(Full::new(echo).boxed())
 }
 
-fn status(code: StatusCode, reason: &str) -> Response<Full<Bytes>> {
+fn status(code: StatusCode, reason: &str) -> Reply {
     let body = serde_json::json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": reason, "reason": reason, "code": code.as_u16(),
     });
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *response.status_mut() = code;
     response
 }
