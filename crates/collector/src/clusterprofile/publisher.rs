@@ -175,12 +175,8 @@ impl Writes {
             })
             .collect();
         let marks = &self.marks;
-        let done = concurrently(due, |mark| async move {
-            let outcome = marks.mark(&mark).await;
-            (mark, outcome)
-        })
-        .await;
-        for (mark, outcome) in done {
+        let done = concurrently(due, |mark| async move { (marks.mark(&mark).await, mark) }).await;
+        for (outcome, mark) in done {
             let member = mark.member.clone();
             let secret = format!("{}/{}", mark.secret.namespace, mark.secret.name);
             match outcome {
@@ -224,11 +220,10 @@ impl Writes {
             .collect();
         let this = &*self;
         let done = concurrently(due, |(member, built, version)| async move {
-            let outcome = this.write(&member, &built, version).await;
-            (member, built, outcome)
+            (this.write(&member, &built, version).await, member, built)
         })
         .await;
-        for (member, built, outcome) in done {
+        for (outcome, member, built) in done {
             match outcome {
                 // Forgotten meanwhile: keep it forgotten.
                 Ok(version) if self.queue.knows(&member) => {
@@ -294,11 +289,10 @@ impl Writes {
         let removed = self.queue.removed();
         let api = &self.api;
         let done = concurrently(removed, |member| async move {
-            let outcome = api.delete_ours(&member).await;
-            (member, outcome)
+            (api.delete_ours(&member).await, member)
         })
         .await;
-        for (member, outcome) in done {
+        for (outcome, member) in done {
             match outcome {
                 Ok(()) => {
                     tracing::info!(member, "ClusterProfile deleted");

@@ -158,12 +158,12 @@ impl LeaderWrites for Writes {
         let this = &*self;
         let done = concurrently(due, |(member, status, previous)| async move {
             let written = this.publish(&member, &status, previous.as_ref()).await;
-            written.then_some((member, status))
+            (written, member, status)
         })
         .await;
-        for (member, status) in done.into_iter().flatten() {
+        for (written, member, status) in done {
             // Forgotten meanwhile: keep it forgotten.
-            if self.queue.latest().contains_key(&member) {
+            if written && self.queue.latest().contains_key(&member) {
                 self.written.insert(member, status);
             }
         }

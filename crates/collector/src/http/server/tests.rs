@@ -28,6 +28,20 @@ async fn start(
     (addr, stop, server)
 }
 
+/// Stops what [`start`] started, which must return within 10 s (else fails saying `late`).
+async fn shut_down(
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<io::Result<()>>,
+    late: &str,
+) {
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect(late)
+        .unwrap()
+        .unwrap();
+}
+
 /// A blocking client keeps the tests free of an HTTP client dependency. Returns what the
 /// server sent until it closed, or until `limit`.
 fn exchange(stream: &mut TcpStream, request: &[u8], limit: Duration) -> String {
@@ -55,12 +69,7 @@ async fn serve_answers_on_the_socket_and_returns_after_shutdown() {
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.ends_with("\r\n\r\nok"), "{response}");
 
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), server)
-        .await
-        .expect("serve did not return after shutdown")
-        .unwrap()
-        .unwrap();
+    shut_down(stop, server, "serve did not return after shutdown").await;
 }
 
 #[tokio::test]
@@ -177,12 +186,7 @@ async fn shutdown_does_not_wait_past_its_deadline_for_a_stuck_request() {
     stuck.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), server)
-        .await
-        .expect("serve waited for the stuck request")
-        .unwrap()
-        .unwrap();
+    shut_down(stop, server, "serve waited for the stuck request").await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
