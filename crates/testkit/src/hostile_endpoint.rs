@@ -20,7 +20,7 @@
 
 use std::{
     convert::Infallible,
-    net::{Ipv4Addr, SocketAddr},
+    net::Ipv4Addr,
     sync::{Arc, Mutex, PoisonError},
 };
 
@@ -29,12 +29,11 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::TokioIo;
+use member_client::test_util::LoopbackServer;
 use rustls::{
     ServerConfig,
     pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
 };
-use tokio::{net::TcpListener, task::JoinSet};
 
 use crate::pki::TestCa;
 
@@ -49,16 +48,15 @@ pub const HOSTILE_USERNAME: &str = "system:serviceaccount:hostile:hostile";
 
 /// The running server; stops, connections and all, when dropped.
 pub struct HostileEndpoint {
-    addr: SocketAddr,
     ca_pem: String,
     state: Arc<State>,
-    accept: tokio::task::JoinHandle<()>,
+    server: LoopbackServer,
 }
 
 impl std::fmt::Debug for HostileEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostileEndpoint")
-            .field("addr", &self.addr)
+            .field("addr", &self.server.addr())
             .finish_non_exhaustive()
     }
 }
@@ -69,12 +67,6 @@ struct State {
     requests: Mutex<Vec<String>>,
     minted_token: Mutex<Option<String>>,
     misbehaviour: Mutex<Option<Misbehaviour>>,
-}
-
-impl Drop for HostileEndpoint {
-    fn drop(&mut self) {
-        self.accept.abort();
-    }
 }
 
 impl HostileEndpoint {
@@ -103,43 +95,23 @@ impl HostileEndpoint {
                 .with_no_client_auth()
                 .with_single_cert(chain, key)
                 .context("serving certificate")?;
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind(SocketAddr::from((ip, 0)))
-            .await
-            .with_context(|| format!("binding {ip}"))?;
-        let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
         let shared = Arc::clone(&state);
-        let accept = tokio::spawn(async move {
-            // Owned here, so that aborting this task closes every connection.
-            let mut connections = JoinSet::new();
-            while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, state) = (acceptor.clone(), Arc::clone(&shared));
-                connections.spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let serve = hyper::service::service_fn(move |request| {
-                        let state = Arc::clone(&state);
-                        async move { Ok::<_, Infallible>(respond(&state, &request)) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), serve)
-                        .await;
-                });
-            }
-        });
+        let server = LoopbackServer::start(ip, Some(Arc::new(config)), move |request, _| {
+            std::future::ready(respond(&shared, &request))
+        })
+        .await
+        .with_context(|| format!("serving on {ip}"))?;
         Ok(Self {
-            addr,
             ca_pem: ca.pem(),
             state,
-            accept,
+            server,
         })
     }
 
     /// `https://<ip>:<port>`: the endpoint a hostile definition names.
     pub fn url(&self) -> String {
-        format!("https://{}", self.addr)
+        self.server.url()
     }
 
     /// The CA (PEM) that signed the endpoint's certificate: the one its definition supplies.
@@ -149,7 +121,7 @@ impl HostileEndpoint {
 
     /// The `--allow-endpoint` value that lets exactly this endpoint's address in.
     pub fn allow_endpoint_arg(&self) -> String {
-        format!("{}/32", self.addr.ip())
+        format!("{}/32", self.server.addr().ip())
     }
 
     /// Every `Authorization` header value received so far, in order of arrival.
