@@ -148,13 +148,7 @@ fn exec_provider_config_is_an_exec_plan_told_the_server_ca_and_server_name() {
     let config = &plan.config;
     assert_eq!(config.command, "argocd-k8s-auth");
     assert_eq!(config.args, ["aws", "--cluster-name", "m1"]);
-    assert_eq!(
-        config.env,
-        [ExecEnvVar {
-            name: "AWS_REGION".into(),
-            value: "eu-west-1".into()
-        }]
-    );
+    assert_eq!(config.env, [ExecEnvVar::new("AWS_REGION", "eu-west-1")]);
     assert_eq!(config.api_version, ExecApiVersion::V1Beta1);
     let cluster = config.cluster.as_ref().unwrap();
     assert_eq!(cluster.server, "https://10.0.0.1:6443");

@@ -17,7 +17,7 @@ use super::{ExecApiVersion, ExecCluster};
 /// let config = ExecConfig {
 ///     command: "/usr/local/bin/cloud-auth".to_owned(),
 ///     args: vec!["--key=arg-s3cr3t".to_owned()],
-///     env: vec![ExecEnvVar { name: "CLOUD_KEY".to_owned(), value: "s3cr3t".to_owned() }],
+///     env: vec![ExecEnvVar::new("CLOUD_KEY", "s3cr3t")],
 ///     api_version: ExecApiVersion::V1,
 ///     provide_cluster_info: false,
 ///     cluster: None,
@@ -63,6 +63,16 @@ pub struct ExecEnvVar {
     pub value: String,
 }
 
+impl ExecEnvVar {
+    /// The variable `name` set to `value`.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
 impl fmt::Debug for ExecEnvVar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}=[REDACTED]", self.name)
@@ -78,10 +88,7 @@ mod tests {
         let config = ExecConfig {
             command: "/bin/plugin".to_owned(),
             args: vec!["--flag=arg-s3cr3t".to_owned(), "/var/run/token".to_owned()],
-            env: vec![ExecEnvVar {
-                name: "API_KEY".to_owned(),
-                value: "env-s3cr3t".to_owned(),
-            }],
+            env: vec![ExecEnvVar::new("API_KEY", "env-s3cr3t")],
             api_version: ExecApiVersion::V1,
             provide_cluster_info: true,
             cluster: Some(ExecCluster {

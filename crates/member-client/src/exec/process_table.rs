@@ -143,16 +143,20 @@ pub fn proc_dir(pid: i32) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    fn at_depth(proc_pid: i32, depth: usize) -> Collector {
+        Collector {
+            proc_pid,
+            depth,
+            sid: 0,
+        }
+    }
+
     const NESTED: &str = "Name:\tpython3\nState:\tS (sleeping)\nPPid:\t4107\n\
         NSpid:\t4200\t12\nNSpgid:\t4190\t9\nNSsid:\t4190\t9\n";
 
     #[test]
     fn ids_are_read_at_the_collectors_depth() {
-        let collector = Collector {
-            proc_pid: 4107,
-            depth: 1,
-            sid: 0,
-        };
+        let collector = at_depth(4107, 1);
         let process = process(&Status::parse(NESTED), &collector).unwrap();
         assert_eq!(
             process,
@@ -169,22 +173,14 @@ mod tests {
     #[test]
     fn a_process_outside_the_collectors_namespace_is_not_listed() {
         let outside = "State:\tS\nPPid:\t1\nNSpid:\t77\nNSpgid:\t77\nNSsid:\t77\n";
-        let collector = Collector {
-            proc_pid: 4107,
-            depth: 1,
-            sid: 0,
-        };
+        let collector = at_depth(4107, 1);
         assert_eq!(process(&Status::parse(outside), &collector), None);
     }
 
     #[test]
     fn a_zombie_is_marked() {
         let zombie = "State:\tZ (zombie)\nPPid:\t5\nNSpid:\t6\nNSpgid:\t6\nNSsid:\t6\n";
-        let collector = Collector {
-            proc_pid: 5,
-            depth: 0,
-            sid: 0,
-        };
+        let collector = at_depth(5, 0);
         let process = process(&Status::parse(zombie), &collector).unwrap();
         assert!(process.zombie && process.child_of_collector);
     }

@@ -54,13 +54,7 @@ fn an_exec_stanza_is_an_exec_plan_told_the_members_endpoint_ca_and_proxy() {
     let config = &plan.config;
     assert_eq!(config.command, "/opt/auth");
     assert_eq!(config.args, ["token", "--region", "eu-1"]);
-    assert_eq!(
-        config.env,
-        [ExecEnvVar {
-            name: "CLOUD_KEY".into(),
-            value: "env-s3cr3t".into()
-        }]
-    );
+    assert_eq!(config.env, [ExecEnvVar::new("CLOUD_KEY", "env-s3cr3t")]);
     assert_eq!(config.api_version, ExecApiVersion::V1Beta1);
     assert!(config.provide_cluster_info);
     assert_eq!(

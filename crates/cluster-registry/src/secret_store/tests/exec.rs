@@ -10,7 +10,7 @@ use std::{
 
 use member_client::{
     ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialKind, ExecError,
-    exec::{ExecApiVersion, ExecCluster, ExecConfig},
+    exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
 };
 use tokio::sync::RwLock;
 
@@ -143,10 +143,9 @@ async fn an_env_var_that_chooses_code_is_exec_not_allowed_at_once() {
     let _running = SCRIPTS.read().await;
     let store = SecretStore::with_exec_policy(plugin.policy());
     let mut config = plugin.config();
-    config.env.push(member_client::exec::ExecEnvVar {
-        name: "LD_PRELOAD".to_owned(),
-        value: "/tmp/evil.so".to_owned(),
-    });
+    config
+        .env
+        .push(ExecEnvVar::new("LD_PRELOAD", "/tmp/evil.so"));
     store.insert(key(), exec_secret(config, None));
     let err = store.usable(&key()).unwrap_err();
     assert!(

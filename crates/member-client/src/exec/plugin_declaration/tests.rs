@@ -18,13 +18,6 @@ fn rules(args: &[&str], env: &[(&str, &str)]) -> DefinitionRules {
     }
 }
 
-fn var(name: &str, value: &str) -> ExecEnvVar {
-    ExecEnvVar {
-        name: name.to_owned(),
-        value: value.to_owned(),
-    }
-}
-
 fn config(args: &[&str], env: Vec<ExecEnvVar>) -> ExecConfig {
     ExecConfig {
         command: "/usr/local/bin/aws".to_owned(),
@@ -40,7 +33,7 @@ fn eks() -> PluginDeclaration {
     PluginDeclaration::new(
         "/usr/local/bin/aws",
         vec!["eks".into(), "get-token".into()],
-        vec![var("AWS_STS_REGIONAL_ENDPOINTS", "regional")],
+        vec![ExecEnvVar::new("AWS_STS_REGIONAL_ENDPOINTS", "regional")],
         rules(
             &["--cluster-name", "prod-[a-z0-9-]{1,40}"],
             &[("AWS_REGION", "[a-z]{2}-[a-z]+-[0-9]")],
@@ -57,7 +50,7 @@ fn run(declaration: &PluginDeclaration, config: &ExecConfig) -> Result<Invocatio
 fn accepted_args_follow_the_fixed_ones_and_definition_env_wins() {
     let config = config(
         &["--cluster-name", "prod-eu-1"],
-        vec![var("AWS_REGION", "eu-west-1")],
+        vec![ExecEnvVar::new("AWS_REGION", "eu-west-1")],
     );
     let invocation = run(&eks(), &config).unwrap();
     assert_eq!(
@@ -67,8 +60,8 @@ fn accepted_args_follow_the_fixed_ones_and_definition_env_wins() {
     assert_eq!(
         invocation.env,
         [
-            var("AWS_STS_REGIONAL_ENDPOINTS", "regional"),
-            var("AWS_REGION", "eu-west-1")
+            ExecEnvVar::new("AWS_STS_REGIONAL_ENDPOINTS", "regional"),
+            ExecEnvVar::new("AWS_REGION", "eu-west-1")
         ]
     );
 }
@@ -103,7 +96,7 @@ fn a_refused_arg_is_named_by_its_position(#[case] args: &[&str], #[case] want: u
 #[case::undeclared_loader("LD_PRELOAD", "/tmp/evil.so")]
 #[case::value_not_matching("AWS_REGION", "eu-west-1; rm")]
 fn a_refused_variable_is_named_without_its_value(#[case] name: &str, #[case] value: &str) {
-    let err = run(&eks(), &config(&[], vec![var(name, value)])).unwrap_err();
+    let err = run(&eks(), &config(&[], vec![ExecEnvVar::new(name, value)])).unwrap_err();
     assert_eq!(
         err,
         ExecError::EnvNotAllowed {
@@ -127,7 +120,10 @@ fn the_allow_exec_shorthand_accepts_no_arg_and_no_variable() {
         })
     ));
     assert!(matches!(
-        run(&shorthand, &config(&[], vec![var("AWS_PROFILE", "x")])),
+        run(
+            &shorthand,
+            &config(&[], vec![ExecEnvVar::new("AWS_PROFILE", "x")])
+        ),
         Err(ExecError::EnvNotAllowed { .. })
     ));
 }
@@ -165,7 +161,7 @@ fn debug_shows_the_arg_count_and_env_names_only() {
     let declaration = PluginDeclaration::new(
         "/bin/p",
         vec!["--secret=arg-s3cr3t".into()],
-        vec![var("API_KEY", "env-s3cr3t")],
+        vec![ExecEnvVar::new("API_KEY", "env-s3cr3t")],
         DefinitionRules::default(),
     )
     .unwrap();

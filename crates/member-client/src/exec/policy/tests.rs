@@ -178,10 +178,7 @@ fn check_refuses_what_the_declaration_does_not_accept() {
     let mut config = ExecConfig {
         command: plugin.display().to_string(),
         args: vec![],
-        env: vec![ExecEnvVar {
-            name: "AWS_PROFILE".to_owned(),
-            value: "x".to_owned(),
-        }],
+        env: vec![ExecEnvVar::new("AWS_PROFILE", "x")],
         api_version: ExecApiVersion::V1,
         provide_cluster_info: false,
         cluster: None,

@@ -65,10 +65,7 @@ async fn a_refused_command_never_runs(#[case] trick: Trick) {
         }
         Trick::NoPolicy => (ExecPolicy::none(), config(&evil)),
         Trick::Preload => {
-            let env = vec![ExecEnvVar {
-                name: "LD_PRELOAD".to_owned(),
-                value: "x.so".to_owned(),
-            }];
+            let env = vec![ExecEnvVar::new("LD_PRELOAD", "x.so")];
             (
                 allow(&evil),
                 ExecConfig {

@@ -160,10 +160,7 @@ fn declared(plugin: &Path) -> ExecPolicy {
         "definitionEnv": [{"name": "TETHER_TEST_VAR", "pattern": ".*"}],
     }))
     .unwrap();
-    let fixed = vec![ExecEnvVar {
-        name: "TETHER_FIXED".to_owned(),
-        value: "fixed".to_owned(),
-    }];
+    let fixed = vec![ExecEnvVar::new("TETHER_FIXED", "fixed")];
     let declaration =
         PluginDeclaration::new(plugin, vec!["fixed-arg".to_owned()], fixed, rules).unwrap();
     ExecPolicy::declaring([declaration]).with_timeout(Duration::from_secs(20))
@@ -193,10 +190,7 @@ async fn args_env_and_the_cluster_reach_the_plugin_in_an_environment_built_from_
     let plugin = plugins.executable("plugin", &text).await;
     let config = ExecConfig {
         args: vec!["--flag".to_owned(), "two words".to_owned(), String::new()],
-        env: vec![ExecEnvVar {
-            name: "TETHER_TEST_VAR".to_owned(),
-            value: "a value; with $meta".to_owned(),
-        }],
+        env: vec![ExecEnvVar::new("TETHER_TEST_VAR", "a value; with $meta")],
         provide_cluster_info: true,
         cluster: Some(cluster()),
         ..config(&plugin)
