@@ -19,6 +19,12 @@ fn key() -> CredentialKey {
     CredentialKey::new("karmada-cluster", "member1")
 }
 
+/// The token the cache hands out for [`key`] now.
+async fn token(tokens: &CredentialCache) -> String {
+    let credential = tokens.get(&key()).await.unwrap();
+    credential.token().unwrap().expose_secret().to_owned()
+}
+
 #[tokio::test]
 async fn invalidate_during_a_load_discards_what_that_load_read() {
     let source = Arc::new(FakeSource::token("token-a").gated());
@@ -41,16 +47,7 @@ async fn invalidate_during_a_load_discards_what_that_load_read() {
 
     let credential = reader.await.unwrap().unwrap();
     assert_eq!(credential.token().unwrap().expose_secret(), "token-b");
-    assert_eq!(
-        tokens
-            .get(&key())
-            .await
-            .unwrap()
-            .token()
-            .unwrap()
-            .expose_secret(),
-        "token-b"
-    );
+    assert_eq!(token(&tokens).await, "token-b");
     assert_eq!(source.fetches(), 2);
 }
 
@@ -108,15 +105,6 @@ async fn failures_are_shared_by_waiters_and_not_cached() {
     assert_eq!(source.fetches(), 1);
 
     source.set_token("token-a");
-    assert_eq!(
-        tokens
-            .get(&key())
-            .await
-            .unwrap()
-            .token()
-            .unwrap()
-            .expose_secret(),
-        "token-a"
-    );
+    assert_eq!(token(&tokens).await, "token-a");
     assert_eq!(source.fetches(), 2, "the failure was not cached");
 }

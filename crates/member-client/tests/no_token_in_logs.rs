@@ -8,35 +8,19 @@
 
 mod support;
 
-use std::{
-    io::Write,
-    sync::{Arc, Mutex},
-};
+use std::sync::Arc;
 
 use member_client::CredentialState;
-use member_client::test_util::FakeSource;
+use member_client::test_util::{FakeSource, LogBuffer};
 use support::{LoopbackApiserver, Member};
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 const OLD: &str = "tok-OLD-7f3a9c1e5b";
 const NEW: &str = "tok-NEW-2d8e4b6a0c";
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_full_rotation_at_trace_level_logs_no_token() {
-    let captured = Captured::default();
+    let captured = LogBuffer::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
@@ -66,7 +50,7 @@ async fn a_full_rotation_at_trace_level_logs_no_token() {
     let credential = member.tokens.get(&member.key).await.unwrap();
     tracing::info!(?credential, cache = ?member.tokens, health = ?member.health, "state");
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(
         logs.contains("retrying once with a refreshed token"),
         "the capture must hold the rotation:\n{logs}"
