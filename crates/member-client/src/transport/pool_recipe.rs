@@ -19,32 +19,27 @@ use rustls::{
 
 use crate::ClientIdentity;
 
-/// What a pool dials through (the guarded resolver's `HttpConnector`, or a proxy tunnel over
-/// it): any connector hyper-rustls can wrap, named once.
-pub(crate) trait Dial:
-    tower::Service<
+/// A trait alias: the trait, and its impl for every type within `bounds`, from one list.
+macro_rules! trait_alias {
+    ($(#[$doc:meta])* $name:ident = $($bounds:tt)+) => {
+        $(#[$doc])*
+        pub(crate) trait $name: $($bounds)+ {}
+        impl<H> $name for H where H: $($bounds)+ {}
+    };
+}
+
+trait_alias! {
+    /// What a pool dials through (the guarded resolver's `HttpConnector`, or a proxy tunnel over
+    /// it): any connector hyper-rustls can wrap, named once.
+    Dial = tower::Service<
         http::Uri,
         Response: Connection + hyper::rt::Read + hyper::rt::Write + Send + Unpin + 'static,
         Future: Send + 'static,
         Error: Into<tower::BoxError>,
     > + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<H> Dial for H where
-    H: tower::Service<
-            http::Uri,
-            Response: Connection + hyper::rt::Read + hyper::rt::Write + Send + Unpin + 'static,
-            Future: Send + 'static,
-            Error: Into<tower::BoxError>,
-        > + Clone
         + Send
         + Sync
         + 'static
-{
 }
 
 /// TLS over `H`, with kube's timeouts.
