@@ -8,13 +8,6 @@ use tower::ServiceExt as _;
 
 type Answer = Pin<Box<dyn Future<Output = Result<http::Response<()>, BoxError>> + Send>>;
 
-/// A service that never answers, like a frozen apiserver.
-fn silent()
--> impl Service<http::Request<()>, Response = http::Response<()>, Error = BoxError, Future = Answer>
-+ Clone {
-    tower::service_fn(|_req: http::Request<()>| Box::pin(std::future::pending()) as Answer)
-}
-
 #[rstest]
 #[case::get("/readyz", false)]
 #[case::list("/api/v1/nodes?limit=500", false)]
@@ -26,25 +19,8 @@ fn only_watches_are_exempt(#[case] uri: &str, #[case] watch: bool) {
     assert_eq!(is_watch(&uri.parse().unwrap()), watch);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_request_without_answer_fails_at_the_deadline() {
-    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(silent());
-    let request = http::Request::get("/readyz").body(()).unwrap();
-    let err = service.oneshot(request).await.unwrap_err();
-    assert!(err.downcast_ref::<DeadlineExceeded>().is_some(), "{err}");
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_watch_may_stay_open() {
-    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(silent());
-    let request = http::Request::get("/api/v1/nodes?watch=true")
-        .body(())
-        .unwrap();
-    let waited = tokio::time::timeout(Duration::from_secs(3600), service.oneshot(request));
-    assert!(waited.await.is_err(), "the watch was cut off");
-}
-
-/// Answers after the delay its path names (`/after/<ms>`), or never (`/never`).
+/// Answers after the delay its path names (`/after/<ms>`), or never (any other path), like a
+/// frozen apiserver.
 fn delayed()
 -> impl Service<http::Request<()>, Response = http::Response<()>, Error = BoxError, Future = Answer>
 + Clone {
@@ -69,7 +45,7 @@ fn get(path: &str) -> http::Request<()> {
     http::Request::get(path).body(()).unwrap()
 }
 
-/// Late by at most a tenth of the deadline, never early.
+/// A request without an answer fails late by at most a tenth of the deadline, never early.
 #[tokio::test(start_paused = true)]
 async fn a_request_fails_within_a_tick_after_its_deadline() {
     let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(delayed());
@@ -213,14 +189,21 @@ async fn a_body_that_does_not_arrive_fails_at_the_deadline() {
     );
 }
 
+/// A watch may wait for its headers, and then for its body, as long as it likes.
+#[rstest]
+#[case::headers(delayed().map_response(|_| http::Response::new(Stalled::new(futures::stream::pending()))))]
+#[case::body(stalled_body())]
 #[tokio::test(start_paused = true)]
-async fn a_watch_body_may_stay_silent() {
+async fn a_watch_may_stay_open<S>(#[case] inner: S)
+where
+    S: Service<http::Request<()>, Response = http::Response<Stalled>, Error = BoxError>,
+{
     use http_body_util::BodyExt as _;
-    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(stalled_body());
+    let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(inner);
     let request = http::Request::get("/api/v1/nodes?watch=true")
         .body(())
         .unwrap();
-    let response = service.oneshot(request).await.unwrap();
-    let read = tokio::time::timeout(Duration::from_secs(3600), response.into_body().collect());
-    assert!(read.await.is_err(), "the watch's body was cut off");
+    let read = async { service.oneshot(request).await?.into_body().collect().await };
+    let waited = tokio::time::timeout(Duration::from_secs(3600), read);
+    assert!(waited.await.is_err(), "the watch was cut off");
 }
