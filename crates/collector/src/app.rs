@@ -9,7 +9,7 @@ use member_client::ClientFactory;
 use crate::{
     cli::{Args, MembersFrom},
     clusterprofile,
-    control_plane::{ControlPlane, Lease, SelfCredentialGuard, lease_or_join, self_probe},
+    control_plane::{ControlPlane, Lease, SelfCredentialGuard, Startup, self_probe},
     http::{
         self, HttpState, ServerLimits,
         auth::{AccessGate, KubeAccessReview, ReviewConfig},
@@ -53,6 +53,12 @@ pub async fn run(
 
     let mirror = Mirror::default();
     let identity = args.identity();
+    let startup = Startup {
+        args: &args,
+        control_plane: control_plane.as_ref(),
+        identity: &identity,
+        metrics: &metrics,
+    };
     let (shard, membership) = match args.shard.shards {
         ShardMode::Off => (None, None),
         ShardMode::Auto => {
@@ -81,7 +87,7 @@ pub async fn run(
                 (Some(writer), Some(writes), None)
             }
             (Some(cp), MembersFrom::Karmada, true) => {
-                let lease = lease_or_join(None, &cp.client, &args, &identity, &metrics).await?;
+                let lease = startup.lease_or_join(None, cp).await?;
                 let leader = lease.as_ref().and_then(Lease::leader);
                 let (writer, writes) =
                     StatusWriter::new(cp.client.clone(), identity.clone(), leader, None);
@@ -95,17 +101,8 @@ pub async fn run(
             None => std::future::pending().await,
         }
     };
-    let (profiles, publishes, lease) = clusterprofile::start(
-        &args,
-        control_plane.as_ref(),
-        &registry,
-        &identity,
-        &metrics,
-        lease,
-    )
-    .await?;
-    let (rotator, lease) =
-        rotation::rotator(&args, control_plane.as_ref(), &identity, &metrics, lease).await?;
+    let (profiles, publishes, lease) = clusterprofile::start(startup, &registry, lease).await?;
+    let (rotator, lease) = rotation::rotator(startup, lease).await?;
     let context = MemberContext {
         mirror: mirror.clone(),
         metrics: metrics.clone(),

@@ -6,11 +6,7 @@ use cluster_registry::Registry;
 use futures::future::BoxFuture;
 
 use super::{api::ProfilesApi, credential_marks::SecretMarks, publisher::ProfilePublisher};
-use crate::{
-    cli::Args,
-    control_plane::{ControlPlane, Lease, lease_or_join},
-    metrics::Metrics,
-};
+use crate::control_plane::{Lease, Startup};
 
 /// The publisher `args` ask for (`None` without `--publish-clusterprofiles`), the future that
 /// writes (pending for ever when there is none), and the Lease: `lease` as given, or one joined
@@ -19,17 +15,19 @@ use crate::{
 /// # Errors
 /// Publishing without a control plane; joining the election failing.
 pub(crate) async fn start(
-    args: &Args,
-    control_plane: Option<&ControlPlane>,
+    startup: Startup<'_>,
     registry: &Registry,
-    identity: &str,
-    metrics: &Metrics,
     lease: Option<Lease>,
 ) -> anyhow::Result<(
     Option<ProfilePublisher>,
     BoxFuture<'static, ()>,
     Option<Lease>,
 )> {
+    let Startup {
+        args,
+        control_plane,
+        ..
+    } = startup;
     let Some(namespace) = &args.publish_clusterprofiles else {
         return Ok((None, Box::pin(std::future::pending()), lease));
     };
@@ -37,7 +35,7 @@ pub(crate) async fn start(
         "--publish-clusterprofiles writes to a control plane: give --kubeconfig or \
          --control-plane-url",
     )?;
-    let lease = lease_or_join(lease, &control_plane.client, args, identity, metrics).await?;
+    let lease = startup.lease_or_join(lease, control_plane).await?;
     let leader = lease.as_ref().and_then(Lease::leader);
     let (publisher, writes) = ProfilePublisher::new(
         ProfilesApi::new(control_plane.client.clone(), namespace),
@@ -53,6 +51,7 @@ pub(crate) async fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{cli::Args, metrics::Metrics};
     use clap::Parser as _;
     use cluster_registry::{DirectoryConfig, RegistryBuilder};
 
@@ -71,7 +70,14 @@ mod tests {
         let (registry, _events, _driver) = RegistryBuilder::new()
             .directory(DirectoryConfig::new(std::path::PathBuf::from("/m")))
             .build();
-        let refused = start(&args, None, &registry, "me", &Metrics::new(), None).await;
+        let metrics = Metrics::new();
+        let startup = |args| Startup {
+            args,
+            control_plane: None,
+            identity: "me",
+            metrics: &metrics,
+        };
+        let refused = start(startup(&args), &registry, None).await;
         let err = refused.err().unwrap().to_string();
         assert!(err.contains("--kubeconfig or --control-plane-url"), "{err}");
 
@@ -83,9 +89,7 @@ mod tests {
             "/m",
         ])
         .unwrap();
-        let (publisher, _writes, lease) = start(&off, None, &registry, "me", &Metrics::new(), None)
-            .await
-            .unwrap();
+        let (publisher, _writes, lease) = start(startup(&off), &registry, None).await.unwrap();
         assert!(
             publisher.is_none() && lease.is_none(),
             "nothing without the flag"

@@ -14,6 +14,7 @@ use kube::Client;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::{sync::watch, task::JoinHandle};
 
+use super::ControlPlane;
 use crate::{cli::Args, metrics::Metrics};
 
 /// How often a follower reads the Lease again: the longest a released Lease stays free.
@@ -75,26 +76,45 @@ impl Lease {
     }
 }
 
-/// `lease` as given; else, with `--leader-elect`, one joined here; else none: this replica
-/// writes alone, and `tether_leader` says that it leads.
-///
-/// # Errors
-/// Joining the election failing.
-pub(crate) async fn lease_or_join(
-    lease: Option<Lease>,
-    client: &Client,
-    args: &Args,
-    identity: &str,
-    metrics: &Metrics,
-) -> anyhow::Result<Option<Lease>> {
-    match lease {
-        Some(lease) => Ok(Some(lease)),
-        None if args.leader_elect => join_election(client.clone(), args, identity, metrics)
+/// What a writer to the control plane starts from: the flags, the control plane (none with
+/// `--members-from directory` and no kubeconfig), and who this replica is.
+#[derive(Clone, Copy)]
+pub(crate) struct Startup<'a> {
+    /// The command line.
+    pub(crate) args: &'a Args,
+    /// The control plane, if there is one.
+    pub(crate) control_plane: Option<&'a ControlPlane>,
+    /// This replica's name in the election.
+    pub(crate) identity: &'a str,
+    /// Where leadership is mirrored (`tether_leader`).
+    pub(crate) metrics: &'a Metrics,
+}
+
+impl Startup<'_> {
+    /// `lease` as given; else, with `--leader-elect`, one joined on `control_plane`; else
+    /// none: this replica writes alone, and `tether_leader` says that it leads.
+    ///
+    /// # Errors
+    /// Joining the election failing.
+    pub(crate) async fn lease_or_join(
+        &self,
+        lease: Option<Lease>,
+        control_plane: &ControlPlane,
+    ) -> anyhow::Result<Option<Lease>> {
+        match lease {
+            Some(lease) => Ok(Some(lease)),
+            None if self.args.leader_elect => join_election(
+                control_plane.client.clone(),
+                self.args,
+                self.identity,
+                self.metrics,
+            )
             .await
             .map(Some),
-        None => {
-            metrics.set_leader(true);
-            Ok(None)
+            None => {
+                self.metrics.set_leader(true);
+                Ok(None)
+            }
         }
     }
 }

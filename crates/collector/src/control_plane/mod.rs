@@ -7,4 +7,4 @@ mod leader;
 
 pub(crate) use client::{ControlPlane, self_probe};
 pub(crate) use guard::SelfCredentialGuard;
-pub(crate) use leader::{Lease, lease_or_join};
+pub(crate) use leader::{Lease, Startup};

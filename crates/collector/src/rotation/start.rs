@@ -1,11 +1,7 @@
 //! Wires token rotation into the collector: the control plane, and the leader election it
 //! mints under.
 
-use crate::{
-    cli::Args,
-    control_plane::{ControlPlane, Lease, lease_or_join},
-    metrics::Metrics,
-};
+use crate::control_plane::{Lease, Startup};
 
 use super::TokenRotator;
 
@@ -15,16 +11,19 @@ use super::TokenRotator;
 /// # Errors
 /// Joining the election failing.
 pub(crate) async fn rotator(
-    args: &Args,
-    control_plane: Option<&ControlPlane>,
-    identity: &str,
-    metrics: &Metrics,
+    startup: Startup<'_>,
     lease: Option<Lease>,
 ) -> anyhow::Result<(TokenRotator, Option<Lease>)> {
+    let Startup {
+        args,
+        control_plane,
+        identity,
+        metrics,
+    } = startup;
     let lease = match control_plane {
         // Without election nothing is joined, and minting alone does not claim to lead.
         Some(cp) if args.rotation.minting() && args.leader_elect => {
-            lease_or_join(lease, &cp.client, args, identity, metrics).await?
+            startup.lease_or_join(lease, cp).await?
         }
         _ => lease,
     };
