@@ -4,8 +4,7 @@
 
 use std::time::SystemTime;
 
-use k8s_openapi::jiff::Timestamp;
-use member_client::{Credential, CredentialKind, JwtClaims};
+use member_client::{Credential, CredentialKind, JwtClaims, exec::wire::format_rfc3339};
 use secrecy::ExposeSecret as _;
 use serde::Serialize;
 
@@ -91,12 +90,9 @@ pub(crate) fn jwt_claims(token: &str) -> Option<JwtSummary> {
     })
 }
 
-/// `at` as RFC 3339, to the second.
+/// `at` as RFC 3339, to the second, as the exec wire format writes times.
 pub(crate) fn rfc3339(at: SystemTime) -> String {
-    match Timestamp::try_from(at) {
-        Ok(at) => format!("{at:.0}"),
-        Err(_) => "out of range".to_owned(),
-    }
+    format_rfc3339(at).unwrap_or_else(|| "out of range".to_owned())
 }
 
 /// Whole seconds from `from` to `to`, negative when `to` is earlier.
@@ -180,13 +176,16 @@ mod tests {
         );
     }
 
-    #[rstest]
-    #[case(30, "30s")]
-    #[case(42 * 60 + 5, "42m")]
-    #[case(5 * 3600 + 12 * 60, "5h12m")]
-    #[case(3 * 86_400 + 4 * 3600 + 59, "3d4h")]
-    #[case(-300, "expired 5m ago")]
-    fn time_left_reads_at_a_glance(#[case] seconds: i64, #[case] want: &str) {
-        assert_eq!(human_duration(seconds), want);
+    #[test]
+    fn time_left_reads_at_a_glance() {
+        for (seconds, want) in [
+            (30, "30s"),
+            (42 * 60 + 5, "42m"),
+            (5 * 3600 + 12 * 60, "5h12m"),
+            (3 * 86_400 + 4 * 3600 + 59, "3d4h"),
+            (-300, "expired 5m ago"),
+        ] {
+            assert_eq!(human_duration(seconds), want);
+        }
     }
 }

@@ -140,7 +140,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use futures::stream;
+    use futures::{Stream, stream};
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::runtime::{WatchStreamExt as _, reflector};
 
@@ -164,59 +164,50 @@ mod tests {
             .boxed()
     }
 
-    fn limit_of(err: &watcher::Error) -> Option<LimitExceeded> {
-        LimitExceeded::find_in(err).cloned()
-    }
+    type Events = std::pin::Pin<Box<dyn Stream<Item = watcher::Result<watcher::Event<ConfigMap>>>>>;
 
-    #[tokio::test(start_paused = true)]
-    async fn a_list_over_the_cap_never_reaches_the_store() {
+    /// A watch capped at 5 objects of a member that lists `count`, reflected into the store.
+    fn capped(count: usize) -> (reflector::Store<ConfigMap>, Events) {
         let writer = reflector::store::Writer::<ConfigMap>::default();
         let store = writer.as_reader();
-        let mut events =
-            Box::pin(capped_watch(|| listing(1_000), store.clone(), (), 5).reflect(writer));
-        let mut errors = Vec::new();
-        // Two lists, rested between.
-        while errors.len() < 2 {
+        let events = capped_watch(move || listing(count), store.clone(), (), 5).reflect(writer);
+        (store, Box::pin(events))
+    }
+
+    /// Waits for the next error of `events`, which must be the cap's.
+    async fn the_cap_breaks(events: &mut Events) {
+        loop {
             match events.next().await {
-                Some(Err(err)) => errors.push(err),
+                Some(Err(err)) => {
+                    let limit = LimitExceeded::find_in(&err).cloned();
+                    assert_eq!(limit, Some(LimitExceeded::TooManyObjects { limit: 5 }));
+                    return;
+                }
                 Some(Ok(_)) => {}
                 None => panic!("the watch ended"),
             }
         }
-        assert!(
-            errors
-                .iter()
-                .all(|err| limit_of(err) == Some(LimitExceeded::TooManyObjects { limit: 5 })),
-            "{errors:?}"
-        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_list_over_the_cap_never_reaches_the_store() {
+        let (store, mut events) = capped(1_000);
+        // Two lists, rested between.
+        the_cap_breaks(&mut events).await;
+        the_cap_breaks(&mut events).await;
         assert_eq!(store.len(), 0, "nothing over the cap was stored");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_watch_adding_objects_stops_at_the_cap() {
-        let writer = reflector::store::Writer::<ConfigMap>::default();
-        let store = writer.as_reader();
-        let mut events =
-            Box::pin(capped_watch(|| listing(3), store.clone(), (), 5).reflect(writer));
-        let err = loop {
-            match events.next().await {
-                Some(Err(err)) => break err,
-                Some(Ok(_)) => {}
-                None => panic!("the watch ended"),
-            }
-        };
-        assert_eq!(
-            limit_of(&err),
-            Some(LimitExceeded::TooManyObjects { limit: 5 })
-        );
+        let (store, mut events) = capped(3);
+        the_cap_breaks(&mut events).await;
         assert_eq!(store.len(), 5);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_kind_at_the_cap_is_mirrored_whole() {
-        let writer = reflector::store::Writer::<ConfigMap>::default();
-        let store = writer.as_reader();
-        let events = capped_watch(|| listing(5), store.clone(), (), 5).reflect(writer);
+        let (store, events) = capped(5);
         let seen: Vec<_> = events.take(7).collect().await;
         assert!(seen.iter().all(Result::is_ok));
         assert_eq!(store.len(), 5);
