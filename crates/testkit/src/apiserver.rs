@@ -24,26 +24,33 @@ pub(crate) struct ApiserverSpec {
     pub(crate) etcd_endpoint: String,
 }
 
+/// The PEM serving certificate and key.
+pub(crate) const SERVING_CERT: &str = "serving.crt";
+pub(crate) const SERVING_KEY: &str = "serving.key";
+/// The ServiceAccount token signing key pair.
+pub(crate) const SA_KEY: &str = "sa-signing.key";
+pub(crate) const SA_PUB: &str = "sa-signing.pub";
+/// The CA bundle client certificates are verified against.
+pub(crate) const CLIENT_CA: &str = "client-ca.crt";
+/// The static tokens (the admin's).
+pub(crate) const TOKENS: &str = "tokens.csv";
+
+/// Each file the apiserver reads from `dir`, by the flag that names it.
+const FILE_FLAGS: [(&str, &str); 6] = [
+    ("--token-auth-file", TOKENS),
+    ("--client-ca-file", CLIENT_CA),
+    ("--service-account-key-file", SA_PUB),
+    ("--service-account-signing-key-file", SA_KEY),
+    ("--tls-cert-file", SERVING_CERT),
+    ("--tls-private-key-file", SERVING_KEY),
+];
+
 impl ApiserverSpec {
-    pub(crate) fn serving_cert(&self) -> PathBuf {
-        self.dir.join("serving.crt")
+    /// `name` ([`SERVING_CERT`], ...) in this apiserver's directory.
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
     }
-    pub(crate) fn serving_key(&self) -> PathBuf {
-        self.dir.join("serving.key")
-    }
-    pub(crate) fn sa_key(&self) -> PathBuf {
-        self.dir.join("sa-signing.key")
-    }
-    pub(crate) fn sa_pub(&self) -> PathBuf {
-        self.dir.join("sa-signing.pub")
-    }
-    /// The CA bundle client certificates are verified against (`--client-ca-file`).
-    pub(crate) fn client_ca(&self) -> PathBuf {
-        self.dir.join("client-ca.crt")
-    }
-    pub(crate) fn token_file(&self) -> PathBuf {
-        self.dir.join("tokens.csv")
-    }
+
     /// The issuer and audience of this cluster's ServiceAccount tokens.
     pub(crate) fn issuer(&self) -> String {
         format!("https://{}.test", self.name)
@@ -73,29 +80,17 @@ impl Apiserver {
             .arg(format!("--secure-port={}", spec.port))
             .arg(format!("--etcd-servers={}", spec.etcd_endpoint))
             .arg(format!("--etcd-prefix=/{}", spec.name))
-            .arg(format!("--token-auth-file={}", spec.token_file().display()))
-            .arg(format!("--client-ca-file={}", spec.client_ca().display()))
             .arg("--authorization-mode=RBAC")
             .arg(format!("--service-account-issuer={issuer}"))
             .arg(format!("--api-audiences={issuer}"))
-            .arg(format!(
-                "--service-account-key-file={}",
-                spec.sa_pub().display()
-            ))
-            .arg(format!(
-                "--service-account-signing-key-file={}",
-                spec.sa_key().display()
-            ))
             .arg("--service-cluster-ip-range=10.0.0.0/24")
             // No controller-manager and one apiserver per prefix: nothing should manage the
             // `kubernetes` Service endpoints.
             .arg("--endpoint-reconciler-type=none")
-            .arg(format!("--tls-cert-file={}", spec.serving_cert().display()))
-            .arg(format!(
-                "--tls-private-key-file={}",
-                spec.serving_key().display()
-            ))
             .arg("--profiling=false");
+        for (flag, name) in FILE_FLAGS {
+            cmd.arg(format!("{flag}={}", spec.file(name).display()));
+        }
         let log = spec.dir.join(format!("apiserver-{run}.log"));
         let process = ServerProcess::spawn(cmd, log, format!("kube-apiserver {}", spec.name))?;
         Ok(Self {

@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail, ensure};
 use tempfile::TempDir;
 
-use crate::apiserver::{Apiserver, ApiserverSpec};
+use crate::apiserver::{
+    Apiserver, ApiserverSpec, CLIENT_CA, SA_KEY, SA_PUB, SERVING_CERT, SERVING_KEY, TOKENS,
+};
 use crate::assets::Assets;
 use crate::cluster::Cluster;
 use crate::config::Config;
@@ -170,18 +172,18 @@ impl Environment {
             etcd_endpoint: self.etcd()?.endpoint(),
         };
         let sa_key = SigningKey::generate()?;
-        write(&spec.sa_key(), &sa_key.private_pem)?;
-        write(&spec.sa_pub(), &sa_key.public_pem)?;
+        write(&spec.file(SA_KEY), &sa_key.private_pem)?;
+        write(&spec.file(SA_PUB), &sa_key.public_pem)?;
         let admin_token = admin_token(&name);
         // Static token file format: token,user,uid,"group1,group2".
         write(
-            &spec.token_file(),
+            &spec.file(TOKENS),
             &format!("{admin_token},admin,admin-uid,system:masters\n"),
         )?;
         // Its own CA, not the serving one: `RestartOptions::new_ca` rotates that, and client
         // certificates issued before a rotation must keep working.
         let client_ca = Arc::new(TestCa::generate(&format!("{name} client CA"))?);
-        write(&spec.client_ca(), &client_ca.pem())?;
+        write(&spec.file(CLIENT_CA), &client_ca.pem())?;
         let ca = issue_serving_files(&spec)?;
         let cluster = Cluster::with_admin_token(
             name,
@@ -354,8 +356,8 @@ impl Drop for Environment {
 fn issue_serving_files(spec: &ApiserverSpec) -> Result<TestCa> {
     let ca = TestCa::generate(&format!("{} test CA", spec.name))?;
     let serving = ca.issue_serving_cert(&spec.name)?;
-    write(&spec.serving_cert(), &serving.cert_pem)?;
-    write(&spec.serving_key(), &serving.key_pem)?;
+    write(&spec.file(SERVING_CERT), &serving.cert_pem)?;
+    write(&spec.file(SERVING_KEY), &serving.key_pem)?;
     Ok(ca)
 }
 
