@@ -40,32 +40,10 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use kube::client::Body;
+    use member_client::test_util::LogBuffer;
 
     use super::*;
-
-    /// Everything logged, as one string.
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'w> MakeWriter<'w> for Captured {
-        type Writer = Self;
-        fn make_writer(&'w self) -> Self {
-            self.clone()
-        }
-    }
 
     /// A member that answers every request with `body` (200, not JSON, or a 500).
     fn member(status: u16, body: String) -> kube::Client {
@@ -87,8 +65,9 @@ mod tests {
             "x".repeat(1 << 20)
         );
         for format in [LogFormat::Text, LogFormat::Json] {
-            let captured = Captured::default();
-            let subscriber = subscriber(format, "trace", captured.clone());
+            let captured = LogBuffer::default();
+            let writer = captured.clone();
+            let subscriber = subscriber(format, "trace", move || writer.clone());
             let _guard = tracing::subscriber::set_default(subscriber);
             tracing::warn!(target: "tether_probe", "the log works");
             for status in [200, 500] {
@@ -97,7 +76,7 @@ mod tests {
                     member(status, hostile.clone()).request(request).await;
                 assert!(answered.is_err());
             }
-            let logged = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+            let logged = captured.text();
             assert!(logged.contains("the log works"), "{logged}");
             assert!(
                 !logged.contains("forged line"),
