@@ -6,7 +6,7 @@
 
 use std::{
     fmt,
-    sync::{Arc, PoisonError, RwLock},
+    sync::{Arc, RwLock},
 };
 
 use cluster_registry::Registry;
@@ -17,7 +17,7 @@ use prometheus_client::{
     metrics::{MetricType, gauge::ConstGauge},
 };
 
-use super::scrape::Watched;
+use super::scrape::{Watched, read, write};
 use crate::cli::MembersFrom;
 
 /// The `kind` label before any request carried a credential (or for a member that has no
@@ -68,19 +68,13 @@ impl MemberInfo {
     /// `kubeconfig`), and a collector reads one kind of source, so the flag names it.
     pub(super) fn watch(&self, registry: Registry, members_from: MembersFrom) {
         let source = members_from.source_kind().as_str();
-        *self
-            .defined_by
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(DefinedBy { registry, source });
+        *write(&self.defined_by) = Some(DefinedBy { registry, source });
     }
 }
 
 impl Collector for MemberInfo {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let defined_by = self
-            .defined_by
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let defined_by = read(&self.defined_by);
         let samples = match &*defined_by {
             Some(DefinedBy { registry, source }) => info_labels(&self.watched, source, |name| {
                 registry.spec(name).map(|spec| spec.api_endpoint)

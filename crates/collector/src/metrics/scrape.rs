@@ -32,11 +32,16 @@ pub(super) struct MemberEntry {
     pub(super) token_mints: BTreeMap<&'static str, u64>,
 }
 
+/// The credential caches watched, by name.
+type Caches = BTreeMap<String, CredentialCache>;
+/// What each member reported, by name.
+type Members = BTreeMap<String, MemberEntry>;
+
 /// The scrape-time collector. `BTreeMap`s so that samples come out sorted by label.
 #[derive(Debug, Default)]
 pub(super) struct Watched {
-    credential_caches: RwLock<BTreeMap<String, CredentialCache>>,
-    members: RwLock<BTreeMap<String, MemberEntry>>,
+    credential_caches: RwLock<Caches>,
+    members: RwLock<Members>,
     /// `None` until leadership is first known: a collector that writes no status has no
     /// leader, and exporting 0 for it would page `TetherNoLeader` on every such deployment.
     leader: RwLock<Option<bool>>,
@@ -76,39 +81,41 @@ impl Family<'_> {
     }
 }
 
-// The maps hold plain counters and handles, and every writer leaves them consistent before it
-// could panic, so a poisoned lock is recovered rather than failing every later scrape.
+/// `lock` read. The metrics' locks hold plain counters and handles, and every writer leaves
+/// them consistent before it could panic, so a poisoned lock is recovered rather than failing
+/// every later scrape.
+pub(super) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `lock` written, recovered from poisoning as [`read`] says.
+pub(super) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl Watched {
-    pub(super) fn credential_caches(
-        &self,
-    ) -> RwLockReadGuard<'_, BTreeMap<String, CredentialCache>> {
-        self.credential_caches
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+    pub(super) fn credential_caches(&self) -> RwLockReadGuard<'_, Caches> {
+        read(&self.credential_caches)
     }
 
-    pub(super) fn credential_caches_mut(
-        &self,
-    ) -> RwLockWriteGuard<'_, BTreeMap<String, CredentialCache>> {
-        self.credential_caches
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
+    pub(super) fn credential_caches_mut(&self) -> RwLockWriteGuard<'_, Caches> {
+        write(&self.credential_caches)
     }
 
-    pub(super) fn members(&self) -> RwLockReadGuard<'_, BTreeMap<String, MemberEntry>> {
-        self.members.read().unwrap_or_else(PoisonError::into_inner)
+    pub(super) fn members(&self) -> RwLockReadGuard<'_, Members> {
+        read(&self.members)
     }
 
-    pub(super) fn members_mut(&self) -> RwLockWriteGuard<'_, BTreeMap<String, MemberEntry>> {
-        self.members.write().unwrap_or_else(PoisonError::into_inner)
+    pub(super) fn members_mut(&self) -> RwLockWriteGuard<'_, Members> {
+        write(&self.members)
     }
 
     pub(super) fn set_leader(&self, leader: bool) {
-        *self.leader.write().unwrap_or_else(PoisonError::into_inner) = Some(leader);
+        *write(&self.leader) = Some(leader);
     }
 
     fn leader(&self) -> Option<bool> {
-        *self.leader.read().unwrap_or_else(PoisonError::into_inner)
+        *read(&self.leader)
     }
 }
 
