@@ -13,10 +13,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, ensure};
-use rcgen::{
-    CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose, date_time_ymd,
-};
+use anyhow::{Context, Result, bail, ensure};
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, date_time_ymd};
 
 use crate::cluster::Cluster;
 use crate::pki::TestCa;
@@ -77,14 +75,12 @@ impl Cluster {
         valid_for: Duration,
     ) -> Result<ClientCert> {
         let now = SystemTime::now();
-        let not_before = now
-            .checked_sub(BACKDATE)
-            .context("the clock is before 1970")?;
-        let not_after = now
-            .checked_add(valid_for)
-            .with_context(|| format!("now + {valid_for:?} overflows"))?;
-        self.client_ca()?
-            .issue_client_cert(user, groups, not_before, not_after)
+        self.issue_client_cert_between(
+            user,
+            groups,
+            now.checked_sub(BACKDATE),
+            now.checked_add(valid_for),
+        )
     }
 
     /// Like [`issue_client_cert`](Self::issue_client_cert), but expired an hour ago (valid for
@@ -95,12 +91,24 @@ impl Cluster {
     /// As [`issue_client_cert`](Self::issue_client_cert).
     pub fn issue_expired_client_cert(&self, user: &str, groups: &[&str]) -> Result<ClientCert> {
         let now = SystemTime::now();
-        let not_after = now
-            .checked_sub(EXPIRED_FOR)
-            .context("the clock is before 1970")?;
-        let not_before = not_after
-            .checked_sub(EXPIRED_FOR)
-            .context("the clock is before 1970")?;
+        self.issue_client_cert_between(
+            user,
+            groups,
+            now.checked_sub(EXPIRED_FOR * 2),
+            now.checked_sub(EXPIRED_FOR),
+        )
+    }
+
+    fn issue_client_cert_between(
+        &self,
+        user: &str,
+        groups: &[&str],
+        not_before: Option<SystemTime>,
+        not_after: Option<SystemTime>,
+    ) -> Result<ClientCert> {
+        let (Some(not_before), Some(not_after)) = (not_before, not_after) else {
+            bail!("the validity period is outside the clock's range");
+        };
         self.client_ca()?
             .issue_client_cert(user, groups, not_before, not_after)
     }
@@ -124,15 +132,7 @@ impl TestCa {
         params.distinguished_name.push(DnType::CommonName, user);
         params.not_before = date_time_ymd(1970, 1, 1) + since_epoch(not_before)?;
         params.not_after = date_time_ymd(1970, 1, 1) + since_epoch(not_after)?;
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        let key = KeyPair::generate().context("generating a client key")?;
-        let cert = params
-            .signed_by(&key, self.issuer())
-            .context("signing the client certificate")?;
+        let (cert, key) = self.sign_leaf(params, ExtendedKeyUsagePurpose::ClientAuth)?;
         let der = with_subject(cert.der(), &subject_name(user, groups), self.issuer().key())?;
         Ok(ClientCert {
             cert_pem: pem("CERTIFICATE", &der),

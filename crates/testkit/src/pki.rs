@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    BasicConstraints, Certificate, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
 };
 
@@ -52,6 +52,24 @@ impl TestCa {
         &self.issuer
     }
 
+    /// A leaf certificate of `params` for `purpose` (client or server authentication), with a
+    /// fresh key, signed by this CA.
+    pub(crate) fn sign_leaf(
+        &self,
+        mut params: CertificateParams,
+        purpose: ExtendedKeyUsagePurpose,
+    ) -> Result<(Certificate, KeyPair)> {
+        params.extended_key_usages = vec![purpose.clone()];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let key = KeyPair::generate().with_context(|| format!("generating a {purpose:?} key"))?;
+        let cert = (params.signed_by(&key, &self.issuer))
+            .with_context(|| format!("signing a {purpose:?} certificate"))?;
+        Ok((cert, key))
+    }
+
     /// A serving certificate for `127.0.0.1` and `localhost`, signed by this CA.
     pub(crate) fn issue_serving_cert(&self, common_name: &str) -> Result<ServingCert> {
         self.issue_serving_cert_for(common_name, &["127.0.0.1", "localhost"])
@@ -69,15 +87,7 @@ impl TestCa {
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        let key = KeyPair::generate().context("generating a serving key")?;
-        let cert = params
-            .signed_by(&key, &self.issuer)
-            .context("signing the serving certificate")?;
+        let (cert, key) = self.sign_leaf(params, ExtendedKeyUsagePurpose::ServerAuth)?;
         Ok(ServingCert {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
