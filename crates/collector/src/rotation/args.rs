@@ -19,11 +19,7 @@ pub struct RotationArgs {
     /// unless it says `tether.io/mint-tokens: "false"`. Minting is the operator's decision:
     /// without this flag (or `--mint-tokens-for`) nothing is minted, whatever a definition
     /// says. Only the leader mints (`--leader-elect`).
-    #[arg(
-        long = "mint-tokens",
-        alias = "rotate-tokens",
-        env = "TETHER_MINT_TOKENS"
-    )]
+    #[arg(long, alias = "rotate-tokens", env = "TETHER_MINT_TOKENS")]
     pub mint_tokens: bool,
 
     /// Mint the tokens of member MEMBER only (its Karmada `Cluster`, Argo CD
@@ -31,7 +27,7 @@ pub struct RotationArgs {
     /// `"false"`. Repeat it, or separate names with commas, for several members. Ignored
     /// with `--mint-tokens`, which allows every member.
     #[arg(
-        long = "mint-tokens-for",
+        long,
         alias = "rotate-tokens-for",
         value_name = "MEMBER",
         value_delimiter = ',',
@@ -44,7 +40,7 @@ pub struct RotationArgs {
     /// (`RotationOverCap`), not clamped, so that it never gets other tokens than it asked for.
     /// Seconds, or a duration such as `90m`, `1h30m` or `PT2H`; at least 600 s.
     #[arg(
-        long = "mint-max-expiration",
+        long,
         alias = "rotation-max-expiration",
         default_value = "24h",
         value_parser = expiration_cap
@@ -66,7 +62,7 @@ pub struct RotationArgs {
     /// TokenRequest API for a new one. At 0.8 a 1 h token is replaced after 48 min. Not when a
     /// credential is read again from where it lives (`--credential-refresh-fraction`).
     #[arg(
-        long = "mint-at-fraction",
+        long,
         alias = "rotation-fraction",
         default_value_t = 0.8,
         value_parser = mint_fraction
@@ -77,7 +73,7 @@ pub struct RotationArgs {
     /// current token stays in use meanwhile. Also the shortest time between two mints that
     /// `tether.io/mint-now` asks for: a later request waits until then.
     #[arg(
-        long = "mint-retry-seconds",
+        long,
         alias = "rotation-retry-seconds",
         default_value_t = 30,
         value_parser = clap::value_parser!(u64).range(1..)
