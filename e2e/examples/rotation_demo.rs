@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use e2e::scenario::{HOUR, Scenario};
+use e2e::{limits::HOUR, scenario::Scenario};
 use k8s_openapi::{ByteString, api::apps::v1::Deployment};
 use kube::Api;
 use testkit::RestartOptions;

@@ -23,9 +23,7 @@ use serde_json::{Value, json};
 use testkit::{Cluster, Step, crd, eventually, matching};
 
 use crate::{
-    collector_run::RunningCollector,
-    kubeconfig_plane::Kubeconfig,
-    scenario::{HOUR, Scenario},
+    collector_run::RunningCollector, kubeconfig_plane::Kubeconfig, limits::HOUR, scenario::Scenario,
 };
 
 /// The profiles of one namespace, through an admin client (cheap to clone).

@@ -11,6 +11,7 @@ pub mod collector_run;
 pub mod helm;
 pub mod interop_client;
 pub mod kubeconfig_plane;
+pub mod limits;
 pub mod manifest;
 pub mod manifest_apply;
 pub mod profile_plane;

@@ -18,10 +18,10 @@ use testkit::{
 };
 use tokio::task::JoinHandle;
 
-use crate::collector_run::{RunningCollector, probe_seconds, start_as_admin};
-
-/// How long a token minted for the tests lives.
-pub const HOUR: Duration = Duration::from_secs(3600);
+use crate::{
+    collector_run::{RunningCollector, probe_seconds, start_as_admin},
+    limits::HOUR,
+};
 
 /// The harness, the Karmada objects, and a running collector.
 pub struct Scenario {

@@ -8,16 +8,14 @@ use std::time::Duration;
 
 use e2e::{
     kubeconfig_plane::read_api::{self, condition, wait_condition, wait_healthy},
+    limits::{HOUR, PROBE, START},
     profile_plane::{ProfilePlane, ocm_access_provider},
 };
 use serde_json::json;
 use testkit::{Environment, REVOCATION_TIMEOUT, eventually, matching};
 use tokio::time::Instant;
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(20);
-const HOUR: Duration = Duration::from_secs(3600);
 const MEMBER: &str = "member1";
 const SA: &str = "agent";
 
@@ -25,9 +23,7 @@ const SA: &str = "agent";
 async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path() {
     let env = Environment::with_members(1).await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let ns = member.create_namespace("agents").await.unwrap();
-    member.create_service_account(&ns, SA).await.unwrap();
-    let old_token = member.mint_token(&ns, SA, HOUR).await.unwrap();
+    let (ns, old_token) = member.create_agent("agents", SA, HOUR).await.unwrap();
 
     let plane = ProfilePlane::create(control_plane).await.unwrap();
     plane.write_token(MEMBER, &old_token).await.unwrap();
@@ -97,7 +93,7 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     let metric = |name: &'static str| read_api::member_metric(&collector, name, MEMBER);
     let limit = REVOCATION_TIMEOUT + CONVERGE;
     eventually("the revoked token meets a 401", limit, || async {
-        let unauthorized = metric("tether_unauthorized_responses_total").await.unwrap();
+        let unauthorized = metric("tether_unauthorized_responses_total").await;
         matching(unauthorized, |n| *n >= 1.0)
     })
     .await
@@ -107,10 +103,7 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     // rejected request is retried with what it returned.
     let what = format!("after the 401, more plugin runs than {runs_before} and a retry");
     eventually(&what, CONVERGE, || async {
-        let now = (
-            plane.plugin_runs(),
-            metric("tether_retries_total").await.unwrap(),
-        );
+        let now = (plane.plugin_runs(), metric("tether_retries_total").await);
         matching(now, |(runs, retries)| {
             *runs > runs_before && *retries >= 1.0
         })
@@ -119,7 +112,7 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     .unwrap();
     wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
     let healthy_after = revoked.elapsed();
-    let retries = metric("tether_retries_total").await.unwrap();
+    let retries = metric("tether_retries_total").await;
     println!(
         "revoked: first 401 {to_401:?} and Ready again {healthy_after:?} after the revocation \
          began; plugin runs {runs_before} → {}; {retries} retries",

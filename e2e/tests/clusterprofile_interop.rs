@@ -11,11 +11,11 @@ use std::time::Duration;
 use e2e::{
     clusterprofiles::{Consumer, grant_consumer, start_publishing},
     interop_client::{self, ProfileRef, Running, is_added, is_list_with},
-    scenario::{HOUR, Scenario},
+    limits::{HOUR, PROBE},
+    scenario::Scenario,
 };
 use testkit::karmada::SECRET_NAMESPACE;
 
-const PROBE: Duration = Duration::from_secs(1);
 const PUBLISHED: Duration = Duration::from_secs(30);
 const INVENTORY: &str = "fleet";
 const MEMBER: &str = "member1";

@@ -18,6 +18,7 @@ use cluster_registry::{
 };
 use e2e::{
     clusterprofiles::{Inventory, condition, has_condition},
+    limits::PROBE,
     scenario::Scenario,
 };
 use k8s_openapi::jiff::Timestamp;
@@ -28,7 +29,6 @@ use kube::{
 use serde_json::json;
 use testkit::{eventually, karmada::SECRET_NAMESPACE, matching};
 
-const PROBE: Duration = Duration::from_secs(1);
 /// Start-up: the registry lists, the member is probed, the CRD (installed after the collector
 /// started) is served and a write retried.
 const START: Duration = Duration::from_secs(30);

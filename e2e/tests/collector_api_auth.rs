@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use e2e::{
     collector_run::get_as,
+    limits::{HOUR, PROBE},
     manifest::{kustomize_build, kustomize_dir},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::api_reader_role,
-    scenario::{HOUR, Scenario},
+    scenario::Scenario,
 };
 use testkit::eventually;
 
-const PROBE: Duration = Duration::from_secs(1);
 const LIMIT: Duration = Duration::from_secs(30);
 const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
 

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use e2e::{collector_run::control_plane_args, scenario::HOUR};
+use e2e::{collector_run::control_plane_args, limits::HOUR};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{Api, api::PostParams};
 use serde_json::{Value, json};

@@ -6,7 +6,8 @@ use std::{collections::BTreeMap, time::Duration};
 
 use e2e::{
     collector_run::{RunningCollector, control_plane_args},
-    scenario::{HOUR, Scenario},
+    limits::{HOUR, PROBE, START},
+    scenario::Scenario,
 };
 use k8s_openapi::{
     ByteString,
@@ -18,8 +19,6 @@ use kube::{
 };
 use testkit::{Environment, Karmada, REVOCATION_TIMEOUT, RestartOptions, eventually, matching};
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(10);
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use e2e::scenario::{HOUR, Scenario};
+use e2e::{limits::HOUR, scenario::Scenario};
 use futures::StreamExt as _;
 use k8s_openapi::api::{apps::v1::Deployment, events::v1::Event};
 use kube::{

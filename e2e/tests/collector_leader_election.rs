@@ -8,7 +8,11 @@
 
 use std::time::Duration;
 
-use e2e::{collector_run::RunningCollector, scenario::Scenario};
+use e2e::{
+    collector_run::RunningCollector,
+    limits::{PROBE, START},
+    scenario::Scenario,
+};
 use k8s_openapi::api::events::v1::Event;
 use kube::{
     Api,
@@ -17,8 +21,6 @@ use kube::{
 use serde_json::json;
 use testkit::{eventually, karmada::SECRET_NAMESPACE, matching};
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(4);
 /// The lease of the fake holder in the takeover test: long next to its 1 s renewals, so a test

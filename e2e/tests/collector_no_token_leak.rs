@@ -14,12 +14,13 @@ use std::{
     time::Duration,
 };
 
-use e2e::scenario::{HOUR, Scenario};
+use e2e::{
+    limits::{HOUR, PROBE, START},
+    scenario::Scenario,
+};
 use k8s_openapi::{ByteString, api::events::v1::Event};
 use kube::{Api, api::ListParams};
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(20);
 
 #[derive(Clone, Default)]

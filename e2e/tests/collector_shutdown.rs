@@ -4,14 +4,13 @@ use std::time::{Duration, Instant};
 
 use e2e::{
     collector_run::{RunningCollector, control_plane_args, temp_dir},
+    limits::{PROBE, START},
     scenario::Scenario,
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use testkit::{CollectorProcess, eventually, matching, metrics};
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 /// Long, so that a takeover well within it can only come from a released Lease.
 const LEASE: &str = "30";
 /// A follower reads the Lease every second; allow for a slow machine.

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use e2e::{
     collector_run::RunningCollector,
-    scenario::{HOUR, Scenario},
+    limits::{HOUR, PROBE, START},
+    scenario::Scenario,
 };
 use k8s_openapi::api::{core::v1::ServiceAccount, events::v1::Event};
 use kube::{
@@ -20,9 +21,7 @@ use kube::{
 };
 use testkit::{RestartOptions, eventually, matching};
 
-const PROBE: Duration = Duration::from_secs(1);
 const PROBE_TIMEOUT: &str = "2";
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(15);
 
 /// `Ready` and `CredentialsValid` of `member` on the read API, as `status/reason` pairs.

@@ -14,35 +14,24 @@ use std::{
 };
 
 use e2e::{
-    collector_run::RunningCollector,
     kubeconfig_plane::{
         CapiPlane, Kubeconfig,
-        read_api::{self, create_and_wait_mirrored, sample_ready, wait_healthy},
+        read_api::{create_and_wait_mirrored, member_metric, sample_ready, wait_healthy},
     },
+    limits::{HOUR, PROBE, START},
 };
 use testkit::{Environment, REVOCATION_TIMEOUT};
 use tokio::time::Instant;
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(10);
-const HOUR: Duration = Duration::from_secs(3600);
 const MEMBER: &str = "member1";
 const SA: &str = "agent";
-
-async fn member_metric(collector: &RunningCollector, name: &str) -> f64 {
-    read_api::member_metric(collector, name, MEMBER)
-        .await
-        .unwrap()
-}
 
 #[tokio::test]
 async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
     let env = Environment::with_members(1).await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let ns = member.create_namespace("agents").await.unwrap();
-    member.create_service_account(&ns, SA).await.unwrap();
-    let old = member.mint_token(&ns, SA, HOUR).await.unwrap();
+    let (ns, old) = member.create_agent("agents", SA, HOUR).await.unwrap();
     let plane = CapiPlane::create(control_plane).await.unwrap();
     plane
         .write(MEMBER, &Kubeconfig::token(member, &old))
@@ -54,7 +43,10 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
     create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "before", CONVERGE)
         .await
         .unwrap();
-    assert_eq!(member_metric(&collector, "tether_relists_total").await, 0.0);
+    assert_eq!(
+        member_metric(&collector, "tether_relists_total", MEMBER).await,
+        0.0
+    );
     let token_fetches = || {
         collector.metric(
             "tether_token_fetches_total",
@@ -102,8 +94,9 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
         "{samples:?}"
     );
 
-    let relists = member_metric(&collector, "tether_relists_total").await;
-    let unauthorized = member_metric(&collector, "tether_unauthorized_responses_total").await;
+    let relists = member_metric(&collector, "tether_relists_total", MEMBER).await;
+    let unauthorized =
+        member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await;
     let fetched = token_fetches().await.unwrap() - fetched_before;
     println!(
         "after the rotation: {relists} relists, {unauthorized} unauthorized responses, \

@@ -14,14 +14,13 @@ use e2e::{
     collector_run::RunningCollector,
     kubeconfig_plane::{
         CapiPlane, Kubeconfig, TokenRequestPlugin, plugin_path,
-        read_api::{self, condition, unix_now, wait_healthy},
+        read_api::{condition, member_metric, unix_now, wait_healthy},
     },
+    limits::{PROBE, START},
 };
 use testkit::{Environment, REVOCATION_TIMEOUT, eventually, matching};
 use tokio::time::Instant;
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(15);
 /// How long the refreshing collector is watched: about three refreshes at 1 % of 600 s.
 const WATCHED: Duration = Duration::from_secs(20);
@@ -30,15 +29,15 @@ const TOKEN_LIFETIME: f64 = 600.0;
 const MEMBER: &str = "member1";
 const SA: &str = "agent";
 
-async fn member_metric(collector: &RunningCollector, name: &str) -> f64 {
-    read_api::member_metric(collector, name, MEMBER)
-        .await
-        .unwrap()
-}
-
 /// `tether_credential_expiry_timestamp_seconds` of the member, minus now.
 async fn expires_in(collector: &RunningCollector) -> f64 {
-    member_metric(collector, "tether_credential_expiry_timestamp_seconds").await - unix_now()
+    member_metric(
+        collector,
+        "tether_credential_expiry_timestamp_seconds",
+        MEMBER,
+    )
+    .await
+        - unix_now()
 }
 
 async fn exec_fetches(collector: &RunningCollector) -> f64 {
@@ -60,7 +59,9 @@ async fn wait_metric_at_least(
 ) -> Duration {
     let started = Instant::now();
     eventually(&format!("{metric} ≥ {want}"), limit, || async {
-        matching(member_metric(collector, metric).await, |now| *now >= want)
+        matching(member_metric(collector, metric, MEMBER).await, |now| {
+            *now >= want
+        })
     })
     .await
     .unwrap();
@@ -105,7 +106,8 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
             "{:?} in",
             started.elapsed()
         );
-        let unauthorized = member_metric(&refreshing, "tether_unauthorized_responses_total").await;
+        let unauthorized =
+            member_metric(&refreshing, "tether_unauthorized_responses_total", MEMBER).await;
         assert_eq!(unauthorized, 0.0, "a refresh ahead of expiry meets no 401");
         samples += 1;
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -143,7 +145,7 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     wait_healthy(&collector, MEMBER, START).await.unwrap();
     let before = plugin.runs().len();
     assert_eq!(
-        member_metric(&collector, "tether_unauthorized_responses_total").await,
+        member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await,
         0.0
     );
     member.delete_service_account(&ns, SA).await.unwrap();
@@ -160,8 +162,9 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
     let healthy_after = recreated.elapsed();
     let after = plugin.runs().len();
-    let unauthorized = member_metric(&collector, "tether_unauthorized_responses_total").await;
-    let retries = member_metric(&collector, "tether_retries_total").await;
+    let unauthorized =
+        member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await;
+    let retries = member_metric(&collector, "tether_retries_total", MEMBER).await;
     println!(
         "ServiceAccount recreated: first 401 after {to_401:?}, Ready and CredentialsAccepted \
          again after {healthy_after:?}; execs {before} → {after}; {unauthorized} unauthorized, \

@@ -21,16 +21,14 @@ use e2e::{
         CapiPlane, Kubeconfig,
         read_api::{condition, sample_ready, unix_now, wait_condition, wait_healthy},
     },
+    limits::{HOUR, PROBE, START},
 };
 use testkit::Environment;
 
-const PROBE: Duration = Duration::from_secs(1);
 const EXEC_TIMEOUT: Duration = Duration::from_secs(2);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(10);
 /// Scheduling slack on a loaded machine, on top of the exec timeout and a probe period.
 const SLACK: Duration = Duration::from_secs(3);
-const HOUR: Duration = Duration::from_secs(3600);
 
 /// Writes an executable `/bin/sh` script `name` into `dir`.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -67,9 +65,7 @@ fn killed_in_time(runs: &str) -> usize {
 async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_stay_ready() {
     let env = Environment::with_members(1).await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let ns = member.create_namespace("agents").await.unwrap();
-    member.create_service_account(&ns, "agent").await.unwrap();
-    let token = member.mint_token(&ns, "agent", HOUR).await.unwrap();
+    let (_, token) = member.create_agent("agents", "agent", HOUR).await.unwrap();
 
     let dir = temp_dir("exec-failures").unwrap();
     let hang_runs = dir.join("hang-runs");

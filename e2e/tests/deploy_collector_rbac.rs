@@ -12,6 +12,7 @@ use deploy_support::{EVENTS_NAMESPACE, id, workload::collector_container};
 use e2e::{
     clusterprofiles::{Inventory, has_condition},
     collector_run::{RunningCollector, control_plane_args},
+    limits::HOUR,
     manifest::{kustomize_build, kustomize_dir, of_kind, typed},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::COLLECTOR_SA,
@@ -24,7 +25,6 @@ use kube::{
 use serde_json::Value;
 use testkit::{Environment, Karmada, PushMember, eventually};
 
-const HOUR: Duration = Duration::from_secs(3600);
 /// Bound for the collector's start-up and for each state it must reach.
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -40,12 +40,10 @@ async fn collector_as_the_base_service_account(
     // What a user has before `kubectl apply -k`: the CRD (Karmada's or deploy/crds) and
     // Karmada's Secret namespace; then a member registered the Karmada way.
     let plane = Karmada::install(cp).await.unwrap();
-    let agents = member.create_namespace("agents").await.unwrap();
-    member
-        .create_service_account(&agents, "agent-a")
+    let (_, member_token) = member
+        .create_agent("agents", "agent-a", HOUR)
         .await
         .unwrap();
-    let member_token = member.mint_token(&agents, "agent-a", HOUR).await.unwrap();
     plane
         .register(&PushMember::of(member, &member_token))
         .await

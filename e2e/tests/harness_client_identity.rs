@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use e2e::limits::HOUR;
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, UserInfo};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -26,7 +27,6 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 use testkit::{ClientCert, Cluster, Environment, RestartOptions, status_code};
 
-const HOUR: Duration = Duration::from_secs(3600);
 const EXEC_API_VERSION: &str = "client.authentication.k8s.io/v1";
 /// A generous bound on one plugin run (its own HTTP timeout is 10 s).
 const PLUGIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -300,12 +300,7 @@ async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
 
     // On the member: a ServiceAccount and a TokenRequest token for it.
-    let member_ns = member.create_namespace("agent").await.unwrap();
-    member
-        .create_service_account(&member_ns, "agent")
-        .await
-        .unwrap();
-    let token = member.mint_token(&member_ns, "agent", HOUR).await.unwrap();
+    let (member_ns, token) = member.create_agent("agent", "agent", HOUR).await.unwrap();
 
     // On the control plane: Secret <ns>/member1 holding it under `token`.
     let creds_ns = control_plane.create_namespace("creds").await.unwrap();

@@ -15,10 +15,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::time::Duration;
 
 use e2e::interop_client::{self, ProfileRef, Running, is_added, is_list_with};
 use e2e::kubeconfig_plane::{Kubeconfig, plugin_path};
+use e2e::limits::HOUR;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
@@ -33,7 +33,6 @@ use tokio::time::Instant;
 const OCM: &str = "open-cluster-management";
 /// The inventory namespace on the control plane: profiles and the per-cluster Secrets.
 const INVENTORY: &str = "fleet";
-const HOUR: Duration = Duration::from_secs(3600);
 
 fn profiles(client: &kube::Client) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), INVENTORY, &crd::cluster_profile_resource())
@@ -188,12 +187,10 @@ async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() 
         .create(&PostParams::default(), &deployment(&apps, "web", 1))
         .await
         .unwrap();
-    let readers = member.create_namespace("readers").await.unwrap();
-    member
-        .create_service_account(&readers, "reader")
+    let (_, token) = member
+        .create_agent("readers", "reader", HOUR)
         .await
         .unwrap();
-    let token = member.mint_token(&readers, "reader", HOUR).await.unwrap();
 
     // The control plane: the CRD, and the member published twice, once with its token and
     // once with a token the member rejects.

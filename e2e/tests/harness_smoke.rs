@@ -9,14 +9,13 @@
 )]
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use e2e::limits::HOUR;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, PostParams};
 use testkit::{Cluster, Environment, RestartOptions, client_for, status_code};
-
-const HOUR: Duration = Duration::from_secs(3600);
 
 /// Lists namespaces at `endpoint` trusting only `ca_pem`, and returns the error: the TLS
 /// handshake must fail, so there is no HTTP status.
@@ -38,14 +37,6 @@ async fn expect_tls_rejection(endpoint: &str, ca_pem: &str) -> String {
         "expected a certificate verification failure, got: {text}"
     );
     text
-}
-
-/// A namespace, a ServiceAccount bound to the reader role, and a one-hour token for it.
-async fn agent_token(cluster: &Cluster) -> (String, String) {
-    let ns = cluster.create_namespace("smoke").await.unwrap();
-    cluster.create_service_account(&ns, "agent").await.unwrap();
-    let token = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
-    (ns, token)
 }
 
 #[tokio::test]
@@ -77,7 +68,7 @@ async fn control_plane_and_two_members_come_up_with_distinct_cas() {
 async fn minted_token_works_on_its_member_only_and_gets_401_after_revoke() {
     let env = Environment::with_members(2).await.unwrap();
     let (m1, m2) = (&env.members()[0], &env.members()[1]);
-    let (ns, token) = agent_token(m1).await;
+    let (ns, token) = m1.create_agent("smoke", "agent", HOUR).await.unwrap();
 
     // A plain kube client with only the token and member1's CA sees member1's namespaces.
     let listed = Api::<Namespace>::all(m1.client_with_token(&token).unwrap())
@@ -134,7 +125,7 @@ async fn deployment_status_patched_through_the_subresource_reads_back() {
 async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() {
     let mut env = Environment::with_members(1).await.unwrap();
     let member = env.cluster(1).clone();
-    let (_ns, token) = agent_token(&member).await;
+    let (_ns, token) = member.create_agent("smoke", "agent", HOUR).await.unwrap();
     let old_pid = env.apiserver(1).unwrap().pid();
 
     let began = Instant::now();

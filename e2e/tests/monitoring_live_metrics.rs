@@ -7,14 +7,13 @@ mod monitoring_support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use e2e::scenario::Scenario;
+use e2e::{limits::PROBE, scenario::Scenario};
 use monitoring_support::{
     dashboard, dashboard_queries, metric_names, openmetrics_as_prometheus_text, rule_list, rules,
     run_promtool,
 };
 use testkit::metrics::Exposition;
 
-const PROBE: Duration = Duration::from_secs(1);
 /// Start-up: the registry lists, the member client connects, the watches list.
 const START: Duration = Duration::from_secs(30);
 

@@ -30,6 +30,7 @@ use e2e::{
         Kubeconfig,
         read_api::{wait_condition, wait_healthy},
     },
+    limits::{HOUR, PROBE, START},
     profile_plane::{ProfilePlane, access_provider},
     scenario::Scenario,
 };
@@ -38,10 +39,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use testkit::{Environment, HostileEndpoint, crd, eventually, karmada::SECRET_NAMESPACE, matching};
 
-const PROBE: Duration = Duration::from_secs(1);
-const START: Duration = Duration::from_secs(30);
 const CONVERGE: Duration = Duration::from_secs(20);
-const HOUR: Duration = Duration::from_secs(3600);
 const VICTIM: &str = "member1";
 const SA: &str = "agent";
 
@@ -49,9 +47,7 @@ const SA: &str = "agent";
 async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing() {
     let env = Environment::with_members(1).await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let ns = member.create_namespace("agents").await.unwrap();
-    member.create_service_account(&ns, SA).await.unwrap();
-    let token = member.mint_token(&ns, SA, HOUR).await.unwrap();
+    let (_, token) = member.create_agent("agents", SA, HOUR).await.unwrap();
     let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
         .await
         .unwrap();

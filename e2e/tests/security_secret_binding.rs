@@ -12,12 +12,11 @@ use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 use cluster_registry::{secret_binding::MEMBER_LABEL, token_rotation::ROTATE_NOW_ANNOTATION};
 use e2e::{
     collector_run::{collector_check, control_plane_args, spawn_healthy, temp_dir},
+    limits::{HOUR, PROBE},
     rotation_plane::rotation_annotations,
-    scenario::HOUR,
 };
 use testkit::{Environment, HostileEndpoint, Karmada, PushMember};
 
-const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(60);
 const CONVERGE: Duration = Duration::from_secs(20);
 /// How long the hostile endpoint is watched after the refusal: several probe periods, in which

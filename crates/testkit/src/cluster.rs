@@ -194,6 +194,26 @@ pub fn client_for(endpoint: &str, ca_pem: &str, token: Option<&str>) -> Result<C
     Client::try_from(client_config(endpoint, ca_pem, token)?).context("building a kube client")
 }
 
+impl Cluster {
+    /// Creates a fresh namespace named from `prefix` holding ServiceAccount `account`, and
+    /// mints a token of it that lives `lifetime`: the agent identity most tests start from.
+    /// Returns the namespace and the token.
+    ///
+    /// # Errors
+    /// API errors, or a `lifetime` TokenRequest rejects.
+    pub async fn create_agent(
+        &self,
+        prefix: &str,
+        account: &str,
+        lifetime: Duration,
+    ) -> Result<(String, String)> {
+        let ns = self.create_namespace(prefix).await?;
+        self.create_service_account(&ns, account).await?;
+        let token = self.mint_token(&ns, account, lifetime).await?;
+        Ok((ns, token))
+    }
+}
+
 /// The HTTP status of an API error (`401` for a rejected token), `None` for any other error
 /// (connection refused, TLS failure, …). kube 5 has no helper for this.
 pub fn status_code(err: &kube::Error) -> Option<u16> {

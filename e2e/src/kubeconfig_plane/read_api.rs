@@ -147,18 +147,14 @@ pub async fn create_and_wait_mirrored(
 
 /// The sum of metric `name`'s samples for `member` (0 when it has none).
 ///
-/// # Errors
-/// The collector's API failing.
-pub async fn member_metric(
-    collector: &RunningCollector,
-    name: &str,
-    member: &str,
-) -> anyhow::Result<f64> {
-    let sum = collector
-        .metric(name, &format!("member=\"{member}\""))
-        .await?;
+/// # Panics
+/// The collector's `/metrics` failing.
+pub async fn member_metric(collector: &RunningCollector, name: &str, member: &str) -> f64 {
+    let selector = format!("member=\"{member}\"");
+    let sum = collector.metric(name, &selector).await;
+    let sum = sum.unwrap_or_else(|err| panic!("reading /metrics: {err:#}"));
     // No sample at all sums to -0.0.
-    Ok(sum.abs())
+    sum.abs()
 }
 
 /// `member`'s `Ready` (`status/reason`, or `absent`) every 200 ms until `done`: each distinct

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use cluster_registry::{MemberSpec, Registry, RegistryEvent};
+use e2e::limits::HOUR;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, PostParams};
@@ -18,8 +19,6 @@ use tokio::sync::mpsc;
 
 /// Long enough for a watch event on loopback many times over; short enough to fail fast.
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
-
-const HOUR: Duration = Duration::from_secs(3600);
 
 /// Waits (up to [`EVENT_TIMEOUT`]) for the next event and returns it.
 pub async fn next_event(events: &mut mpsc::Receiver<RegistryEvent>) -> Result<RegistryEvent> {
