@@ -1,9 +1,10 @@
 //! Where the `kube-apiserver` and `etcd` binaries come from.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+use crate::hack_script::{hack_script, printed_dir};
 
 /// The environment variable envtest uses for the directory holding `kube-apiserver` and `etcd`.
 pub const ASSETS_ENV: &str = "KUBEBUILDER_ASSETS";
@@ -30,25 +31,13 @@ impl Assets {
             return Self::from_dir(PathBuf::from(dir))
                 .with_context(|| format!("${ASSETS_ENV} is set but unusable"));
         }
-        let script = repo_root().join("hack/envtest.sh");
-        let out = Command::new(&script)
-            .env_remove(ASSETS_ENV)
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        if !out.status.success() {
-            bail!(
-                "{} failed ({}); set ${ASSETS_ENV} to a directory holding kube-apiserver and etcd, \
-                 or fix the build:\n{}",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            );
-        }
-        let dir = String::from_utf8(out.stdout)
-            .context("hack/envtest.sh printed a non-UTF-8 path")?
-            .trim()
-            .to_owned();
-        Self::from_dir(PathBuf::from(dir)).context("hack/envtest.sh printed an unusable directory")
+        let mut script = hack_script("envtest.sh");
+        script.env_remove(ASSETS_ENV);
+        let advice = format!(
+            "; set ${ASSETS_ENV} to a directory holding kube-apiserver and etcd, or fix the build"
+        );
+        let dir = printed_dir(script, &advice)?;
+        Self::from_dir(dir).context("hack/envtest.sh printed an unusable directory")
     }
 
     /// Uses the binaries in `dir`.

@@ -42,7 +42,6 @@ impl Cluster {
     /// If the ServiceAccount already exists or an API call fails.
     pub async fn create_service_account(&self, ns: &str, name: &str) -> Result<ServiceAccount> {
         let client = self.admin_client()?;
-        apply_reader_role(&client).await?;
         let sa: ServiceAccount = serde_json::from_value(json!({
             "metadata": { "name": name, "namespace": ns },
         }))?;
@@ -50,8 +49,7 @@ impl Cluster {
             .create(&PostParams::default(), &sa)
             .await
             .with_context(|| format!("creating ServiceAccount {ns}/{name} on {}", self.name()))?;
-        bind_reader(
-            &client,
+        self.grant_reader(
             &format!("{FIELD_MANAGER}:{ns}:{name}"),
             json!({ "kind": "ServiceAccount", "name": name, "namespace": ns }),
         )
@@ -68,10 +66,7 @@ impl Cluster {
     /// # Errors
     /// If an API call fails.
     pub async fn grant_reader_to_namespace(&self, ns: &str) -> Result<()> {
-        let client = self.admin_client()?;
-        apply_reader_role(&client).await?;
-        bind_reader(
-            &client,
+        self.grant_reader(
             &format!("{FIELD_MANAGER}:{ns}"),
             json!({
                 "apiGroup": "rbac.authorization.k8s.io",
@@ -91,16 +86,21 @@ impl Cluster {
     /// # Errors
     /// If an API call fails.
     pub async fn grant_reader_to_user(&self, user: &str) -> Result<()> {
-        let client = self.admin_client()?;
-        apply_reader_role(&client).await?;
-        bind_reader(
-            &client,
+        self.grant_reader(
             &format!("{FIELD_MANAGER}:user:{user}"),
             json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }),
         )
         .await
         .with_context(|| format!("binding user {user} to {READER_CLUSTER_ROLE}"))?;
         Ok(())
+    }
+
+    /// Applies [`READER_CLUSTER_ROLE`] and binds it to `subject` by ClusterRoleBinding
+    /// `binding`.
+    async fn grant_reader(&self, binding: &str, subject: serde_json::Value) -> Result<()> {
+        let client = self.admin_client()?;
+        apply_reader_role(&client).await?;
+        bind_reader(&client, binding, subject).await
     }
 
     /// Mints a token for ServiceAccount `ns/sa` through the TokenRequest API, valid for
