@@ -17,8 +17,8 @@ use kube::{
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use member_client::{
-    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-    CredentialState, FailureKind, MemberClientConfig, test_util::FakeSource,
+    CredentialCacheConfig, CredentialKey, CredentialState, FailureKind, MemberClientConfig,
+    test_util::{FakeSource, TestMember},
 };
 use testkit::{Cluster, Environment, RestartOptions, status_code};
 
@@ -69,33 +69,15 @@ impl Drop for Mirror {
     }
 }
 
-struct Member {
-    /// The member's Secret, as the registry's in-memory store would hold it.
-    secret: Arc<FakeSource>,
-    key: CredentialKey,
-    tokens: CredentialCache,
-    health: CredentialHealth,
-    client: Client,
-}
-
-fn member_client(cluster: &Cluster, token: &str) -> Member {
+/// A client of `cluster`'s member, its Secret (as the registry's in-memory store would hold it)
+/// holding `token`.
+fn member_client(cluster: &Cluster, token: &str) -> (Arc<FakeSource>, TestMember) {
     let secret = Arc::new(FakeSource::token(token));
     let key = CredentialKey::new("karmada-cluster", cluster.name());
-    let tokens = CredentialCache::from_arc(secret.clone(), CredentialCacheConfig::default());
-    let health = CredentialHealth::new();
-    let config = MemberClientConfig::new(cluster.name(), cluster.endpoint(), key.clone())
+    let config = MemberClientConfig::new(cluster.name(), cluster.endpoint(), key)
         .with_ca_bundle(cluster.ca_pem().as_bytes().to_vec());
-    let client = ClientFactory::new(tokens.clone())
-        .with_policy(member_client::EndpointPolicy::loopback())
-        .build(&config, &health)
-        .unwrap();
-    Member {
-        secret,
-        key,
-        tokens,
-        health,
-        client,
-    }
+    let member = TestMember::build(&secret, config, CredentialCacheConfig::default());
+    (secret, member)
 }
 
 async fn create_configmap(cluster: &Cluster, ns: &str, name: &str) {
@@ -119,7 +101,7 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
     let token_a = cluster.mint_token(&ns, "agent-a", HOUR).await.unwrap();
     let token_b = cluster.mint_token(&ns, "agent-b", HOUR).await.unwrap();
 
-    let member = member_client(&cluster, &token_a);
+    let (secret, member) = member_client(&cluster, &token_a);
     let baked = cluster.client_with_token(&token_a).unwrap();
     let ours = Mirror::start(member.client.clone(), &ns);
     let theirs = Mirror::start(baked.clone(), &ns);
@@ -129,7 +111,7 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
     assert_eq!(member.health.current(), CredentialState::Valid);
 
     // The Secret now holds agent-b's token; the old one is revoked.
-    member.secret.set_token(&token_b);
+    secret.set_token(&token_b);
     if tell_the_cache {
         member.tokens.invalidate(&member.key).await;
     }
@@ -187,7 +169,7 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
     let ns = cluster.create_namespace("revoked").await.unwrap();
     cluster.create_service_account(&ns, "agent").await.unwrap();
     let token = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
-    let member = member_client(&cluster, &token);
+    let (secret, member) = member_client(&cluster, &token);
     Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
         .list(&Default::default())
         .await
@@ -208,7 +190,7 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
 
     // Updating the Secret heals it, with the same client.
     let fresh = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
-    member.secret.set_token(fresh);
+    secret.set_token(fresh);
     member.tokens.invalidate(&member.key).await;
     Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
         .list(&Default::default())

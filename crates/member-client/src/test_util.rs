@@ -6,14 +6,17 @@
 //! - [`LoopbackServer`]: the HTTP(S) server loop of every stand-in for a member apiserver, on a
 //!   loopback address, with the test's handler.
 //! - [`TestPki`]: a throwaway CA for its TLS and the client identities it sees.
+//! - [`TestMember`]: a member client over a fake source, built as the collector builds one.
 //! - [`LogBuffer`]: where a test's log subscriber writes, for the test to read.
 
 mod fake_source;
 mod log_buffer;
 mod loopback_server;
+mod test_member;
 mod test_pki;
 
 pub use fake_source::FakeSource;
 pub use log_buffer::LogBuffer;
 pub use loopback_server::{LoopbackServer, Peer, Reply};
+pub use test_member::TestMember;
 pub use test_pki::{ClientAuth, TestPki};

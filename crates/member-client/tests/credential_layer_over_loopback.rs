@@ -21,12 +21,10 @@ use std::{
 
 use base64::Engine as _;
 use http::Request;
-use member_client::test_util::FakeSource;
+use member_client::test_util::{FakeSource, TestMember};
 use member_client::{CredentialCacheConfig, CredentialState, FailureKind};
 use rstest::rstest;
-use support::{
-    LoopbackApiserver, Member, all_succeed, member_with_token_a, spawn_gets, wait_until,
-};
+use support::{LoopbackApiserver, all_succeed, member_with_token_a, spawn_gets, wait_until};
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 
@@ -34,7 +32,7 @@ const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 async fn header_carries_the_current_token_and_follows_invalidate() {
     let server = LoopbackApiserver::start(&["token-a", "token-b"]).await;
     let source = Arc::new(FakeSource::token("token-a"));
-    let member = Member::new(&server.url(), &source);
+    let member = TestMember::new(&server.url(), &source);
 
     member.get(PATH).await.unwrap();
     assert_eq!(server.seen_with("token-a"), 1);
@@ -56,7 +54,7 @@ async fn ten_thousand_requests_on_a_cold_cache_fetch_once() {
     const N: usize = 10_000;
     let server = LoopbackApiserver::start(&["token-a"]).await;
     let source = Arc::new(FakeSource::token("token-a").gated());
-    let member = Arc::new(Member::new(&server.url(), &source));
+    let member = Arc::new(TestMember::new(&server.url(), &source));
 
     let requests = spawn_gets(&member, PATH, N);
     // Every request has missed the cache and is waiting on the one load before it may finish.
@@ -79,7 +77,7 @@ async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
     let server = LoopbackApiserver::start(&["token-a"]).await;
     let source = Arc::new(FakeSource::token("token-a"));
     // All N must be on the wire at once for the server to hold their 401s together.
-    let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, N));
+    let member = Arc::new(TestMember::with_in_flight_limit(&server.url(), &source, N));
     member.get(PATH).await.unwrap();
 
     // Rotated and revoked, and the event that would have invalidated the cache was missed.
@@ -111,7 +109,11 @@ async fn no_more_requests_are_on_the_wire_than_the_limit() {
     const LIMIT: usize = 3;
     let server = LoopbackApiserver::start(&["token-a"]).await;
     let source = Arc::new(FakeSource::token("token-a"));
-    let member = Arc::new(Member::with_in_flight_limit(&server.url(), &source, LIMIT));
+    let member = Arc::new(TestMember::with_in_flight_limit(
+        &server.url(),
+        &source,
+        LIMIT,
+    ));
     server.delay_responses(Duration::from_millis(50));
 
     let requests = spawn_gets(&member, PATH, 4 * LIMIT);
@@ -262,7 +264,7 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
         min_ttl: Duration::from_millis(50),
         ..CredentialCacheConfig::default()
     };
-    let member = Member::with_cache_config(&server.url(), &source, config);
+    let member = TestMember::with_cache_config(&server.url(), &source, config);
     member.get(PATH).await.unwrap();
     source.set_token(&second);
 
@@ -283,7 +285,7 @@ async fn an_unreadable_credential_is_reported_and_nothing_is_sent() {
     let server = LoopbackApiserver::start(&["token-a"]).await;
     let source = Arc::new(FakeSource::token("token-a"));
     source.delete();
-    let member = Member::new(&server.url(), &source);
+    let member = TestMember::new(&server.url(), &source);
 
     let err = member.get(PATH).await.unwrap_err();
     assert_eq!(
@@ -317,7 +319,7 @@ async fn transport_failures_are_unreachable_not_auth(#[case] tls_mismatch: bool)
         format!("http://{addr}")
     };
     let source = Arc::new(FakeSource::token("token-a"));
-    let member = Member::new(&url, &source);
+    let member = TestMember::new(&url, &source);
 
     let err = member.get(PATH).await.unwrap_err();
     assert_eq!(FailureKind::of(&err), FailureKind::Unreachable, "{err:?}");

@@ -11,8 +11,8 @@ mod support;
 use std::sync::Arc;
 
 use member_client::CredentialState;
-use member_client::test_util::{FakeSource, LogBuffer};
-use support::{LoopbackApiserver, Member};
+use member_client::test_util::{FakeSource, LogBuffer, TestMember};
+use support::LoopbackApiserver;
 
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 const OLD: &str = "tok-OLD-7f3a9c1e5b";
@@ -32,7 +32,7 @@ async fn a_full_rotation_at_trace_level_logs_no_token() {
 
     let server = LoopbackApiserver::start(&[OLD]).await;
     let source = Arc::new(FakeSource::token(OLD));
-    let member = Member::new(&server.url(), &source);
+    let member = TestMember::new(&server.url(), &source);
     member.get(PATH).await.unwrap();
 
     // Rotation missed by the watch: 401, refresh, retry.

@@ -36,6 +36,15 @@ fn config_of(cases: u32) -> ProptestConfig {
     }
 }
 
+/// base64url, padded or not: JWT segments come both ways.
+fn base64url(padded: bool) -> base64::engine::GeneralPurpose {
+    if padded {
+        base64::engine::general_purpose::URL_SAFE
+    } else {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+    }
+}
+
 /// A password that must never be echoed.
 const PASSWORD: &str = "hunter2-never-echo";
 
@@ -210,11 +219,7 @@ proptest! {
         noise in "[A-Za-z0-9_=-]{0,20}",
         padded in any::<bool>(),
     ) {
-        let engine = if padded {
-            base64::engine::general_purpose::URL_SAFE
-        } else {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD
-        };
+        let engine = base64url(padded);
         let payload = engine.encode(serde_json::json!({ "exp": exp }).to_string());
         for token in [
             format!("eyJhbGciOiJSUzI1NiJ9.{payload}.sig"),
@@ -304,11 +309,7 @@ proptest! {
         noise in "\\PC{0,40}",
         padded in any::<bool>(),
     ) {
-        let engine = if padded {
-            base64::engine::general_purpose::URL_SAFE
-        } else {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD
-        };
+        let engine = base64url(padded);
         let payload = engine.encode(serde_json::json!(claims).to_string());
         for token in [
             format!("e30.{payload}.sig"),

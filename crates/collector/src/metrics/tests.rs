@@ -11,6 +11,14 @@ fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
 }
 
+/// Fails unless each of `wants` is a whole line of `text`.
+fn assert_lines(text: &str, wants: &[&str]) {
+    let lines = lines(text);
+    for want in wants {
+        assert!(lines.contains(want), "missing {want:?} in\n{text}");
+    }
+}
+
 #[test]
 fn recorded_counters_appear_as_exact_samples() {
     let metrics = Metrics::new();
@@ -21,17 +29,17 @@ fn recorded_counters_appear_as_exact_samples() {
     metrics.set_member_ready("m2", false);
 
     let text = metrics.encode().unwrap();
-    let lines = lines(&text);
-    for want in [
-        r#"tether_relists_total{member="m1",resource="apps/v1/deployments"} 2"#,
-        r#"tether_watch_errors_total{member="m1",resource="core/v1/nodes",kind="credential_unavailable"} 1"#,
-        r#"tether_member_ready{member="m1"} 1"#,
-        r#"tether_member_ready{member="m2"} 0"#,
-        "# TYPE tether_relists counter",
-        "# EOF",
-    ] {
-        assert!(lines.contains(&want), "missing {want:?} in\n{text}");
-    }
+    assert_lines(
+        &text,
+        &[
+            r#"tether_relists_total{member="m1",resource="apps/v1/deployments"} 2"#,
+            r#"tether_watch_errors_total{member="m1",resource="core/v1/nodes",kind="credential_unavailable"} 1"#,
+            r#"tether_member_ready{member="m1"} 1"#,
+            r#"tether_member_ready{member="m2"} 0"#,
+            "# TYPE tether_relists counter",
+            "# EOF",
+        ],
+    );
 }
 
 #[test]
@@ -45,17 +53,17 @@ fn member_counters_and_state_are_read_from_health_at_scrape_time() {
 
     health.report(CredentialState::Unauthorized);
     let text = metrics.encode().unwrap();
-    let lines = lines(&text);
-    for want in [
-        r#"tether_unauthorized_responses_total{member="m1"} 0"#,
-        r#"tether_retries_total{member="m1"} 0"#,
-        r#"tether_credential_state{member="m1",state="unknown"} 0"#,
-        r#"tether_credential_state{member="m1",state="valid"} 0"#,
-        r#"tether_credential_state{member="m1",state="unauthorized"} 1"#,
-        r#"tether_credential_state{member="m1",state="unavailable"} 0"#,
-    ] {
-        assert!(lines.contains(&want), "missing {want:?} in\n{text}");
-    }
+    assert_lines(
+        &text,
+        &[
+            r#"tether_unauthorized_responses_total{member="m1"} 0"#,
+            r#"tether_retries_total{member="m1"} 0"#,
+            r#"tether_credential_state{member="m1",state="unknown"} 0"#,
+            r#"tether_credential_state{member="m1",state="valid"} 0"#,
+            r#"tether_credential_state{member="m1",state="unauthorized"} 1"#,
+            r#"tether_credential_state{member="m1",state="unavailable"} 0"#,
+        ],
+    );
 }
 
 #[test]
@@ -103,17 +111,17 @@ fn rotation_latency_lands_in_its_bucket() {
     let metrics = Metrics::new();
     metrics.observe_rotation_to_use(Duration::from_millis(40));
     let text = metrics.encode().unwrap();
-    let lines = lines(&text);
-    for want in [
-        "# TYPE tether_rotation_to_use_seconds histogram",
-        "# UNIT tether_rotation_to_use_seconds seconds",
-        r#"tether_rotation_to_use_seconds_bucket{le="0.025"} 0"#,
-        r#"tether_rotation_to_use_seconds_bucket{le="0.05"} 1"#,
-        r#"tether_rotation_to_use_seconds_bucket{le="60.0"} 1"#,
-        "tether_rotation_to_use_seconds_count 1",
-    ] {
-        assert!(lines.contains(&want), "missing {want:?} in\n{text}");
-    }
+    assert_lines(
+        &text,
+        &[
+            "# TYPE tether_rotation_to_use_seconds histogram",
+            "# UNIT tether_rotation_to_use_seconds seconds",
+            r#"tether_rotation_to_use_seconds_bucket{le="0.025"} 0"#,
+            r#"tether_rotation_to_use_seconds_bucket{le="0.05"} 1"#,
+            r#"tether_rotation_to_use_seconds_bucket{le="60.0"} 1"#,
+            "tether_rotation_to_use_seconds_count 1",
+        ],
+    );
 }
 
 #[tokio::test]
@@ -127,18 +135,18 @@ async fn credential_cache_counters_are_read_at_scrape_time_and_tokens_never_appe
     cache.invalidate(&key).await;
 
     let text = metrics.encode().unwrap();
-    let lines = lines(&text);
-    for want in [
-        r#"tether_token_fetches_total{cache="members",kind="token"} 1"#,
-        r#"tether_token_fetches_total{cache="members",kind="exec"} 0"#,
-        r#"tether_token_fetches_total{cache="members",kind="certificate"} 0"#,
-        r#"tether_token_fetch_failures_total{cache="members"} 0"#,
-        r#"tether_credential_cache_hits_total{cache="members"} 1"#,
-        r#"tether_credential_cache_misses_total{cache="members"} 1"#,
-        r#"tether_token_invalidations_total{cache="members"} 1"#,
-    ] {
-        assert!(lines.contains(&want), "missing {want:?} in\n{text}");
-    }
+    assert_lines(
+        &text,
+        &[
+            r#"tether_token_fetches_total{cache="members",kind="token"} 1"#,
+            r#"tether_token_fetches_total{cache="members",kind="exec"} 0"#,
+            r#"tether_token_fetches_total{cache="members",kind="certificate"} 0"#,
+            r#"tether_token_fetch_failures_total{cache="members"} 0"#,
+            r#"tether_credential_cache_hits_total{cache="members"} 1"#,
+            r#"tether_credential_cache_misses_total{cache="members"} 1"#,
+            r#"tether_token_invalidations_total{cache="members"} 1"#,
+        ],
+    );
     assert!(!text.contains(TOKEN), "token leaked into /metrics:\n{text}");
     assert!(!format!("{metrics:?}").contains(TOKEN));
 }
@@ -225,15 +233,15 @@ fn member_info_labels_every_member_with_its_source_and_credential_kind() {
     used.using(&member_client::Credential::from_token_bytes(TOKEN.as_bytes()).unwrap());
 
     let text = metrics.encode().unwrap();
-    let lines = lines(&text);
-    for want in [
-        "# TYPE tether_member_info gauge",
-        r#"tether_member_info{member="m1",source="kubeconfig",endpoint_host="",kind="token"} 1"#,
-        r#"tether_member_info{member="m2",source="kubeconfig",endpoint_host="",kind="unknown"} 1"#,
-        r#"tether_member_info{member="m3",source="kubeconfig",endpoint_host="",kind="unknown"} 1"#,
-    ] {
-        assert!(lines.contains(&want), "missing {want:?} in\n{text}");
-    }
+    assert_lines(
+        &text,
+        &[
+            "# TYPE tether_member_info gauge",
+            r#"tether_member_info{member="m1",source="kubeconfig",endpoint_host="",kind="token"} 1"#,
+            r#"tether_member_info{member="m2",source="kubeconfig",endpoint_host="",kind="unknown"} 1"#,
+            r#"tether_member_info{member="m3",source="kubeconfig",endpoint_host="",kind="unknown"} 1"#,
+        ],
+    );
     assert!(!text.contains(TOKEN), "token leaked into /metrics:\n{text}");
 
     metrics.forget_member("m1");
@@ -292,13 +300,14 @@ fn every_source_is_labelled_by_its_kind_and_where_it_reads() {
     metrics.set_source_listed(&Source::ArgoCdSecrets("argocd".into()), false);
     metrics.set_source_listed(&Source::KubeconfigSecrets("capi".into()), true);
     let text = metrics.encode().unwrap();
-    for want in [
-        r#"tether_member_source_listed{source="karmada",location=""} 1"#,
-        r#"tether_member_source_listed{source="argocd",location="argocd"} 0"#,
-        r#"tether_member_source_listed{source="kubeconfig",location="capi"} 1"#,
-    ] {
-        assert!(lines(&text).contains(&want), "missing {want:?} in\n{text}");
-    }
+    assert_lines(
+        &text,
+        &[
+            r#"tether_member_source_listed{source="karmada",location=""} 1"#,
+            r#"tether_member_source_listed{source="argocd",location="argocd"} 0"#,
+            r#"tether_member_source_listed{source="kubeconfig",location="capi"} 1"#,
+        ],
+    );
 }
 
 /// `tether_member_info` labels by the flag, `collector check` by the definition's origin:

@@ -88,10 +88,16 @@ async fn get(svc: &mut GenericService, path: &str, identity: &ClientIdentity) ->
     seen(send(svc, path, Some(identity)).await.unwrap()).await
 }
 
-#[tokio::test]
-async fn the_next_request_after_a_rotation_presents_the_new_identity() {
+/// A CA, and a server that requires a client certificate it issued.
+async fn requiring_certificates() -> (TestPki, MtlsServer) {
     let pki = TestPki::new();
     let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    (pki, server)
+}
+
+#[tokio::test]
+async fn the_next_request_after_a_rotation_presents_the_new_identity() {
+    let (pki, server) = requiring_certificates().await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     let mut svc = transport(&server, &pki);
 
@@ -109,8 +115,7 @@ async fn the_next_request_after_a_rotation_presents_the_new_identity() {
 
 #[tokio::test]
 async fn the_same_certificate_parsed_again_keeps_its_pool() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let pools = pools(&server, &pki);
     let (chain, key) = pki.identity_pem("A");
     let parse = || ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes()).unwrap();
@@ -134,8 +139,7 @@ async fn the_same_certificate_parsed_again_keeps_its_pool() {
 
 #[tokio::test]
 async fn sessions_are_never_resumed_across_identities() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     let mut svc = transport(&server, &pki);
 
@@ -179,8 +183,7 @@ async fn sessions_are_never_resumed_across_identities() {
 
 #[tokio::test]
 async fn a_stream_opened_under_the_old_identity_survives_a_rotation() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     let mut svc = transport(&server, &pki);
 
@@ -243,8 +246,7 @@ async fn a_request_without_identity_presents_no_certificate() {
 
 #[tokio::test]
 async fn a_retried_request_keeps_its_identity() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let a = pki.identity("A");
     let mut svc = transport(&server, &pki);
     // kube's retry layer answers the 503 by sending a copy; the copy must present A too (an
@@ -267,8 +269,7 @@ fn absolute(server: &MtlsServer, path: &str, identity: &ClientIdentity) -> Reque
 
 #[tokio::test]
 async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let pools = pools(&server, &pki);
     let identities: Vec<_> = (0..5).map(|i| pki.identity(&format!("id{i}"))).collect();
     for identity in &identities {
@@ -292,8 +293,7 @@ async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
 
 #[tokio::test]
 async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_lives() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let pools = pools(&server, &pki);
     let (a, b) = (pki.identity("A"), pki.identity("B"));
 
@@ -328,8 +328,7 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
 /// presented by the next request.
 #[tokio::test]
 async fn a_factory_client_presents_the_identity_its_credential_holds() {
-    let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let (pki, server) = requiring_certificates().await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     let source = Arc::new(FakeSource::identity(a.clone()));
     let key = CredentialKey::new("ns", "m1");

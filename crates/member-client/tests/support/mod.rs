@@ -1,4 +1,5 @@
-//! A loopback HTTP server standing in for a member apiserver, and member clients over it.
+//! A loopback HTTP server standing in for a member apiserver, and helpers that drive member
+//! clients against it.
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::{
@@ -15,11 +16,7 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use member_client::{
-    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-    MemberClientConfig,
-    test_util::{FakeSource, LoopbackServer, Reply},
-};
+use member_client::test_util::{FakeSource, LoopbackServer, Reply, TestMember};
 use tokio::{sync::Barrier, task::JoinHandle};
 
 /// One request as the server received it.
@@ -180,79 +177,16 @@ fn status(code: StatusCode, reason: &str) -> Reply {
 
 /// A loopback apiserver that accepts `token-a`, a source holding it, and a member client over
 /// both.
-pub async fn member_with_token_a() -> (LoopbackApiserver, Arc<FakeSource>, Member) {
+pub async fn member_with_token_a() -> (LoopbackApiserver, Arc<FakeSource>, TestMember) {
     let server = LoopbackApiserver::start(&["token-a"]).await;
     let source = Arc::new(FakeSource::token("token-a"));
-    let member = Member::new(&server.url(), &source);
+    let member = TestMember::new(&server.url(), &source);
     (server, source, member)
-}
-
-/// A member client over `url` reading `source` through a fresh cache.
-pub struct Member {
-    pub client: kube::Client,
-    pub tokens: CredentialCache,
-    pub health: CredentialHealth,
-    pub key: CredentialKey,
-}
-
-impl Member {
-    pub fn new(url: &str, source: &Arc<FakeSource>) -> Self {
-        Self::with_cache_config(url, source, CredentialCacheConfig::default())
-    }
-
-    pub fn with_cache_config(
-        url: &str,
-        source: &Arc<FakeSource>,
-        config: CredentialCacheConfig,
-    ) -> Self {
-        Self::build(
-            source,
-            config,
-            MemberClientConfig::new("member1", url, Self::key()),
-        )
-    }
-
-    /// A member that lets `n` requests be in flight at once.
-    pub fn with_in_flight_limit(url: &str, source: &Arc<FakeSource>, n: usize) -> Self {
-        let mut client_config = MemberClientConfig::new("member1", url, Self::key());
-        client_config.max_concurrent_requests = n;
-        Self::build(source, CredentialCacheConfig::default(), client_config)
-    }
-
-    fn key() -> CredentialKey {
-        CredentialKey::new("karmada-cluster", "member1")
-    }
-
-    fn build(
-        source: &Arc<FakeSource>,
-        config: CredentialCacheConfig,
-        client_config: MemberClientConfig,
-    ) -> Self {
-        let key = client_config.secret_ref.clone();
-        let tokens = CredentialCache::from_arc(source.clone(), config);
-        let health = CredentialHealth::new();
-        let client = ClientFactory::new(tokens.clone())
-            .with_policy(member_client::EndpointPolicy::loopback())
-            .build(&client_config, &health)
-            .unwrap();
-        Self {
-            client,
-            tokens,
-            health,
-            key,
-        }
-    }
-
-    pub async fn get(&self, path: &str) -> Result<String, kube::Error> {
-        self.client
-            .request_text(Request::get(path).body(Vec::new()).unwrap())
-            .await
-    }
 }
 
 /// `n` GETs of `path` sent at once, each from a task of its own.
 pub fn spawn_gets(
-    member: &Arc<Member>,
+    member: &Arc<TestMember>,
     path: &'static str,
     n: usize,
 ) -> Vec<JoinHandle<Result<String, kube::Error>>> {

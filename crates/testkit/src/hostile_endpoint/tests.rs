@@ -2,7 +2,11 @@
 
 use super::*;
 
-async fn client(endpoint: &HostileEndpoint, token: &str) -> kube::Client {
+/// An endpoint on `127.0.0.<octet>`, and a client of it sending `token`.
+async fn endpoint_and_client(octet: u8, token: &str) -> (HostileEndpoint, kube::Client) {
+    let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, octet))
+        .await
+        .unwrap();
     let kubeconfig = serde_json::json!({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "c", "cluster": {
@@ -18,15 +22,12 @@ async fn client(endpoint: &HostileEndpoint, token: &str) -> kube::Client {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
-    kube::Client::try_from(config).unwrap()
+    (endpoint, kube::Client::try_from(config).unwrap())
 }
 
 #[tokio::test]
 async fn it_records_the_bearer_a_client_sends_and_answers_like_an_apiserver() {
-    let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-        .await
-        .unwrap();
-    let client = client(&endpoint, "stolen").await;
+    let (endpoint, client) = endpoint_and_client(2, "stolen").await;
     let version = client.apiserver_version().await.unwrap();
     assert_eq!(version.minor, "36");
     let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
@@ -42,10 +43,7 @@ async fn it_records_the_bearer_a_client_sends_and_answers_like_an_apiserver() {
 
 #[tokio::test]
 async fn it_answers_a_token_request_with_the_token_the_test_chose() {
-    let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 3))
-        .await
-        .unwrap();
-    let client = client(&endpoint, "current").await;
+    let (endpoint, client) = endpoint_and_client(3, "current").await;
     let accounts =
         kube::Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client, "ns");
     let request = k8s_openapi::api::authentication::v1::TokenRequest::default();
@@ -66,10 +64,7 @@ async fn it_answers_a_token_request_with_the_token_the_test_chose() {
 
 #[tokio::test]
 async fn it_misbehaves_only_when_told_and_within_its_bounds() {
-    let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 4))
-        .await
-        .unwrap();
-    let client = client(&endpoint, "t").await;
+    let (endpoint, client) = endpoint_and_client(4, "t").await;
     let readyz = || http::Request::get("/readyz").body(Vec::new()).unwrap();
     assert_eq!(client.request_text(readyz()).await.unwrap(), "ok");
     endpoint.misbehave(Misbehaviour::HugeReadyz { bytes: 1 << 20 });
