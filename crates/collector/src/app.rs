@@ -304,19 +304,7 @@ fn access_gate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser as _;
-
-    fn directory(extra: &[&str]) -> Args {
-        let mut argv = vec![
-            "collector",
-            "--members-from",
-            "directory",
-            "--members-dir",
-            "/m",
-        ];
-        argv.extend(extra);
-        Args::try_parse_from(argv).unwrap()
-    }
+    use crate::cli::tests::directory;
 
     #[test]
     fn without_a_control_plane_the_api_needs_an_explicit_opt_out() {

@@ -372,4 +372,4 @@ fn refresh_fraction(raw: &str) -> Result<f64, String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

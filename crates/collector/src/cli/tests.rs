@@ -7,8 +7,20 @@ use super::*;
 use clap::CommandFactory as _;
 
 /// `flags` parsed as the collector's command line.
-fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
+pub(crate) fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
     Args::try_parse_from(std::iter::once("collector").chain(flags.iter().copied()))
+}
+
+/// A collector reading its members from the directory `/m`, with `extra` flags.
+pub(crate) fn directory(extra: &[&str]) -> Args {
+    parse(
+        &[
+            &["--members-from", "directory", "--members-dir", "/m"],
+            extra,
+        ]
+        .concat(),
+    )
+    .unwrap()
 }
 
 #[test]

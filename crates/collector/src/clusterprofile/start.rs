@@ -51,22 +51,12 @@ pub(crate) async fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{cli::Args, metrics::Metrics};
-    use clap::Parser as _;
+    use crate::{cli::tests::directory, metrics::Metrics};
     use cluster_registry::{DirectoryConfig, RegistryBuilder};
 
     #[tokio::test]
     async fn publishing_without_a_control_plane_is_refused_saying_what_to_give() {
-        let args = Args::try_parse_from([
-            "collector",
-            "--members-from",
-            "directory",
-            "--members-dir",
-            "/m",
-            "--publish-clusterprofiles",
-            "fleet",
-        ])
-        .unwrap();
+        let args = directory(&["--publish-clusterprofiles", "fleet"]);
         let (registry, _events, _driver) = RegistryBuilder::new()
             .directory(DirectoryConfig::new(std::path::PathBuf::from("/m")))
             .build();
@@ -81,14 +71,7 @@ mod tests {
         let err = refused.err().unwrap().to_string();
         assert!(err.contains("--kubeconfig or --control-plane-url"), "{err}");
 
-        let off = Args::try_parse_from([
-            "collector",
-            "--members-from",
-            "directory",
-            "--members-dir",
-            "/m",
-        ])
-        .unwrap();
+        let off = directory(&[]);
         let (publisher, _writes, lease) = start(startup(&off), &registry, None).await.unwrap();
         assert!(
             publisher.is_none() && lease.is_none(),
