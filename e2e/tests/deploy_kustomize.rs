@@ -15,6 +15,8 @@
 
 mod deploy_support;
 
+use std::path::PathBuf;
+
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
     id, network::assert_network_policy, workload::assert_collector_workload,
@@ -26,21 +28,15 @@ use e2e::{
     },
     manifest_apply::apply,
 };
+use rstest::rstest;
 use serde_json::Value;
 use testkit::Environment;
 
 #[test]
 fn kustomize_rbac_is_least_privilege() {
-    let base = kustomize_build(&kustomize_dir("base")).unwrap();
-    assert_rbac(&base, true, "base");
-    let beside = kustomize_build(&kustomize_dir("overlays/beside-karmada")).unwrap();
-    assert_rbac(&beside, false, "beside-karmada");
-    let publishing = kustomize_build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
-    assert_rbac(&publishing, PUBLISHING, PUBLISH_OVERLAY);
-    let rotating = kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
-    assert_rbac(&rotating, ROTATING, ROTATION_OVERLAY);
-    let sharded = kustomize_build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
-    assert_rbac(&sharded, SHARDED, SHARDED_OVERLAY);
+    for (dir, writes) in INSTALLS {
+        assert_rbac(&kustomize_build(&kustomize_dir(dir)).unwrap(), writes, dir);
+    }
 }
 
 /// The base publishing ClusterProfiles, through `components/publish-clusterprofiles`.
@@ -70,6 +66,15 @@ const SHARDED: Writes = Writes {
     tokens: false,
     shards: true,
 };
+
+/// Every install the README documents, with what its collector writes.
+const INSTALLS: [(&str, Writes); 5] = [
+    ("base", Writes::status(true)),
+    ("overlays/beside-karmada", Writes::status(false)),
+    (PUBLISH_OVERLAY, PUBLISHING),
+    (ROTATION_OVERLAY, ROTATING),
+    (SHARDED_OVERLAY, SHARDED),
+];
 
 #[test]
 fn kustomize_deployments_match_the_collector_cli() {
@@ -181,79 +186,33 @@ fn servicemonitor_component_scrapes_the_service() {
     );
 }
 
+/// Each install as documented, sent to a real apiserver: the CRDs it needs from deploy/crds
+/// (Karmada ships its own beside Karmada), then the rendering, into the namespaces it expects.
+#[rstest]
+#[case::base(0, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
+#[case::beside_karmada(1, vec![], &[KARMADA_SECRETS])]
+#[case::publishing(
+    2,
+    vec![generated_crd_path(), clusterprofile_crd_path()],
+    &[KARMADA_SECRETS, EVENTS_NAMESPACE, PROFILES_NAMESPACE],
+)]
+#[case::token_rotation(3, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
+#[case::sharded(4, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
 #[tokio::test]
-async fn kustomize_base_is_accepted_by_a_real_apiserver() {
+async fn kustomize_install_is_accepted_by_a_real_apiserver(
+    #[case] install: usize,
+    #[case] crds: Vec<PathBuf>,
+    #[case] namespaces: &[&str],
+) {
+    let (dir, writes) = INSTALLS[install];
     let env = Environment::with_members(0).await.unwrap();
     let client = env.control_plane().admin_client().unwrap();
-    // The documented install: the CRD from deploy/crds, then the base.
-    let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize_build(&kustomize_dir("base")).unwrap());
-    let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
-        .await
-        .unwrap();
-    assert_eq!(accepted.len(), objects.len());
-    eprintln!(
-        "accepted: {}",
-        accepted
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
-    assert_authorized(&client, &objects, true).await;
-}
-
-#[tokio::test]
-async fn kustomize_beside_karmada_is_accepted_by_a_real_apiserver() {
-    let env = Environment::with_members(0).await.unwrap();
-    let client = env.control_plane().admin_client().unwrap();
-    let objects = kustomize_build(&kustomize_dir("overlays/beside-karmada")).unwrap();
-    let accepted = apply(&client, &objects, &[KARMADA_SECRETS]).await.unwrap();
-    assert_eq!(accepted.len(), objects.len());
-    assert_authorized(&client, &objects, false).await;
-}
-
-#[tokio::test]
-async fn kustomize_publishing_overlay_is_accepted_by_a_real_apiserver() {
-    let env = Environment::with_members(0).await.unwrap();
-    let client = env.control_plane().admin_client().unwrap();
-    // Both CRDs from deploy/crds, then the overlay, into the namespace profiles go to.
-    let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(load_documents(&clusterprofile_crd_path()).unwrap());
-    objects.extend(kustomize_build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap());
-    let accepted = apply(
-        &client,
-        &objects,
-        &[KARMADA_SECRETS, EVENTS_NAMESPACE, PROFILES_NAMESPACE],
-    )
-    .await
-    .unwrap();
-    assert_eq!(accepted.len(), objects.len());
-    assert_authorized(&client, &objects, PUBLISHING).await;
-}
-
-#[tokio::test]
-async fn kustomize_token_rotation_overlay_is_accepted_by_a_real_apiserver() {
-    let env = Environment::with_members(0).await.unwrap();
-    let client = env.control_plane().admin_client().unwrap();
-    let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap());
-    let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
-        .await
-        .unwrap();
-    assert_eq!(accepted.len(), objects.len());
-    assert_authorized(&client, &objects, ROTATING).await;
-}
-
-#[tokio::test]
-async fn kustomize_sharded_overlay_is_accepted_by_a_real_apiserver() {
-    let env = Environment::with_members(0).await.unwrap();
-    let client = env.control_plane().admin_client().unwrap();
-    let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize_build(&kustomize_dir(SHARDED_OVERLAY)).unwrap());
-    let accepted = apply(&client, &objects, &[KARMADA_SECRETS, EVENTS_NAMESPACE])
-        .await
-        .unwrap();
-    assert_eq!(accepted.len(), objects.len());
-    assert_authorized(&client, &objects, SHARDED).await;
+    let mut objects: Vec<Value> = crds
+        .iter()
+        .flat_map(|crd| load_documents(crd).unwrap())
+        .collect();
+    objects.extend(kustomize_build(&kustomize_dir(dir)).unwrap());
+    let accepted = apply(&client, &objects, namespaces).await.unwrap();
+    assert_eq!(accepted.len(), objects.len(), "{dir}");
+    assert_authorized(&client, &objects, writes).await;
 }

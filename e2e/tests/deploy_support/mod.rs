@@ -96,15 +96,21 @@ pub struct Writes {
     pub shards: bool,
 }
 
-impl From<bool> for Writes {
-    /// Status written or not, no profiles: the manifests without publishing.
-    fn from(status: bool) -> Self {
+impl Writes {
+    /// Status written or not, nothing else: the manifests without publishing.
+    pub const fn status(status: bool) -> Self {
         Self {
             status,
             profiles: false,
             tokens: false,
             shards: false,
         }
+    }
+}
+
+impl From<bool> for Writes {
+    fn from(status: bool) -> Self {
+        Self::status(status)
     }
 }
 
