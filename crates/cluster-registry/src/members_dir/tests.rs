@@ -19,6 +19,20 @@ fn reason(result: Result<Vec<u8>, FileError>) -> String {
     }
 }
 
+/// A directory `outside` holding `victim` with `content`, and a members directory whose
+/// `link` is a symlink to that file.
+pub(crate) fn linked_out(
+    victim: &str,
+    content: &str,
+    link: &str,
+) -> (tempfile::TempDir, tempfile::TempDir) {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join(victim), content).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    symlink(outside.path().join(victim), dir.path().join(link)).unwrap();
+    (outside, dir)
+}
+
 /// The entries of `dir`, sorted: what a test expects to find there.
 pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -54,10 +68,7 @@ fn the_kubelet_data_layout_is_fine() {
 
 #[test]
 fn paths_out_of_the_directory_are_refused() {
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("secret"), "not yours").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
+    let (outside, dir) = linked_out("secret", "not yours", "link");
     symlink(outside.path(), dir.path().join("linked-dir")).unwrap();
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
@@ -199,10 +210,7 @@ fn a_file_is_replaced_by_an_atomic_rename_and_nothing_is_left_behind() {
 
 #[test]
 fn a_replaced_symlink_out_is_replaced_itself_and_nothing_outside_is_written() {
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("victim"), "untouched").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    symlink(outside.path().join("victim"), dir.path().join("t")).unwrap();
+    let (outside, dir) = linked_out("victim", "untouched", "t");
     let members = MembersDir::open(dir.path()).unwrap();
     members.replace(Path::new("t"), b"new").unwrap();
     assert_eq!(

@@ -16,20 +16,22 @@ fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The rotation `pairs` of annotations ask for, with [`home`].
+fn rotation_of(pairs: &[(&str, &str)]) -> TokenRotation {
+    TokenRotation::from_annotations(&annotations(pairs), home())
+        .unwrap()
+        .unwrap()
+}
+
 #[test]
 fn every_annotation_is_read() {
-    let rotation = TokenRotation::from_annotations(
-        &annotations(&[
-            (SERVICE_ACCOUNT_ANNOTATION, " tether/collector "),
-            (ROTATE_ANNOTATION, "false"),
-            (EXPIRATION_ANNOTATION, "7200"),
-            (AUDIENCES_ANNOTATION, "api, vault,"),
-            (ROTATE_NOW_ANNOTATION, "2026-12-02T10:00:00Z"),
-        ]),
-        home(),
-    )
-    .unwrap()
-    .unwrap();
+    let rotation = rotation_of(&[
+        (SERVICE_ACCOUNT_ANNOTATION, " tether/collector "),
+        (ROTATE_ANNOTATION, "false"),
+        (EXPIRATION_ANNOTATION, "7200"),
+        (AUDIENCES_ANNOTATION, "api, vault,"),
+        (ROTATE_NOW_ANNOTATION, "2026-12-02T10:00:00Z"),
+    ]);
     assert_eq!(rotation.service_account.to_string(), "tether/collector");
     assert_eq!(rotation.enabled, Some(false));
     assert!(rotation.opts_out(), "the member may always opt out");
@@ -44,19 +46,14 @@ fn every_annotation_is_read() {
 #[test]
 fn the_former_spellings_are_read_where_the_new_ones_are_absent() {
     let former: BTreeMap<&str, &str> = FORMER_ANNOTATIONS.into_iter().collect();
-    let rotation = TokenRotation::from_annotations(
-        &annotations(&[
-            (former[SERVICE_ACCOUNT_ANNOTATION], "tether/collector"),
-            (former[ROTATE_ANNOTATION], "false"),
-            (former[EXPIRATION_ANNOTATION], "7200"),
-            (former[AUDIENCES_ANNOTATION], "api"),
-            (former[ROTATE_NOW_ANNOTATION], "now"),
-            (EXPIRATION_ANNOTATION, "5400"),
-        ]),
-        home(),
-    )
-    .unwrap()
-    .unwrap();
+    let rotation = rotation_of(&[
+        (former[SERVICE_ACCOUNT_ANNOTATION], "tether/collector"),
+        (former[ROTATE_ANNOTATION], "false"),
+        (former[EXPIRATION_ANNOTATION], "7200"),
+        (former[AUDIENCES_ANNOTATION], "api"),
+        (former[ROTATE_NOW_ANNOTATION], "now"),
+        (EXPIRATION_ANNOTATION, "5400"),
+    ]);
     assert_eq!(rotation.service_account.to_string(), "tether/collector");
     assert_eq!(rotation.enabled, Some(false));
     assert_eq!(rotation.expiration_seconds, 5400);
@@ -70,12 +67,7 @@ fn the_former_spellings_are_read_where_the_new_ones_are_absent() {
 
 #[test]
 fn without_a_choice_the_operator_decides() {
-    let rotation = TokenRotation::from_annotations(
-        &annotations(&[(SERVICE_ACCOUNT_ANNOTATION, "tether/collector")]),
-        home(),
-    )
-    .unwrap()
-    .unwrap();
+    let rotation = rotation_of(&[(SERVICE_ACCOUNT_ANNOTATION, "tether/collector")]);
     assert_eq!(rotation.enabled, None);
     assert!(!rotation.opts_out());
     assert_eq!(rotation.expiration_seconds, DEFAULT_EXPIRATION_SECONDS);

@@ -117,22 +117,18 @@ async fn a_plugin_off_the_allow_list_is_exec_not_allowed_and_never_runs() {
         SecretStore::with_exec_policy(other.policy()),
     ] {
         store.insert(key(), exec_secret(plugin.config(), None));
-        let err = store.usable(&key()).unwrap_err();
-        assert!(
-            matches!(err, SourceError::Exec(ExecError::NotAllowed { .. })),
-            "{err:?}"
-        );
-        assert_eq!(
-            InvalidReason::from(&err).condition_reason(),
-            "ExecNotAllowed"
-        );
-        let err = store.fetch(&key()).await.unwrap_err();
-        assert!(matches!(
-            err,
-            SourceError::Exec(ExecError::NotAllowed { .. })
-        ));
+        let usable = store.usable(&key()).unwrap_err();
+        for err in [usable, store.fetch(&key()).await.unwrap_err()] {
+            let not_allowed = matches!(err, SourceError::Exec(ExecError::NotAllowed { .. }));
+            assert!(not_allowed, "{err:?}");
+            assert_eq!(reason_of(&err), "ExecNotAllowed");
+        }
     }
     assert_eq!((plugin.runs(), other.runs()), (0, 0));
+}
+
+fn reason_of(err: &SourceError) -> &'static str {
+    InvalidReason::from(err).condition_reason()
 }
 
 /// An allowed plugin told to load other code (`LD_PRELOAD`) is refused before it is ever
@@ -152,10 +148,7 @@ async fn an_env_var_that_chooses_code_is_exec_not_allowed_at_once() {
         matches!(err, SourceError::Exec(ExecError::EnvNotAllowed { .. })),
         "{err:?}"
     );
-    assert_eq!(
-        InvalidReason::from(&err).condition_reason(),
-        "ExecNotAllowed"
-    );
+    assert_eq!(reason_of(&err), "ExecNotAllowed");
     assert_eq!(plugin.runs(), 0);
 }
 
@@ -192,10 +185,7 @@ async fn an_expired_stored_certificate_is_certificate_expired_on_fetch() {
         ),
         "{err:?}"
     );
-    assert_eq!(
-        InvalidReason::from(&err).condition_reason(),
-        "CertificateExpired"
-    );
+    assert_eq!(reason_of(&err), "CertificateExpired");
     store.insert(key(), identity(client_pem("current")));
     let credential = store.fetch(&key()).await.unwrap();
     assert_eq!(credential.identity().unwrap().subject(), "current");

@@ -3,7 +3,7 @@ use std::time::{Duration, SystemTime};
 use secrecy::ExposeSecret as _;
 
 use super::*;
-use crate::members_dir::tests::names;
+use crate::members_dir::tests::{linked_out, names};
 
 fn record(request: &str) -> RotationRecord {
     RotationRecord {
@@ -13,13 +13,18 @@ fn record(request: &str) -> RotationRecord {
     }
 }
 
-#[tokio::test]
-async fn a_token_file_is_replaced_with_its_record_beside_it() {
+/// A directory holding `m1.token` with `content`, and the file as a token home.
+fn token_file_home(content: &str) -> (tempfile::TempDir, PathBuf, TokenHome) {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("m1.token");
-    std::fs::write(&token_file, "old-token\n").unwrap();
+    std::fs::write(&token_file, content).unwrap();
     let home = TokenHome::File(token_file.clone());
+    (dir, token_file, home)
+}
 
+#[tokio::test]
+async fn a_token_file_is_replaced_with_its_record_beside_it() {
+    let (dir, token_file, home) = token_file_home("old-token\n");
     let base = home.read(None).await.unwrap();
     assert_eq!(base.token.as_ref().unwrap().expose_secret(), "old-token");
     assert_eq!(base.record, RotationRecord::default());
@@ -33,23 +38,16 @@ async fn a_token_file_is_replaced_with_its_record_beside_it() {
     assert_eq!(std::fs::read_to_string(&token_file).unwrap(), "new-token");
     let again = home.read(None).await.unwrap();
     assert_eq!(again.record, record("r1"));
-    let names: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
-    assert!(
-        names.contains(&".m1.token.rotation".to_owned()),
-        "{names:?}"
+    assert_eq!(
+        names(dir.path()),
+        [".m1.token.rotation", "m1.token"],
+        "the record beside the token, and no temporary file"
     );
 }
 
 #[tokio::test]
 async fn a_token_file_that_changed_since_it_was_read_is_not_overwritten() {
-    let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("m1.token");
-    std::fs::write(&token_file, "old-token").unwrap();
-    let home = TokenHome::File(token_file.clone());
+    let (_dir, token_file, home) = token_file_home("old-token");
     let base = home.read(None).await.unwrap();
     std::fs::write(&token_file, "written-by-someone-else").unwrap();
 
@@ -112,11 +110,8 @@ fn a_snapshot_never_shows_its_token() {
 /// collector's own ServiceAccount token): it is neither read nor written through.
 #[tokio::test]
 async fn a_token_file_that_links_out_is_neither_read_nor_written_through() {
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("victim"), "victim-token").unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let (outside, dir) = linked_out("victim", "victim-token", "m1.token");
     let token_file = dir.path().join("m1.token");
-    std::os::unix::fs::symlink(outside.path().join("victim"), &token_file).unwrap();
     let home = TokenHome::File(token_file.clone());
 
     let err = home.read(None).await.unwrap_err();
