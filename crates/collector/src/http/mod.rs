@@ -34,7 +34,17 @@ pub(crate) struct HttpState {
 /// The probe port's routes: `/healthz` and `/readyz` only, served on a listener of their own
 /// (`--probe-listen`) so that no caller of the API port can make the kubelet's probes wait.
 pub(crate) fn probe_router(state: HttpState, request_timeout: std::time::Duration) -> Router {
-    Router::new()
+    with_probes(Router::new(), state, request_timeout)
+}
+
+/// `routes` with the open `/healthz` and `/readyz` added, over `state`; every request gets 503
+/// after `request_timeout`.
+fn with_probes(
+    routes: Router<HttpState>,
+    state: HttpState,
+    request_timeout: std::time::Duration,
+) -> Router {
+    routes
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .with_state(state)
@@ -76,23 +86,16 @@ pub(crate) fn router(
             "/api/v1/clusters/{name}/{group}/{version}/{resource}",
             get(api::list_objects),
         );
-    // `route_layer`: only matched routes are reviewed, so an unknown path is a plain 404 and
-    // costs the control plane nothing.
+    // `route_layer`: only the routes above, and only matched ones, are reviewed, so the probes
+    // added after it are open, and an unknown path is a plain 404 that costs the control plane
+    // nothing.
     let protected = match gate {
         Some(gate) => {
             protected.route_layer(middleware::from_fn_with_state(gate, auth::require_access))
         }
         None => protected,
     };
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .merge(protected)
-        .with_state(state)
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            request_timeout,
-        ))
+    with_probes(protected, state, request_timeout)
 }
 
 #[cfg(test)]
