@@ -129,6 +129,15 @@ mod tests {
         KubeconfigSecretsConfig::flux(vec!["fleet".into()], "tether.io/member")
     }
 
+    /// Cluster API's Secret for cluster `wl1`, holding `data`.
+    fn wl1(data: serde_json::Value) -> Secret {
+        secret(
+            "wl1-kubeconfig",
+            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
+            data,
+        )
+    }
+
     fn token_of(config: &KubeconfigSecretsConfig, secret: &Secret) -> String {
         let key = CredentialKey::new("fleet", secret.metadata.name.clone().unwrap());
         let stored = config.credential(&key, secret).unwrap();
@@ -142,11 +151,7 @@ mod tests {
 
     #[test]
     fn a_cluster_api_secret_is_named_after_its_cluster_and_read_from_value() {
-        let secret = secret(
-            "wl1-kubeconfig",
-            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
-            json!({"value": kubeconfig(&[], &["token: capi-tok"])}),
-        );
+        let secret = wl1(json!({"value": kubeconfig(&[], &["token: capi-tok"])}));
         let def = capi().member_from_secret(&secret);
         assert_eq!(def.name, "wl1");
         let spec = def.spec.unwrap();
@@ -185,11 +190,7 @@ mod tests {
     #[test]
     fn a_secret_without_the_key_is_missing_key() {
         // Cluster API reads only `value`.
-        let only_yaml = secret(
-            "wl1-kubeconfig",
-            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
-            json!({"value.yaml": kubeconfig(&[], &["token: t"])}),
-        );
+        let only_yaml = wl1(json!({"value.yaml": kubeconfig(&[], &["token: t"])}));
         let key = CredentialKey::new("fleet", "wl1-kubeconfig");
         let err = capi().credential(&key, &only_yaml).unwrap_err();
         assert!(

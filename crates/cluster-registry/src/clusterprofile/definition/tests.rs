@@ -297,27 +297,28 @@ fn pinned_secretreader() -> Value {
     provider
 }
 
-#[test]
-fn a_profile_naming_another_members_cluster_gets_no_plan() {
+#[rstest]
+#[case::naming_another_members_cluster(
+    json!({"extensions": [{"name": EXEC_EXTENSION, "extension": {"clusterName": "member1"}}]}),
+    "DefinitionInvalid",
+    "\"clusterName\" to \"cluster1\""
+)]
+#[case::whose_server_breaks_the_patterns(
+    json!({"server": "https://127.0.0.2:6443"}),
+    "EndpointForbidden",
+    "127.0.0.2"
+)]
+fn a_profile_breaking_a_pin_gets_no_plan(
+    #[case] offered: Value,
+    #[case] want: &str,
+    #[case] quoted: &str,
+) {
     let config = providers(json!([pinned_secretreader()]));
-    let stolen = cluster(json!({"extensions": [{"name": EXEC_EXTENSION,
-                                                "extension": {"clusterName": "member1"}}]}));
-    let member = config.member_from_profile(&profile(offering("secretreader", stolen)));
+    let member = config.member_from_profile(&profile(offering("secretreader", cluster(offered))));
     assert!(member.secret.is_none(), "no plugin plan for a broken pin");
     let (reason, text) = reason(&member);
-    assert_eq!(reason, "DefinitionInvalid", "{text}");
-    assert!(text.contains("\"clusterName\" to \"cluster1\""), "{text}");
-}
-
-#[test]
-fn a_profile_whose_server_breaks_the_patterns_gets_no_plan() {
-    let config = providers(json!([pinned_secretreader()]));
-    let elsewhere = cluster(json!({"server": "https://127.0.0.2:6443"}));
-    let member = config.member_from_profile(&profile(offering("secretreader", elsewhere)));
-    assert!(member.secret.is_none());
-    let (reason, text) = reason(&member);
-    assert_eq!(reason, "EndpointForbidden", "{text}");
-    assert!(text.contains("127.0.0.2"), "{text}");
+    assert_eq!(reason, want, "{text}");
+    assert!(text.contains(quoted), "{text}");
 }
 
 #[test]
