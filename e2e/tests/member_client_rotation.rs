@@ -13,7 +13,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
     Api, Client, ResourceExt as _,
-    api::PostParams,
+    api::{ObjectList, PostParams},
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use member_client::{
@@ -78,6 +78,13 @@ fn member_client(cluster: &Cluster, token: &str) -> (Arc<FakeSource>, TestMember
         .with_ca_bundle(cluster.ca_pem().as_bytes().to_vec());
     let member = TestMember::build(&secret, config, CredentialCacheConfig::default());
     (secret, member)
+}
+
+/// The ConfigMaps of `ns`, listed with the member's client.
+async fn list_configmaps(member: &TestMember, ns: &str) -> kube::Result<ObjectList<ConfigMap>> {
+    Api::namespaced(member.client.clone(), ns)
+        .list(&Default::default())
+        .await
 }
 
 async fn create_configmap(cluster: &Cluster, ns: &str, name: &str) {
@@ -170,10 +177,7 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
     cluster.create_service_account(&ns, "agent").await.unwrap();
     let token = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
     let (secret, member) = member_client(&cluster, &token);
-    Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
-        .list(&Default::default())
-        .await
-        .unwrap();
+    list_configmaps(&member, &ns).await.unwrap();
 
     // The KAI-Scheduler incident: the ServiceAccount is deleted and recreated, the Secret is not
     // updated. Its token is dead, and must be reported as an auth failure.
@@ -181,10 +185,7 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
         .recreate_service_account(&ns, "agent", &token)
         .await
         .unwrap();
-    let err = Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
-        .list(&Default::default())
-        .await
-        .unwrap_err();
+    let err = list_configmaps(&member, &ns).await.unwrap_err();
     assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err}");
     assert_eq!(member.health.current(), CredentialState::Unauthorized);
 
@@ -192,9 +193,6 @@ async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
     let fresh = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
     secret.set_token(fresh);
     member.tokens.invalidate(&member.key).await;
-    Api::<ConfigMap>::namespaced(member.client.clone(), &ns)
-        .list(&Default::default())
-        .await
-        .unwrap();
+    list_configmaps(&member, &ns).await.unwrap();
     assert_eq!(member.health.current(), CredentialState::Valid);
 }

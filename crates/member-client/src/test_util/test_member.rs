@@ -23,14 +23,6 @@ pub struct TestMember {
     pub key: CredentialKey,
 }
 
-impl std::fmt::Debug for TestMember {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestMember")
-            .field("key", &self.key)
-            .finish_non_exhaustive()
-    }
-}
-
 impl TestMember {
     /// `member1` at `url`, its Secret `karmada-cluster/member1` read from `source`.
     pub fn new(url: &str, source: &Arc<FakeSource>) -> Self {
