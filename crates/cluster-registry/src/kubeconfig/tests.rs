@@ -76,13 +76,24 @@ fn the_current_context_else_the_only_one_is_read(
     }
 }
 
+/// A fresh CA, and a kubeconfig whose cluster has its data, `tls-server-name: api.internal`
+/// and `cluster`'s lines.
+fn verified_by_a_ca(cluster: &[&str], user: &[&str]) -> (String, String) {
+    let ca = ca_pem();
+    let ca_data = format!("certificate-authority-data: {}", b64(&ca));
+    let lines = [
+        &[ca_data.as_str(), "tls-server-name: api.internal"],
+        cluster,
+    ]
+    .concat();
+    let yaml = kubeconfig(&lines, user);
+    (ca, yaml)
+}
+
 #[test]
 fn a_token_user_is_a_token_with_the_clusters_ca_and_settings() {
-    let ca = ca_pem();
-    let yaml = kubeconfig(
+    let (ca, yaml) = verified_by_a_ca(
         &[
-            &format!("certificate-authority-data: {}", b64(&ca)),
-            "tls-server-name: api.internal",
             "proxy-url: http://p:3128",
             "insecure-skip-tls-verify: false",
         ],
@@ -116,11 +127,8 @@ fn a_client_certificate_user_is_a_client_identity() {
 
 #[test]
 fn an_exec_user_is_an_exec_plan_told_the_clusters_settings_and_extension() {
-    let ca = ca_pem();
-    let yaml = kubeconfig(
+    let (ca, yaml) = verified_by_a_ca(
         &[
-            &format!("certificate-authority-data: {}", b64(&ca)),
-            "tls-server-name: api.internal",
             "extensions:",
             "- name: client.authentication.k8s.io/exec",
             "  extension: {audience: tether}",

@@ -14,12 +14,20 @@ fn assert_refused_for_member1s_secret(reason: &InvalidReason) {
     );
 }
 
-#[tokio::test]
-async fn a_cluster_naming_another_members_secret_is_refused_and_hears_nothing_of_it() {
+/// member1 ready, and `evil` defined with member1's Secret: refused, as the returned reason
+/// says.
+async fn evil_sharing_member1s_secret() -> (Harness, InvalidReason) {
     let mut h = ready_member1().await;
     h.define("evil", sharing_member1s_secret("evil", "https://10.0.0.3"))
         .await;
-    assert_refused_for_member1s_secret(&h.expect_invalid("evil"));
+    let refused = h.expect_invalid("evil");
+    (h, refused)
+}
+
+#[tokio::test]
+async fn a_cluster_naming_another_members_secret_is_refused_and_hears_nothing_of_it() {
+    let (mut h, refused) = evil_sharing_member1s_secret().await;
+    assert_refused_for_member1s_secret(&refused);
     assert_eq!(h.next(), None);
     assert_eq!(h.state("member1"), Some(MemberState::Ready));
 
@@ -69,10 +77,7 @@ async fn a_labelled_secret_serves_the_member_it_names_under_any_name() {
 
 #[tokio::test]
 async fn relabelling_a_secret_judges_its_members_again_without_forgetting_the_token() {
-    let mut h = ready_member1().await;
-    h.define("evil", sharing_member1s_secret("evil", "https://10.0.0.3"))
-        .await;
-    h.expect_invalid("evil");
+    let (mut h, _) = evil_sharing_member1s_secret().await;
     let before = h.tokens.stats().invalidations;
 
     let relabelled = secret(&[("token", b"t1")]).bound(SecretBinding::labelled("evil"));
