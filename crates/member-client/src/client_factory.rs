@@ -3,11 +3,13 @@
 use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
+use http::{HeaderName, HeaderValue, header::AUTHORIZATION};
 use kube::{Client, client::ClientBuilder};
+use tower::limit::ConcurrencyLimitLayer;
 
 use crate::{
     CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error, RequestDeadlineLayer,
-    ResponseLimits, Result,
+    ResponseLimits, Result, ValidationError,
     guarded_resolver::{self, GuardedResolver, Lookup},
     transport,
     validation::{self, EndpointPolicy},
@@ -53,6 +55,13 @@ pub struct MemberClientConfig {
     pub request_timeout: Duration,
     /// How much the member may send back ([`ResponseLimits`]).
     pub response_limits: ResponseLimits,
+    /// The user to act as (`Impersonate-User`, a kubeconfig's `as`). Default: none.
+    pub impersonate: Option<String>,
+    /// The groups to act as (`Impersonate-Group`, a kubeconfig's `as-groups`). Default: none.
+    pub impersonate_groups: Vec<String>,
+    /// Headers sent on every request, after the impersonation headers (kube's
+    /// `Config::headers`). `Authorization` is refused: only the credential sets it.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl MemberClientConfig {
@@ -73,6 +82,9 @@ impl MemberClientConfig {
             max_concurrent_requests: 64,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             response_limits: ResponseLimits::default(),
+            impersonate: None,
+            impersonate_groups: Vec::new(),
+            headers: Vec::new(),
         }
     }
 
@@ -137,13 +149,14 @@ impl ClientFactory {
     /// Builds the client for one member; `health` receives what the member says of its
     /// credential.
     ///
-    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`CredentialLayer`], which
-    /// also holds the member's in-flight limit
-    /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests)) → a deadline
-    /// for requests that are not watches ([`RequestDeadlineLayer`]) → kube's default stack
-    /// (base URI, retries of 429/503/504, TLS, timeouts), rebuilt cloneable: the one retry
-    /// after a 401 calls a clone of it, and concurrent requests share no lock on their way to
-    /// the connection pool.
+    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`CredentialLayer`] →
+    /// the member's in-flight limit
+    /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests), tower's
+    /// `ConcurrencyLimitLayer`) → a deadline for requests that are not watches
+    /// ([`RequestDeadlineLayer`]) → kube's default stack (base URI, retries of 429/503/504,
+    /// impersonation and extra headers, request spans, TLS, timeouts), rebuilt cloneable: the
+    /// one retry after a 401 calls a clone of it, and concurrent requests share no lock on
+    /// their way to the connection pool.
     ///
     /// # Errors
     /// [`Error::Invalid`] when the endpoint, proxy or CA bundle breaks its
@@ -173,14 +186,26 @@ impl ClientFactory {
         }
         // Config::new leaves auth_info empty; nothing below CredentialLayer may set the header.
         debug_assert!(kube_config.auth_info.token.is_none());
+        if config.headers.iter().any(|(name, _)| name == AUTHORIZATION) {
+            return Err(invalid(ValidationError::Forbidden(
+                "an extra header may not set Authorization".to_owned(),
+            )));
+        }
+        kube_config.auth_info.impersonate = config.impersonate.clone();
+        kube_config.auth_info.impersonate_groups =
+            (!config.impersonate_groups.is_empty()).then(|| config.impersonate_groups.clone());
+        kube_config.headers = config.headers.clone();
 
         let bearer = CredentialLayer::new(
             config.member.clone(),
             config.secret_ref.clone(),
             self.tokens.clone(),
             health.clone(),
-        )
-        .with_in_flight_limit(config.max_concurrent_requests);
+        );
+        // A Semaphore panics above MAX_PERMITS, and no slot at all would hold every request.
+        let in_flight = config
+            .max_concurrent_requests
+            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
         let resolver = GuardedResolver::new(Arc::clone(&self.policy), Arc::clone(&self.lookup));
         let service = transport::service(&kube_config, resolver, config.response_limits).map_err(
             |source| Error::BuildClient {
@@ -190,6 +215,7 @@ impl ClientFactory {
         )?;
         let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
             .with_layer(&RequestDeadlineLayer::new(config.request_timeout))
+            .with_layer(&ConcurrencyLimitLayer::new(in_flight))
             .with_layer(&bearer)
             .build();
         Ok(client)
@@ -199,21 +225,12 @@ impl ClientFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CredentialCacheConfig, CredentialSource, SourceError, ValidationError};
+    use crate::{CredentialCacheConfig, ValidationError, test_util::FakeSource};
     use rstest::rstest;
-
-    struct NoSource;
-
-    #[async_trait::async_trait]
-    impl CredentialSource for NoSource {
-        async fn fetch(&self, key: &CredentialKey) -> Result<crate::Credential, SourceError> {
-            Err(SourceError::NotFound { key: key.clone() })
-        }
-    }
 
     fn strict_factory() -> ClientFactory {
         ClientFactory::new(CredentialCache::new(
-            NoSource,
+            FakeSource::missing(),
             CredentialCacheConfig::default(),
         ))
     }
@@ -263,6 +280,11 @@ mod tests {
         "not an http:// or https:// URL"
     )]
     #[case::garbage_proxy(with_proxy("http://[::1"), "Proxy", "not a URL")]
+    #[case::authorization_header({
+        let mut config = config("https://127.0.0.1:6443");
+        config.headers = vec![(AUTHORIZATION, HeaderValue::from_static("Bearer x"))];
+        config
+    }, "Forbidden", "Authorization")]
     #[tokio::test]
     async fn bad_configs_are_refused_by_their_rule(
         #[case] config: MemberClientConfig,
@@ -296,18 +318,7 @@ mod policy_tests {
     };
 
     use super::*;
-    use crate::{
-        Credential, CredentialCacheConfig, CredentialSource, SourceError, ValidationError,
-    };
-
-    struct Fixed;
-
-    #[async_trait::async_trait]
-    impl CredentialSource for Fixed {
-        async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-            Credential::from_token_bytes(b"t0ken")
-        }
-    }
+    use crate::{CredentialCacheConfig, ValidationError, test_util::FakeSource};
 
     /// A loopback listener that counts the connections it accepts.
     async fn listener() -> (u16, Arc<AtomicUsize>) {
@@ -328,7 +339,7 @@ mod policy_tests {
         let lookup: Lookup =
             Arc::new(|_name: String| Box::pin(async { Ok(vec!["127.0.0.1:0".parse().unwrap()]) }));
         ClientFactory::new(CredentialCache::new(
-            Fixed,
+            FakeSource::token("t0ken"),
             CredentialCacheConfig::default(),
         ))
         .with_policy(policy)

@@ -17,9 +17,10 @@
 //! # Ok(()) }
 //! ```
 //! [`ClientFactory`](crate::ClientFactory) builds this stack without the buffer (the stack it
-//! rebuilds below is cloneable), with an in-flight limit
-//! ([`with_in_flight_limit`](CredentialLayer::with_in_flight_limit)) and a
-//! [`RequestDeadlineLayer`](crate::RequestDeadlineLayer) under the bearer layer.
+//! rebuilds below is cloneable), with tower's `ConcurrencyLimitLayer` and a
+//! [`RequestDeadlineLayer`](crate::RequestDeadlineLayer) under the bearer layer: a request
+//! takes its place under the limit once its credential is known, so one waiting for a fetch
+//! holds none.
 
 use std::{
     fmt,
@@ -31,12 +32,11 @@ use std::{
 
 use http::{Request, Response, StatusCode, header::AUTHORIZATION};
 use kube::client::Body;
-use tokio::sync::{Semaphore, SemaphorePermit};
 use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 use crate::{
     ClientIdentity, Credential, CredentialCache, CredentialHealth, CredentialKey, CredentialState,
-    Error, credential_cache::CredentialSlot, request_copy::replayable,
+    Error, credential_cache::CredentialSlot,
 };
 
 /// Wraps a service in [`Bearer`]. Holds only handles, so it is cheap to clone.
@@ -53,8 +53,6 @@ struct Ctx {
     /// This client's copy of its cache entry: see [`CredentialSlot`].
     slot: CredentialSlot,
     health: CredentialHealth,
-    /// Slots for requests on the wire; `None`: no limit.
-    in_flight: Option<Semaphore>,
 }
 
 impl CredentialLayer {
@@ -73,29 +71,6 @@ impl CredentialLayer {
                 tokens,
                 slot: CredentialSlot::default(),
                 health,
-                in_flight: None,
-            }),
-        }
-    }
-
-    /// At most `limit` requests (at least one) on the wire at once; more wait for a slot. A
-    /// request takes its slot once its credential is known, so that one waiting for a token
-    /// fetch holds none, and gives it back when its response headers arrive: a watch holds
-    /// none while it streams. A retry after a 401 takes a slot again.
-    ///
-    /// NB: the limit lives here rather than in a layer below so that a request pays for one
-    /// future, not one per layer; every request of a member goes through this one.
-    #[must_use]
-    pub fn with_in_flight_limit(self, limit: usize) -> Self {
-        let ctx = &self.ctx;
-        Self {
-            ctx: Arc::new(Ctx {
-                member: ctx.member.clone(),
-                secret: ctx.secret.clone(),
-                tokens: ctx.tokens.clone(),
-                slot: CredentialSlot::default(),
-                health: ctx.health.clone(),
-                in_flight: Some(Semaphore::new(limit.clamp(1, Semaphore::MAX_PERMITS))),
             }),
         }
     }
@@ -203,7 +178,7 @@ where
 {
     let credential = ctx.credential().await?;
     let replay = replayable(&request);
-    let response = call(&ctx, &mut inner, request, &credential).await?;
+    let response = call(&mut inner, request, &credential).await?;
     if response.status() != StatusCode::UNAUTHORIZED {
         ctx.observe(response.status());
         return Ok(response);
@@ -227,7 +202,7 @@ where
 
     ctx.health.count_retry();
     tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
-    let response = call(&ctx, &mut inner, replay, &fresh).await?;
+    let response = call(&mut inner, replay, &fresh).await?;
     if response.status() == StatusCode::UNAUTHORIZED {
         ctx.health.count_unauthorized();
         ctx.tokens.invalidate_if_current(&ctx.secret, &fresh).await;
@@ -237,10 +212,9 @@ where
     Ok(response)
 }
 
-/// Sends `request` with `credential`'s token once it has a slot and `inner` is ready; the slot
-/// is given back when the response headers arrive.
+/// Sends `request` with `credential` once `inner` is ready (below it, a slot under the
+/// member's in-flight limit is free).
 async fn call<S, B>(
-    ctx: &Ctx,
     inner: &mut S,
     request: Request<Body>,
     credential: &Credential,
@@ -249,7 +223,6 @@ where
     S: Service<Request<Body>, Response = Response<B>>,
     S::Error: Into<BoxError>,
 {
-    let _slot = ctx.slot_on_the_wire().await?;
     let ready = inner.ready().await.map_err(Into::into)?;
     ready
         .call(authorize(request, credential))
@@ -258,19 +231,6 @@ where
 }
 
 impl Ctx {
-    /// A slot under the in-flight limit, if there is one.
-    async fn slot_on_the_wire(&self) -> Result<Option<SemaphorePermit<'_>>, BoxError> {
-        let Some(in_flight) = &self.in_flight else {
-            return Ok(None);
-        };
-        // The common case without building the waiting future. The semaphore is never
-        // closed, so `acquire` fails only in theory.
-        if let Ok(permit) = in_flight.try_acquire() {
-            return Ok(Some(permit));
-        }
-        Ok(Some(in_flight.acquire().await?))
-    }
-
     async fn credential(&self) -> Result<Arc<Credential>, BoxError> {
         let credential = self.tokens.get_via(&self.slot, &self.secret).await;
         if let Ok(credential) = &credential {
@@ -310,6 +270,22 @@ impl Ctx {
             secret: self.secret.clone(),
         })
     }
+}
+
+/// A copy of `request` (method, URI, version, headers, extensions, body) to send again after
+/// a 401 or a 429/503/504, or `None` if its body streams and so cannot be sent twice.
+///
+/// NB: kube's `RetryPolicy::clone_request` builds the copy's header map entry by entry from a
+/// clone of the original; cloning the map once is half the allocations, on every request.
+pub(crate) fn replayable(request: &Request<Body>) -> Option<Request<Body>> {
+    let body = request.body().try_clone()?;
+    let mut copy = Request::new(body);
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    *copy.extensions_mut() = request.extensions().clone();
+    Some(copy)
 }
 
 /// Puts the credential on the request: the token in `Authorization`, the client identity in
@@ -377,5 +353,32 @@ mod tests {
         let replay = authorize(replayable(&request).unwrap(), &token_only);
         assert_eq!(replay.headers()[AUTHORIZATION], "Bearer new-token");
         assert!(replay.extensions().get::<ClientIdentity>().is_none());
+    }
+
+    /// Every part of the request the member sees; kube builds no streaming bodies for its
+    /// requests, and offers no way to make one here.
+    #[tokio::test]
+    async fn a_copy_keeps_every_part() {
+        let mut request = Request::builder()
+            .method(http::Method::PATCH)
+            .uri("https://member.example:6443/api/v1/namespaces/a/configmaps/b?fieldManager=t")
+            .version(http::Version::HTTP_11)
+            .header("content-type", "application/merge-patch+json")
+            .header("accept", "application/json")
+            .header("accept", "application/yaml")
+            .body(Body::from(b"{\"data\":{}}".to_vec()))
+            .unwrap();
+        request.extensions_mut().insert(7_u32);
+
+        let copy = replayable(&request).unwrap();
+        assert_eq!(copy.method(), request.method());
+        assert_eq!(copy.uri(), request.uri());
+        assert_eq!(copy.version(), request.version());
+        assert_eq!(copy.headers(), request.headers());
+        assert_eq!(copy.extensions().get::<u32>(), Some(&7));
+        assert_eq!(
+            copy.into_body().collect_bytes().await.unwrap(),
+            request.into_body().collect_bytes().await.unwrap()
+        );
     }
 }

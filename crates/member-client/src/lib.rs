@@ -55,7 +55,6 @@ mod failure_kind;
 mod file_source;
 mod guarded_resolver;
 mod jwt_claims;
-mod request_copy;
 mod request_deadline;
 mod response_limit;
 mod secret_ref;

@@ -4,8 +4,9 @@
 //!
 //! `kube::client::ClientBuilder::try_from(Config)` hard-wires a plain `HttpConnector`, whose
 //! resolver cannot be replaced; this module is that same stack (TLS from kube's config, connect
-//! / read / write timeouts, base URI, retries of 429/503/504) with the one difference, plus TCP keepalive. Proxy
-//! user info is refused by validation, so no proxy `Authorization` is set here.
+//! / read / write timeouts, base URI, retries of 429/503/504, impersonation and extra headers,
+//! a `tracing` span per request) with the one difference, plus TCP keepalive. Proxy user info
+//! is refused by validation, so no proxy `Authorization` is set here.
 //!
 //! Where kube has one connection pool, this stack has one per client identity
 //! ([`IdentityPools`]): a request whose extensions hold a [`ClientIdentity`](crate::ClientIdentity)
@@ -18,6 +19,7 @@ mod identity_tests;
 #[cfg(test)]
 mod mtls_server;
 mod pool_recipe;
+mod request_span;
 mod server_retry;
 
 use hyper_util::client::legacy::connect::{HttpConnector, proxy::Tunnel};
@@ -30,7 +32,11 @@ use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::
 pub(crate) type GenericService =
     BoxCloneService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
-use self::{identity_pools::IdentityPools, pool_recipe::PoolRecipe, server_retry::ServerRetry};
+use self::{
+    identity_pools::IdentityPools,
+    pool_recipe::{Dial, PoolRecipe},
+    server_retry::ServerRetry,
+};
 use crate::{
     guarded_resolver::GuardedResolver,
     response_limit::{ResponseLimitLayer, ResponseLimits},
@@ -61,22 +67,11 @@ pub(crate) fn service(
     }
 }
 
-fn finish<H>(
+fn finish(
     config: &kube::Config,
-    connector: H,
+    connector: impl Dial,
     limits: ResponseLimits,
-) -> Result<GenericService, kube::Error>
-where
-    H: tower::Service<http::Uri> + Clone + Send + Sync + 'static,
-    H::Response: hyper_util::client::legacy::connect::Connection
-        + hyper::rt::Read
-        + hyper::rt::Write
-        + Send
-        + Unpin
-        + 'static,
-    H::Future: Send + 'static,
-    H::Error: std::error::Error + Send + Sync + 'static,
-{
+) -> Result<GenericService, kube::Error> {
     // kube's TLS and timeouts, one pool per client identity. Routed below the base URI and
     // retry layers, which keep a request's extensions (and so its identity) in every retry.
     let client = IdentityPools::new(PoolRecipe::new(config, connector)?);
@@ -91,6 +86,8 @@ where
         // Under the retries: every attempt's body is counted, and nothing above ever holds
         // more of one than its limit.
         .layer(ResponseLimitLayer::new(limits))
+        .layer(config.extra_headers_layer()?)
+        .layer(request_span::layer())
         .service(client);
     Ok(service
         .map_response(|response| {
@@ -103,19 +100,132 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
-    use crate::{
-        ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
-        CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig, SourceError,
+    use std::{
+        sync::{Arc, Mutex},
+        time::Duration,
     };
 
-    struct Fixed;
+    use http::HeaderValue;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-    #[async_trait::async_trait]
-    impl CredentialSource for Fixed {
-        async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-            Credential::from_token_bytes(b"t0ken")
+    use crate::{
+        ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
+        EndpointPolicy, MemberClientConfig, test_util::FakeSource,
+    };
+
+    /// A member client for the loopback port `port`, configured by `edit`.
+    fn client(port: u16, edit: impl FnOnce(&mut MemberClientConfig)) -> kube::Client {
+        let cache =
+            CredentialCache::new(FakeSource::token("t0ken"), CredentialCacheConfig::default());
+        let mut config = MemberClientConfig::new(
+            "m1",
+            format!("http://127.0.0.1:{port}"),
+            CredentialKey::new("ns", "m1"),
+        );
+        edit(&mut config);
+        ClientFactory::new(cache)
+            .with_policy(EndpointPolicy::loopback())
+            .build(&config, &CredentialHealth::new())
+            .unwrap()
+    }
+
+    /// The head of the first request sent to a loopback port, answered `200 {}`.
+    async fn first_request_head(send: impl FnOnce(u16) -> kube::Client) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = send(listener.local_addr().unwrap().port());
+        let request = tokio::spawn(async move {
+            client
+                .request_text(http::Request::get("/version").body(Vec::new()).unwrap())
+                .await
+        });
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(stream.read_u8().await.unwrap());
+        }
+        let answer =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        stream.write_all(answer).await.unwrap();
+        assert_eq!(request.await.unwrap().unwrap(), "{}");
+        String::from_utf8(head).unwrap().to_ascii_lowercase()
+    }
+
+    /// What a kubeconfig's `as`/`as-groups` and kube's extra headers put on the wire.
+    #[tokio::test]
+    async fn impersonation_and_extra_headers_reach_the_member() {
+        let head = first_request_head(|port| {
+            client(port, |config| {
+                config.impersonate = Some("alice".to_owned());
+                config.impersonate_groups = vec!["ops".to_owned(), "dev".to_owned()];
+                config.headers = vec![(
+                    http::HeaderName::from_static("x-tenant"),
+                    HeaderValue::from_static("blue"),
+                )];
+            })
+        })
+        .await;
+        for line in [
+            "impersonate-user: alice",
+            "impersonate-group: ops",
+            "impersonate-group: dev",
+            "x-tenant: blue",
+            "authorization: bearer t0ken",
+        ] {
+            assert!(
+                head.contains(&format!("\r\n{line}\r\n")),
+                "no {line:?} in {head}"
+            );
+        }
+    }
+
+    /// Log lines written by the test's subscriber.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// kube's `HTTP` span, with its method, URL and status, around every request.
+    ///
+    /// NB: the process's global subscriber, not a thread's: with thread-local ones, a test on
+    /// another thread that meets a callsite first can leave it disabled for this one.
+    #[tokio::test]
+    async fn every_request_has_kubes_request_span() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter("member_client::transport::request_span=debug")
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        let mut url = String::new();
+        first_request_head(|port| {
+            url = format!("http://127.0.0.1:{port}/version");
+            client(port, |_| ())
+        })
+        .await;
+        let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let close = logs
+            .lines()
+            .find(|line| line.contains(&url) && line.contains("close"))
+            .unwrap_or_else(|| panic!("no request span for {url} closed in {logs}"));
+        for field in [
+            "HTTP{",
+            "http.method=GET",
+            "http.status_code=200",
+            "otel.kind=\"client\"",
+        ] {
+            assert!(close.contains(field), "no {field} in {close}");
         }
     }
 
@@ -157,17 +267,7 @@ mod tests {
                 let _ = held.send(stream).await;
             }
         });
-        let factory = ClientFactory::new(CredentialCache::new(
-            Fixed,
-            CredentialCacheConfig::default(),
-        ))
-        .with_policy(EndpointPolicy::loopback());
-        let config = MemberClientConfig::new(
-            "m1",
-            format!("http://127.0.0.1:{port}"),
-            CredentialKey::new("ns", "m1"),
-        );
-        let client = factory.build(&config, &CredentialHealth::new()).unwrap();
+        let client = client(port, |_| ());
         let request = tokio::spawn(async move { client.apiserver_version().await });
         let _stream = accepted.recv().await.unwrap();
         let timer = client_socket_timer(port).await;

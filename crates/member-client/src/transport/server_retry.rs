@@ -4,7 +4,7 @@ use http::{Request, Response};
 use kube::client::{Body, retry::RetryPolicy};
 use tower::{BoxError, retry::Policy};
 
-use crate::request_copy::replayable;
+use crate::credential_layer::replayable;
 
 /// kube's [`RetryPolicy::server_retry`] (backoff, `Retry-After`, attempts), deciding every
 /// retry; only the copy of the request kept for one is made by [`replayable`].
