@@ -24,6 +24,7 @@ use member_client::{
     CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
     SourceError,
     exec::{ExecApiVersion, ExecConfig, ExecPolicy},
+    test_util::FakeSource,
 };
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -70,7 +71,10 @@ pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result
     let control = kube::Client::try_from(config)?;
 
     let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes())?;
-    let tokens = CredentialCache::new(Fixed(identity), CredentialCacheConfig::default());
+    let tokens = CredentialCache::new(
+        FakeSource::identity(identity),
+        CredentialCacheConfig::default(),
+    );
     let member = MemberClientConfig::new("bench", &url, CredentialKey::new("bench", "bench"))
         .with_ca_bundle(pki.ca.pem());
     let layered = ClientFactory::new(tokens)
@@ -131,16 +135,6 @@ pub async fn exec_single_flight(misses: usize) -> anyhow::Result<ExecSingleFligh
         execs,
         wall,
     })
-}
-
-/// Always the same client certificate.
-struct Fixed(ClientIdentity);
-
-#[async_trait::async_trait]
-impl CredentialSource for Fixed {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-        Ok(Credential::from_identity(self.0.clone()))
-    }
 }
 
 /// An exec plugin as the registry's Secret store runs one.

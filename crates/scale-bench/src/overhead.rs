@@ -18,13 +18,14 @@ use http_body_util::Full;
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use member_client::{
-    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig, SourceError,
+    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
+    EndpointPolicy, MemberClientConfig, test_util::FakeSource,
 };
 use secrecy::SecretString;
 use tokio::net::TcpListener;
 
-const TOKEN: &str = "bench-token";
+/// The one token the loopback server accepts, and both clients send.
+pub const TOKEN: &str = "bench-token";
 const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 
 /// The result of the A/B run.
@@ -45,16 +46,6 @@ pub struct OverheadReport {
     /// The same for a second static client against the first in the same rounds: what the
     /// measurement reads where there is no difference, so how finely it resolves one.
     pub control: (f64, f64, f64),
-}
-
-/// Always the same token, as a Secret that never changes.
-struct StaticSource;
-
-#[async_trait::async_trait]
-impl CredentialSource for StaticSource {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-        Credential::from_token_bytes(TOKEN.as_bytes())
-    }
 }
 
 /// Runs `rounds` rounds of `batch` GETs per client, `concurrency` at a time.
@@ -109,7 +100,8 @@ impl Loopback {
     /// # Errors
     /// The client factory's.
     pub fn layered_client(&self) -> anyhow::Result<kube::Client> {
-        let tokens = CredentialCache::new(StaticSource, CredentialCacheConfig::default());
+        let tokens =
+            CredentialCache::new(FakeSource::token(TOKEN), CredentialCacheConfig::default());
         Ok(ClientFactory::new(tokens)
             .with_policy(EndpointPolicy::loopback())
             .build(
