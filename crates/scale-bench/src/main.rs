@@ -11,7 +11,7 @@ use scale_bench::{
     baselines::{self, BaselineOptions, BaselineReport, Programs},
     credential_kinds, overhead,
     scale::{
-        fleet::Fleet,
+        fleet_args::FleetArgs,
         report::{RotationReport, ScaleReport},
         run::{self, PhaseOptions},
     },
@@ -21,15 +21,9 @@ use scale_bench::{
 /// Tether at scale, against anchors in the same run.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Logical member clusters (0: only the in-process measurements, sections 4 and 5).
-    #[arg(long, default_value_t = 1000)]
-    members: usize,
-    /// Member apiservers they share (`memberN` uses apiserver `N mod A`).
-    #[arg(long, default_value_t = 3)]
-    apiservers: usize,
-    /// API calls in flight while creating and rotating members.
-    #[arg(long, default_value_t = 32)]
-    concurrency: usize,
+    /// The fleet (`--members 0`: only the in-process measurements, sections 4 and 5).
+    #[command(flatten)]
+    fleet: FleetArgs,
     /// The collector's probe period, seconds.
     #[arg(long, default_value_t = 10)]
     probe_period: u64,
@@ -129,7 +123,7 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
-    let fleet = if args.members > 0 {
+    let fleet = if args.fleet.members > 0 {
         Some(fleet_phases(&args, &bin, started).await?)
     } else {
         None
@@ -155,8 +149,8 @@ async fn main() -> anyhow::Result<()> {
     println!();
     println!(
         "Tether scale bench: {} members on {} member apiservers (+ control plane), {} cores, {}",
-        args.members,
-        args.apiservers,
+        args.fleet.members,
+        args.fleet.apiservers,
         std::thread::available_parallelism().map_or(0, usize::from),
         table::duration(started.elapsed())
     );
@@ -202,11 +196,11 @@ async fn fleet_phases(
         started,
         &format!(
             "starting {} apiservers and {} members",
-            args.apiservers + 1,
-            args.members
+            args.fleet.apiservers + 1,
+            args.fleet.members
         ),
     );
-    let mut fleet = Fleet::start(args.members, args.apiservers, args.concurrency).await?;
+    let mut fleet = args.fleet.start().await?;
     progress(started, &format!("members registered in {:?}", fleet.setup));
     let options = PhaseOptions {
         probe_period: Duration::from_secs(args.probe_period),

@@ -6,19 +6,15 @@ use std::time::Duration;
 
 use clap::Parser;
 use scale_bench::{
-    scale::fleet::Fleet,
+    scale::fleet_args::FleetArgs,
     sharded::{self, ShardedOptions},
 };
 
 /// Tether's collector sharded over several replicas.
 #[derive(Debug, Parser)]
 struct Args {
-    /// Logical member clusters, each its own ServiceAccount and Secret.
-    #[arg(long, default_value_t = 1000)]
-    members: usize,
-    /// Member apiservers they share.
-    #[arg(long, default_value_t = 3)]
-    apiservers: usize,
+    #[command(flatten)]
+    fleet: FleetArgs,
     /// Replicas at the start; one is SIGKILLed, then one added.
     #[arg(long, default_value_t = 4)]
     replicas: usize,
@@ -28,9 +24,6 @@ struct Args {
     /// `--probe-period`, seconds.
     #[arg(long, default_value_t = 10)]
     probe_period: u64,
-    /// API calls in flight while creating and rotating members.
-    #[arg(long, default_value_t = 32)]
-    concurrency: usize,
     /// Steady-state window, seconds.
     #[arg(long, default_value_t = 20)]
     window: u64,
@@ -51,9 +44,9 @@ async fn main() -> anyhow::Result<()> {
     let bin = testkit::locate_collector()?;
     eprintln!(
         "shard-bench: {} members on {} apiservers",
-        args.members, args.apiservers
+        args.fleet.members, args.fleet.apiservers
     );
-    let mut fleet = Fleet::start(args.members, args.apiservers, args.concurrency).await?;
+    let mut fleet = args.fleet.start().await?;
     eprintln!(
         "shard-bench: fleet ready in {:?}; starting {} replicas",
         fleet.setup, args.replicas

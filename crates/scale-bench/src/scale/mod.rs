@@ -6,6 +6,7 @@
 pub mod collector_log;
 pub mod conditions;
 pub mod fleet;
+pub mod fleet_args;
 pub mod percentiles;
 pub mod proc_stats;
 pub mod report;
