@@ -71,7 +71,6 @@ pub(crate) fn next(
 #[cfg(test)]
 mod tests {
     use base64::Engine as _;
-    use rstest::rstest;
 
     use super::*;
 
@@ -86,11 +85,6 @@ mod tests {
 
     const SPACING: Duration = Duration::from_secs(30);
 
-    /// Issued at 1000 for 600 s (the apiserver may grant less than asked): due at 1480.
-    const GRANTED_600_S: &str = r#"{"iat":1000,"nbf":1000,"exp":1600}"#;
-    /// The same without `nbf`.
-    const ISSUED_AT_1000: &str = r#"{"iat":1000,"exp":1600}"#;
-
     /// What [`next`] says, in seconds since the epoch.
     #[derive(Debug)]
     enum Says {
@@ -100,113 +94,49 @@ mod tests {
     }
     use Says::*;
 
-    /// `token` at `now`, with `request` asked for, and the record saying which request was
-    /// handled last (`handled`) and when the last mint was (`minted`).
-    #[rstest]
-    #[case::before_the_fraction(GRANTED_600_S, None, None, None, 1200, At(1480))]
-    #[case::at_the_fraction(GRANTED_600_S, None, None, None, 1480, Mint)]
-    #[case::at_the_end(GRANTED_600_S, None, None, None, 1600, Expired(1600))]
-    #[case::a_manual_request_mints(ISSUED_AT_1000, Some("r1"), None, None, 1100, Mint)]
-    #[case::a_new_manual_request_mints(ISSUED_AT_1000, Some("r1"), Some("r0"), None, 1100, Mint)]
-    #[case::a_handled_request_mints_no_more(
-        ISSUED_AT_1000,
-        Some("r1"),
-        Some("r1"),
-        None,
-        1100,
-        At(1480)
-    )]
-    // Minted at 1100 for r1: r2 at 1110 waits until 1130, then mints.
-    #[case::a_request_within_the_spacing_waits(
-        ISSUED_AT_1000,
-        Some("r2"),
-        Some("r1"),
-        Some(1100),
-        1110,
-        At(1130)
-    )]
-    #[case::a_request_after_the_spacing_mints(
-        ISSUED_AT_1000,
-        Some("r2"),
-        Some("r1"),
-        Some(1100),
-        1130,
-        Mint
-    )]
-    // A due rotation is not held back, and a wait never passes it.
-    #[case::the_spacing_holds_no_due_rotation_back(
-        ISSUED_AT_1000,
-        Some("r2"),
-        Some("r1"),
-        Some(1470),
-        1480,
-        Mint
-    )]
-    #[case::a_wait_ends_when_the_rotation_is_due(
-        ISSUED_AT_1000,
-        Some("r2"),
-        Some("r1"),
-        Some(1460),
-        1470,
-        At(1480)
-    )]
-    #[case::a_mint_in_the_future_holds_nothing_back(
-        ISSUED_AT_1000,
-        Some("r2"),
-        Some("r1"),
-        Some(9999),
-        1110,
-        Mint
-    )]
-    #[case::an_expired_token_is_reported_even_when_a_rotation_is_requested(
-        ISSUED_AT_1000,
-        Some("r1"),
-        None,
-        None,
-        1700,
-        Expired(1600)
-    )]
-    #[case::a_token_not_a_jwt_is_replaced_at_once("", None, None, None, 1100, Mint)]
-    #[case::a_jwt_without_a_lifetime_is_replaced_at_once(
-        r#"{"sub":"x"}"#,
-        None,
-        None,
-        None,
-        1100,
-        Mint
-    )]
-    #[case::a_jwt_without_its_issue_time_is_replaced_at_once(
-        r#"{"exp":1600}"#,
-        None,
-        None,
-        None,
-        1100,
-        Mint
-    )]
-    fn the_next_step(
-        #[case] payload: &str,
-        #[case] request: Option<&str>,
-        #[case] handled: Option<&str>,
-        #[case] minted: Option<u64>,
-        #[case] now: u64,
-        #[case] says: Says,
-    ) {
-        // No payload: an opaque token.
-        let token = if payload.is_empty() {
-            "opaque".to_owned()
-        } else {
-            jwt(payload)
-        };
-        let record = RotationRecord {
-            handled_request: handled.map(str::to_owned),
-            minted_at: minted.map(at),
-            ..RotationRecord::default()
-        };
-        let next = next(Some(&token), &record, request, 0.8, SPACING, at(now));
-        match says {
-            At(secs) => assert_eq!(next, Next::At(at(secs))),
-            Mint => assert!(matches!(next, Next::Mint(_)), "{next:?}"),
-            Expired(secs) => assert_eq!(next, Next::Expired(at(secs))),
+    #[test]
+    fn the_next_step() {
+        let granted = jwt(r#"{"iat":1000,"nbf":1000,"exp":1600}"#);
+        let issued = jwt(r#"{"iat":1000,"exp":1600}"#);
+        let (no_lifetime, no_iat) = (jwt(r#"{"sub":"x"}"#), jwt(r#"{"exp":1600}"#));
+        // The token, the request asked for, the one handled last, the last mint, now.
+        let cases: [(&str, Option<&str>, Option<&str>, Option<u64>, u64, Says); 15] = [
+            // Issued at 1000 for 600 s (the apiserver may grant less than asked): due at 1480.
+            (&granted, None, None, None, 1200, At(1480)),
+            (&granted, None, None, None, 1480, Mint),
+            (&granted, None, None, None, 1600, Expired(1600)),
+            // A manual request mints once.
+            (&issued, Some("r1"), None, None, 1100, Mint),
+            (&issued, Some("r1"), Some("r0"), None, 1100, Mint),
+            (&issued, Some("r1"), Some("r1"), None, 1100, At(1480)),
+            // Minted at 1100 for r1: r2 at 1110 waits until 1130, then mints.
+            (&issued, Some("r2"), Some("r1"), Some(1100), 1110, At(1130)),
+            (&issued, Some("r2"), Some("r1"), Some(1100), 1130, Mint),
+            // A due rotation is not held back, and a wait never passes it.
+            (&issued, Some("r2"), Some("r1"), Some(1470), 1480, Mint),
+            (&issued, Some("r2"), Some("r1"), Some(1460), 1470, At(1480)),
+            // A mint "in the future" holds nothing back.
+            (&issued, Some("r2"), Some("r1"), Some(9999), 1110, Mint),
+            // An expired token is reported even when a rotation is requested.
+            (&issued, Some("r1"), None, None, 1700, Expired(1600)),
+            // Tokens that do not say their lifetime are replaced at once.
+            ("opaque", None, None, None, 1100, Mint),
+            (&no_lifetime, None, None, None, 1100, Mint),
+            (&no_iat, None, None, None, 1100, Mint),
+        ];
+        for (case, (token, request, handled, minted, now, says)) in cases.into_iter().enumerate() {
+            let record = RotationRecord {
+                handled_request: handled.map(str::to_owned),
+                minted_at: minted.map(at),
+                ..RotationRecord::default()
+            };
+            let next = next(Some(token), &record, request, 0.8, SPACING, at(now));
+            let right = match says {
+                At(secs) => next == Next::At(at(secs)),
+                Mint => matches!(next, Next::Mint(_)),
+                Expired(secs) => next == Next::Expired(at(secs)),
+            };
+            assert!(right, "case {case}: {next:?}, not {says:?}");
         }
     }
 
