@@ -29,13 +29,7 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full, StreamBody, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use member_client::test_util::LoopbackServer;
-use rustls::{
-    ServerConfig,
-    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
-};
-
-use crate::pki::TestCa;
+use member_client::test_util::{ClientAuth, LoopbackServer, TestPki};
 
 pub use misbehaviour::Misbehaviour;
 use misbehaviour::misbehave;
@@ -81,29 +75,17 @@ impl HostileEndpoint {
             ip.is_loopback() && ip != Ipv4Addr::LOCALHOST,
             "a hostile endpoint listens on 127.0.0.2 and up, never on {ip}"
         );
-        let ca = TestCa::generate("hostile-endpoint-ca")?;
-        let serving = ca.issue_serving_cert_for("hostile-endpoint", &[&ip.to_string()])?;
-        let chain = CertificateDer::pem_slice_iter(serving.cert_pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .context("parsing the serving certificate")?;
-        let key = PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes())
-            .context("parsing the serving key")?;
-        let config =
-            ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .context("TLS versions")?
-                .with_no_client_auth()
-                .with_single_cert(chain, key)
-                .context("serving certificate")?;
+        let pki = TestPki::new();
+        let config = pki.server_config(ip, ClientAuth::None);
         let state = Arc::new(State::default());
         let shared = Arc::clone(&state);
-        let server = LoopbackServer::start(ip, Some(Arc::new(config)), move |request, _| {
+        let server = LoopbackServer::start(ip, Some(config), move |request, _| {
             std::future::ready(respond(&shared, &request))
         })
         .await
         .with_context(|| format!("serving on {ip}"))?;
         Ok(Self {
-            ca_pem: ca.pem(),
+            ca_pem: pki.ca_pem(),
             state,
             server,
         })

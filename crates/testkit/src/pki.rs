@@ -72,15 +72,7 @@ impl TestCa {
 
     /// A serving certificate for `127.0.0.1` and `localhost`, signed by this CA.
     pub(crate) fn issue_serving_cert(&self, common_name: &str) -> Result<ServingCert> {
-        self.issue_serving_cert_for(common_name, &["127.0.0.1", "localhost"])
-    }
-
-    /// A serving certificate for the names and addresses `sans`, signed by this CA.
-    pub(crate) fn issue_serving_cert_for(
-        &self,
-        common_name: &str,
-        sans: &[&str],
-    ) -> Result<ServingCert> {
+        let sans = ["127.0.0.1", "localhost"];
         let mut params =
             CertificateParams::new(sans.iter().map(|san| (*san).to_owned()).collect::<Vec<_>>())
                 .context("serving certificate SANs")?;

@@ -32,23 +32,6 @@ enum Held {
 /// A fetch counts itself ([`fetches`](Self::fetches)), reads what the Secret holds, waits for
 /// the gate and the delay, counts itself [`finished`](Self::finished), and then fails if a
 /// failure is still due. So a gated fetch returns what the Secret held when it started.
-///
-/// ```
-/// use std::sync::Arc;
-/// use member_client::{CredentialCache, CredentialCacheConfig, CredentialKey};
-/// use member_client::test_util::FakeSource;
-///
-/// # async fn doc() {
-/// let source = Arc::new(FakeSource::token("token-a"));
-/// let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
-/// let key = CredentialKey::new("ns", "member1");
-/// cache.get(&key).await.unwrap();
-/// source.set_token("token-b");
-/// cache.invalidate(&key).await;
-/// cache.get(&key).await.unwrap();
-/// assert_eq!(source.fetches(), 2);
-/// # }
-/// ```
 pub struct FakeSource {
     held: Mutex<Held>,
     delay: Duration,
@@ -57,14 +40,6 @@ pub struct FakeSource {
     gate: Notify,
     fetches: AtomicUsize,
     finished: AtomicUsize,
-}
-
-impl std::fmt::Debug for FakeSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FakeSource")
-            .field("fetches", &self.fetches())
-            .finish_non_exhaustive()
-    }
 }
 
 impl FakeSource {

@@ -5,7 +5,7 @@
     reason = "a test double: generating certificates does not fail, and a panic is the report"
 )]
 
-use std::sync::Arc;
+use std::{net::Ipv4Addr, sync::Arc};
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -30,15 +30,9 @@ pub enum ClientAuth {
     Required,
 }
 
-/// A test CA that issues a server certificate for `127.0.0.1` and client identities.
+/// A test CA that issues loopback servers' certificates and client identities.
 pub struct TestPki {
     ca: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl std::fmt::Debug for TestPki {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestPki").finish_non_exhaustive()
-    }
 }
 
 impl Default for TestPki {
@@ -89,9 +83,9 @@ impl TestPki {
         ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes()).expect("client identity")
     }
 
-    /// The TLS configuration of a server on `127.0.0.1` with a certificate from this CA,
-    /// checking client certificates against it as `auth` says.
-    pub fn server_config(&self, auth: ClientAuth) -> Arc<ServerConfig> {
+    /// The TLS configuration of a server on `ip` with a certificate from this CA, checking
+    /// client certificates against it as `auth` says.
+    pub fn server_config(&self, ip: Ipv4Addr, auth: ClientAuth) -> Arc<ServerConfig> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()
@@ -111,7 +105,7 @@ impl TestPki {
             };
             builder.with_client_cert_verifier(verifier.build().expect("client verifier"))
         };
-        let (chain, key) = self.serving();
+        let (chain, key) = self.serving(ip);
         Arc::new(
             builder
                 .with_single_cert(chain, key)
@@ -119,9 +113,8 @@ impl TestPki {
         )
     }
 
-    fn serving(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("server parameters");
+    fn serving(&self, ip: Ipv4Addr) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        let mut params = CertificateParams::new(vec![ip.to_string()]).expect("server parameters");
         params.distinguished_name.push(DnType::CommonName, "server");
         let key = KeyPair::generate().expect("server key");
         let cert = params

@@ -44,7 +44,7 @@ impl MtlsServer {
             flaked: AtomicBool::new(false),
         });
         let shared = Arc::clone(&state);
-        let tls = Some(pki.server_config(auth));
+        let tls = Some(pki.server_config(Ipv4Addr::LOCALHOST, auth));
         let server = LoopbackServer::start(Ipv4Addr::LOCALHOST, tls, move |request, peer| {
             let state = Arc::clone(&shared);
             async move { respond(&state, &peer, request).await }
