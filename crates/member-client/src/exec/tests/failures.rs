@@ -21,6 +21,19 @@ pub(super) async fn ended(pid: &str) -> bool {
     true
 }
 
+/// Runs a plugin of `body` under its allowing policy as `adjust` changes it: the plugins'
+/// directory, how the run failed, and how long it took.
+async fn timed_failure(
+    body: &str,
+    adjust: impl FnOnce(ExecPolicy) -> ExecPolicy,
+) -> (Plugins, ExecFailure, Duration) {
+    let plugins = Plugins::new();
+    let plugin = plugins.script("plugin", body).await;
+    let started = Instant::now();
+    let result = run_plugin(&config(&plugin), &adjust(allow(&plugin))).await;
+    (plugins, failure(result), started.elapsed())
+}
+
 #[rstest]
 // The plugin itself hangs.
 #[case::hanging("echo $$ > pid\nsleep 60")]
@@ -28,12 +41,8 @@ pub(super) async fn ended(pid: &str) -> bool {
 #[case::grandchild_holds_stdout("sleep 60 &\necho $! > pid\nexit 0")]
 #[tokio::test]
 async fn a_plugin_still_running_at_the_timeout_is_killed(#[case] body: &str) {
-    let plugins = Plugins::new();
-    let plugin = plugins.script("plugin", body).await;
-    let started = Instant::now();
-    let result = run_plugin(&config(&plugin), &allow(&plugin).with_timeout(SHORT)).await;
-    let took = started.elapsed();
-    assert_eq!(failure(result), ExecFailure::TimedOut { after: SHORT });
+    let (plugins, failed, took) = timed_failure(body, |policy| policy.with_timeout(SHORT)).await;
+    assert_eq!(failed, ExecFailure::TimedOut { after: SHORT });
     assert!(took < Duration::from_secs(5), "took {took:?}");
     let pid = plugins.read("pid");
     assert!(ended(pid.trim()).await, "{pid} still runs");
@@ -140,18 +149,11 @@ async fn a_token_in_broken_json_never_reaches_the_error() {
 #[case::endless("exec yes")]
 #[tokio::test]
 async fn stdout_over_the_cap_is_refused_at_the_cap(#[case] body: &str) {
-    let plugins = Plugins::new();
-    let plugin = plugins.script("plugin", body).await;
-    let started = Instant::now();
-    let result = run_plugin(&config(&plugin), &allow(&plugin)).await;
-    assert_eq!(
-        failure(result),
-        ExecFailure::OutputTooLarge {
-            max: ExecPolicy::MAX_STDOUT
-        }
-    );
+    let (_plugins, failed, took) = timed_failure(body, |policy| policy).await;
+    let max = ExecPolicy::MAX_STDOUT;
+    assert_eq!(failed, ExecFailure::OutputTooLarge { max });
     // The policy allows 20 s; the cap must not wait for it.
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[tokio::test]

@@ -9,15 +9,29 @@ use super::*;
 const READS_THE_FILE: &str = r#"token=$(cat "$1") || exit 3
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token""#;
 
-#[tokio::test]
-async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
+/// The user plugins run as here.
+const NOBODY: RunAs = RunAs {
+    uid: 65534,
+    gid: 65534,
+};
+
+/// A plugin directory readable by [`NOBODY`]; `None` unless the tests run as root, since
+/// switching users needs CAP_SETUID (the tests run as root in CI).
+fn plugins_for_nobody() -> Option<Plugins> {
     if rustix::process::geteuid().as_raw() != 0 {
-        // Switching users needs CAP_SETUID; the tests run as root in CI.
-        return;
+        return None;
     }
     let plugins = Plugins::new();
-    // The plugin itself must be readable by its user; the "token" must not be.
     fs::set_permissions(plugins.path(""), fs::Permissions::from_mode(0o755)).unwrap();
+    Some(plugins)
+}
+
+#[tokio::test]
+async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
+    let Some(plugins) = plugins_for_nobody() else {
+        return;
+    };
+    // The plugin itself must be readable by its user; the "token" must not be.
     let plugin = plugins.script("plugin", READS_THE_FILE).await;
     let token = plugins.path("sa-token");
     fs::write(&token, "collector-sa-s3cr3t").unwrap();
@@ -36,10 +50,7 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
     let out = run_plugin(&config(&plugin), &policy).await.unwrap();
     assert_eq!(out.token.unwrap().expose_secret(), "collector-sa-s3cr3t");
 
-    let sandboxed = policy.with_run_as(Some(RunAs {
-        uid: 65534,
-        gid: 65534,
-    }));
+    let sandboxed = policy.with_run_as(Some(NOBODY));
     let failed = failure(run_plugin(&config(&plugin), &sandboxed).await);
     let text = failed.to_string();
     assert!(
@@ -52,19 +63,14 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
 
 #[tokio::test]
 async fn a_plugin_run_as_another_user_gets_a_home_of_its_own() {
-    if rustix::process::geteuid().as_raw() != 0 {
+    let Some(plugins) = plugins_for_nobody() else {
         return;
-    }
-    let plugins = Plugins::new();
-    fs::set_permissions(plugins.path(""), fs::Permissions::from_mode(0o755)).unwrap();
+    };
     let body = format!(
         "touch \"$HOME/written\" || exit 4\n[ \"$(id -u):$(id -g):$(id -G)\" = '65534:65534:65534' ] || exit 5\n{}",
         prints(V1, r#"{"token":"t"}"#)
     );
     let plugin = plugins.script("plugin", &body).await;
-    let policy = allow(&plugin).with_run_as(Some(RunAs {
-        uid: 65534,
-        gid: 65534,
-    }));
+    let policy = allow(&plugin).with_run_as(Some(NOBODY));
     run_plugin(&config(&plugin), &policy).await.unwrap();
 }

@@ -154,6 +154,15 @@ mod tests {
         );
     }
 
+    /// A credential of `token` and a fresh client certificate, and the certificate's key PEM.
+    fn token_and_certificate(token: &[u8]) -> (Credential, String) {
+        let (identity, _, key) = identity();
+        let credential = Credential::from_token_bytes(token)
+            .unwrap()
+            .with_identity(identity);
+        (credential, key)
+    }
+
     #[test]
     fn a_certificate_is_answered_as_pem_that_parses_back_to_it() {
         let (identity, cert, _) = identity();
@@ -170,10 +179,7 @@ mod tests {
 
     #[test]
     fn a_token_and_a_certificate_are_both_answered() {
-        let (identity, _, _) = identity();
-        let credential = Credential::from_token_bytes(b"tok")
-            .unwrap()
-            .with_identity(identity);
+        let (credential, _) = token_and_certificate(b"tok");
         let out = parsed(&render(ExecApiVersion::V1Beta1, &credential, expiry()).unwrap());
         let status = out["status"].as_object().unwrap();
         let mut fields: Vec<&str> = status.keys().map(String::as_str).collect();
@@ -191,10 +197,7 @@ mod tests {
 
     #[test]
     fn debug_shows_neither_the_token_nor_the_key() {
-        let (identity, _, key) = identity();
-        let credential = Credential::from_token_bytes(b"tok-s3cr3t")
-            .unwrap()
-            .with_identity(identity);
+        let (credential, key) = token_and_certificate(b"tok-s3cr3t");
         let output = ExecOutput::of_credential(&credential, Some(expiry()));
         let out = output.to_json(ExecApiVersion::V1).unwrap();
         let printed = format!("{out:?} {credential:?} {output:?}");
@@ -208,10 +211,7 @@ mod tests {
     #[case::v1(ExecApiVersion::V1)]
     #[case::v1beta1(ExecApiVersion::V1Beta1)]
     fn what_is_written_reads_back_with_the_plugin_reader(#[case] version: ExecApiVersion) {
-        let (identity, _, _) = identity();
-        let credential = Credential::from_token_bytes(b"tok-s3cr3t")
-            .unwrap()
-            .with_identity(identity);
+        let (credential, _) = token_and_certificate(b"tok-s3cr3t");
         let written = ExecOutput::of_credential(&credential, Some(expiry()));
         let read =
             ExecOutput::from_json(written.to_json(version).unwrap().expose_secret(), version)
