@@ -1,20 +1,10 @@
 //! A client's copy of its entry: used while valid, never after a removal or past its expiry.
 
 use super::*;
+use crate::test_util::FakeSource;
 
-/// A source whose token is `t<n>`, `n` set by the test.
-struct Versioned(AtomicU64);
-
-#[async_trait::async_trait]
-impl CredentialSource for Arc<Versioned> {
-    async fn fetch(&self, _key: &CredentialKey) -> Result<Credential, SourceError> {
-        let token = format!("t{}", self.0.load(Ordering::SeqCst));
-        Credential::from_token_bytes(token.as_bytes())
-    }
-}
-
-fn versioned() -> Arc<Versioned> {
-    Arc::new(Versioned(AtomicU64::new(0)))
+fn versioned() -> Arc<FakeSource> {
+    Arc::new(FakeSource::token("t0"))
 }
 
 async fn token_via(cache: &CredentialCache, slot: &CredentialSlot, key: &CredentialKey) -> String {
@@ -25,14 +15,14 @@ async fn token_via(cache: &CredentialCache, slot: &CredentialSlot, key: &Credent
 #[tokio::test]
 async fn a_filled_slot_answers_without_the_map() {
     let source = versioned();
-    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a miss loads");
     assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a hit fills");
 
     // Gone from the map behind the slot's back (not an invalidation: nothing counted).
     cache.inner.entries.invalidate(&key).await;
-    source.0.store(1, Ordering::SeqCst);
+    source.set_token("t1");
     assert_eq!(token_via(&cache, &slot, &key).await, "t0");
     assert_eq!(cache.stats().fetches, 1, "the slot answered");
     let fresh = cache.get(&key).await.unwrap();
@@ -42,7 +32,7 @@ async fn a_filled_slot_answers_without_the_map() {
 #[tokio::test]
 async fn no_slot_returns_what_an_invalidation_removed() {
     let source = versioned();
-    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     let (other, other_key) = (CredentialSlot::default(), CredentialKey::new("ns", "other"));
     for _ in 0..2 {
@@ -50,7 +40,7 @@ async fn no_slot_returns_what_an_invalidation_removed() {
         token_via(&cache, &other, &other_key).await;
     }
 
-    source.0.store(1, Ordering::SeqCst);
+    source.set_token("t1");
     cache.invalidate(&key).await;
     assert_eq!(
         token_via(&cache, &slot, &key).await,
@@ -65,7 +55,7 @@ async fn no_slot_returns_what_an_invalidation_removed() {
 
     token_via(&cache, &slot, &key).await;
     let rejected = cache.get(&key).await.unwrap();
-    source.0.store(2, Ordering::SeqCst);
+    source.set_token("t2");
     assert!(cache.invalidate_if_current(&key, &rejected).await);
     assert_eq!(
         token_via(&cache, &slot, &key).await,
@@ -82,11 +72,11 @@ async fn a_slot_expires_with_its_entry() {
         min_ttl: Duration::ZERO,
         ..CredentialCacheConfig::default()
     };
-    let cache = CredentialCache::new(Arc::clone(&source), config);
+    let cache = CredentialCache::from_arc(source.clone(), config);
     let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     token_via(&cache, &slot, &key).await;
     assert_eq!(token_via(&cache, &slot, &key).await, "t0");
-    source.0.store(1, Ordering::SeqCst);
+    source.set_token("t1");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         token_via(&cache, &slot, &key).await,
@@ -100,7 +90,7 @@ async fn a_slot_expires_with_its_entry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refills_racing_invalidations_never_outlive_them() {
     let source = versioned();
-    let cache = CredentialCache::new(Arc::clone(&source), CredentialCacheConfig::default());
+    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
     let slot = Arc::new(CredentialSlot::default());
     let key = CredentialKey::new("ns", "s");
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -114,7 +104,7 @@ async fn refills_racing_invalidations_never_outlive_them() {
         }
     });
     for version in 1..=300 {
-        source.0.store(version, Ordering::SeqCst);
+        source.set_token(format!("t{version}"));
         cache.invalidate(&key).await;
         assert_eq!(token_via(&cache, &slot, &key).await, format!("t{version}"));
     }
