@@ -3,13 +3,12 @@
 use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, header::AUTHORIZATION};
 use kube::{Client, client::ClientBuilder};
 use tower::limit::ConcurrencyLimitLayer;
 
 use crate::{
     CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error, RequestDeadlineLayer,
-    ResponseLimits, Result, ValidationError,
+    ResponseLimits, Result,
     guarded_resolver::{self, GuardedResolver, Lookup},
     transport,
     validation::{self, EndpointPolicy},
@@ -59,9 +58,6 @@ pub struct MemberClientConfig {
     pub impersonate: Option<String>,
     /// The groups to act as (`Impersonate-Group`, a kubeconfig's `as-groups`). Default: none.
     pub impersonate_groups: Vec<String>,
-    /// Headers sent on every request, after the impersonation headers (kube's
-    /// `Config::headers`). `Authorization` is refused: only the credential sets it.
-    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl MemberClientConfig {
@@ -84,7 +80,6 @@ impl MemberClientConfig {
             response_limits: ResponseLimits::default(),
             impersonate: None,
             impersonate_groups: Vec::new(),
-            headers: Vec::new(),
         }
     }
 
@@ -186,15 +181,9 @@ impl ClientFactory {
         }
         // Config::new leaves auth_info empty; nothing below CredentialLayer may set the header.
         debug_assert!(kube_config.auth_info.token.is_none());
-        if config.headers.iter().any(|(name, _)| name == AUTHORIZATION) {
-            return Err(invalid(ValidationError::Forbidden(
-                "an extra header may not set Authorization".to_owned(),
-            )));
-        }
         kube_config.auth_info.impersonate = config.impersonate.clone();
         kube_config.auth_info.impersonate_groups =
             (!config.impersonate_groups.is_empty()).then(|| config.impersonate_groups.clone());
-        kube_config.headers = config.headers.clone();
 
         let bearer = CredentialLayer::new(
             config.member.clone(),
@@ -280,11 +269,6 @@ mod tests {
         "not an http:// or https:// URL"
     )]
     #[case::garbage_proxy(with_proxy("http://[::1"), "Proxy", "not a URL")]
-    #[case::authorization_header({
-        let mut config = config("https://127.0.0.1:6443");
-        config.headers = vec![(AUTHORIZATION, HeaderValue::from_static("Bearer x"))];
-        config
-    }, "Forbidden", "Authorization")]
     #[tokio::test]
     async fn bad_configs_are_refused_by_their_rule(
         #[case] config: MemberClientConfig,
