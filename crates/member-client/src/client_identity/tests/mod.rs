@@ -147,105 +147,85 @@ fn invalid(chain: &[u8], key: &[u8]) -> String {
 fn unusable_inputs_are_typed_errors() {
     let (chain, key) = good("ecdsa-p256-pkcs8");
     let (other_chain, other_key) = good("ecdsa-p256-pkcs8");
-    let cases: Vec<(&str, Vec<u8>, Vec<u8>, &str)> = vec![
-        (
-            "empty chain",
-            vec![],
-            key.clone().into(),
-            "no CERTIFICATE block",
-        ),
-        (
-            "empty key",
-            chain.clone().into(),
-            vec![],
-            "no private key block",
-        ),
-        ("both empty", vec![], vec![], "no CERTIFICATE block"),
+    let (chain, key) = (chain.into_bytes(), key.into_bytes());
+    // Each with the good key.
+    let bad_chains: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty chain", vec![], "no CERTIFICATE block"),
         (
             "garbage chain",
             b"\x00\xffnot pem".to_vec(),
-            key.clone().into(),
             "no CERTIFICATE block",
-        ),
-        (
-            "garbage key",
-            chain.clone().into(),
-            b"garbage".to_vec(),
-            "no private key block",
         ),
         (
             "only a key, as the chain",
-            key.clone().into(),
-            key.clone().into(),
+            key.clone(),
             "no CERTIFICATE block",
-        ),
-        (
-            "a certificate as the key",
-            chain.clone().into(),
-            chain.clone().into(),
-            "no private key block",
         ),
         (
             "unterminated chain",
             b"-----BEGIN CERTIFICATE-----\nMIIB\n".to_vec(),
-            key.clone().into(),
             "not PEM",
-        ),
-        (
-            "unterminated key",
-            chain.clone().into(),
-            b"-----BEGIN PRIVATE KEY-----\nMIIB\n".to_vec(),
-            "the private key is not PEM",
         ),
         (
             "certificate block that is not X.509",
             pem("CERTIFICATE", b"not der").into(),
-            key.clone().into(),
             "not X.509",
         ),
         (
             "intermediate that is not X.509",
-            format!("{chain}{}", pem("CERTIFICATE", b"junk")).into(),
-            key.clone().into(),
+            [&chain[..], pem("CERTIFICATE", b"junk").as_bytes()].concat(),
             "certificate 1 of the chain is not X.509",
-        ),
-        (
-            "key of another certificate",
-            chain.clone().into(),
-            other_key.into(),
-            "does not match",
         ),
         (
             "certificate of another key",
             other_chain.into(),
-            key.clone().into(),
             "does not match",
-        ),
-        (
-            "P-521 key",
-            chain.clone().into(),
-            p521_pkcs8().into(),
-            "unsupported private key",
-        ),
-        (
-            "key block that is not a key",
-            chain.clone().into(),
-            pem("PRIVATE KEY", b"not a key").into(),
-            "unsupported private key",
         ),
         (
             "oversized chain",
             vec![b'a'; ClientIdentity::MAX_CHAIN_BYTES + 1],
-            key.clone().into(),
             "larger than 1048576 bytes",
+        ),
+    ];
+    // Each with the good chain.
+    let bad_keys: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty key", vec![], "no private key block"),
+        ("garbage key", b"garbage".to_vec(), "no private key block"),
+        (
+            "a certificate as the key",
+            chain.clone(),
+            "no private key block",
+        ),
+        (
+            "unterminated key",
+            b"-----BEGIN PRIVATE KEY-----\nMIIB\n".to_vec(),
+            "the private key is not PEM",
+        ),
+        (
+            "key of another certificate",
+            other_key.into(),
+            "does not match",
+        ),
+        ("P-521 key", p521_pkcs8().into(), "unsupported private key"),
+        (
+            "key block that is not a key",
+            pem("PRIVATE KEY", b"not a key").into(),
+            "unsupported private key",
         ),
         (
             "oversized key",
-            chain.clone().into(),
             vec![b'a'; ClientIdentity::MAX_KEY_BYTES + 1],
             "larger than 65536 bytes",
         ),
     ];
+    let cases = (bad_chains.into_iter())
+        .map(|(name, bad, want)| (name, bad, key.clone(), want))
+        .chain(
+            bad_keys
+                .into_iter()
+                .map(|(name, bad, want)| (name, chain.clone(), bad, want)),
+        )
+        .chain([("both empty", vec![], vec![], "no CERTIFICATE block")]);
     for (name, chain, key, want) in cases {
         let got = invalid(&chain, &key);
         assert!(got.contains(want), "{name}: {got:?} does not say {want:?}");
