@@ -94,13 +94,23 @@ mod tests {
     }
     use Says::*;
 
+    /// The token, the request asked for, the one handled last, the last mint, now, and what
+    /// [`next`] says.
+    type Case<'a> = (
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<u64>,
+        u64,
+        Says,
+    );
+
     #[test]
     fn the_next_step() {
         let granted = jwt(r#"{"iat":1000,"nbf":1000,"exp":1600}"#);
         let issued = jwt(r#"{"iat":1000,"exp":1600}"#);
         let (no_lifetime, no_iat) = (jwt(r#"{"sub":"x"}"#), jwt(r#"{"exp":1600}"#));
-        // The token, the request asked for, the one handled last, the last mint, now.
-        let cases: [(&str, Option<&str>, Option<&str>, Option<u64>, u64, Says); 15] = [
+        let cases: [Case<'_>; 15] = [
             // Issued at 1000 for 600 s (the apiserver may grant less than asked): due at 1480.
             (&granted, None, None, None, 1200, At(1480)),
             (&granted, None, None, None, 1480, Mint),
