@@ -209,9 +209,20 @@ pub async fn start_as_admin(
     Ok(RunningCollector::start(&args).await?.with_reader(&admin))
 }
 
-/// `--probe-period`'s value for `period`: whole seconds, at least 1.
-pub fn probe_seconds(period: Duration) -> String {
-    period.as_secs().max(1).to_string()
+/// [`start_as_admin`] with `source` flags (where members come from), a probe every
+/// `probe_period` (whole seconds, at least 1) and `extra` flags.
+///
+/// # Errors
+/// As [`RunningCollector::start`].
+pub async fn start_probing(
+    control_plane: &testkit::Cluster,
+    source: &[&str],
+    probe_period: Duration,
+    extra: &[&str],
+) -> anyhow::Result<RunningCollector> {
+    let probe = probe_period.as_secs().max(1).to_string();
+    let flags = [source, &["--probe-period", &probe], extra].concat();
+    start_as_admin(control_plane, &flags).await
 }
 
 /// Spawns the `collector` binary with `args` and its stderr in `log_dir`

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use testkit::{Cluster, crd};
 
 use crate::{
-    collector_run::{RunningCollector, probe_seconds, start_as_admin, temp_dir},
+    collector_run::{RunningCollector, start_probing, temp_dir},
     kubeconfig_plane::{kubeconfig::base64, plugin_path},
     manifest_apply::force_apply,
 };
@@ -194,7 +194,6 @@ impl ProfilePlane {
         extra: &[&str],
     ) -> anyhow::Result<RunningCollector> {
         let provider_file = self.provider_file().display().to_string();
-        let probe = probe_seconds(probe_period);
         let source = [
             "--members-from",
             "clusterprofile",
@@ -203,8 +202,7 @@ impl ProfilePlane {
             "--clusterprofile-provider-file",
             &provider_file,
         ];
-        let flags = [&source[..], &["--probe-period", &probe], extra].concat();
-        start_as_admin(&self.control_plane, &flags).await
+        start_probing(&self.control_plane, &source, probe_period, extra).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! A control plane with Karmada `Cluster`s for N harness members, and the collector watching
 //! them: the setup every collector test starts from.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::{
     api::{apps::v1::Deployment, coordination::v1::Lease},
@@ -19,7 +19,7 @@ use testkit::{
 use tokio::task::JoinHandle;
 
 use crate::{
-    collector_run::{RunningCollector, probe_seconds, start_as_admin},
+    collector_run::{RunningCollector, start_probing},
     limits::HOUR,
 };
 
@@ -37,18 +37,6 @@ pub struct Scenario {
     pub registered_tokens: Vec<String>,
     /// The probe period every collector of this scenario gets.
     probe_period: Duration,
-}
-
-/// Starts a collector on `env`'s control plane ([`start_as_admin`]) probing every
-/// `probe_period`, with `extra_args`.
-async fn start_probing(
-    env: &Environment,
-    probe_period: Duration,
-    extra_args: &[&str],
-) -> anyhow::Result<RunningCollector> {
-    let probe = probe_seconds(probe_period);
-    let flags = [&["--probe-period", probe.as_str()][..], extra_args].concat();
-    start_as_admin(env.control_plane(), &flags).await
 }
 
 /// Starts a control plane and `members` member apiservers, and installs Karmada
@@ -99,7 +87,7 @@ impl Scenario {
             registered_tokens.push(token);
         }
         // The admin token reads the API through the access reviews, as a scraper would.
-        let collector = start_probing(&env, probe_period, extra_args).await?;
+        let collector = start_probing(env.control_plane(), &[], probe_period, extra_args).await?;
         Ok(Self {
             env,
             karmada,
@@ -115,7 +103,7 @@ impl Scenario {
     /// # Errors
     /// As [`RunningCollector::start`].
     pub async fn start_collector(&self, extra_args: &[&str]) -> anyhow::Result<RunningCollector> {
-        start_probing(&self.env, self.probe_period, extra_args).await
+        start_probing(self.env.control_plane(), &[], self.probe_period, extra_args).await
     }
 
     /// Member `i` (1-based, as in the environment).
@@ -196,6 +184,38 @@ impl Scenario {
         })
         .await?;
         Ok(started.elapsed())
+    }
+
+    /// Creates `Cluster` `broken`: plain http to loopback with member1's Secret, a member
+    /// Tether cannot use and lists all the same.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn add_broken_member(&self) -> anyhow::Result<()> {
+        let (endpoint, no_annotations) = ("http://127.0.0.1:1", &BTreeMap::new());
+        self.karmada
+            .create_cluster("broken", endpoint, "member1", false, no_annotations)
+            .await
+    }
+
+    /// Polls until `collector` has member1 ready and serves `broken`
+    /// ([`add_broken_member`](Self::add_broken_member)): it listed and probed both.
+    ///
+    /// # Errors
+    /// Not within `limit`.
+    pub async fn wait_sees_both(
+        &self,
+        collector: &RunningCollector,
+        limit: Duration,
+    ) -> anyhow::Result<()> {
+        eventually("the collector sees member1 and broken", limit, || async {
+            let ready = collector.metric("tether_member_ready", r#"member="member1""#);
+            let ready = ready.await?;
+            let (status, _) = collector.get("/api/v1/clusters/broken").await?;
+            anyhow::ensure!((ready, status) == (1.0, 200), "{:?}", (ready, status));
+            anyhow::Ok(())
+        })
+        .await
     }
 
     /// The sum of a metric's samples that carry `member="<member>"`.

@@ -24,10 +24,10 @@ use e2e::{
 use k8s_openapi::jiff::Timestamp;
 use kube::{
     Api,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams},
 };
 use serde_json::json;
-use testkit::{eventually, karmada::SECRET_NAMESPACE, matching};
+use testkit::karmada::SECRET_NAMESPACE;
 
 /// Start-up: the registry lists, the member is probed, the CRD (installed after the collector
 /// started) is served and a write retried.
@@ -189,20 +189,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         .await
         .unwrap();
     // A Cluster Tether cannot use (plain http to loopback): it is published all the same.
-    let broken: Cluster = serde_json::from_value(json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-        "metadata": { "name": "broken" },
-        "spec": {
-            "syncMode": "Push",
-            "apiEndpoint": "http://127.0.0.1:1",
-            "secretRef": { "namespace": SECRET_NAMESPACE, "name": "member1" },
-        },
-    }))
-    .unwrap();
-    Api::<Cluster>::all(s.karmada.client().clone())
-        .create(&PostParams::default(), &broken)
-        .await
-        .unwrap();
+    s.add_broken_member().await.unwrap();
     let holder = s.hold_the_lease(HELD).await.unwrap();
 
     let lease = LEASE.as_secs().to_string();
@@ -218,14 +205,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         ])
         .await
         .unwrap();
-    eventually("replica-b sees both members", START, || async {
-        let member_ready = b.metric("tether_member_ready", r#"member="member1""#);
-        let member_ready = member_ready.await.unwrap();
-        let (status, _) = b.get("/api/v1/clusters/broken").await.unwrap();
-        matching((member_ready, status), |seen| *seen == (1.0, 200))
-    })
-    .await
-    .unwrap();
+    s.wait_sees_both(&b, START).await.unwrap();
     // Every member listed and probed, and more than a retry period: a follower writes nothing.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(b.metric("tether_leader", "").await.unwrap(), 0.0);

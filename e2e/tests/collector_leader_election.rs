@@ -14,12 +14,8 @@ use e2e::{
     scenario::Scenario,
 };
 use k8s_openapi::api::events::v1::Event;
-use kube::{
-    Api,
-    api::{ListParams, PostParams},
-};
-use serde_json::json;
-use testkit::{eventually, karmada::SECRET_NAMESPACE, matching};
+use kube::{Api, api::ListParams};
+use testkit::{eventually, matching};
 
 const CONVERGE: Duration = Duration::from_secs(10);
 const LEASE: Duration = Duration::from_secs(4);
@@ -155,29 +151,8 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     let mut b = start_replica_b(&s).await;
     // While following, b probes member1 and learns of a Cluster it cannot use; it writes
     // neither.
-    let clusters = Api::<cluster_registry::karmada::Cluster>::all(s.karmada.client().clone());
-    let broken: cluster_registry::karmada::Cluster = serde_json::from_value(json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-        "metadata": { "name": "broken" },
-        "spec": {
-            "syncMode": "Push",
-            "apiEndpoint": "http://127.0.0.1:1",
-            "secretRef": { "namespace": SECRET_NAMESPACE, "name": "member1" },
-        },
-    }))
-    .unwrap();
-    clusters
-        .create(&PostParams::default(), &broken)
-        .await
-        .unwrap();
-    eventually("replica-b sees both members", START, || async {
-        let member_ready = b.metric("tether_member_ready", r#"member="member1""#);
-        let member_ready = member_ready.await.unwrap();
-        let (status, _) = b.get("/api/v1/clusters/broken").await.unwrap();
-        matching((member_ready, status), |seen| *seen == (1.0, 200))
-    })
-    .await
-    .unwrap();
+    s.add_broken_member().await.unwrap();
+    s.wait_sees_both(&b, START).await.unwrap();
     tokio::time::sleep(2 * PROBE).await;
     assert!(!leading(&b).await, "someone else holds the Lease");
     for name in ["member1", "broken"] {

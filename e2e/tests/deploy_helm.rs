@@ -101,10 +101,8 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     let values = chart_dir().join("ci/publish-clusterprofiles-values.yaml");
     let publishing = helm_template(version, Some(&values)).unwrap();
     let writes = Writes {
-        status: false,
         profiles: true,
-        tokens: false,
-        shards: false,
+        ..Writes::status(false)
     };
     assert_rbac(&publishing, writes, "helm publishing ClusterProfiles");
     let args = assert_collector_workload(&publishing, "helm publishing ClusterProfiles");

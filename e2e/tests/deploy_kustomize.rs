@@ -43,28 +43,22 @@ fn kustomize_rbac_is_least_privilege() {
 const PUBLISH_OVERLAY: &str = "overlays/publish-clusterprofiles";
 /// What the collector writes with it: status, and profiles in `fleet`.
 const PUBLISHING: Writes = Writes {
-    status: true,
     profiles: true,
-    tokens: false,
-    shards: false,
+    ..Writes::status(true)
 };
 /// The base rotating member tokens, through `components/token-rotation`.
 const ROTATION_OVERLAY: &str = "overlays/token-rotation";
 /// What the collector writes with it: status, and minted tokens into the member Secrets.
 const ROTATING: Writes = Writes {
-    status: true,
-    profiles: false,
     tokens: true,
-    shards: false,
+    ..Writes::status(true)
 };
 /// The base with three replicas sharing the members, through `components/sharding`.
 const SHARDED_OVERLAY: &str = "overlays/sharded";
 /// What the collector writes with it: status, and its own shard Lease.
 const SHARDED: Writes = Writes {
-    status: true,
-    profiles: false,
-    tokens: false,
     shards: true,
+    ..Writes::status(true)
 };
 
 /// Every install the README documents, with what its collector writes.

@@ -10,7 +10,7 @@ use testkit::Cluster;
 
 use super::kubeconfig::{Kubeconfig, base64};
 use crate::{
-    collector_run::{RunningCollector, probe_seconds, start_as_admin},
+    collector_run::{RunningCollector, start_probing},
     manifest_apply::force_apply,
 };
 
@@ -74,14 +74,12 @@ impl CapiPlane {
         probe_period: Duration,
         extra: &[&str],
     ) -> anyhow::Result<RunningCollector> {
-        let probe = probe_seconds(probe_period);
         let source = [
             "--members-from",
             "capi",
             "--kubeconfig-namespace",
             &self.namespace,
         ];
-        let flags = [&source[..], &["--probe-period", &probe], extra].concat();
-        start_as_admin(&self.control_plane, &flags).await
+        start_probing(&self.control_plane, &source, probe_period, extra).await
     }
 }
