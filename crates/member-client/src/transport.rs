@@ -100,16 +100,14 @@ fn finish(
 
 #[cfg(test)]
 mod tests {
-    use std::{
-        sync::{Arc, Mutex},
-        time::Duration,
-    };
+    use std::time::Duration;
 
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     use crate::{
         ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-        EndpointPolicy, MemberClientConfig, test_util::FakeSource,
+        EndpointPolicy, MemberClientConfig,
+        test_util::{FakeSource, LogBuffer},
     };
 
     /// A member client for the loopback port `port`, configured by `edit`.
@@ -172,29 +170,14 @@ mod tests {
         }
     }
 
-    /// Log lines written by the test's subscriber.
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Captured {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     /// kube's `HTTP` span, with its method, URL and status, around every request.
     ///
     /// NB: the process's global subscriber, not a thread's: with thread-local ones, a test on
     /// another thread that meets a callsite first can leave it disabled for this one.
     #[tokio::test]
     async fn every_request_has_kubes_request_span() {
-        let captured = Captured::default();
-        let writer = captured.clone();
+        let logs = LogBuffer::default();
+        let writer = logs.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter("member_client::transport::request_span=debug")
             .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
@@ -208,7 +191,7 @@ mod tests {
             client(port, |_| ())
         })
         .await;
-        let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let logs = logs.text();
         let close = logs
             .lines()
             .find(|line| line.contains(&url) && line.contains("close"))
