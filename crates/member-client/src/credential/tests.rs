@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::exec::ExecOutput;
+use crate::test_util::TestPki;
 use base64::Engine as _;
 use rstest::rstest;
 use std::time::Duration;
@@ -211,17 +212,11 @@ fn same_material_compares_token_and_certificate() {
 
 #[test]
 fn debug_never_shows_the_token_or_the_key() {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["c".to_owned()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let key_pem = key.serialize_pem();
+    let (cert_pem, key_pem) = TestPki::new().identity_pem("c");
+    let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes()).unwrap();
     let cred = Credential::from_token_bytes(b"s3cr3t-token-value")
         .unwrap()
-        .with_identity(
-            ClientIdentity::from_pem(cert.pem().as_bytes(), key_pem.as_bytes()).unwrap(),
-        );
+        .with_identity(identity);
     let printed = format!("{cred:?} {cred:#?}");
     assert!(!printed.contains("s3cr3t"), "{printed}");
     let key_body: String = key_pem.lines().nth(1).unwrap().chars().take(40).collect();

@@ -41,12 +41,26 @@ pub struct ExecConfig {
     pub cluster: Option<ExecCluster>,
 }
 
+/// The start of the `Debug` of what names a plugin run: the program, the count of its
+/// arguments (they may hold secrets), and its variables (which show their names only).
+pub(super) fn debug_plugin<'a, 'b>(
+    f: &'a mut fmt::Formatter<'b>,
+    name: &str,
+    (program_field, program): (&str, &dyn fmt::Debug),
+    args: &[String],
+    env: &[ExecEnvVar],
+) -> fmt::DebugStruct<'a, 'b> {
+    let mut out = f.debug_struct(name);
+    out.field(program_field, program)
+        .field("args", &args.len())
+        .field("env", &env);
+    out
+}
+
 impl fmt::Debug for ExecConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExecConfig")
-            .field("command", &self.command)
-            .field("args", &self.args.len())
-            .field("env", &self.env)
+        let command = ("command", &self.command as &dyn fmt::Debug);
+        debug_plugin(f, "ExecConfig", command, &self.args, &self.env)
             .field("api_version", &self.api_version)
             .field("provide_cluster_info", &self.provide_cluster_info)
             .field("cluster", &self.cluster)

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::Text;
 
-use super::{ExecConfig, ExecEnvVar, ExecError, refused_env::env_is_refused};
+use super::{ExecConfig, ExecEnvVar, ExecError, config::debug_plugin, refused_env::env_is_refused};
 
 /// The longest pattern source accepted, in bytes.
 const MAX_PATTERN_BYTES: usize = 1024;
@@ -185,11 +185,8 @@ pub(crate) struct Invocation {
 
 impl fmt::Debug for Invocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Invocation")
-            .field("path", &self.path)
-            .field("args", &self.args.len())
-            .field("env", &self.env)
-            .finish()
+        let path = ("path", &self.path as &dyn fmt::Debug);
+        debug_plugin(f, "Invocation", path, &self.args, &self.env).finish()
     }
 }
 
@@ -321,10 +318,8 @@ impl PluginDeclaration {
 
 impl fmt::Debug for PluginDeclaration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PluginDeclaration")
-            .field("command", &self.command)
-            .field("args", &self.args.len())
-            .field("env", &self.env)
+        let command = ("command", &self.command as &dyn fmt::Debug);
+        debug_plugin(f, "PluginDeclaration", command, &self.args, &self.env)
             .field("definition_args", &self.rules.definition_args)
             .field(
                 "definition_env",

@@ -268,12 +268,7 @@ mod tests {
 
     #[test]
     fn a_certificate_passes() {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let pem = rcgen::CertificateParams::new(vec!["test-ca".to_owned()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap()
-            .pem();
+        let pem = crate::test_util::TestPki::new().ca_pem();
         assert_eq!(ca_bundle(pem.as_bytes()).map(|certs| certs.len()), Ok(1));
     }
 
