@@ -57,12 +57,10 @@ async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secre
     let member = setup.member();
     let pp = PostParams::default();
     // member2's Secret exists before any Cluster names it.
+    let token_b = &setup.agents.token_b;
     setup
-        .secrets()
-        .create(
-            &pp,
-            &secret("member2", setup.agents.token_b.as_bytes(), member.ca_pem()),
-        )
+        .karmada
+        .write_secret("member2", token_b, member.ca_pem())
         .await
         .unwrap();
     setup.define_member1(member.ca_pem()).await.unwrap();
@@ -118,11 +116,10 @@ async fn watches_resume_after_a_control_plane_restart() {
         Some(MemberState::Ready),
         "an outage of the control plane changes no member"
     );
-    let secrets = setup.secrets();
-    let mut rotated = secret("member1", setup.agents.token_b.as_bytes(), member.ca_pem());
-    rotated.metadata = secrets.get("member1").await.unwrap().metadata;
-    secrets
-        .replace("member1", &PostParams::default(), &rotated)
+    let token_b = &setup.agents.token_b;
+    setup
+        .karmada
+        .write_secret("member1", token_b, member.ca_pem())
         .await
         .unwrap();
     assert!(matches!(

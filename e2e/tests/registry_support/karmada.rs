@@ -4,17 +4,18 @@ use anyhow::Result;
 use cluster_registry::karmada::Cluster as KarmadaCluster;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
-use testkit::{Cluster, Environment, karmada::install_cluster_crd};
+use testkit::{Cluster, Environment, Karmada, PushMember, karmada::SECRET_NAMESPACE};
 
 use super::Agents;
 
-/// One member cluster with two agents, a control plane with the Cluster CRD installed, and a
-/// fresh `karmada-cluster` namespace on it for the member Secrets.
+/// One member cluster with two agents, and Karmada on the control plane
+/// ([`Karmada::install`]).
 pub struct KarmadaSetup {
     pub env: Environment,
     pub admin: kube::Client,
+    pub karmada: Karmada,
     pub agents: Agents,
     pub ns: String,
 }
@@ -22,18 +23,14 @@ pub struct KarmadaSetup {
 impl KarmadaSetup {
     pub async fn start() -> Result<Self> {
         let env = Environment::with_members(1).await?;
-        let admin = env.control_plane().admin_client()?;
-        install_cluster_crd(&admin).await?;
+        let karmada = Karmada::install(env.control_plane()).await?;
         let agents = Agents::create(env.cluster(1)).await?;
-        let ns = env
-            .control_plane()
-            .create_namespace("karmada-cluster")
-            .await?;
         Ok(Self {
+            admin: karmada.client().clone(),
             env,
-            admin,
+            karmada,
             agents,
-            ns,
+            ns: SECRET_NAMESPACE.to_owned(),
         })
     }
 
@@ -66,13 +63,15 @@ impl KarmadaSetup {
     /// Creates member1's Secret (agent-a's token and `ca`) and its Push Cluster pointing at
     /// the member.
     pub async fn define_member1(&self, ca: &str) -> Result<()> {
-        let pp = PostParams::default();
-        self.secrets()
-            .create(&pp, &secret("member1", self.agents.token_a.as_bytes(), ca))
-            .await?;
-        let member1 = cluster("member1", "Push", self.member().endpoint(), &self.ns);
-        self.clusters().create(&pp, &member1).await?;
-        Ok(())
+        let token = &self.agents.token_a;
+        let (name, endpoint) = ("member1", self.member().endpoint());
+        let member1 = PushMember {
+            name,
+            endpoint,
+            ca_pem: ca,
+            token,
+        };
+        self.karmada.register(&member1).await
     }
 }
 
