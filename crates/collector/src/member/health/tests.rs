@@ -54,14 +54,7 @@ fn each_failure_gets_its_own_reason(
     #[case] credentials_valid: &str,
 ) {
     let health = MemberHealth::from_error(&err);
-    assert_eq!(
-        (
-            health.reason(),
-            health.ready_status(),
-            health.credentials_valid_status()
-        ),
-        (reason, ready, credentials_valid)
-    );
+    assert_eq!(conditions(&health), (reason, ready, credentials_valid));
 }
 
 #[rstest]
@@ -76,14 +69,19 @@ fn an_unusable_member_keeps_the_registry_reason(
 ) {
     let health = MemberHealth::Invalid(reason);
     assert_eq!(
-        (
-            health.reason(),
-            health.ready_status(),
-            health.credentials_valid_status()
-        ),
+        conditions(&health),
         (want_reason, "False", credentials_valid)
     );
     assert!(health.message().contains(message), "{}", health.message());
+}
+
+/// The reason, and the `Ready` and `CredentialsValid` statuses, `health` gives.
+fn conditions(health: &MemberHealth) -> (&str, &str, &str) {
+    (
+        health.reason(),
+        health.ready_status(),
+        health.credentials_valid_status(),
+    )
 }
 
 fn failing(kind: FailureKind) -> InformerState {
