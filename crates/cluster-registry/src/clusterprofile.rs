@@ -259,16 +259,21 @@ mod tests {
         .unwrap();
         let status = profile.status.unwrap();
         let cluster = &status.access_providers[0].cluster;
-        assert_eq!(cluster.server, "https://cluster1.example:6443");
-        assert_eq!(cluster.tls_server_name.as_deref(), Some("api.cluster1"));
-        assert_eq!(
-            cluster.extension(EXEC_EXTENSION),
-            Some(&json!({"clusterName": "cluster1"}))
-        );
-        assert_eq!(
-            status.version.unwrap().kubernetes.as_deref(),
-            Some("v1.36.5")
-        );
+        let exec_extension = json!({"clusterName": "cluster1"});
+        assert_eq!(cluster.extension(EXEC_EXTENSION), Some(&exec_extension));
+        let want = ProfileCluster {
+            server: "https://cluster1.example:6443".to_owned(),
+            tls_server_name: Some("api.cluster1".to_owned()),
+            certificate_authority_data: Some("Y2E=".to_owned()),
+            extensions: vec![NamedExtension {
+                name: EXEC_EXTENSION.to_owned(),
+                extension: exec_extension,
+            }],
+            ..ProfileCluster::default()
+        };
+        assert_eq!(*cluster, want);
+        let kubernetes = status.version.and_then(|version| version.kubernetes);
+        assert_eq!(kubernetes.as_deref(), Some("v1.36.5"));
     }
 
     #[test]
@@ -282,11 +287,12 @@ mod tests {
         let version = &crd.spec.versions[0];
         assert!(version.subresources.as_ref().unwrap().status.is_some());
         let yaml = crd_yaml().unwrap();
-        assert!(
-            yaml.contains("x-kubernetes-preserve-unknown-fields: true"),
-            "{yaml}"
-        );
-        assert!(yaml.contains("certificate-authority-data"), "{yaml}");
+        for open_or_kebab in [
+            "x-kubernetes-preserve-unknown-fields: true",
+            "certificate-authority-data",
+        ] {
+            assert!(yaml.contains(open_or_kebab), "{yaml}");
+        }
     }
 
     #[test]
