@@ -122,12 +122,14 @@ pub(crate) fn human_duration(seconds: i64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use base64::Engine as _;
     use std::time::Duration;
 
-    fn jwt(payload: &str) -> String {
+    /// A JWT with `payload` as its claims, signed by no one: what a token's holder (never its
+    /// verifier) reads of it.
+    pub(crate) fn jwt(payload: &str) -> String {
         let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
         format!(
             "{}.{}.c2lnbmF0dXJl",

@@ -90,14 +90,8 @@ pub(crate) fn check_minted(current: &TokenIdentity, minted: &str) -> Result<(), 
 
 #[cfg(test)]
 mod tests {
-    use base64::Engine as _;
-
     use super::*;
-
-    fn jwt(payload: &str) -> String {
-        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        format!("{}.{}.c2ln", b64(r#"{"alg":"RS256"}"#), b64(payload))
-    }
+    use crate::check::credential::tests::jwt;
 
     fn account() -> ServiceAccountRef {
         ServiceAccountRef {

@@ -70,17 +70,11 @@ pub(crate) fn next(
 
 #[cfg(test)]
 mod tests {
-    use base64::Engine as _;
-
     use super::*;
+    use crate::check::credential::tests::jwt;
 
     fn at(secs: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
-    }
-
-    fn jwt(payload: &str) -> String {
-        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        format!("{}.{}.c2ln", b64("{}"), b64(payload))
     }
 
     const SPACING: Duration = Duration::from_secs(30);
