@@ -6,36 +6,23 @@
 //!   many times the plugin ran.
 
 use std::{
-    convert::Infallible,
+    net::Ipv4Addr,
     os::unix::fs::PermissionsExt as _,
-    sync::Arc,
     time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{Request, Response};
-use http_body_util::Full;
-use hyper::{body::Incoming, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use http::Response;
+use http_body_util::{BodyExt as _, Full};
 use member_client::{
     ClientFactory, ClientIdentity, Credential, CredentialCache, CredentialCacheConfig,
     CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
     SourceError,
     exec::{ExecApiVersion, ExecConfig, ExecPolicy},
-    test_util::FakeSource,
+    test_util::{ClientAuth, FakeSource, LoopbackServer, TestPki},
 };
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair,
-};
-use rustls::{
-    RootCertStore, ServerConfig,
-    pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _},
-    server::WebPkiClientVerifier,
-};
-use tokio::net::TcpListener;
 
 use crate::overhead::{self, OverheadReport};
 
@@ -56,15 +43,18 @@ pub struct ExecSingleFlightReport {
 /// # Errors
 /// The loopback server or a client failing.
 pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result<OverheadReport> {
-    let pki = Pki::new()?;
-    let (cert_pem, key_pem) = pki.client("bench")?;
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("https://{}", listener.local_addr()?);
-    let server = tokio::spawn(serve(listener, Arc::new(pki.server_config()?)));
+    let pki = TestPki::new();
+    let (cert_pem, key_pem) = pki.identity_pem("bench");
+    let tls = pki.server_config(Ipv4Addr::LOCALHOST, ClientAuth::Required);
+    let server = LoopbackServer::start(Ipv4Addr::LOCALHOST, Some(tls), |_, _| async {
+        Response::new(Full::new(Bytes::from_static(b"{}")).boxed())
+    })
+    .await?;
+    let url = server.url();
 
     let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
     let mut config = kube::Config::new(url.parse()?);
-    config.root_cert = Some(vec![pki.ca.der().to_vec()]);
+    config.root_cert = Some(vec![pki.ca_der()]);
     config.auth_info.client_certificate_data = Some(b64(&cert_pem));
     config.auth_info.client_key_data = Some(b64(&key_pem).into());
     let plain = kube::Client::try_from(config.clone())?;
@@ -76,13 +66,11 @@ pub async fn certificate_overhead(rounds: usize, batch: usize) -> anyhow::Result
         CredentialCacheConfig::default(),
     );
     let member = MemberClientConfig::new("bench", &url, CredentialKey::new("bench", "bench"))
-        .with_ca_bundle(pki.ca.pem());
+        .with_ca_bundle(pki.ca_pem());
     let layered = ClientFactory::new(tokens)
         .with_policy(EndpointPolicy::loopback())
         .build(&member, &CredentialHealth::new())?;
-    let report = overhead::interleaved(&plain, &control, &layered, rounds, batch, 1).await;
-    server.abort();
-    report
+    overhead::interleaved(&plain, &control, &layered, rounds, batch, 1).await
 }
 
 /// Runs `misses` concurrent `get`s of one key on a cold cache over an exec plugin that takes
@@ -149,72 +137,4 @@ impl CredentialSource for Exec {
         let output = member_client::exec::run(&self.config, &self.policy).await?;
         Credential::from_exec(&output)
     }
-}
-
-/// A CA, its server certificate for 127.0.0.1, and client certificates.
-struct Pki {
-    ca: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Pki {
-    fn new() -> anyhow::Result<Self> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "bench-ca");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        Ok(Self {
-            ca: CertifiedIssuer::self_signed(params, KeyPair::generate()?)?,
-        })
-    }
-
-    fn client(&self, cn: &str) -> anyhow::Result<(String, String)> {
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.distinguished_name.push(DnType::CommonName, cn);
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &self.ca)?;
-        Ok((cert.pem(), key.serialize_pem()))
-    }
-
-    /// Serves 127.0.0.1 and requires a client certificate signed by the CA.
-    fn server_config(&self) -> anyhow::Result<ServerConfig> {
-        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()])?;
-        let key = KeyPair::generate()?;
-        let cert = params.signed_by(&key, &self.ca)?;
-        let mut roots = RootCertStore::empty();
-        roots.add(CertificateDer::from(self.ca.der().to_vec()))?;
-        let verifier = WebPkiClientVerifier::builder(Arc::new(roots)).build()?;
-        let mut config = ServerConfig::builder()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                vec![cert.der().clone()],
-                PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())?,
-            )?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(config)
-    }
-}
-
-/// Answers `{}` to every request on every TLS connection.
-async fn serve(listener: TcpListener, config: Arc<ServerConfig>) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let acceptor = acceptor.clone();
-        tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(stream).await else {
-                return;
-            };
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(tls), service_fn(respond))
-                .await;
-        });
-    }
-}
-
-async fn respond(_request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    Ok(Response::new(Full::new(Bytes::from_static(b"{}"))))
 }
