@@ -241,12 +241,10 @@ fn exec_config(
         api_version,
         provide_cluster_info: false,
         cluster: Some(ExecCluster {
-            server: text(data, SERVER_KEY).unwrap_or_default(),
             certificate_authority_data: ca_bundle.map(<[u8]>::to_vec),
             tls_server_name: config.tls_client_config.server_name.clone(),
             insecure_skip_tls_verify: config.tls_client_config.insecure,
-            proxy_url: None,
-            config: None,
+            ..ExecCluster::new(text(data, SERVER_KEY).unwrap_or_default())
         }),
     })
 }

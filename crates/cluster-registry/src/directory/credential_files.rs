@@ -100,12 +100,10 @@ fn direct_credential(
     let exec = (file.exec.as_ref())
         .map(|exec| {
             let cluster = ExecCluster {
-                server: api_endpoint.to_owned(),
                 certificate_authority_data: ca_bundle.as_ref().map(|ca| ca.to_vec()),
-                tls_server_name: None,
                 insecure_skip_tls_verify: file.insecure_skip_tls_verification,
                 proxy_url: file.proxy_url.clone().filter(|p| !p.trim().is_empty()),
-                config: None,
+                ..ExecCluster::new(api_endpoint)
             };
             exec.config(key, cluster)
         })

@@ -159,12 +159,10 @@ fn an_exec_user_is_an_exec_plan_told_the_clusters_settings_and_extension() {
     assert_eq!(
         config.cluster,
         Some(ExecCluster {
-            server: SERVER.to_owned(),
             certificate_authority_data: Some(ca.into_bytes()),
             tls_server_name: Some("api.internal".to_owned()),
-            insecure_skip_tls_verify: false,
-            proxy_url: None,
             config: Some(serde_json::json!({"audience": "tether"})),
+            ..ExecCluster::new(SERVER)
         })
     );
 }

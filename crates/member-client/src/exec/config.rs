@@ -106,12 +106,10 @@ mod tests {
             api_version: ExecApiVersion::V1,
             provide_cluster_info: true,
             cluster: Some(ExecCluster {
-                server: "https://10.0.0.1:6443".to_owned(),
                 certificate_authority_data: Some(b"-----BEGIN CERTIFICATE-----".to_vec()),
-                tls_server_name: None,
-                insecure_skip_tls_verify: false,
                 proxy_url: Some("http://user:proxy-s3cr3t@proxy:3128".to_owned()),
                 config: Some(serde_json::json!({"audience": "ext-s3cr3t"})),
+                ..ExecCluster::new("https://10.0.0.1:6443")
             }),
         };
         let printed = format!("{config:?} {config:#?}");

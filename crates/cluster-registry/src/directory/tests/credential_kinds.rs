@@ -60,12 +60,9 @@ fn an_exec_stanza_is_an_exec_plan_told_the_members_endpoint_ca_and_proxy() {
     assert_eq!(
         config.cluster,
         Some(ExecCluster {
-            server: "https://h:6443".into(),
             certificate_authority_data: Some(ca.clone().into_bytes()),
-            tls_server_name: None,
-            insecure_skip_tls_verify: false,
             proxy_url: Some("http://p:3128".into()),
-            config: None,
+            ..ExecCluster::new("https://h:6443")
         })
     );
     assert_eq!(plan.ca_bundle.as_deref(), Some(ca.as_bytes()));

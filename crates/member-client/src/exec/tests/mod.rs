@@ -168,12 +168,11 @@ fn declared(plugin: &Path) -> ExecPolicy {
 
 fn cluster() -> ExecCluster {
     ExecCluster {
-        server: "https://10.0.0.1:6443".to_owned(),
         certificate_authority_data: Some(b"-----BEGIN CERTIFICATE-----\nAB\n".to_vec()),
         tls_server_name: Some("member1.internal".to_owned()),
-        insecure_skip_tls_verify: false,
         proxy_url: Some("http://proxy:3128".to_owned()),
         config: Some(json!({"audience": "tether", "scopes": ["a", "b"]})),
+        ..ExecCluster::new("https://10.0.0.1:6443")
     }
 }
 
