@@ -194,6 +194,14 @@ pub fn control_plane_args(
     testkit::control_plane_flags(control_plane, token, &temp_dir("collector")?)
 }
 
+/// [`control_plane_args`] with the control plane's admin token as the collector's credential.
+///
+/// # Errors
+/// I/O errors.
+pub fn admin_args(control_plane: &testkit::Cluster) -> anyhow::Result<Vec<String>> {
+    control_plane_args(control_plane, &control_plane.admin_token()?)
+}
+
 /// Starts a collector in-process against `control_plane` with `flags`, its own credential and
 /// its API's reader the control plane's admin token.
 ///
@@ -203,10 +211,10 @@ pub async fn start_as_admin(
     control_plane: &testkit::Cluster,
     flags: &[&str],
 ) -> anyhow::Result<RunningCollector> {
-    let admin = control_plane.admin_token()?;
-    let mut args = control_plane_args(control_plane, &admin)?;
+    let mut args = admin_args(control_plane)?;
     args.extend(flags.iter().map(|f| (*f).to_owned()));
-    Ok(RunningCollector::start(&args).await?.with_reader(&admin))
+    let reader = control_plane.admin_token()?;
+    Ok(RunningCollector::start(&args).await?.with_reader(&reader))
 }
 
 /// [`start_as_admin`] with `source` flags (where members come from), a probe every

@@ -11,7 +11,7 @@ use serde_json::json;
 use testkit::{Environment, Karmada, MIN_TOKEN_EXPIRY};
 
 use crate::{
-    collector_run::{RunningCollector, control_plane_args, start_as_admin},
+    collector_run::{RunningCollector, admin_args, start_as_admin},
     manifest_apply::apply_object,
     scenario::karmada_environment,
 };
@@ -187,7 +187,7 @@ impl RotationPlane {
     /// # Errors
     /// I/O errors writing the credential files.
     pub fn collector_args(&self, extra: &[&str]) -> anyhow::Result<Vec<String>> {
-        let mut args = control_plane_args(self.env.control_plane(), &self.admin_token)?;
+        let mut args = admin_args(self.env.control_plane())?;
         args.extend(extra.iter().map(|a| (*a).to_owned()));
         Ok(args)
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use testkit::{CollectorProcess, Environment, Karmada, MIN_TOKEN_EXPIRY, PushMember};
 
 use crate::{
-    collector_run::{control_plane_args, temp_dir},
+    collector_run::{admin_args, temp_dir},
     scenario::karmada_environment,
 };
 
@@ -22,7 +22,6 @@ pub struct ShardPlane {
     pub karmada: Karmada,
     /// Every member's `Cluster` name.
     pub members: Vec<String>,
-    admin_token: String,
 }
 
 impl ShardPlane {
@@ -38,7 +37,6 @@ impl ShardPlane {
             member.create_namespace_named(MEMBER_NAMESPACE).await?;
             member.grant_reader_to_namespace(MEMBER_NAMESPACE).await?;
         }
-        let admin_token = env.control_plane().admin_token()?;
         let mut names = Vec::with_capacity(members);
         for i in 0..members {
             let name = format!("s{i:03}");
@@ -64,7 +62,6 @@ impl ShardPlane {
             env,
             karmada,
             members: names,
-            admin_token,
         })
     }
 
@@ -79,7 +76,7 @@ impl ShardPlane {
         lease_seconds: u64,
         extra: &[&str],
     ) -> anyhow::Result<CollectorProcess> {
-        let mut args = control_plane_args(self.env.control_plane(), &self.admin_token)?;
+        let mut args = admin_args(self.env.control_plane())?;
         let lease = lease_seconds.to_string();
         args.extend(
             [

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use e2e::{collector_run::control_plane_args, limits::HOUR};
+use e2e::{collector_run::admin_args, limits::HOUR};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{Api, api::PostParams};
 use serde_json::{Value, json};
@@ -76,7 +76,7 @@ async fn each_member_gets_the_reason_the_collector_would_give() {
     // Another cluster's CA: the member's serving certificate does not verify.
     register("wrongca", control_plane.ca_pem(), &good).await;
     let admin_token = control_plane.admin_token().unwrap();
-    let flags = control_plane_args(control_plane, &admin_token).unwrap();
+    let flags = admin_args(control_plane).unwrap();
 
     let started = tokio::time::Instant::now();
     let mut alone = flags.clone();

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use e2e::{
-    collector_run::{RunningCollector, control_plane_args, temp_dir},
+    collector_run::{RunningCollector, admin_args, temp_dir},
     limits::{PROBE, START},
     scenario::Scenario,
 };
@@ -28,8 +28,7 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
     s.collector.stop().await;
 
     let control_plane = s.env.control_plane();
-    let mut args =
-        control_plane_args(control_plane, &control_plane.admin_token().unwrap()).unwrap();
+    let mut args = admin_args(control_plane).unwrap();
     args.extend(
         [
             "--probe-period",

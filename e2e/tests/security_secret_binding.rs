@@ -11,11 +11,12 @@ use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 
 use cluster_registry::{secret_binding::MEMBER_LABEL, token_rotation::ROTATE_NOW_ANNOTATION};
 use e2e::{
-    collector_run::{collector_check, control_plane_args, spawn_healthy, temp_dir},
+    collector_run::{admin_args, collector_check, spawn_healthy, temp_dir},
     limits::{HOUR, PROBE},
     rotation_plane::rotation_annotations,
+    scenario::karmada_environment,
 };
-use testkit::{Environment, HostileEndpoint, Karmada, PushMember};
+use testkit::{HostileEndpoint, PushMember};
 
 const START: Duration = Duration::from_secs(60);
 const CONVERGE: Duration = Duration::from_secs(20);
@@ -26,9 +27,8 @@ const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
-    let env = Environment::with_members(2).await.unwrap();
+    let (env, plane) = karmada_environment(2).await.unwrap();
     let control_plane = env.control_plane();
-    let plane = Karmada::install(control_plane).await.unwrap();
     let ns = format!("tether-binding-{}", std::process::id());
     let mut tokens = Vec::new();
     for member in env.members() {
@@ -61,12 +61,8 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
     let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
         .await
         .unwrap();
-    control_plane
-        .create_namespace_named("tether-system")
-        .await
-        .unwrap();
     let admin_token = control_plane.admin_token().unwrap();
-    let mut args = control_plane_args(control_plane, &admin_token).unwrap();
+    let mut args = admin_args(control_plane).unwrap();
     args.extend([
         "--probe-period".to_owned(),
         PROBE.as_secs().to_string(),

@@ -23,10 +23,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use e2e::collector_run::{control_plane_args, get_as, spawn_healthy, temp_dir};
+use e2e::{
+    collector_run::{admin_args, get_as, spawn_healthy, temp_dir},
+    scenario::karmada_environment,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use testkit::{CollectorProcess, Environment, Karmada, http_get};
+use testkit::{CollectorProcess, Environment, http_get};
 use tokio::io::AsyncWriteExt as _;
 
 const START: Duration = Duration::from_secs(60);
@@ -44,17 +47,11 @@ const LEASE_SECONDS: u64 = 6;
 const REVIEW_RATE: u32 = 10;
 const REVIEW_BURST: u32 = 20;
 
-/// A collector binary against a control plane with the Karmada CRDs, electing a leader with a
+/// A collector binary against a Karmada control plane ([`karmada_environment`]), electing a leader with a
 /// short Lease and a small review budget.
 async fn start_collector(env: &Environment) -> CollectorProcess {
     let control_plane = env.control_plane();
-    Karmada::install(control_plane).await.unwrap();
-    control_plane
-        .create_namespace_named("tether-system")
-        .await
-        .unwrap();
-    let admin_token = control_plane.admin_token().unwrap();
-    let mut args = control_plane_args(control_plane, &admin_token).unwrap();
+    let mut args = admin_args(control_plane).unwrap();
     args.extend(
         [
             "--leader-election-identity",
@@ -113,7 +110,7 @@ async fn probe(addr: SocketAddr) -> (bool, Duration) {
 
 #[tokio::test]
 async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do() {
-    let env = Environment::with_members(0).await.unwrap();
+    let (env, _) = karmada_environment(0).await.unwrap();
     let collector = start_collector(&env).await;
     let (api, probes) = (collector.addr, collector.probe_addr);
 
