@@ -9,27 +9,22 @@ use secrecy::ExposeSecret as _;
 use serde::Serialize;
 
 /// A credential as the check reports it.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct CredentialSummary {
     /// Where it comes from: a Secret, an exec plugin's command, a member file.
     pub(crate) from: String,
     /// `token`, `exec` or `certificate`, once it could be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kind: Option<&'static str>,
     /// A JWT bearer token's claims.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) jwt: Option<JwtSummary>,
     /// A client certificate.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) certificate: Option<CertificateSummary>,
     /// When it expires (RFC 3339), if it says.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) expires_at: Option<String>,
     /// Seconds until then; negative once expired.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) expires_in_seconds: Option<i64>,
     /// Why it could not be read (never quotes it).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
 }
 

@@ -12,16 +12,15 @@ use serde::Serialize;
 use crate::{member::health::describe, mirror::MirroredResource};
 
 /// Who the member says the credential is.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct Whoami {
     /// The user name, once the review answered.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) user: Option<String>,
     /// The user's groups.
     pub(crate) groups: Vec<String>,
     /// Why the review gave no answer: the credential rejected (401), the review forbidden
     /// (403), or another failure. A 403 is never reported as a 401.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
 }
 

@@ -20,6 +20,7 @@ pub(crate) struct Report {
 }
 
 /// One source of member definitions.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct SourceReport {
     /// What it is (`Karmada Clusters`, `member files in /etc/tether/members`, ...).
@@ -27,11 +28,11 @@ pub(crate) struct SourceReport {
     /// `Listed`, `Listing` (not yet, at the deadline) or `Failing`.
     pub(crate) state: &'static str,
     /// Why its list fails.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
 }
 
 /// One member's findings.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct MemberReport {
     /// The member's name.
@@ -45,27 +46,20 @@ pub(crate) struct MemberReport {
     /// Whether the collector could use it fully: the reason is `MemberReady`.
     pub(crate) usable: bool,
     /// Where its definition came from.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) definition: Option<String>,
     /// The kind of that source (`karmada`, `argocd`, `directory`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) source: Option<&'static str>,
     /// Its API endpoint.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) endpoint: Option<String>,
     /// Its credential, described.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) credential: Option<CredentialSummary>,
     /// Who the member says the credential is.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) whoami: Option<Whoami>,
     /// `list`/`watch` on each mirrored kind and on nodes.
     pub(crate) access: Vec<Access>,
     /// `/readyz` with the member's client.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) readyz: Option<Readyz>,
     /// The TLS handshake.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tls: Option<TlsReport>,
 }
 

@@ -138,6 +138,28 @@ fn the_json_has_every_finding_and_the_verdict() {
         good["credential"].get("error").is_none(),
         "absent findings are left out"
     );
+    // Only an access review's own answers (allowed or not, unknown) may be null.
+    let nulls: Vec<String> = null_paths(&json, String::new())
+        .into_iter()
+        .filter(|path| !path.contains("/access/"))
+        .collect();
+    assert!(
+        nulls.is_empty(),
+        "absent findings written as null: {nulls:?}"
+    );
+}
+
+fn null_paths(value: &serde_json::Value, path: String) -> Vec<String> {
+    match value {
+        serde_json::Value::Null => vec![path],
+        serde_json::Value::Array(items) => (items.iter().enumerate())
+            .flat_map(|(i, item)| null_paths(item, format!("{path}/{i}")))
+            .collect(),
+        serde_json::Value::Object(fields) => (fields.iter())
+            .flat_map(|(key, item)| null_paths(item, format!("{path}/{key}")))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::credential::rfc3339;
 
 /// What the handshake showed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct TlsReport {
     /// The subjects of the CA bundle's certificates, or `system roots`.
@@ -32,18 +33,14 @@ pub(crate) struct TlsReport {
     /// The name the certificate is verified against (`tls-server-name`, else the host).
     pub(crate) server_name: String,
     /// The serving certificate's subject.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) serving_subject: Option<String>,
     /// The serving certificate's `notAfter`, RFC 3339.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) serving_not_after: Option<String>,
     /// Whether the serving certificate is valid for `server_name`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) hostname_matches: Option<bool>,
     /// Whether the certificate verified against `trusted_ca`.
     pub(crate) verified: bool,
     /// Why the handshake failed, or was not tried.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
 }
 
