@@ -6,7 +6,7 @@
 //! requests share the layer's stack (a lock, its in-flight limit) shows too.
 
 use std::{
-    convert::Infallible,
+    net::Ipv4Addr,
     time::{Duration, Instant},
 };
 
@@ -14,15 +14,13 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use http::{Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::{body::Incoming, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use http_body_util::{BodyExt as _, Full};
 use member_client::{
     ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-    EndpointPolicy, MemberClientConfig, test_util::FakeSource,
+    EndpointPolicy, MemberClientConfig,
+    test_util::{FakeSource, LoopbackServer, Reply},
 };
 use secrecy::SecretString;
-use tokio::net::TcpListener;
 
 /// The one token the loopback server accepts, and both clients send.
 pub const TOKEN: &str = "bench-token";
@@ -64,11 +62,12 @@ pub async fn measure(
     interleaved(&plain, &control, &layered, rounds, batch, concurrency).await
 }
 
-/// The loopback apiserver stand-in of the A/B, serving until dropped.
+/// The loopback apiserver stand-in of the A/B, serving until dropped: 200 `{}` for the right
+/// bearer token, 401 otherwise.
 #[derive(Debug)]
 pub struct Loopback {
     url: String,
-    server: tokio::task::JoinHandle<()>,
+    _server: LoopbackServer,
 }
 
 impl Loopback {
@@ -77,11 +76,13 @@ impl Loopback {
     /// # Errors
     /// Binding the port.
     pub async fn start() -> anyhow::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}", listener.local_addr()?);
+        let server = LoopbackServer::start(Ipv4Addr::LOCALHOST, None, |request, _| async move {
+            respond(&request)
+        })
+        .await?;
         Ok(Self {
-            url,
-            server: tokio::spawn(serve(listener)),
+            url: server.url(),
+            _server: server,
         })
     }
 
@@ -108,12 +109,6 @@ impl Loopback {
                 &MemberClientConfig::new("bench", &self.url, CredentialKey::new("bench", "bench")),
                 &CredentialHealth::new(),
             )?)
-    }
-}
-
-impl Drop for Loopback {
-    fn drop(&mut self) {
-        self.server.abort();
     }
 }
 
@@ -223,31 +218,16 @@ pub async fn get(client: &kube::Client) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A loopback apiserver stand-in: 200 `{}` for the right bearer token, 401 otherwise.
-async fn serve(listener: TcpListener) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        tokio::spawn(async move {
-            let service = service_fn(respond);
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
-}
-
-async fn respond(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+fn respond<B>(request: &Request<B>) -> Reply {
     let accepted = request
         .headers()
         .get(http::header::AUTHORIZATION)
         .is_some_and(|v| v.as_bytes() == format!("Bearer {TOKEN}").as_bytes());
-    let mut response = Response::new(Full::new(Bytes::from_static(b"{}")));
+    let mut response = Response::new(Full::new(Bytes::from_static(b"{}")).boxed());
     if !accepted {
         *response.status_mut() = StatusCode::UNAUTHORIZED;
     }
-    Ok(response)
+    response
 }
 
 #[cfg(test)]
