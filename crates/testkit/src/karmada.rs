@@ -157,12 +157,8 @@ impl Karmada {
     /// # Errors
     /// API errors, such as no such `Cluster`.
     pub async fn annotate(&self, name: &str, key: &str, value: &str) -> Result<()> {
-        let patch = json!({ "metadata": { "annotations": { key: value } } });
-        self.clusters()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .with_context(|| format!("annotating the Cluster {name}"))?;
-        Ok(())
+        let annotation = json!({ "annotations": { key: value } });
+        merge_metadata(&self.clusters(), name, annotation).await
     }
 
     /// Every `Cluster`, for dynamic requests.
@@ -238,12 +234,7 @@ impl Karmada {
     /// # Errors
     /// API errors, such as no such Secret.
     pub async fn label_secret(&self, name: &str, key: &str, value: &str) -> Result<()> {
-        let patch = json!({ "metadata": { "labels": { key: value } } });
-        self.secrets()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .with_context(|| format!("labelling the member Secret {name}"))?;
-        Ok(())
+        merge_metadata(&self.secrets(), name, json!({ "labels": { key: value } })).await
     }
 
     /// The token in Secret `name`, as stored.
@@ -257,6 +248,18 @@ impl Karmada {
             .with_context(|| format!("Secret {name} holds no token"))?;
         Ok(String::from_utf8(token.0)?)
     }
+}
+
+/// Merges `metadata` into object `name` of `api` (a merge patch: the rest stays).
+async fn merge_metadata<K>(api: &Api<K>, name: &str, metadata: serde_json::Value) -> Result<()>
+where
+    K: Clone + std::fmt::Debug + k8s_openapi::serde::de::DeserializeOwned,
+{
+    let patch = json!({ "metadata": metadata });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("patching the metadata of {name}"))?;
+    Ok(())
 }
 
 /// Creates the `Cluster` CRD ([`CLUSTER_CRD_YAML`]) through `client` and returns once the

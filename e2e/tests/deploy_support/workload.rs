@@ -171,17 +171,17 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
     );
 
     // The HTTP port is the one the collector listens on; the probes use the probe port.
-    let http = container
-        .ports
-        .iter()
-        .flatten()
-        .find(|p| p.name.as_deref() == Some("http"))
-        .unwrap_or_else(|| panic!("{what}: a port named http"));
-    assert_eq!(
-        u16::try_from(http.container_port).ok(),
-        Some(args.listen.port()),
-        "{what}: the container port is --listen's"
-    );
+    let listens = [
+        ("http", args.listen.port(), "--listen"),
+        ("probes", args.probe_listen.port(), "--probe-listen"),
+    ];
+    for (name, want, flag) in listens {
+        let port = (container.ports.iter().flatten())
+            .find(|p| p.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("{what}: a port named {name}"));
+        let port = u16::try_from(port.container_port).ok();
+        assert_eq!(port, Some(want), "{what}: the {name} port is {flag}'s");
+    }
     let probe = |probe: &Option<k8s_openapi::api::core::v1::Probe>| {
         let get = probe
             .as_ref()
@@ -190,17 +190,6 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
         (get.path.clone(), get.port.clone())
     };
     let http_port = IntOrString::String("http".to_owned());
-    let probes = container
-        .ports
-        .iter()
-        .flatten()
-        .find(|p| p.name.as_deref() == Some("probes"))
-        .unwrap_or_else(|| panic!("{what}: a port named probes"));
-    assert_eq!(
-        u16::try_from(probes.container_port).ok(),
-        Some(args.probe_listen.port()),
-        "{what}: the probes port is --probe-listen's"
-    );
     let probes_port = IntOrString::String("probes".to_owned());
     assert_eq!(
         probe(&container.liveness_probe),
