@@ -196,14 +196,14 @@ mod tests {
             .lines()
             .find(|line| line.contains(&url) && line.contains("close"))
             .unwrap_or_else(|| panic!("no request span for {url} closed in {logs}"));
-        for field in [
+        let fields = [
             "HTTP{",
             "http.method=GET",
             "http.status_code=200",
             "otel.kind=\"client\"",
-        ] {
-            assert!(close.contains(field), "no {field} in {close}");
-        }
+        ];
+        let missing: Vec<_> = fields.iter().filter(|f| !close.contains(*f)).collect();
+        assert!(missing.is_empty(), "no {missing:?} in {close}");
     }
 
     /// The kernel's timer on the connection from a client port to `server_port`, from
