@@ -2,17 +2,14 @@
 //! with the old token still valid costs no relist; its own rejected credential makes it
 //! not ready, then exit.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::time::Duration;
 
 use e2e::{
     collector_run::{RunningCollector, control_plane_args},
     limits::{HOUR, PROBE, START},
     scenario::Scenario,
 };
-use k8s_openapi::{
-    ByteString,
-    api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject},
-};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use kube::{
     Api,
     api::{ObjectMeta, PostParams},
@@ -48,15 +45,8 @@ async fn each_failure_has_its_own_reason_and_heals_when_fixed() {
         .unwrap();
 
     // Secret holds garbage: an empty token and a CA that is not PEM.
-    let garbage = BTreeMap::from([
-        ("token".to_owned(), ByteString(b"   ".to_vec())),
-        (
-            "caBundle".to_owned(),
-            ByteString(b"not a certificate".to_vec()),
-        ),
-    ]);
     s.karmada
-        .write_secret_data("member1", garbage)
+        .write_secret("member1", "   ", "not a certificate")
         .await
         .unwrap();
     s.karmada

@@ -8,7 +8,6 @@
 )]
 
 use std::{
-    collections::BTreeMap,
     io::Write,
     sync::{Arc, Mutex},
     time::Duration,
@@ -18,7 +17,7 @@ use e2e::{
     limits::{HOUR, PROBE, START},
     scenario::Scenario,
 };
-use k8s_openapi::{ByteString, api::events::v1::Event};
+use k8s_openapi::api::events::v1::Event;
 use kube::{Api, api::ListParams};
 
 const CONVERGE: Duration = Duration::from_secs(20);
@@ -63,18 +62,9 @@ async fn no_output_of_the_collector_holds_a_token() {
     s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
 
     // Garbage around the token: an inner newline, and the token where the CA should be.
-    let garbage = BTreeMap::from([
-        (
-            "token".to_owned(),
-            ByteString(format!("{second}\n{second}").into_bytes()),
-        ),
-        (
-            "caBundle".to_owned(),
-            ByteString(second.clone().into_bytes()),
-        ),
-    ]);
+    let doubled = format!("{second}\n{second}");
     s.karmada
-        .write_secret_data("member1", garbage)
+        .write_secret("member1", &doubled, &second)
         .await
         .unwrap();
     s.karmada
