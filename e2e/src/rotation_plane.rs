@@ -4,8 +4,8 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use cluster_registry::token_rotation::{
-    EXPIRATION_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
+use cluster_registry::minting::{
+    EXPIRATION_ANNOTATION, MINT_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
 };
 use serde_json::json;
 use testkit::{Environment, Karmada, MIN_TOKEN_EXPIRY};
@@ -155,7 +155,7 @@ impl RotationPlane {
             cluster.endpoint(),
             cluster.ca_pem(),
             &token,
-            &rotation_annotations(&account, &[(ROTATE_ANNOTATION, "true")]),
+            &rotation_annotations(&account, &[(MINT_ANNOTATION, "true")]),
         )
         .await?;
         self.members.push(member);

@@ -190,7 +190,7 @@ fn servicemonitor_component_scrapes_the_service() {
     vec![generated_crd_path(), clusterprofile_crd_path()],
     &[KARMADA_SECRETS, EVENTS_NAMESPACE, PROFILES_NAMESPACE],
 )]
-#[case::token_rotation(3, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
+#[case::mint_request(3, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
 #[case::sharded(4, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
 #[tokio::test]
 async fn kustomize_install_is_accepted_by_a_real_apiserver(

@@ -14,9 +14,7 @@ use std::{
 };
 
 use base64::Engine as _;
-use cluster_registry::token_rotation::{
-    AUDIENCES_ANNOTATION, EXPIRATION_ANNOTATION, ROTATE_ANNOTATION,
-};
+use cluster_registry::minting::{AUDIENCES_ANNOTATION, EXPIRATION_ANNOTATION, MINT_ANNOTATION};
 use e2e::{
     collector_run::RunningCollector,
     rotation_plane::{
@@ -244,7 +242,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
             &hostile.url(),
             hostile.ca_pem(),
             &current,
-            &rotation_annotations("hostile/hostile", &[(ROTATE_ANNOTATION, "true")]),
+            &rotation_annotations("hostile/hostile", &[(MINT_ANNOTATION, "true")]),
         )
         .await
         .unwrap();

@@ -9,7 +9,7 @@
 
 use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 
-use cluster_registry::{secret_binding::MEMBER_LABEL, token_rotation::ROTATE_NOW_ANNOTATION};
+use cluster_registry::{minting::MINT_NOW_ANNOTATION, secret_binding::MEMBER_LABEL};
 use e2e::{
     collector_run::{admin_args, collector_check, spawn_healthy, temp_dir},
     limits::{HOUR, PROBE},
@@ -84,7 +84,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
     // also asks to rotate "its" token (the TokenRequest would go to that endpoint, and the
     // answer into member1's Secret).
     hostile.set_minted_token("minted-by-the-attacker");
-    let rotation = rotation_annotations(&format!("{ns}/agent-a"), &[(ROTATE_NOW_ANNOTATION, "1")]);
+    let rotation = rotation_annotations(&format!("{ns}/agent-a"), &[(MINT_NOW_ANNOTATION, "1")]);
     plane
         .create_cluster("evil", &hostile.url(), "member1", true, &rotation)
         .await

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use cluster_registry::token_rotation::ROTATE_NOW_ANNOTATION;
+use cluster_registry::minting::MINT_NOW_ANNOTATION;
 use e2e::{
     collector_run::RunningCollector,
     manifest::parse_documents,
@@ -201,7 +201,7 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
     for (request, minted) in [("1", 1.0), ("1", 1.0), ("2", 2.0)] {
         plane
             .karmada
-            .annotate("shipped", ROTATE_NOW_ANNOTATION, request)
+            .annotate("shipped", MINT_NOW_ANNOTATION, request)
             .await
             .unwrap();
         // Well within that wait: the running chain takes the request, nothing restarts.

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use cluster_registry::token_rotation::{
-    EXPIRATION_ANNOTATION, RECORD_ANNOTATION, ROTATE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
+use cluster_registry::minting::{
+    EXPIRATION_ANNOTATION, MINT_ANNOTATION, RECORD_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
 };
 use e2e::{
     collector_run::{RunningCollector, temp_dir},
@@ -50,7 +50,7 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
             "labels": { "argocd.argoproj.io/secret-type": "cluster" },
             "annotations": {
                 SERVICE_ACCOUNT_ANNOTATION: "tether-rotation/argocd-manager",
-                ROTATE_ANNOTATION: "true",
+                MINT_ANNOTATION: "true",
                 EXPIRATION_ANNOTATION: "600",
             },
         },

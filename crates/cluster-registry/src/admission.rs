@@ -126,7 +126,7 @@ mod tests {
                 insecure_skip_tls_verify: insecure,
                 proxy_url: None,
                 tls_server_name: None,
-                token_rotation: None,
+                mint_request: None,
             }),
         }
     }

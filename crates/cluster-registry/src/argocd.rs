@@ -35,9 +35,9 @@ use serde::Deserialize;
 use crate::{
     InvalidReason, MemberDefinition,
     member::checked_spec,
+    minting::{MintRequest, TokenHome},
     secret_store::secret_data,
     stored_credential::{Material, StoredCredential},
-    token_rotation::{TokenHome, TokenRotation},
 };
 
 /// Data key holding the cluster's name.
@@ -140,7 +140,7 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
             .tls_client_config
             .server_name
             .filter(|n| !n.trim().is_empty());
-        spec.token_rotation = TokenRotation::from_annotations(
+        spec.mint_request = MintRequest::from_annotations(
             secret.annotations(),
             TokenHome::ArgoCdSecret(secret_ref.clone()),
         )?

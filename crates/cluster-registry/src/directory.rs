@@ -20,7 +20,7 @@
 //! caFile: member1-ca.crt          # optional, PEM
 //! insecureSkipTLSVerification: false  # optional
 //! proxyURL: http://proxy:3128     # optional
-//! rotation:                       # optional: Tether mints tokens into tokenFile
+//! mint:                           # optional: Tether mints tokens into tokenFile
 //!   serviceAccount: tether-member/tether
 //! ```
 //!
@@ -55,7 +55,7 @@
 //! symlinks are fine; `..`, absolute paths, absolute symlinks and symlinks out are not), and
 //! only regular files of at most 16 KiB (token), 1 MiB (CA, certificate chain, kubeconfig),
 //! 64 KiB (key) and 64 KiB (member file) are read: anything else (a FIFO, a device) is
-//! `SecretInvalid` (`DefinitionInvalid` for the member file) at once. A `rotation:` block's
+//! `SecretInvalid` (`DefinitionInvalid` for the member file) at once. A `mint:` block's
 //! `tokenFile` must be a plain file name in the directory; each minted token replaces it
 //! through the same descriptor (a new `0600` file with a random name, renamed over it).
 
@@ -71,8 +71,8 @@ use crate::{
     Error, InvalidReason, MemberDefinition, Result,
     bounded_file::{self, FileError},
     member::checked_spec,
+    minting::{MintBlock, MintRequest},
     secret_store::StoredSecret,
-    token_rotation::{RotationBlock, TokenRotation},
 };
 
 mod credential_files;
@@ -141,9 +141,11 @@ pub struct MemberFile {
     /// An `http://` or `https://` proxy.
     #[serde(rename = "proxyURL", default)]
     pub proxy_url: Option<String>,
-    /// Token rotation: Tether mints the token of this ServiceAccount and replaces
-    /// [`token_file`](Self::token_file) with it ([`token_rotation`](crate::token_rotation)).
-    pub rotation: Option<RotationBlock>,
+    /// Minting: Tether mints the token of this ServiceAccount and replaces
+    /// [`token_file`](Self::token_file) with it ([`minting`](crate::minting)). `rotation:`
+    /// is its former spelling, still read.
+    #[serde(alias = "rotation")]
+    pub mint: Option<MintBlock>,
 }
 
 /// Where a member file's connection settings and credential come from.
@@ -309,7 +311,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
                 file.proxy_url.clone(),
             )
             .and_then(|mut spec| {
-                spec.token_rotation = rotation(dir, &path, &file)?;
+                spec.mint_request = rotation(dir, &path, &file)?;
                 Ok(spec)
             }),
             credential_files::direct(dir, &key, &file, api_endpoint),
@@ -331,7 +333,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
     }
 }
 
-/// The file's `rotation:` request; it needs a `tokenFile` to replace, named by a plain file
+/// The file's `mint:` request; it needs a `tokenFile` to replace, named by a plain file
 /// name directly in the directory: the write-back replaces it through the directory's
 /// descriptor ([`MembersDir::replace`](crate::members_dir::MembersDir)), never through a
 /// subdirectory that could be swapped for a symlink.
@@ -339,8 +341,8 @@ fn rotation(
     dir: &Path,
     path: &Path,
     file: &MemberFile,
-) -> std::result::Result<Option<Box<TokenRotation>>, InvalidReason> {
-    let Some(block) = &file.rotation else {
+) -> std::result::Result<Option<Box<MintRequest>>, InvalidReason> {
+    let Some(block) = &file.mint else {
         return Ok(None);
     };
     let plain = |p: &Path| {

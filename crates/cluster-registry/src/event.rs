@@ -101,7 +101,7 @@ mod tests {
                 insecure_skip_tls_verify: false,
                 proxy_url: None,
                 tls_server_name: None,
-                token_rotation: None,
+                mint_request: None,
             },
             ca_bundle: Some(Bytes::from_static(b"-----BEGIN CERTIFICATE-----")),
         };

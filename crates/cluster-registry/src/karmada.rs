@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     InvalidReason, MemberDefinition, Result,
     member::checked_spec,
-    token_rotation::{TokenHome, TokenRotation},
+    minting::{MintRequest, TokenHome},
 };
 
 /// Secret data key holding the bearer token.
@@ -157,7 +157,7 @@ pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
             spec.insecure_skip_tls_verification,
             spec.proxy_url.clone(),
         )?;
-        member.token_rotation = TokenRotation::from_annotations(
+        member.mint_request = MintRequest::from_annotations(
             cluster.annotations(),
             TokenHome::KarmadaSecret(secret_ref),
         )?
@@ -262,7 +262,7 @@ mod tests {
             insecure_skip_tls_verify: insecure,
             proxy_url: proxy.map(str::to_owned),
             tls_server_name: None,
-            token_rotation: None,
+            mint_request: None,
         };
         assert_eq!(def.spec, Ok(want));
     }
@@ -332,20 +332,16 @@ mod tests {
     fn rotation_annotations_are_read_with_the_secret_as_the_home() {
         let mut c = cluster(push(json!({})));
         c.metadata.annotations = Some(BTreeMap::from([(
-            crate::token_rotation::SERVICE_ACCOUNT_ANNOTATION.to_owned(),
+            crate::minting::SERVICE_ACCOUNT_ANNOTATION.to_owned(),
             "tether/collector".to_owned(),
         )]));
-        let rotation = member_from_cluster(&c)
-            .spec
-            .unwrap()
-            .token_rotation
-            .unwrap();
+        let rotation = member_from_cluster(&c).spec.unwrap().mint_request.unwrap();
         assert_eq!(
             rotation.home,
             TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "member1"))
         );
         c.metadata.annotations = Some(BTreeMap::from([(
-            crate::token_rotation::ROTATE_ANNOTATION.to_owned(),
+            crate::minting::MINT_ANNOTATION.to_owned(),
             "true".to_owned(),
         )]));
         let refused = member_from_cluster(&c).spec.unwrap_err();

@@ -77,9 +77,9 @@
 //! cluster-wide.
 //!
 //! # Token rotation
-//! A definition may ask Tether to mint its tokens ([`token_rotation::TokenRotation`], in
-//! [`MemberSpec::token_rotation`]): Karmada `Cluster` and Argo CD Secret annotations, or a
-//! member file's `rotation:` block. [`token_rotation::TokenHome`] reads the token where the
+//! A definition may ask Tether to mint its tokens ([`minting::MintRequest`], in
+//! [`MemberSpec::mint_request`]): Karmada `Cluster` and Argo CD Secret annotations, or a
+//! member file's `rotation:` block. [`minting::TokenHome`] reads the token where the
 //! member's credential lives and writes a new one back there, conditionally.
 //!
 //! # Sources
@@ -103,6 +103,7 @@ pub mod labels;
 mod member;
 mod member_table;
 mod members_dir;
+pub mod minting;
 #[cfg(test)]
 mod parser_properties;
 mod registry;
@@ -116,7 +117,6 @@ mod source_state;
 mod stored_credential;
 #[cfg(test)]
 mod test_ca;
-pub mod token_rotation;
 mod watch;
 
 pub use admission::DEFAULT_SECRET_NAMESPACE;

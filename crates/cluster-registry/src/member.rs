@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use member_client::{CredentialKey, MemberClientConfig, validation};
 
-use crate::{InvalidReason, token_rotation::TokenRotation};
+use crate::{InvalidReason, minting::MintRequest};
 
 /// One member cluster, as a source (Karmada `Cluster`, Argo CD cluster Secret, member file)
 /// defines it. It holds no credential: the token is read through
@@ -21,7 +21,7 @@ use crate::{InvalidReason, token_rotation::TokenRotation};
 ///     insecure_skip_tls_verify: false,
 ///     proxy_url: None,
 ///     tls_server_name: None,
-///     token_rotation: None,
+///     mint_request: None,
 /// };
 /// let config = spec.client_config(None);
 /// assert_eq!(config.member, "member1");
@@ -42,8 +42,8 @@ pub struct MemberSpec {
     /// host (a kubeconfig's `tls-server-name`, Argo CD's `tlsClientConfig.serverName`).
     pub tls_server_name: Option<String>,
     /// Whether Tether mints this member's tokens, and where it writes them
-    /// ([`token_rotation`](crate::token_rotation)); `None` when the definition does not ask.
-    pub token_rotation: Option<Box<TokenRotation>>,
+    /// ([`mint_request`](crate::minting)); `None` when the definition does not ask.
+    pub mint_request: Option<Box<MintRequest>>,
 }
 
 impl MemberSpec {
@@ -98,7 +98,7 @@ pub(crate) fn checked_spec(
         insecure_skip_tls_verify,
         proxy_url,
         tls_server_name: None,
-        token_rotation: None,
+        mint_request: None,
     })
 }
 

@@ -1,4 +1,4 @@
-//! [`TokenRotation`]: a member's request that Tether mint its tokens with the TokenRequest API
+//! [`MintRequest`]: a member's request that Tether mint its tokens with the TokenRequest API
 //! and write each one back where the member's credential lives ([`TokenHome`]).
 //!
 //! A Karmada `Cluster` or an Argo CD cluster Secret asks with annotations:
@@ -6,16 +6,16 @@
 //! | annotation | value |
 //! | --- | --- |
 //! | [`SERVICE_ACCOUNT_ANNOTATION`] | `namespace/name` of the ServiceAccount on the member whose tokens are minted |
-//! | [`ROTATE_ANNOTATION`] | `"false"` to never mint, even when the operator allows it; `"true"` asks for minting, which only the operator can grant |
+//! | [`MINT_ANNOTATION`] | `"false"` to never mint, even when the operator allows it; `"true"` asks for minting, which only the operator can grant |
 //! | [`EXPIRATION_ANNOTATION`] | the lifetime asked for, in seconds (default 3600, at least 600); the apiserver may grant less |
 //! | [`AUDIENCES_ANNOTATION`] | comma-separated audiences (default: the apiserver's own) |
-//! | [`ROTATE_NOW_ANNOTATION`] | any new value asks for one mint at once |
+//! | [`MINT_NOW_ANNOTATION`] | any new value asks for one mint at once |
 //!
 //! Each was spelled `tether.io/rotation-…` or `tether.io/rotate-…` before
 //! ([`FORMER_ANNOTATIONS`]); the former spelling is read where the annotation is absent.
 //!
 //! A member file asks with a `rotation:` block holding the same fields
-//! (`serviceAccount`, `enabled`, `expirationSeconds`, `audiences`, `rotateNow`).
+//! (`serviceAccount`, `enabled`, `expirationSeconds`, `audiences`, `mintNow`).
 //!
 //! This is only what a definition asks. Whether anything is minted, and within which bounds
 //! (the longest lifetime, the audiences, how often a manual request is heeded), is the
@@ -37,19 +37,19 @@ mod home;
 mod record;
 
 pub use home::{HomeError, HomeSnapshot, TokenHome};
-pub use record::{RECORD_ANNOTATION, RotationRecord};
+pub use record::{MintRecord, RECORD_ANNOTATION};
 
 /// Names the member ServiceAccount whose tokens are minted (`namespace/name`).
 pub const SERVICE_ACCOUNT_ANNOTATION: &str = "tether.io/mint-service-account";
 /// `"false"`: no token is ever minted for this member, whatever the operator allows. `"true"`
 /// asks for minting, which only the operator's flags grant.
-pub const ROTATE_ANNOTATION: &str = "tether.io/mint-tokens";
+pub const MINT_ANNOTATION: &str = "tether.io/mint-tokens";
 /// The token lifetime to ask for, in seconds.
 pub const EXPIRATION_ANNOTATION: &str = "tether.io/mint-expiration-seconds";
 /// The audiences to ask for, comma-separated.
 pub const AUDIENCES_ANNOTATION: &str = "tether.io/mint-audiences";
 /// A value not yet handled asks for one mint at once.
-pub const ROTATE_NOW_ANNOTATION: &str = "tether.io/mint-now";
+pub const MINT_NOW_ANNOTATION: &str = "tether.io/mint-now";
 
 /// Each annotation and its former spelling, read when the annotation itself is absent. The
 /// former spellings are kept for one release.
@@ -58,13 +58,13 @@ pub const FORMER_ANNOTATIONS: [(&str, &str); 5] = [
         SERVICE_ACCOUNT_ANNOTATION,
         "tether.io/rotation-service-account",
     ),
-    (ROTATE_ANNOTATION, "tether.io/rotate-tokens"),
+    (MINT_ANNOTATION, "tether.io/rotate-tokens"),
     (
         EXPIRATION_ANNOTATION,
         "tether.io/rotation-expiration-seconds",
     ),
     (AUDIENCES_ANNOTATION, "tether.io/rotation-audiences"),
-    (ROTATE_NOW_ANNOTATION, "tether.io/rotate-now"),
+    (MINT_NOW_ANNOTATION, "tether.io/rotate-now"),
 ];
 
 /// The lifetime asked for when the definition does not say.
@@ -120,7 +120,7 @@ impl std::fmt::Display for ServiceAccountRef {
 
 /// What a member definition asks of token rotation, and where its token lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenRotation {
+pub struct MintRequest {
     /// The ServiceAccount whose tokens are minted.
     pub service_account: ServiceAccountRef,
     /// `Some(false)`: never rotate; `Some(true)`: the definition asks to (only the operator can
@@ -130,14 +130,14 @@ pub struct TokenRotation {
     pub expiration_seconds: i64,
     /// The audiences asked for (empty: the apiserver's own).
     pub audiences: Vec<String>,
-    /// The latest manual request; a value the [`RotationRecord`] has not handled asks for one
+    /// The latest manual request; a value the [`MintRecord`] has not handled asks for one
     /// rotation at once.
     pub requested: Option<String>,
     /// Where the token is read from and written back to.
     pub home: TokenHome,
 }
 
-impl TokenRotation {
+impl MintRequest {
     /// Whether the definition opts out of rotation, which it may always do.
     pub fn opts_out(&self) -> bool {
         self.enabled == Some(false)
@@ -151,7 +151,7 @@ impl TokenRotation {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use cluster_registry::token_rotation::{TokenHome, TokenRotation};
+    /// use cluster_registry::minting::{TokenHome, MintRequest};
     /// use member_client::CredentialKey;
     ///
     /// let annotations = BTreeMap::from([
@@ -159,7 +159,7 @@ impl TokenRotation {
     ///     ("tether.io/mint-tokens".to_owned(), "true".to_owned()),
     /// ]);
     /// let home = TokenHome::KarmadaSecret(CredentialKey::new("karmada-cluster", "m1"));
-    /// let rotation = TokenRotation::from_annotations(&annotations, home)?.unwrap();
+    /// let rotation = MintRequest::from_annotations(&annotations, home)?.unwrap();
     /// assert_eq!(rotation.service_account.username(), "system:serviceaccount:tether:collector");
     /// assert_eq!(rotation.expiration_seconds, 3600);
     /// # Ok::<_, cluster_registry::InvalidReason>(())
@@ -176,12 +176,12 @@ impl TokenRotation {
         };
         let invalid =
             |key: &str, why: String| InvalidReason::DefinitionInvalid(format!("{key}: {why}"));
-        let enabled = get(ROTATE_ANNOTATION)
+        let enabled = get(MINT_ANNOTATION)
             .map(|value| match value.trim() {
                 "true" => Ok(true),
                 "false" => Ok(false),
                 other => Err(invalid(
-                    ROTATE_ANNOTATION,
+                    MINT_ANNOTATION,
                     format!("{other:?} is neither \"true\" nor \"false\""),
                 )),
             })
@@ -189,7 +189,7 @@ impl TokenRotation {
         let Some(service_account) = get(SERVICE_ACCOUNT_ANNOTATION) else {
             return match enabled {
                 Some(true) => Err(invalid(
-                    ROTATE_ANNOTATION,
+                    MINT_ANNOTATION,
                     format!("rotating needs {SERVICE_ACCOUNT_ANNOTATION} (namespace/name)"),
                 )),
                 _ => Ok(None),
@@ -215,8 +215,8 @@ impl TokenRotation {
             })
             .transpose()?
             .unwrap_or_default();
-        let requested = get(ROTATE_NOW_ANNOTATION)
-            .map(|value| request(value).map_err(|why| invalid(ROTATE_NOW_ANNOTATION, why)))
+        let requested = get(MINT_NOW_ANNOTATION)
+            .map(|value| request(value).map_err(|why| invalid(MINT_NOW_ANNOTATION, why)))
             .transpose()?
             .flatten();
         Ok(Some(Self {
@@ -230,33 +230,34 @@ impl TokenRotation {
     }
 }
 
-/// A member file's `rotation:` block, the annotations' fields under their camelCase names.
+/// A member file's `mint:` block (formerly `rotation:`), the annotations' fields under their camelCase names.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RotationBlock {
+pub struct MintBlock {
     /// `namespace/name`.
     pub service_account: String,
-    /// As [`ROTATE_ANNOTATION`].
+    /// As [`MINT_ANNOTATION`].
     pub enabled: Option<bool>,
     /// As [`EXPIRATION_ANNOTATION`].
     pub expiration_seconds: Option<i64>,
     /// As [`AUDIENCES_ANNOTATION`], as a list.
     #[serde(default)]
     pub audiences: Vec<String>,
-    /// As [`ROTATE_NOW_ANNOTATION`].
-    pub rotate_now: Option<String>,
+    /// As [`MINT_NOW_ANNOTATION`]; `rotateNow` is its former spelling, still read.
+    #[serde(alias = "rotateNow")]
+    pub mint_now: Option<String>,
 }
 
-impl RotationBlock {
+impl MintBlock {
     /// The request this block makes for the token file `token_file`.
     ///
     /// # Errors
     /// [`InvalidReason::DefinitionInvalid`] naming the field that does not parse.
-    pub fn rotation(&self, token_file: PathBuf) -> Result<TokenRotation, InvalidReason> {
+    pub fn rotation(&self, token_file: PathBuf) -> Result<MintRequest, InvalidReason> {
         let invalid = |field: &str, why: String| {
-            InvalidReason::DefinitionInvalid(format!("rotation.{field}: {why}"))
+            InvalidReason::DefinitionInvalid(format!("mint.{field}: {why}"))
         };
-        Ok(TokenRotation {
+        Ok(MintRequest {
             service_account: ServiceAccountRef::parse(&self.service_account)
                 .map_err(|why| invalid("serviceAccount", why))?,
             enabled: self.enabled,
@@ -269,11 +270,11 @@ impl RotationBlock {
             audiences: audiences(self.audiences.iter().map(String::as_str))
                 .map_err(|why| invalid("audiences", why))?,
             requested: self
-                .rotate_now
+                .mint_now
                 .as_deref()
                 .map(request)
                 .transpose()
-                .map_err(|why| invalid("rotateNow", why))?
+                .map_err(|why| invalid("mintNow", why))?
                 .flatten(),
             home: TokenHome::File(token_file),
         })

@@ -20,10 +20,10 @@ use crate::{
         task::MemberContext,
     },
     metrics::Metrics,
+    minting,
     mirror::Mirror,
     readiness::{Readiness, sources},
     registry_builder::registry_builder,
-    rotation,
     shard::{Ownership, Shard, ShardMode},
 };
 
@@ -102,7 +102,7 @@ pub async fn run(
         }
     };
     let (profiles, publishes, lease) = clusterprofile::start(startup, &registry, lease).await?;
-    let (rotator, lease) = rotation::rotator(startup, lease).await?;
+    let (rotator, lease) = minting::rotator(startup, lease).await?;
     let context = MemberContext {
         mirror: mirror.clone(),
         metrics: metrics.clone(),

@@ -9,8 +9,8 @@ mod choices;
 mod derived;
 
 pub use crate::{
+    minting::MintArgs,
     mirror::MirroredResource,
-    rotation::RotationArgs,
     shard::{ShardArgs, ShardMode},
 };
 pub use choices::{EndpointMode, LogFormat, MembersFrom};
@@ -236,7 +236,7 @@ pub struct Args {
 
     /// Token rotation.
     #[command(flatten)]
-    pub rotation: RotationArgs,
+    pub rotation: MintArgs,
 
     /// Sharding across replicas.
     #[command(flatten)]

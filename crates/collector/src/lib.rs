@@ -42,7 +42,7 @@
 //! | member health | `member::health::MemberHealth` | the outcome of the latest probe of a member, or why it cannot be probed (`cluster_registry::InvalidReason`); decides the conditions' reasons |
 //! | member status | `member::status::MemberStatus` | a member's health with its version, node summary and transition times: what becomes the `Ready` and `CredentialsValid` conditions |
 //! | source state | `cluster_registry::SourceState` | whether a source of member definitions (Karmada Clusters, Argo CD Secrets, a directory) is listed |
-//! | rotation state | `rotation::RotationState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
+//! | rotation state | `minting::MintState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
 //! | shard view | `shard::ShardView` | the live replicas of a shard group as one replica last read their Leases, and whether it is one of them |
 //! | assignment | `shard::Assignment` | which replica owns which member, the same on every replica for the same view |
 //! | reason | `reason::Reason` | why a member is in its state, one table for conditions, Events and `collector check`, each with its condition statuses, when it happens and its remedy |
@@ -74,9 +74,9 @@ mod http;
 pub mod logs;
 mod member;
 mod metrics;
+mod minting;
 mod mirror;
 mod readiness;
 pub mod reason;
 mod registry_builder;
-mod rotation;
 mod shard;

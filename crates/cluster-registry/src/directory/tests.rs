@@ -77,7 +77,7 @@ async fn member_files_become_members(
         insecure_skip_tls_verify: insecure,
         proxy_url: proxy.map(str::to_owned),
         tls_server_name: None,
-        token_rotation: None,
+        mint_request: None,
     };
     assert_eq!(scanned[0].definition.spec, Ok(want));
 }

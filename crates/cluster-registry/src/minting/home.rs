@@ -16,7 +16,7 @@ use kube::{Api, Client, api::PostParams};
 use member_client::{CredentialKey, Text};
 use secrecy::{ExposeSecret as _, SecretSlice, SecretString};
 
-use super::record::{RECORD_ANNOTATION, RotationRecord};
+use super::record::{MintRecord, RECORD_ANNOTATION};
 use crate::{
     argocd::CONFIG_KEY, bounded_file::FileError, karmada::TOKEN_KEY, members_dir::MembersDir,
 };
@@ -61,7 +61,7 @@ pub struct HomeSnapshot {
     /// The token there now (`None`: none yet).
     pub token: Option<SecretString>,
     /// The record of the last mint.
-    pub record: RotationRecord,
+    pub record: MintRecord,
     secret: Option<Secret>,
 }
 
@@ -106,7 +106,7 @@ impl TokenHome {
                     .annotations
                     .as_ref()
                     .and_then(|a| a.get(RECORD_ANNOTATION))
-                    .map(|text| RotationRecord::parse(text))
+                    .map(|text| MintRecord::parse(text))
                     .unwrap_or_default();
                 Ok(HomeSnapshot {
                     token,
@@ -118,7 +118,7 @@ impl TokenHome {
                 let token = read_file(path).await?.and_then(|raw| token_text(&raw));
                 let record = read_file(&record_path(path))
                     .await?
-                    .map(|raw| RotationRecord::parse(&String::from_utf8_lossy(&raw)))
+                    .map(|raw| MintRecord::parse(&String::from_utf8_lossy(&raw)))
                     .unwrap_or_default();
                 Ok(HomeSnapshot {
                     token,
@@ -139,7 +139,7 @@ impl TokenHome {
         control_plane: Option<&Client>,
         base: &HomeSnapshot,
         token: Option<&SecretString>,
-        record: &RotationRecord,
+        record: &MintRecord,
     ) -> Result<HomeSnapshot, HomeError> {
         match self {
             Self::KarmadaSecret(secret) | Self::ArgoCdSecret(secret) => {

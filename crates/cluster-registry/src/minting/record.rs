@@ -1,4 +1,4 @@
-//! [`RotationRecord`]: what the last mint left beside the token, read by the next one, on
+//! [`MintRecord`]: what the last mint left beside the token, read by the next one, on
 //! whichever replica leads by then.
 
 use std::time::SystemTime;
@@ -15,7 +15,7 @@ const MAX_RECORD_LEN: usize = 4096;
 
 /// The handover state of one member's token chain.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RotationRecord {
+pub struct MintRecord {
     /// When Tether last wrote a token it minted.
     pub minted_at: Option<SystemTime>,
     /// That token's `exp`.
@@ -39,7 +39,7 @@ struct Wire {
     minted_by: Option<String>,
 }
 
-impl RotationRecord {
+impl MintRecord {
     /// Reads a record; what does not parse reads as nothing (the token's own claims then
     /// decide), since a hand-edited or truncated record must not stop the chain.
     pub fn parse(text: &str) -> Self {
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn a_record_reads_back_what_it_wrote() {
-        let record = RotationRecord {
+        let record = MintRecord {
             minted_at: Some(at(1_800_000_000)),
             expires_at: Some(at(1_800_003_600)),
             handled_request: Some("2026-12-02T10:00:00Z".into()),
@@ -107,17 +107,13 @@ mod tests {
             json.contains(r#""mintedAt":"2027-01-15T08:00:00Z""#),
             "{json}"
         );
-        assert_eq!(RotationRecord::parse(&json), record);
+        assert_eq!(MintRecord::parse(&json), record);
     }
 
     #[test]
     fn what_does_not_parse_reads_as_nothing() {
         for text in ["", "{", "[]", r#"{"mintedAt": 3}"#, &"x".repeat(5000)] {
-            assert_eq!(
-                RotationRecord::parse(text),
-                RotationRecord::default(),
-                "{text:.20}"
-            );
+            assert_eq!(MintRecord::parse(text), MintRecord::default(), "{text:.20}");
         }
     }
 }

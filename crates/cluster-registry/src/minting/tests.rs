@@ -17,8 +17,8 @@ fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 /// The rotation `pairs` of annotations ask for, with [`home`].
-fn rotation_of(pairs: &[(&str, &str)]) -> TokenRotation {
-    TokenRotation::from_annotations(&annotations(pairs), home())
+fn rotation_of(pairs: &[(&str, &str)]) -> MintRequest {
+    MintRequest::from_annotations(&annotations(pairs), home())
         .unwrap()
         .unwrap()
 }
@@ -27,10 +27,10 @@ fn rotation_of(pairs: &[(&str, &str)]) -> TokenRotation {
 fn every_annotation_is_read() {
     let rotation = rotation_of(&[
         (SERVICE_ACCOUNT_ANNOTATION, " tether/collector "),
-        (ROTATE_ANNOTATION, "false"),
+        (MINT_ANNOTATION, "false"),
         (EXPIRATION_ANNOTATION, "7200"),
         (AUDIENCES_ANNOTATION, "api, vault,"),
-        (ROTATE_NOW_ANNOTATION, "2026-12-02T10:00:00Z"),
+        (MINT_NOW_ANNOTATION, "2026-12-02T10:00:00Z"),
     ]);
     assert_eq!(rotation.service_account.to_string(), "tether/collector");
     assert_eq!(rotation.enabled, Some(false));
@@ -48,10 +48,10 @@ fn the_former_spellings_are_read_where_the_new_ones_are_absent() {
     let former: BTreeMap<&str, &str> = FORMER_ANNOTATIONS.into_iter().collect();
     let rotation = rotation_of(&[
         (former[SERVICE_ACCOUNT_ANNOTATION], "tether/collector"),
-        (former[ROTATE_ANNOTATION], "false"),
+        (former[MINT_ANNOTATION], "false"),
         (former[EXPIRATION_ANNOTATION], "7200"),
         (former[AUDIENCES_ANNOTATION], "api"),
-        (former[ROTATE_NOW_ANNOTATION], "now"),
+        (former[MINT_NOW_ANNOTATION], "now"),
         (EXPIRATION_ANNOTATION, "5400"),
     ]);
     assert_eq!(rotation.service_account.to_string(), "tether/collector");
@@ -60,7 +60,7 @@ fn the_former_spellings_are_read_where_the_new_ones_are_absent() {
     assert_eq!(rotation.audiences, ["api"]);
     assert_eq!(rotation.requested.as_deref(), Some("now"));
     assert_eq!(
-        former[ROTATE_ANNOTATION], "tether.io/rotate-tokens",
+        former[MINT_ANNOTATION], "tether.io/rotate-tokens",
         "the former spelling of the opt-out"
     );
 }
@@ -76,18 +76,18 @@ fn without_a_choice_the_operator_decides() {
 
 #[rstest]
 #[case::nothing(&[])]
-#[case::opted_out_without_account(&[(ROTATE_ANNOTATION, "false")])]
+#[case::opted_out_without_account(&[(MINT_ANNOTATION, "false")])]
 #[case::unrelated(&[("tether.io/other", "x")])]
 fn no_service_account_is_no_request(#[case] pairs: &[(&str, &str)]) {
     assert_eq!(
-        TokenRotation::from_annotations(&annotations(pairs), home()).unwrap(),
+        MintRequest::from_annotations(&annotations(pairs), home()).unwrap(),
         None
     );
 }
 
 #[rstest]
-#[case::on_without_account(&[(ROTATE_ANNOTATION, "true")], ROTATE_ANNOTATION)]
-#[case::not_a_bool(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (ROTATE_ANNOTATION, "yes")], ROTATE_ANNOTATION)]
+#[case::on_without_account(&[(MINT_ANNOTATION, "true")], MINT_ANNOTATION)]
+#[case::not_a_bool(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (MINT_ANNOTATION, "yes")], MINT_ANNOTATION)]
 #[case::no_slash(&[(SERVICE_ACCOUNT_ANNOTATION, "collector")], SERVICE_ACCOUNT_ANNOTATION)]
 #[case::bad_namespace(&[(SERVICE_ACCOUNT_ANNOTATION, "a.b/c")], SERVICE_ACCOUNT_ANNOTATION)]
 #[case::bad_name(&[(SERVICE_ACCOUNT_ANNOTATION, "a/B_c")], SERVICE_ACCOUNT_ANNOTATION)]
@@ -95,12 +95,12 @@ fn no_service_account_is_no_request(#[case] pairs: &[(&str, &str)]) {
 #[case::too_long(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (EXPIRATION_ANNOTATION, "4294967296")], EXPIRATION_ANNOTATION)]
 #[case::not_a_number(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (EXPIRATION_ANNOTATION, "1h")], EXPIRATION_ANNOTATION)]
 #[case::spaced_audience(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (AUDIENCES_ANNOTATION, "a b")], AUDIENCES_ANNOTATION)]
-#[case::control_in_request(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (ROTATE_NOW_ANNOTATION, "a\u{1b}b")], ROTATE_NOW_ANNOTATION)]
+#[case::control_in_request(&[(SERVICE_ACCOUNT_ANNOTATION, "a/b"), (MINT_NOW_ANNOTATION, "a\u{1b}b")], MINT_NOW_ANNOTATION)]
 fn a_bad_request_is_an_invalid_definition_naming_its_annotation(
     #[case] pairs: &[(&str, &str)],
     #[case] named: &str,
 ) {
-    let err = TokenRotation::from_annotations(&annotations(pairs), home()).unwrap_err();
+    let err = MintRequest::from_annotations(&annotations(pairs), home()).unwrap_err();
     assert_eq!(err.condition_reason(), "DefinitionInvalid");
     assert!(err.to_string().contains(named), "{err}");
 }
@@ -120,19 +120,21 @@ fn what_a_request_may_hold_is_bounded() {
         ],
         [
             (SERVICE_ACCOUNT_ANNOTATION, "a/b"),
-            (ROTATE_NOW_ANNOTATION, long.as_str()),
+            (MINT_NOW_ANNOTATION, long.as_str()),
         ],
     ] {
-        assert!(TokenRotation::from_annotations(&annotations(&pairs), home()).is_err());
+        assert!(MintRequest::from_annotations(&annotations(&pairs), home()).is_err());
     }
 }
 
-#[test]
-fn a_member_file_block_reads_as_the_annotations_do() {
-    let block: RotationBlock = serde_yaml::from_str(
+#[rstest::rstest]
+#[case::mint_now("mintNow")]
+#[case::former_spelling("rotateNow")]
+fn a_member_file_block_reads_as_the_annotations_do(#[case] now: &str) {
+    let block: MintBlock = serde_yaml::from_str(&format!(
         "serviceAccount: tether/collector\nenabled: true\nexpirationSeconds: 900\n\
-         audiences: [api]\nrotateNow: \"1\"\n",
-    )
+         audiences: [api]\n{now}: \"1\"\n",
+    ))
     .unwrap();
     let rotation = block.rotation("/m/m1.token".into()).unwrap();
     assert_eq!(rotation.service_account.name, "collector");
@@ -142,12 +144,9 @@ fn a_member_file_block_reads_as_the_annotations_do() {
     assert_eq!(rotation.requested.as_deref(), Some("1"));
     assert_eq!(rotation.home, TokenHome::File("/m/m1.token".into()));
 
-    let bad: RotationBlock =
+    let bad: MintBlock =
         serde_yaml::from_str("serviceAccount: tether/collector\nexpirationSeconds: 60\n").unwrap();
     let err = bad.rotation("/m/t".into()).unwrap_err();
-    assert!(
-        err.to_string().contains("rotation.expirationSeconds"),
-        "{err}"
-    );
-    assert!(serde_yaml::from_str::<RotationBlock>("serviceAccount: a/b\nextra: 1\n").is_err());
+    assert!(err.to_string().contains("mint.expirationSeconds"), "{err}");
+    assert!(serde_yaml::from_str::<MintBlock>("serviceAccount: a/b\nextra: 1\n").is_err());
 }

@@ -90,7 +90,7 @@ mod tests {
             insecure_skip_tls_verify: true,
             proxy_url: Some("http://proxy:3128".into()),
             tls_server_name: Some("api.member1".into()),
-            token_rotation: None,
+            mint_request: None,
         }
     }
 

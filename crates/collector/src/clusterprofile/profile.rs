@@ -109,7 +109,7 @@ mod tests {
             insecure_skip_tls_verify: false,
             proxy_url: None,
             tls_server_name: Some("api.member1".into()),
-            token_rotation: None,
+            mint_request: None,
         };
         ProfileAccess::of(&spec, Some(b"-----BEGIN CERTIFICATE-----\n"))
     }

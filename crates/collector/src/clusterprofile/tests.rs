@@ -76,7 +76,7 @@ fn access() -> ProfileAccess {
         insecure_skip_tls_verify: false,
         proxy_url: None,
         tls_server_name: None,
-        token_rotation: None,
+        mint_request: None,
     };
     ProfileAccess::of(&spec, None)
 }

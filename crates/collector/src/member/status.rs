@@ -8,7 +8,7 @@ use k8s_openapi::{
 };
 
 use super::health::MemberHealth;
-use crate::rotation::RotationState;
+use crate::minting::MintState;
 
 /// The type of the condition that says whether a member is usable; its reason is the health.
 pub(crate) const READY_CONDITION: &str = "Ready";
@@ -28,7 +28,7 @@ pub(crate) struct MemberStatus {
     /// The member's serving certificate is not verified (`--allow-insecure-members`).
     tls_unverified: bool,
     /// What its token chain says, when Tether rotates its tokens.
-    rotation: RotationState,
+    rotation: MintState,
     ready_since: Timestamp,
     credentials_since: Timestamp,
 }
@@ -40,7 +40,7 @@ impl Default for MemberStatus {
             kubernetes_version: None,
             nodes: None,
             tls_unverified: false,
-            rotation: RotationState::Fine,
+            rotation: MintState::Fine,
             ready_since: Timestamp::now(),
             credentials_since: Timestamp::now(),
         }
@@ -67,7 +67,7 @@ impl MemberStatus {
     }
 
     /// Records what the member's token chain says.
-    pub(crate) fn set_rotation(&mut self, rotation: RotationState) {
+    pub(crate) fn set_rotation(&mut self, rotation: MintState) {
         let credentials = self.credentials_valid_status();
         self.rotation = rotation;
         if self.credentials_valid_status() != credentials {
@@ -76,7 +76,7 @@ impl MemberStatus {
     }
 
     /// What the member's token chain says.
-    pub(crate) fn rotation(&self) -> &RotationState {
+    pub(crate) fn rotation(&self) -> &MintState {
         &self.rotation
     }
 
@@ -235,7 +235,7 @@ mod tests {
         status.set_health(MemberHealth::Healthy);
         let since = status.credentials_since;
         let before = status.clone();
-        status.set_rotation(RotationState::Failed("the member refused (403)".into()));
+        status.set_rotation(MintState::Failed("the member refused (403)".into()));
         assert!(status.differs_from(&before));
         let conditions = status.conditions();
         assert_eq!(
@@ -252,9 +252,9 @@ mod tests {
                 .starts_with("the member refused (403); ")
         );
         assert!(status.credentials_since >= since);
-        status.set_rotation(RotationState::Expired("expired".into()));
+        status.set_rotation(MintState::Expired("expired".into()));
         assert_eq!(status.conditions()[1].reason, "TokenExpired");
-        status.set_rotation(RotationState::Fine);
+        status.set_rotation(MintState::Fine);
         assert_eq!(status.conditions()[1].reason, "CredentialsAccepted");
     }
 

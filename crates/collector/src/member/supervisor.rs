@@ -210,7 +210,7 @@ fn rotation_plan(
     ca_bundle: Option<Bytes>,
     request_timeout: std::time::Duration,
 ) -> Option<RotationPlan> {
-    let rotation = spec.token_rotation.as_deref()?.clone();
+    let rotation = spec.mint_request.as_deref()?.clone();
     let mut config = spec.client_config(ca_bundle);
     config.request_timeout = request_timeout;
     Some(RotationPlan { rotation, config })

@@ -3,7 +3,7 @@
 use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
-use cluster_registry::{MemberSpec, token_rotation::TokenRotation};
+use cluster_registry::{MemberSpec, minting::MintRequest};
 use kube::Client;
 use member_client::{CredentialHealth, LimitExceeded, MemberClientConfig, ResponseLimits};
 use tokio::{
@@ -22,8 +22,8 @@ use super::{
 use crate::{
     clusterprofile::ProfilePublisher,
     metrics::Metrics,
+    minting::{MintState, Minter, Permit, TokenChain, permit},
     mirror::{Mirror, MirroredResource},
-    rotation::{Permit, RotationState, TokenChain, TokenRotator, permit},
 };
 
 /// What every member task works with: where it publishes, and how it probes and mirrors.
@@ -50,13 +50,13 @@ pub(crate) struct MemberContext {
     /// The most objects of one kind mirrored from one member.
     pub(crate) max_objects: usize,
     /// Mints the tokens of members that ask for it.
-    pub(crate) rotator: TokenRotator,
+    pub(crate) rotator: Minter,
 }
 
 /// What a member task needs to mint the member's tokens: what it asks, and the client config
 /// that verifies each new token.
 pub(crate) struct RotationPlan {
-    pub(crate) rotation: TokenRotation,
+    pub(crate) rotation: MintRequest,
     pub(crate) config: MemberClientConfig,
 }
 
@@ -72,7 +72,7 @@ pub(crate) struct MemberTask {
     context: MemberContext,
     member: String,
     chain: Option<TokenChain>,
-    rotation: watch::Sender<RotationState>,
+    rotation: watch::Sender<MintState>,
     /// The definition the client was built from, and the rotation request it runs with.
     definition: (MemberSpec, Option<Bytes>),
 }
@@ -149,23 +149,22 @@ impl MemberTask {
     ) -> bool {
         let (defined, ca) = &self.definition;
         ca.as_ref() == ca_bundle
-            && defined.token_rotation != spec.token_rotation
+            && defined.mint_request != spec.mint_request
             && client_part(defined.clone()) == client_part(spec.clone())
     }
 
     /// Mints the member's tokens as `plan` says from now on (`None`, or a plan the operator's
     /// flags do not permit: not at all), without touching its client or watches.
     pub(crate) fn set_rotation(&mut self, plan: Option<RotationPlan>) {
-        self.definition.0.token_rotation =
-            plan.as_ref().map(|plan| Box::new(plan.rotation.clone()));
+        self.definition.0.mint_request = plan.as_ref().map(|plan| Box::new(plan.rotation.clone()));
         let verdict = plan.as_ref().map_or(Permit::Off, |plan| {
             permit(&self.context.rotator.args, &self.member, &plan.rotation)
         });
         let (Permit::Mint, Some(plan)) = (&verdict, plan) else {
             self.chain = None;
             self.rotation.send_replace(match verdict {
-                Permit::Refused(refusal) => RotationState::Refused(refusal),
-                Permit::Off | Permit::Mint => RotationState::Fine,
+                Permit::Refused(refusal) => MintState::Refused(refusal),
+                Permit::Off | Permit::Mint => MintState::Fine,
             });
             return;
         };
@@ -212,7 +211,7 @@ impl MemberTask {
 
 /// `spec` without what rotation asks.
 fn client_part(mut spec: MemberSpec) -> MemberSpec {
-    spec.token_rotation = None;
+    spec.mint_request = None;
     spec
 }
 
@@ -232,7 +231,7 @@ impl Prober {
         mut self,
         health: CredentialHealth,
         rotated: Arc<Notify>,
-        mut rotation: watch::Receiver<RotationState>,
+        mut rotation: watch::Receiver<MintState>,
     ) {
         let mut credential_changes = health.subscribe();
         let mut ticker = tokio::time::interval(self.context.probe_period);

@@ -5,17 +5,17 @@
 use std::time::Duration;
 
 use clap::Args;
-use cluster_registry::token_rotation::MIN_EXPIRATION_SECONDS;
+use cluster_registry::minting::MIN_EXPIRATION_SECONDS;
 use k8s_openapi::jiff::SignedDuration;
 
 /// The longest lifetime `--mint-max-expiration` may allow: the TokenRequest API's own cap.
 const MAX_CAP_SECONDS: u64 = 1 << 32;
 
-/// How Tether mints member tokens ([`crate::rotation`]).
+/// How Tether mints member tokens ([`crate::minting`]).
 #[derive(Clone, Debug, Args)]
-pub struct RotationArgs {
+pub struct MintArgs {
     /// Mint the tokens of every member whose definition names a ServiceAccount
-    /// (`tether.io/mint-service-account`, or `rotation.serviceAccount` in a member file),
+    /// (`tether.io/mint-service-account`, or `mint.serviceAccount` in a member file),
     /// unless it says `tether.io/mint-tokens: "false"`. Minting is the operator's decision:
     /// without this flag (or `--mint-tokens-for`) nothing is minted, whatever a definition
     /// says. Only the leader mints (`--leader-elect`).
@@ -88,7 +88,7 @@ pub const FORMER_VARIABLES: [(&str, &str); 2] = [
     ("TETHER_ROTATE_TOKENS_FOR", "TETHER_MINT_TOKENS_FOR"),
 ];
 
-impl RotationArgs {
+impl MintArgs {
     /// These flags with what the former variables ([`FORMER_VARIABLES`]) say, where neither
     /// a flag nor its new variable said anything: a deployment that set only the former ones
     /// must not silently stop minting. `var` reads a variable.
@@ -177,11 +177,11 @@ pub(super) mod tests {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        rotation: RotationArgs,
+        rotation: MintArgs,
     }
 
     /// `args` parsed as the collector parses its command line.
-    pub(in crate::rotation) fn parse(args: &[&str]) -> RotationArgs {
+    pub(in crate::minting) fn parse(args: &[&str]) -> MintArgs {
         Cli::try_parse_from(std::iter::once("collector").chain(args.iter().copied()))
             .unwrap()
             .rotation
@@ -279,7 +279,7 @@ mod former_spellings {
         assert_eq!(former.mint_retry_seconds, 7);
     }
 
-    fn with(vars: &[(&str, &str)], args: &[&str]) -> RotationArgs {
+    fn with(vars: &[(&str, &str)], args: &[&str]) -> MintArgs {
         let vars: BTreeMap<String, String> = (vars.iter())
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();

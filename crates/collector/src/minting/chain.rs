@@ -5,9 +5,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use cluster_registry::token_rotation::{
-    HomeError, HomeSnapshot, RotationRecord, TokenHome, TokenRotation,
-};
+use cluster_registry::minting::{HomeError, HomeSnapshot, MintRecord, MintRequest, TokenHome};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Client,
@@ -18,7 +16,7 @@ use secrecy::ExposeSecret as _;
 use tokio::sync::{Notify, watch};
 
 use super::{
-    RotationState, TokenRotator,
+    MintState, Minter,
     identity::{self, TokenIdentity},
     mint::{self, MintError},
     schedule::{self, Next},
@@ -37,7 +35,7 @@ const LONGEST_WAIT: Duration = Duration::from_secs(300);
 /// with it, before or after its write, never half-way through one).
 pub(crate) struct TokenChain {
     task: tokio::task::JoinHandle<()>,
-    requests: watch::Sender<TokenRotation>,
+    requests: watch::Sender<MintRequest>,
 }
 
 impl Drop for TokenChain {
@@ -52,11 +50,11 @@ impl TokenChain {
     /// `config`. Reports to `state`; `changed` rings when the member's credential changed.
     pub(crate) fn start(
         member: String,
-        rotation: TokenRotation,
+        rotation: MintRequest,
         client: Client,
         config: MemberClientConfig,
-        rotator: TokenRotator,
-        state: watch::Sender<RotationState>,
+        rotator: Minter,
+        state: watch::Sender<MintState>,
         changed: Arc<Notify>,
     ) -> Self {
         let recorder = rotator.control_plane.clone().map(|client| {
@@ -93,19 +91,19 @@ impl TokenChain {
 
     /// Goes on with what `rotation` asks now (a new `rotate-now`, another lifetime), without
     /// stopping: a mint in flight finishes and is written first.
-    pub(crate) fn update(&self, rotation: TokenRotation) {
+    pub(crate) fn update(&self, rotation: MintRequest) {
         self.requests.send_replace(rotation);
     }
 }
 
 struct Chain {
     member: String,
-    rotation: TokenRotation,
-    requests: watch::Receiver<TokenRotation>,
+    rotation: MintRequest,
+    requests: watch::Receiver<MintRequest>,
     client: Client,
     config: MemberClientConfig,
-    rotator: TokenRotator,
-    state: watch::Sender<RotationState>,
+    rotator: Minter,
+    state: watch::Sender<MintState>,
     changed: Arc<Notify>,
     recorder: Option<Recorder>,
 }
@@ -115,7 +113,7 @@ impl Chain {
         // A member file's token is this replica's own; a Secret is shared by every replica.
         let shared = !matches!(self.rotation.home, TokenHome::File(_));
         if let Some(refusal) = self.rotator.refusal.clone().filter(|_| shared) {
-            self.report(RotationState::Failed(refusal)).await;
+            self.report(MintState::Failed(refusal)).await;
             return;
         }
         let leader = self.rotator.leader.clone().filter(|_| shared);
@@ -191,7 +189,7 @@ impl Chain {
         );
         match (next, current) {
             (Next::At(due), _) => {
-                self.report(RotationState::Fine).await;
+                self.report(MintState::Fine).await;
                 due.duration_since(now).unwrap_or(Duration::ZERO)
             }
             (Next::Mint(why), Some(current)) => self.mint(&home, snapshot, &current, why).await,
@@ -199,7 +197,7 @@ impl Chain {
                 self.rotator
                     .metrics
                     .record_token_mint(&self.member, "expired");
-                self.report(RotationState::Expired(format!(
+                self.report(MintState::Expired(format!(
                     "the token in the {home} expired at {}, so no new one can be minted with it \
                      (was the collector stopped that long?); write a valid token there to \
                      re-seed the chain",
@@ -245,7 +243,7 @@ impl Chain {
             Err(err) => return self.failed(err.to_string()).await,
         };
         let expires_at = JwtClaims::of(token.expose_secret()).and_then(|c| c.exp);
-        let record = RotationRecord {
+        let record = MintRecord {
             minted_at: Some(SystemTime::now()),
             expires_at,
             handled_request: self
@@ -270,7 +268,7 @@ impl Chain {
                     expires_at = expires_at.map(rfc3339).as_deref().unwrap_or("never"),
                     "rotated the member's token"
                 );
-                self.report(RotationState::Fine).await;
+                self.report(MintState::Fine).await;
                 // The registry tells of the new token; look again then, or soon anyway.
                 deadline
             }
@@ -301,7 +299,7 @@ impl Chain {
             .metrics
             .record_token_mint(&self.member, "refused");
         tracing::warn!(member = %self.member, reason = refusal.kind.reason(), message = refusal.message, "token rotation refused");
-        self.report(RotationState::Refused(refusal)).await;
+        self.report(MintState::Refused(refusal)).await;
         self.rotator.args.retry()
     }
 
@@ -311,12 +309,12 @@ impl Chain {
             .metrics
             .record_token_mint(&self.member, "failed");
         tracing::warn!(member = %self.member, message, "token rotation failed");
-        self.report(RotationState::Failed(message)).await;
+        self.report(MintState::Failed(message)).await;
         self.rotator.args.retry()
     }
 
     /// Publishes `state`, and records an Event on the home's Secret when its reason changes.
-    async fn report(&mut self, state: RotationState) {
+    async fn report(&mut self, state: MintState) {
         let before = self.state.send_replace(state.clone());
         if before.reason() == state.reason() {
             return;

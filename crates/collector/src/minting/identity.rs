@@ -3,7 +3,7 @@
 //! identity. The claims are read unverified; the member's apiserver judges the signatures,
 //! and a SelfSubjectReview with each token backs this up ([`super::mint`]).
 
-use cluster_registry::token_rotation::ServiceAccountRef;
+use cluster_registry::minting::ServiceAccountRef;
 use member_client::{JwtClaims, Text};
 
 use super::state::{Refusal, RefusalKind};

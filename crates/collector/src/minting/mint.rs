@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use cluster_registry::token_rotation::TokenRotation;
+use cluster_registry::minting::MintRequest;
 use k8s_openapi::api::{
     authentication::v1::{TokenRequest, TokenRequestSpec},
     core::v1::ServiceAccount,
@@ -86,7 +86,7 @@ async fn user_of(client: &Client, deadline: Duration) -> Result<String, String> 
 /// the ServiceAccount `rotation` names.
 pub(crate) async fn request_token(
     client: &Client,
-    rotation: &TokenRotation,
+    rotation: &MintRequest,
     deadline: Duration,
 ) -> Result<SecretString, MintError> {
     let account = &rotation.service_account;

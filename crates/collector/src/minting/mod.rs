@@ -1,6 +1,6 @@
 //! Token rotation: Tether mints each opted-in member's tokens with the TokenRequest API on the
 //! member, checks each new one with a SelfSubjectReview, and writes it back where the member's
-//! credential lives ([`TokenHome`](cluster_registry::token_rotation::TokenHome)), so that
+//! credential lives ([`TokenHome`](cluster_registry::minting::TokenHome)), so that
 //! Karmada, Argo CD and anything else reading that Secret get it too.
 //!
 //! ```text
@@ -10,15 +10,15 @@
 //!        └──────── the registry sees the new token, the member's clients use it ◄──────────────┘
 //! ```
 //!
-//! - **When**: at [`--mint-at-fraction`](RotationArgs::mint_at_fraction) of the current
+//! - **When**: at [`--mint-at-fraction`](MintArgs::mint_at_fraction) of the current
 //!   token's lifetime as granted (`iat`/`nbf` to `exp`), at once for a new
 //!   `tether.io/mint-now` value or a token without `exp`. Decided from the home as read,
 //!   never from memory, so any replica decides the same.
 //! - **Who**: the leader only. A replica that just became leader waits out the longest mint
-//!   first ([`TokenRotator::handover_grace`]), so a mint its predecessor started is written
+//!   first ([`Minter::handover_grace`]), so a mint its predecessor started is written
 //!   (or abandoned) before it looks. The write carries the `resourceVersion` it read, so a
 //!   replica that lost the race overwrites nothing.
-//! - **For whom**: the operator decides ([`RotationArgs`]): `--mint-tokens` for every member
+//! - **For whom**: the operator decides ([`MintArgs`]): `--mint-tokens` for every member
 //!   whose definition names a ServiceAccount, `--mint-tokens-for` for named ones. A
 //!   definition can only opt out; asking for more than `--mint-max-expiration` or an
 //!   audience `--mint-audience` does not list is refused ([`policy`]).
@@ -44,20 +44,20 @@ use kube::Client;
 use member_client::EndpointPolicy;
 use tokio::sync::watch;
 
-pub use args::RotationArgs;
+pub use args::MintArgs;
 pub(crate) use chain::TokenChain;
 pub(crate) use policy::{Permit, permit};
 pub(crate) use start::rotator;
+pub(crate) use state::MintState;
 #[cfg(test)]
 pub(crate) use state::RefusalKind;
-pub(crate) use state::RotationState;
 
 use crate::metrics::Metrics;
 
 /// What every member's token chain shares: the control plane the homes live in, this
 /// replica's identity and leadership, and the flags.
 #[derive(Clone)]
-pub(crate) struct TokenRotator {
+pub(crate) struct Minter {
     /// The control plane (`None` with member files only).
     pub(crate) control_plane: Option<Client>,
     /// This replica, as Events name it.
@@ -69,7 +69,7 @@ pub(crate) struct TokenRotator {
     /// leader election but joined none, so it cannot know it is the only one minting.
     pub(crate) refusal: Option<String>,
     /// The flags.
-    pub(crate) args: RotationArgs,
+    pub(crate) args: MintArgs,
     /// Where verifying clients may connect (the members' own policy).
     pub(crate) policy: EndpointPolicy,
     /// How long each request of a mint may take.
@@ -78,7 +78,7 @@ pub(crate) struct TokenRotator {
     pub(crate) metrics: Metrics,
 }
 
-impl TokenRotator {
+impl Minter {
     /// How long a new leader waits before its first mint: a TokenRequest, a
     /// SelfSubjectReview and a write, each to its deadline, and a second to spare.
     pub(crate) fn handover_grace(&self) -> Duration {

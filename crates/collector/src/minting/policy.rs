@@ -2,11 +2,11 @@
 //! as it asks. A definition may opt out, never in: the flags decide who is minted for, and
 //! cap what each may ask.
 
-use cluster_registry::token_rotation::TokenRotation;
+use cluster_registry::minting::MintRequest;
 use member_client::Text;
 
 use super::{
-    RotationArgs,
+    MintArgs,
     state::{Refusal, RefusalKind},
 };
 
@@ -23,7 +23,7 @@ pub(crate) enum Permit {
 }
 
 /// The verdict of `args` on `member`'s request `rotation`.
-pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation) -> Permit {
+pub(crate) fn permit(args: &MintArgs, member: &str, rotation: &MintRequest) -> Permit {
     if rotation.opts_out() {
         return Permit::Off;
     }
@@ -78,14 +78,14 @@ pub(crate) fn permit(args: &RotationArgs, member: &str, rotation: &TokenRotation
 
 #[cfg(test)]
 mod tests {
-    use cluster_registry::token_rotation::{ServiceAccountRef, TokenHome};
+    use cluster_registry::minting::{ServiceAccountRef, TokenHome};
     use member_client::CredentialKey;
 
     use super::*;
-    use crate::rotation::args::tests::parse as args;
+    use crate::minting::args::tests::parse as args;
 
-    fn request(enabled: Option<bool>) -> TokenRotation {
-        TokenRotation {
+    fn request(enabled: Option<bool>) -> MintRequest {
+        MintRequest {
             service_account: ServiceAccountRef {
                 namespace: "tether".into(),
                 name: "collector".into(),

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use cluster_registry::token_rotation::RotationRecord;
+use cluster_registry::minting::MintRecord;
 use member_client::JwtClaims;
 
 /// What to do about a member's token chain now.
@@ -26,7 +26,7 @@ pub(crate) enum Next {
 /// often than that.
 pub(crate) fn next(
     token: Option<&str>,
-    record: &RotationRecord,
+    record: &MintRecord,
     request: Option<&str>,
     fraction: f64,
     spacing: Duration,
@@ -129,10 +129,10 @@ mod tests {
             (&no_iat, None, None, None, 1100, Mint),
         ];
         for (case, (token, request, handled, minted, now, says)) in cases.into_iter().enumerate() {
-            let record = RotationRecord {
+            let record = MintRecord {
                 handled_request: handled.map(str::to_owned),
                 minted_at: minted.map(at),
-                ..RotationRecord::default()
+                ..MintRecord::default()
             };
             let next = next(Some(token), &record, request, 0.8, SPACING, at(now));
             let right = match says {
@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn without_a_token_there_is_nothing_to_schedule() {
         assert_eq!(
-            next(None, &RotationRecord::default(), None, 0.8, SPACING, at(1)),
+            next(None, &MintRecord::default(), None, 0.8, SPACING, at(1)),
             Next::NoToken
         );
     }

@@ -3,7 +3,7 @@
 
 use crate::control_plane::{Lease, Startup};
 
-use super::TokenRotator;
+use super::Minter;
 
 /// The rotator `args` ask for, and the Lease: `lease` as given, or one joined here when
 /// minting (`--mint-tokens`, `--mint-tokens-for`) needs leader election and nothing joined it yet.
@@ -13,7 +13,7 @@ use super::TokenRotator;
 pub(crate) async fn rotator(
     startup: Startup<'_>,
     lease: Option<Lease>,
-) -> anyhow::Result<(TokenRotator, Option<Lease>)> {
+) -> anyhow::Result<(Minter, Option<Lease>)> {
     let Startup {
         args,
         control_plane,
@@ -46,7 +46,7 @@ pub(crate) async fn rotator(
                 .to_owned()
         })
     });
-    let rotator = TokenRotator {
+    let rotator = Minter {
         control_plane: control_plane.map(|cp| cp.client.clone()),
         identity: identity.to_owned(),
         leader: lease.as_ref().and_then(Lease::leader),

@@ -1,4 +1,4 @@
-//! [`RotationState`]: what a member's token chain last said, as its conditions show it.
+//! [`MintState`]: what a member's token chain last said, as its conditions show it.
 
 use crate::reason::Reason;
 
@@ -6,7 +6,7 @@ use crate::reason::Reason;
 /// `CredentialsValid` False with its reason, whatever the probe says, since the credential
 /// works now but will not for long.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum RotationState {
+pub(crate) enum MintState {
     /// Not rotating, or the last mint (or the current token) is fine.
     #[default]
     Fine,
@@ -19,7 +19,7 @@ pub(crate) enum RotationState {
     Refused(Refusal),
 }
 
-impl RotationState {
+impl MintState {
     /// The condition reason, when not fine.
     pub(crate) fn reason(&self) -> Option<&'static str> {
         match self {

@@ -2,7 +2,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::member::health::MemberHealth;
-use crate::rotation::{RefusalKind, RotationState};
+use crate::minting::{MintState, RefusalKind};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
 const BEGIN: &str = "<!-- reasons: generated from crates/collector/src/reason/table.rs -->\n";
@@ -81,10 +81,10 @@ fn the_table_is_exactly_what_the_code_gives() {
     ];
     given.extend(refusals.map(RefusalKind::reason));
     let rotation = [
-        RotationState::Expired(String::new()),
-        RotationState::Failed(String::new()),
+        MintState::Expired(String::new()),
+        MintState::Failed(String::new()),
     ];
-    given.extend(rotation.iter().filter_map(RotationState::reason));
+    given.extend(rotation.iter().filter_map(MintState::reason));
     given.extend([
         crate::check::remedy::NOT_DEFINED,
         crate::check::remedy::PENDING,

@@ -34,7 +34,7 @@ fn a_kubeconfig_file_defines_the_member_and_holds_its_credential() {
         insecure_skip_tls_verify: false,
         proxy_url: Some("http://p:3128".into()),
         tls_server_name: Some("api.internal".into()),
-        token_rotation: None,
+        mint_request: None,
     };
     assert_eq!(member.definition.spec, Ok(want));
     let cred = member.stored().unwrap().static_credential();

@@ -1,21 +1,23 @@
-//! A member file's `rotation:` block.
+//! A member file's `mint:` block (formerly `rotation:`).
 
 use super::*;
-use crate::token_rotation::TokenHome;
+use crate::minting::TokenHome;
 
-#[test]
-fn a_rotation_block_names_the_token_file_as_the_home() {
+#[rstest]
+#[case::mint("mint")]
+#[case::former_spelling("rotation")]
+fn a_mint_block_names_the_token_file_as_the_home(#[case] key: &str) {
     let dir = Dir::new();
     dir.write("t", "token");
-    let member = dir.member(
+    let member = dir.member(&format!(
         "name: m1\napiEndpoint: https://h:6443\ntokenFile: t\n\
-         rotation:\n  serviceAccount: tether/collector\n  enabled: true\n",
-    );
+         {key}:\n  serviceAccount: tether/collector\n  enabled: true\n",
+    ));
     let rotation = member
         .definition
         .spec
         .unwrap()
-        .token_rotation
+        .mint_request
         .expect("a rotation");
     assert_eq!(rotation.home, TokenHome::File(dir.path("t")));
     assert_eq!(rotation.enabled, Some(true));
@@ -24,17 +26,17 @@ fn a_rotation_block_names_the_token_file_as_the_home() {
 #[rstest]
 #[case::exec(
     "name: m1\napiEndpoint: https://h:6443\nexec:\n  apiVersion: client.authentication.k8s.io/v1\n  \
-     command: /bin/p\nrotation:\n  serviceAccount: a/b\n"
+     command: /bin/p\nmint:\n  serviceAccount: a/b\n"
 )]
-#[case::kubeconfig("name: m1\nkubeconfig: k\nrotation:\n  serviceAccount: a/b\n")]
+#[case::kubeconfig("name: m1\nkubeconfig: k\nmint:\n  serviceAccount: a/b\n")]
 #[case::outside(
-    "name: m1\napiEndpoint: https://h:6443\ntokenFile: sub/../t\nrotation:\n  serviceAccount: a/b\n"
+    "name: m1\napiEndpoint: https://h:6443\ntokenFile: sub/../t\nmint:\n  serviceAccount: a/b\n"
 )]
 #[case::in_a_subdirectory(
-    "name: m1\napiEndpoint: https://h:6443\ntokenFile: sub/t\nrotation:\n  serviceAccount: a/b\n"
+    "name: m1\napiEndpoint: https://h:6443\ntokenFile: sub/t\nmint:\n  serviceAccount: a/b\n"
 )]
 #[case::bad_account(
-    "name: m1\napiEndpoint: https://h:6443\ntokenFile: t\nrotation:\n  serviceAccount: b\n"
+    "name: m1\napiEndpoint: https://h:6443\ntokenFile: t\nmint:\n  serviceAccount: b\n"
 )]
 fn a_rotation_without_a_plain_token_file_is_definition_invalid(#[case] yaml: &str) {
     let dir = Dir::new();

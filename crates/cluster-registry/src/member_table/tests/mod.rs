@@ -121,7 +121,7 @@ fn spec(name: &str, endpoint: &str) -> MemberSpec {
         insecure_skip_tls_verify: false,
         proxy_url: None,
         tls_server_name: None,
-        token_rotation: None,
+        mint_request: None,
     }
 }
 

@@ -5,11 +5,11 @@ use secrecy::ExposeSecret as _;
 use super::*;
 use crate::members_dir::tests::{linked_out, names};
 
-fn record(request: &str) -> RotationRecord {
-    RotationRecord {
+fn record(request: &str) -> MintRecord {
+    MintRecord {
         minted_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)),
         handled_request: Some(request.to_owned()),
-        ..RotationRecord::default()
+        ..MintRecord::default()
     }
 }
 
@@ -27,7 +27,7 @@ async fn a_token_file_is_replaced_with_its_record_beside_it() {
     let (dir, token_file, home) = token_file_home("old-token\n");
     let base = home.read(None).await.unwrap();
     assert_eq!(base.token.as_ref().unwrap().expose_secret(), "old-token");
-    assert_eq!(base.record, RotationRecord::default());
+    assert_eq!(base.record, MintRecord::default());
 
     let new = SecretString::from("new-token");
     let written = home
@@ -100,7 +100,7 @@ fn an_argocd_config_keeps_every_other_field() {
 fn a_snapshot_never_shows_its_token() {
     let snapshot = HomeSnapshot {
         token: Some(SecretString::from("s3cr3t-token")),
-        record: RotationRecord::default(),
+        record: MintRecord::default(),
         secret: None,
     };
     assert!(!format!("{snapshot:?}").contains("s3cr3t"));
@@ -120,7 +120,7 @@ async fn a_token_file_that_links_out_is_neither_read_nor_written_through() {
     // A write based on what the link showed is refused too.
     let base = HomeSnapshot {
         token: Some(SecretString::from("victim-token")),
-        record: RotationRecord::default(),
+        record: MintRecord::default(),
         secret: None,
     };
     let new = SecretString::from("new-token");
