@@ -266,7 +266,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
         expected_grants(Writes {
             status: args.write_status,
             profiles: args.publish_clusterprofiles.is_some(),
-            tokens: args.rotation.mint_tokens || !args.rotation.mint_tokens_for.is_empty(),
+            tokens: args.mint.mint_tokens || !args.mint.mint_tokens_for.is_empty(),
             shards: args.shard.shards == collector::cli::ShardMode::Auto,
         })
     } else {
@@ -374,7 +374,7 @@ fn rotation_values_become_the_operators_bounds_on_minting() {
     let version = helm::kube_version().unwrap();
     let values = chart_dir().join("ci/token-rotation-members-values.yaml");
     let objects = helm_template(&version, Some(&values)).unwrap();
-    let rotation = collector_args(&objects, "token-rotation-members").rotation;
+    let rotation = collector_args(&objects, "token-rotation-members").mint;
     assert!(!rotation.mint_tokens, "members limit minting to themselves");
     assert_eq!(rotation.mint_tokens_for, ["member1", "member2"]);
     assert_eq!(rotation.mint_max_expiration, Duration::from_secs(12 * 3600));
@@ -385,7 +385,7 @@ fn rotation_values_become_the_operators_bounds_on_minting() {
 
     let defaults = chart_dir().join("ci/token-rotation-values.yaml");
     let objects = helm_template(&version, Some(&defaults)).unwrap();
-    let rotation = collector_args(&objects, "token-rotation").rotation;
+    let rotation = collector_args(&objects, "token-rotation").mint;
     assert!(rotation.mint_tokens && rotation.mint_tokens_for.is_empty());
     assert_eq!(rotation.mint_max_expiration, Duration::from_secs(24 * 3600));
     assert!(rotation.mint_audiences.is_empty());

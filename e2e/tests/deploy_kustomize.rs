@@ -123,7 +123,7 @@ fn kustomize_deployments_match_the_collector_cli() {
     let rotating = kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
     let args = assert_collector_workload(&rotating, ROTATION_OVERLAY);
     assert!(
-        args.rotation.mint_tokens && args.leader_elect,
+        args.mint.mint_tokens && args.leader_elect,
         "only the leader mints"
     );
 

@@ -40,7 +40,7 @@ pub async fn run(
     mut args: Args,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    args.rotation = (args.rotation).with_former_variables(|name| std::env::var(name).ok());
+    args.mint = (args.mint).with_former_variables(|name| std::env::var(name).ok());
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let control_plane = ControlPlane::connect(&args, &metrics).await?;
@@ -102,7 +102,7 @@ pub async fn run(
         }
     };
     let (profiles, publishes, lease) = clusterprofile::start(startup, &registry, lease).await?;
-    let (rotator, lease) = minting::rotator(startup, lease).await?;
+    let (minter, lease) = minting::minter(startup, lease).await?;
     let context = MemberContext {
         mirror: mirror.clone(),
         metrics: metrics.clone(),
@@ -114,7 +114,7 @@ pub async fn run(
         resources: Arc::from(args.mirror.clone()),
         response_limits: args.member_response_limits(),
         max_objects: args.member_max_objects(),
-        rotator,
+        minter,
     };
     let supervisor = Supervisor::new(
         ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),

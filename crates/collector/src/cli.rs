@@ -234,9 +234,9 @@ pub struct Args {
     #[arg(long, value_name = "NAMESPACE", value_parser = namespace_name)]
     pub publish_clusterprofiles: Option<String>,
 
-    /// Token rotation.
+    /// Token minting.
     #[command(flatten)]
-    pub rotation: MintArgs,
+    pub mint: MintArgs,
 
     /// Sharding across replicas.
     #[command(flatten)]

@@ -42,7 +42,7 @@
 //! | member health | `member::health::MemberHealth` | the outcome of the latest probe of a member, or why it cannot be probed (`cluster_registry::InvalidReason`); decides the conditions' reasons |
 //! | member status | `member::status::MemberStatus` | a member's health with its version, node summary and transition times: what becomes the `Ready` and `CredentialsValid` conditions |
 //! | source state | `cluster_registry::SourceState` | whether a source of member definitions (Karmada Clusters, Argo CD Secrets, a directory) is listed |
-//! | rotation state | `minting::MintState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
+//! | mint state | `minting::MintState` | what a member's token chain last said: fine, its token expired, or the last mint failed; overrides `CredentialsValid` |
 //! | shard view | `shard::ShardView` | the live replicas of a shard group as one replica last read their Leases, and whether it is one of them |
 //! | assignment | `shard::Assignment` | which replica owns which member, the same on every replica for the same view |
 //! | reason | `reason::Reason` | why a member is in its state, one table for conditions, Events and `collector check`, each with its condition statuses, when it happens and its remedy |
@@ -54,7 +54,7 @@
 //! - `control_plane`: the collector's own client, the guard on its credential, leader election.
 //! - `clusterprofile`: a SIG-Multicluster `ClusterProfile` per member
 //!   (`--publish-clusterprofiles`).
-//! - `rotation`: minting each opted-in member's tokens (TokenRequest) and writing them back
+//! - `minting`: minting each opted-in member's tokens (TokenRequest) and writing them back
 //!   where its credential lives (`--mint-tokens`).
 //! - `shard`: splitting the members between replicas (`--shards auto`): Leases, the
 //!   assignment, ownership.

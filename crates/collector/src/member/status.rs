@@ -27,8 +27,8 @@ pub(crate) struct MemberStatus {
     nodes: Option<NodeSummary>,
     /// The member's serving certificate is not verified (`--allow-insecure-members`).
     tls_unverified: bool,
-    /// What its token chain says, when Tether rotates its tokens.
-    rotation: MintState,
+    /// What its token chain says, when Tether mints its tokens.
+    mint: MintState,
     ready_since: Timestamp,
     credentials_since: Timestamp,
 }
@@ -40,7 +40,7 @@ impl Default for MemberStatus {
             kubernetes_version: None,
             nodes: None,
             tls_unverified: false,
-            rotation: MintState::Fine,
+            mint: MintState::Fine,
             ready_since: Timestamp::now(),
             credentials_since: Timestamp::now(),
         }
@@ -67,23 +67,23 @@ impl MemberStatus {
     }
 
     /// Records what the member's token chain says.
-    pub(crate) fn set_rotation(&mut self, rotation: MintState) {
+    pub(crate) fn set_mint(&mut self, mint: MintState) {
         let credentials = self.credentials_valid_status();
-        self.rotation = rotation;
+        self.mint = mint;
         if self.credentials_valid_status() != credentials {
             self.credentials_since = Timestamp::now();
         }
     }
 
     /// What the member's token chain says.
-    pub(crate) fn rotation(&self) -> &MintState {
-        &self.rotation
+    pub(crate) fn mint(&self) -> &MintState {
+        &self.mint
     }
 
     /// `CredentialsValid`'s status: False while the token chain is broken, whatever the probe
     /// says, since the credential that works now will not for long.
     fn credentials_valid_status(&self) -> &'static str {
-        match self.rotation.reason() {
+        match self.mint.reason() {
             Some(_) => "False",
             None => self.health.credentials_valid_status(),
         }
@@ -117,7 +117,7 @@ impl MemberStatus {
     /// did: a new health, version or node summary.
     pub(crate) fn differs_from(&self, before: &Self) -> bool {
         self.health != before.health
-            || self.rotation != before.rotation
+            || self.mint != before.mint
             || self.kubernetes_version != before.kubernetes_version
             || self.nodes != before.nodes
     }
@@ -144,8 +144,8 @@ impl MemberStatus {
                 }
             };
         let (credentials_reason, credentials_message) =
-            match (self.rotation.reason(), self.rotation.message()) {
-                (Some(reason), Some(rotation)) => (reason, format!("{rotation}; {message}")),
+            match (self.mint.reason(), self.mint.message()) {
+                (Some(reason), Some(mint)) => (reason, format!("{mint}; {message}")),
                 _ => (h.credentials_valid_reason(), message.clone()),
             };
         vec![
@@ -235,7 +235,7 @@ mod tests {
         status.set_health(MemberHealth::Healthy);
         let since = status.credentials_since;
         let before = status.clone();
-        status.set_rotation(MintState::Failed("the member refused (403)".into()));
+        status.set_mint(MintState::Failed("the member refused (403)".into()));
         assert!(status.differs_from(&before));
         let conditions = status.conditions();
         assert_eq!(
@@ -252,9 +252,9 @@ mod tests {
                 .starts_with("the member refused (403); ")
         );
         assert!(status.credentials_since >= since);
-        status.set_rotation(MintState::Expired("expired".into()));
+        status.set_mint(MintState::Expired("expired".into()));
         assert_eq!(status.conditions()[1].reason, "TokenExpired");
-        status.set_rotation(MintState::Fine);
+        status.set_mint(MintState::Fine);
         assert_eq!(status.conditions()[1].reason, "CredentialsAccepted");
     }
 

@@ -16,7 +16,7 @@ pub(crate) use sharded::ShardGate;
 use super::{
     health::MemberHealth,
     status::MemberStatus,
-    task::{MemberContext, MemberTask, RotationPlan},
+    task::{MemberContext, MemberTask, MintPlan},
 };
 
 /// Owns every member task; members fail independently.
@@ -102,12 +102,12 @@ impl Supervisor {
 
     async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
         if let Some(task) = self.tasks.get_mut(&spec.name)
-            && task.only_rotation_changed(&spec, ca_bundle.as_ref())
+            && task.only_mint_changed(&spec, ca_bundle.as_ref())
         {
-            // Only what rotation asks changed (a `tether.io/mint-now`, say): keep the client
+            // Only the mint request changed (a `tether.io/mint-now`, say): keep the client
             // and its watches.
-            let plan = rotation_plan(&spec, ca_bundle, self.context.request_timeout);
-            task.set_rotation(plan);
+            let plan = mint_plan(&spec, ca_bundle, self.context.request_timeout);
+            task.set_mint(plan);
             return;
         }
         // Stop the old client first: a new CA or endpoint means new connections.
@@ -126,7 +126,7 @@ impl Supervisor {
             .profiles
             .as_ref()
             .map(|_| ProfileAccess::of(&spec, ca_bundle.as_deref()));
-        let plan = rotation_plan(&spec, ca_bundle.clone(), self.context.request_timeout);
+        let plan = mint_plan(&spec, ca_bundle.clone(), self.context.request_timeout);
         let mut config = spec.client_config(ca_bundle.clone());
         config.request_timeout = self.context.request_timeout;
         config.response_limits = self.context.response_limits;
@@ -204,14 +204,14 @@ impl Supervisor {
     }
 }
 
-/// What `spec` asks of token rotation, with the client config that verifies each new token.
-fn rotation_plan(
+/// What `spec` asks of token minting, with the client config that verifies each new token.
+fn mint_plan(
     spec: &MemberSpec,
     ca_bundle: Option<Bytes>,
     request_timeout: std::time::Duration,
-) -> Option<RotationPlan> {
-    let rotation = spec.mint_request.as_deref()?.clone();
+) -> Option<MintPlan> {
+    let request = spec.mint_request.as_deref()?.clone();
     let mut config = spec.client_config(ca_bundle);
     config.request_timeout = request_timeout;
-    Some(RotationPlan { rotation, config })
+    Some(MintPlan { request, config })
 }

@@ -50,13 +50,13 @@ pub(crate) struct MemberContext {
     /// The most objects of one kind mirrored from one member.
     pub(crate) max_objects: usize,
     /// Mints the tokens of members that ask for it.
-    pub(crate) rotator: Minter,
+    pub(crate) minter: Minter,
 }
 
 /// What a member task needs to mint the member's tokens: what it asks, and the client config
 /// that verifies each new token.
-pub(crate) struct RotationPlan {
-    pub(crate) rotation: MintRequest,
+pub(crate) struct MintPlan {
+    pub(crate) request: MintRequest,
     pub(crate) config: MemberClientConfig,
 }
 
@@ -72,8 +72,8 @@ pub(crate) struct MemberTask {
     context: MemberContext,
     member: String,
     chain: Option<TokenChain>,
-    rotation: watch::Sender<MintState>,
-    /// The definition the client was built from, and the rotation request it runs with.
+    mint_state: watch::Sender<MintState>,
+    /// The definition the client was built from, and the mint request it runs with.
     definition: (MemberSpec, Option<Bytes>),
 }
 
@@ -97,11 +97,11 @@ impl MemberTask {
         context: MemberContext,
         status: MemberStatus,
         replacing: bool,
-        plan: Option<RotationPlan>,
+        plan: Option<MintPlan>,
     ) -> Self {
         let member = definition.0.name.clone();
         let rotated = Arc::new(Notify::new());
-        let (rotation, rotation_changes) = watch::channel(status.rotation().clone());
+        let (mint_state, mint_changes) = watch::channel(status.mint().clone());
         let (stores, informer_states, informers) = informers::start(
             &member,
             &client,
@@ -122,7 +122,7 @@ impl MemberTask {
             confirmation: Confirmation::default(),
         };
         let notified = rotated.clone();
-        let prober = tokio::spawn(prober.run(health, notified, rotation_changes));
+        let prober = tokio::spawn(prober.run(health, notified, mint_changes));
         let mut task = Self {
             prober: Some(prober),
             informers: Some(informers),
@@ -132,21 +132,17 @@ impl MemberTask {
             context,
             member,
             chain: None,
-            rotation,
+            mint_state,
             definition,
         };
-        task.set_rotation(plan);
+        task.set_mint(plan);
         task
     }
 
     /// Whether `spec` with `ca_bundle` differs from what this task runs with only in what
-    /// rotation asks: that needs no new client and no relist. Anything else (a member usable
+    /// minting asks: that needs no new client and no relist. Anything else (a member usable
     /// again, a new endpoint or CA) rebuilds the client, as the registry's `Upserted` says.
-    pub(crate) fn only_rotation_changed(
-        &self,
-        spec: &MemberSpec,
-        ca_bundle: Option<&Bytes>,
-    ) -> bool {
+    pub(crate) fn only_mint_changed(&self, spec: &MemberSpec, ca_bundle: Option<&Bytes>) -> bool {
         let (defined, ca) = &self.definition;
         ca.as_ref() == ca_bundle
             && defined.mint_request != spec.mint_request
@@ -155,34 +151,34 @@ impl MemberTask {
 
     /// Mints the member's tokens as `plan` says from now on (`None`, or a plan the operator's
     /// flags do not permit: not at all), without touching its client or watches.
-    pub(crate) fn set_rotation(&mut self, plan: Option<RotationPlan>) {
-        self.definition.0.mint_request = plan.as_ref().map(|plan| Box::new(plan.rotation.clone()));
+    pub(crate) fn set_mint(&mut self, plan: Option<MintPlan>) {
+        self.definition.0.mint_request = plan.as_ref().map(|plan| Box::new(plan.request.clone()));
         let verdict = plan.as_ref().map_or(Permit::Off, |plan| {
-            permit(&self.context.rotator.args, &self.member, &plan.rotation)
+            permit(&self.context.minter.args, &self.member, &plan.request)
         });
         let (Permit::Mint, Some(plan)) = (&verdict, plan) else {
             self.chain = None;
-            self.rotation.send_replace(match verdict {
+            self.mint_state.send_replace(match verdict {
                 Permit::Refused(refusal) => MintState::Refused(refusal),
                 Permit::Off | Permit::Mint => MintState::Fine,
             });
             return;
         };
         if let Some(chain) = &self.chain
-            && chain.home() == plan.rotation.home
+            && chain.home() == plan.request.home
         {
-            chain.update(plan.rotation);
+            chain.update(plan.request);
             return;
         }
         // The old chain stops first, so that two never mint for one member.
         self.chain = None;
         self.chain = Some(TokenChain::start(
             self.member.clone(),
-            plan.rotation,
+            plan.request,
             self.client.clone(),
             plan.config,
-            self.context.rotator.clone(),
-            self.rotation.clone(),
+            self.context.minter.clone(),
+            self.mint_state.clone(),
             self.credential_changed.clone(),
         ));
     }
@@ -209,7 +205,7 @@ impl MemberTask {
     }
 }
 
-/// `spec` without what rotation asks.
+/// `spec` without its mint request.
 fn client_part(mut spec: MemberSpec) -> MemberSpec {
     spec.mint_request = None;
     spec
@@ -231,7 +227,7 @@ impl Prober {
         mut self,
         health: CredentialHealth,
         rotated: Arc<Notify>,
-        mut rotation: watch::Receiver<MintState>,
+        mut mint_changes: watch::Receiver<MintState>,
     ) {
         let mut credential_changes = health.subscribe();
         let mut ticker = tokio::time::interval(self.context.probe_period);
@@ -250,12 +246,12 @@ impl Prober {
                     }
                 }
                 () = rotated.notified() => noticed = Some(Instant::now()),
-                changed = rotation.changed() => {
+                changed = mint_changes.changed() => {
                     if changed.is_err() {
                         return;
                     }
-                    let state = rotation.borrow_and_update().clone();
-                    self.status.set_rotation(state);
+                    let state = mint_changes.borrow_and_update().clone();
+                    self.status.set_mint(state);
                 }
             }
             self.probe_once().await;

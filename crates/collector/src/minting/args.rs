@@ -177,14 +177,14 @@ pub(super) mod tests {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        rotation: MintArgs,
+        mint: MintArgs,
     }
 
     /// `args` parsed as the collector parses its command line.
     pub(in crate::minting) fn parse(args: &[&str]) -> MintArgs {
         Cli::try_parse_from(std::iter::once("collector").chain(args.iter().copied()))
             .unwrap()
-            .rotation
+            .mint
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{check::credential::rfc3339, member::leadership::Leadership};
 
-/// The reporting controller of rotation Events.
+/// The reporting controller of mint Events.
 const REPORTER: &str = "tether-collector";
 
 /// The longest wait between two looks at the home: a token written there by hand is noticed
@@ -45,35 +45,35 @@ impl Drop for TokenChain {
 }
 
 impl TokenChain {
-    /// Starts minting `member`'s tokens as `rotation` asks, through `client` (the member's
+    /// Starts minting `member`'s tokens as `request` asks, through `client` (the member's
     /// own, carrying its current credential), verifying each new one with a client made from
     /// `config`. Reports to `state`; `changed` rings when the member's credential changed.
     pub(crate) fn start(
         member: String,
-        rotation: MintRequest,
+        request: MintRequest,
         client: Client,
         config: MemberClientConfig,
-        rotator: Minter,
+        minter: Minter,
         state: watch::Sender<MintState>,
         changed: Arc<Notify>,
     ) -> Self {
-        let recorder = rotator.control_plane.clone().map(|client| {
+        let recorder = minter.control_plane.clone().map(|client| {
             Recorder::new(
                 client,
                 Reporter {
                     controller: REPORTER.to_owned(),
-                    instance: Some(rotator.identity.clone()),
+                    instance: Some(minter.identity.clone()),
                 },
             )
         });
-        let (requests, changes) = watch::channel(rotation.clone());
+        let (requests, changes) = watch::channel(request.clone());
         let chain = Chain {
             member,
-            rotation,
+            request,
             requests: changes,
             client,
             config,
-            rotator,
+            minter,
             state,
             changed,
             recorder,
@@ -89,20 +89,20 @@ impl TokenChain {
         self.requests.borrow().home.clone()
     }
 
-    /// Goes on with what `rotation` asks now (a new `rotate-now`, another lifetime), without
+    /// Goes on with what `request` asks now (a new `mint-now`, another lifetime), without
     /// stopping: a mint in flight finishes and is written first.
-    pub(crate) fn update(&self, rotation: MintRequest) {
-        self.requests.send_replace(rotation);
+    pub(crate) fn update(&self, request: MintRequest) {
+        self.requests.send_replace(request);
     }
 }
 
 struct Chain {
     member: String,
-    rotation: MintRequest,
+    request: MintRequest,
     requests: watch::Receiver<MintRequest>,
     client: Client,
     config: MemberClientConfig,
-    rotator: Minter,
+    minter: Minter,
     state: watch::Sender<MintState>,
     changed: Arc<Notify>,
     recorder: Option<Recorder>,
@@ -111,12 +111,12 @@ struct Chain {
 impl Chain {
     async fn run(mut self) {
         // A member file's token is this replica's own; a Secret is shared by every replica.
-        let shared = !matches!(self.rotation.home, TokenHome::File(_));
-        if let Some(refusal) = self.rotator.refusal.clone().filter(|_| shared) {
+        let shared = !matches!(self.request.home, TokenHome::File(_));
+        if let Some(refusal) = self.minter.refusal.clone().filter(|_| shared) {
             self.report(MintState::Failed(refusal)).await;
             return;
         }
-        let leader = self.rotator.leader.clone().filter(|_| shared);
+        let leader = self.minter.leader.clone().filter(|_| shared);
         // A replica that leads from its start may follow one that died mid-mint, too.
         let mut handover = leader.is_some();
         let mut leadership = Leadership::new(leader);
@@ -129,14 +129,14 @@ impl Chain {
             if handover {
                 handover = false;
                 tokio::select! {
-                    () = tokio::time::sleep(self.rotator.handover_grace()) => {}
+                    () = tokio::time::sleep(self.minter.handover_grace()) => {}
                     () = leadership.changed() => {
                         handover = true;
                         continue;
                     }
                 }
             }
-            self.rotation = self.requests.borrow_and_update().clone();
+            self.request = self.requests.borrow_and_update().clone();
             let wait = self.step().await;
             tokio::select! {
                 () = tokio::time::sleep(wait.min(LONGEST_WAIT)) => {}
@@ -153,9 +153,9 @@ impl Chain {
 
     /// Reads the home and acts on it; returns how long to wait before the next look.
     async fn step(&mut self) -> Duration {
-        let home = self.rotation.home.clone();
-        let deadline = self.rotator.request_timeout;
-        let read = tokio::time::timeout(deadline, home.read(self.rotator.control_plane.as_ref()));
+        let home = self.request.home.clone();
+        let deadline = self.minter.request_timeout;
+        let read = tokio::time::timeout(deadline, home.read(self.minter.control_plane.as_ref()));
         let snapshot = match read.await {
             Ok(Ok(snapshot)) => snapshot,
             Ok(Err(err)) => {
@@ -172,7 +172,7 @@ impl Chain {
         // Before anything is due: a token the chain may not renew is reported at once.
         let current =
             match snapshot.token.as_ref().map(|token| {
-                identity::current(token.expose_secret(), &self.rotation.service_account)
+                identity::current(token.expose_secret(), &self.request.service_account)
             }) {
                 Some(Ok(current)) => Some(current),
                 Some(Err(refusal)) => return self.refused(refusal).await,
@@ -182,9 +182,9 @@ impl Chain {
         let next = schedule::next(
             snapshot.token.as_ref().map(|t| t.expose_secret()),
             &snapshot.record,
-            self.rotation.requested.as_deref(),
-            self.rotator.args.mint_at_fraction,
-            self.rotator.args.retry(),
+            self.request.requested.as_deref(),
+            self.minter.args.mint_at_fraction,
+            self.minter.args.retry(),
             now,
         );
         match (next, current) {
@@ -194,7 +194,7 @@ impl Chain {
             }
             (Next::Mint(why), Some(current)) => self.mint(&home, snapshot, &current, why).await,
             (Next::Expired(exp), _) => {
-                self.rotator
+                self.minter
                     .metrics
                     .record_token_mint(&self.member, "expired");
                 self.report(MintState::Expired(format!(
@@ -204,7 +204,7 @@ impl Chain {
                     rfc3339(exp)
                 )))
                 .await;
-                self.rotator.args.retry()
+                self.minter.args.retry()
             }
             // A decision to mint always has a token, whose identity was read above.
             (Next::NoToken | Next::Mint(_), _) => {
@@ -225,16 +225,16 @@ impl Chain {
         why: &str,
     ) -> Duration {
         let member = self.member.clone();
-        let account = self.rotation.service_account.clone();
+        let account = self.request.service_account.clone();
         tracing::info!(member, service_account = %account, why, "minting a token");
-        let deadline = self.rotator.request_timeout;
+        let deadline = self.minter.request_timeout;
         let user = account.username();
         let minted = async {
             mint::check_current(&self.client, &user, deadline).await?;
-            let token = mint::request_token(&self.client, &self.rotation, deadline).await?;
+            let token = mint::request_token(&self.client, &self.request, deadline).await?;
             // Before the token goes anywhere, even to the member's own SelfSubjectReview.
             identity::check_minted(current, token.expose_secret()).map_err(MintError::Mismatch)?;
-            mint::verify(&self.config, &self.rotator.policy, &token, &user, deadline).await?;
+            mint::verify(&self.config, &self.minter.policy, &token, &user, deadline).await?;
             Ok::<_, MintError>(token)
         };
         let token = match minted.await {
@@ -247,26 +247,26 @@ impl Chain {
             minted_at: Some(SystemTime::now()),
             expires_at,
             handled_request: self
-                .rotation
+                .request
                 .requested
                 .clone()
                 .or(snapshot.record.handled_request.clone()),
-            minted_by: Some(self.rotator.identity.clone()),
+            minted_by: Some(self.minter.identity.clone()),
         };
         let write = home.write(
-            self.rotator.control_plane.as_ref(),
+            self.minter.control_plane.as_ref(),
             &snapshot,
             Some(&token),
             &record,
         );
         match tokio::time::timeout(deadline, write).await {
             Ok(Ok(_)) => {
-                self.rotator.metrics.record_token_mint(&member, "success");
+                self.minter.metrics.record_token_mint(&member, "success");
                 tracing::info!(
                     member,
                     home = %home,
                     expires_at = expires_at.map(rfc3339).as_deref().unwrap_or("never"),
-                    "rotated the member's token"
+                    "minted the member's token"
                 );
                 self.report(MintState::Fine).await;
                 // The registry tells of the new token; look again then, or soon anyway.
@@ -275,9 +275,9 @@ impl Chain {
             Ok(Err(HomeError::Conflict)) => {
                 // Someone wrote the home since it was read. Look again, but not at once: a
                 // writer that keeps rewriting it must not make Tether mint in a loop.
-                self.rotator.metrics.record_token_mint(&member, "conflict");
+                self.minter.metrics.record_token_mint(&member, "conflict");
                 tracing::warn!(member, home = %home, "the token home changed during a mint; the minted token was not written");
-                self.rotator.args.retry()
+                self.minter.args.retry()
             }
             Ok(Err(err)) => {
                 self.failed(format!(
@@ -295,22 +295,22 @@ impl Chain {
     /// Reports a refusal by the operator's bounds and counts it; returns the wait before the
     /// next look (the token or the flags may change meanwhile).
     async fn refused(&mut self, refusal: Refusal) -> Duration {
-        self.rotator
+        self.minter
             .metrics
             .record_token_mint(&self.member, "refused");
-        tracing::warn!(member = %self.member, reason = refusal.kind.reason(), message = refusal.message, "token rotation refused");
+        tracing::warn!(member = %self.member, reason = refusal.kind.reason(), message = refusal.message, "token minting refused");
         self.report(MintState::Refused(refusal)).await;
-        self.rotator.args.retry()
+        self.minter.args.retry()
     }
 
     /// Reports a failure and counts it; returns the wait before the next attempt.
     async fn failed(&mut self, message: String) -> Duration {
-        self.rotator
+        self.minter
             .metrics
             .record_token_mint(&self.member, "failed");
-        tracing::warn!(member = %self.member, message, "token rotation failed");
+        tracing::warn!(member = %self.member, message, "token minting failed");
         self.report(MintState::Failed(message)).await;
-        self.rotator.args.retry()
+        self.minter.args.retry()
     }
 
     /// Publishes `state`, and records an Event on the home's Secret when its reason changes.
@@ -320,7 +320,7 @@ impl Chain {
             return;
         }
         let (Some(recorder), Some(reference)) =
-            (&self.recorder, secret_reference(&self.rotation.home))
+            (&self.recorder, secret_reference(&self.request.home))
         else {
             return;
         };
@@ -346,14 +346,14 @@ impl Chain {
                 secondary: None,
             },
         };
-        let deadline = self.rotator.request_timeout;
+        let deadline = self.minter.request_timeout;
         match tokio::time::timeout(deadline, recorder.publish(&event, &reference)).await {
             Ok(Ok(())) => {}
             Ok(Err(err)) => {
-                tracing::warn!(member = %self.member, error = %err, "recording a rotation Event failed");
+                tracing::warn!(member = %self.member, error = %err, "recording a mint Event failed");
             }
             Err(_) => {
-                tracing::warn!(member = %self.member, ?deadline, "recording a rotation Event timed out");
+                tracing::warn!(member = %self.member, ?deadline, "recording a mint Event timed out");
             }
         }
     }

@@ -1,4 +1,4 @@
-//! Who the current token says it is, and whether a minted token says the same: rotation
+//! Who the current token says it is, and whether a minted token says the same: minting
 //! renews one ServiceAccount's token on one issuer, and never switches a member to another
 //! identity. The claims are read unverified; the member's apiserver judges the signatures,
 //! and a SelfSubjectReview with each token backs this up ([`super::mint`]).
@@ -21,13 +21,13 @@ pub(crate) struct TokenIdentity {
 /// The identity of `token`, the member's current one, if it is a token of `account`.
 ///
 /// # Errors
-/// A [`RefusalKind::NotRotatable`] refusal for a token that is not a JWT naming a
+/// A [`RefusalKind::NotMintable`] refusal for a token that is not a JWT naming a
 /// ServiceAccount and an issuer; [`RefusalKind::ServiceAccountMismatch`] for another
 /// ServiceAccount's token.
 pub(crate) fn current(token: &str, account: &ServiceAccountRef) -> Result<TokenIdentity, Refusal> {
-    let not_rotatable = |why: &str| {
+    let not_mintable = |why: &str| {
         Refusal::new(
-            RefusalKind::NotRotatable,
+            RefusalKind::NotMintable,
             format!(
                 "the current token {why}, so Tether cannot tell that it is {account}'s and \
                  mints nothing with it; write a token of that ServiceAccount (`kubectl create \
@@ -35,15 +35,15 @@ pub(crate) fn current(token: &str, account: &ServiceAccountRef) -> Result<TokenI
             ),
         )
     };
-    let claims = JwtClaims::of(token).ok_or_else(|| not_rotatable("is not a JWT"))?;
+    let claims = JwtClaims::of(token).ok_or_else(|| not_mintable("is not a JWT"))?;
     let sub = claims
         .sub
         .filter(|sub| sub.starts_with("system:serviceaccount:"))
-        .ok_or_else(|| not_rotatable("has no system:serviceaccount: subject (sub)"))?;
+        .ok_or_else(|| not_mintable("has no system:serviceaccount: subject (sub)"))?;
     let iss = claims
         .iss
         .filter(|iss| !iss.is_empty())
-        .ok_or_else(|| not_rotatable("names no issuer (iss)"))?;
+        .ok_or_else(|| not_mintable("names no issuer (iss)"))?;
     let wanted = account.username();
     if sub != wanted {
         return Err(Refusal::new(
@@ -103,7 +103,7 @@ mod tests {
     const SUB: &str = "system:serviceaccount:tether:collector";
 
     #[test]
-    fn only_the_named_service_accounts_jwt_can_be_rotated() {
+    fn only_the_named_service_accounts_jwt_can_be_minted_for() {
         let token = jwt(&format!(r#"{{"sub":"{SUB}","iss":"https://k"}}"#));
         assert_eq!(
             current(&token, &account()),
@@ -125,7 +125,7 @@ mod tests {
     }
 
     #[test]
-    fn a_token_that_does_not_say_who_it_is_cannot_be_rotated() {
+    fn a_token_that_does_not_say_who_it_is_cannot_be_minted_for() {
         let secret = "opaque-secret-value";
         for token in [
             secret.to_owned(),
@@ -135,7 +135,7 @@ mod tests {
             jwt(&format!(r#"{{"sub":"{SUB}","iss":""}}"#)),
         ] {
             let refusal = current(&token, &account()).unwrap_err();
-            assert_eq!(refusal.kind, RefusalKind::NotRotatable, "{token}");
+            assert_eq!(refusal.kind, RefusalKind::NotMintable, "{token}");
             assert!(!refusal.message.contains(&token), "{}", refusal.message);
         }
     }

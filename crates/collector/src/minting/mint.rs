@@ -83,25 +83,25 @@ async fn user_of(client: &Client, deadline: Duration) -> Result<String, String> 
 }
 
 /// Asks the member, through `client` (which carries the current credential), for a token of
-/// the ServiceAccount `rotation` names.
+/// the ServiceAccount `request` names.
 pub(crate) async fn request_token(
     client: &Client,
-    rotation: &MintRequest,
+    request: &MintRequest,
     deadline: Duration,
 ) -> Result<SecretString, MintError> {
-    let account = &rotation.service_account;
-    let request = TokenRequest {
+    let account = &request.service_account;
+    let token_request = TokenRequest {
         spec: Some(TokenRequestSpec {
             // None: the apiserver's own audience.
-            audiences: (!rotation.audiences.is_empty()).then(|| rotation.audiences.clone()),
-            expiration_seconds: Some(rotation.expiration_seconds),
+            audiences: (!request.audiences.is_empty()).then(|| request.audiences.clone()),
+            expiration_seconds: Some(request.expiration_seconds),
             bound_object_ref: None,
         }),
         ..TokenRequest::default()
     };
     let api = Api::<ServiceAccount>::namespaced(client.clone(), &account.namespace);
     let params = PostParams::default();
-    let asked = api.create_token_request(&account.name, &params, &request);
+    let asked = api.create_token_request(&account.name, &params, &token_request);
     let answer = tokio::time::timeout(deadline, asked).await.map_err(|_| {
         MintError::Failed(Text::new(&format!(
             "the TokenRequest took over {deadline:?}"

@@ -1,4 +1,4 @@
-//! Token rotation: Tether mints each opted-in member's tokens with the TokenRequest API on the
+//! Token minting: Tether mints each opted-in member's tokens with the TokenRequest API on the
 //! member, checks each new one with a SelfSubjectReview, and writes it back where the member's
 //! credential lives ([`TokenHome`](cluster_registry::minting::TokenHome)), so that
 //! Karmada, Argo CD and anything else reading that Secret get it too.
@@ -47,7 +47,7 @@ use tokio::sync::watch;
 pub use args::MintArgs;
 pub(crate) use chain::TokenChain;
 pub(crate) use policy::{Permit, permit};
-pub(crate) use start::rotator;
+pub(crate) use start::minter;
 pub(crate) use state::MintState;
 #[cfg(test)]
 pub(crate) use state::RefusalKind;

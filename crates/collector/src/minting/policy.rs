@@ -10,7 +10,7 @@ use super::{
     state::{Refusal, RefusalKind},
 };
 
-/// What the flags make of a member's rotation request.
+/// What the flags make of a member's mint request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Permit {
     /// Nothing is minted, and nothing is wrong: the operator mints for no such member, and
@@ -22,16 +22,16 @@ pub(crate) enum Permit {
     Mint,
 }
 
-/// The verdict of `args` on `member`'s request `rotation`.
-pub(crate) fn permit(args: &MintArgs, member: &str, rotation: &MintRequest) -> Permit {
-    if rotation.opts_out() {
+/// The verdict of `args` on `member`'s request `request`.
+pub(crate) fn permit(args: &MintArgs, member: &str, request: &MintRequest) -> Permit {
+    if request.opts_out() {
         return Permit::Off;
     }
     if !args.allows(member) {
-        return match rotation.enabled {
+        return match request.enabled {
             Some(true) => Permit::Refused(Refusal::new(
                 RefusalKind::NotAllowed,
-                "the definition asks for token rotation (tether.io/mint-tokens: \"true\"), \
+                "the definition asks for token minting (tether.io/mint-tokens: \"true\"), \
                  but minting is the operator's decision and this collector mints for no such \
                  member (--mint-tokens, --mint-tokens-for); nothing is minted, and the \
                  current token is used until it expires"
@@ -41,17 +41,17 @@ pub(crate) fn permit(args: &MintArgs, member: &str, rotation: &MintRequest) -> P
         };
     }
     let cap = args.mint_max_expiration.as_secs();
-    if u64::try_from(rotation.expiration_seconds).map_or(true, |asked| asked > cap) {
+    if u64::try_from(request.expiration_seconds).map_or(true, |asked| asked > cap) {
         return Permit::Refused(Refusal::new(
             RefusalKind::OverCap,
             format!(
                 "the definition asks for tokens that live {} s, more than the {cap} s \
                  --mint-max-expiration allows; nothing is minted",
-                rotation.expiration_seconds
+                request.expiration_seconds
             ),
         ));
     }
-    if let Some(audience) = rotation
+    if let Some(audience) = request
         .audiences
         .iter()
         .find(|asked| !args.mint_audiences.contains(asked))
@@ -134,34 +134,34 @@ mod tests {
     #[test]
     fn a_lifetime_over_the_cap_is_refused_not_clamped() {
         let all = args(&["--mint-tokens", "--mint-max-expiration", "1h"]);
-        let mut rotation = request(None);
-        rotation.expiration_seconds = 3600;
-        assert_eq!(permit(&all, "m1", &rotation), Permit::Mint);
-        rotation.expiration_seconds = 3601;
-        let refused = permit(&all, "m1", &rotation);
+        let mut asked = request(None);
+        asked.expiration_seconds = 3600;
+        assert_eq!(permit(&all, "m1", &asked), Permit::Mint);
+        asked.expiration_seconds = 3601;
+        let refused = permit(&all, "m1", &asked);
         assert_eq!(reason(&refused), Some("RotationOverCap"));
         let Permit::Refused(refusal) = refused else {
             unreachable!()
         };
         assert!(refusal.message.contains("3601 s"), "{}", refusal.message);
         // The default cap is a day.
-        rotation.expiration_seconds = 86_401;
+        asked.expiration_seconds = 86_401;
         let default = args(&["--mint-tokens"]);
         assert_eq!(
-            reason(&permit(&default, "m1", &rotation)),
+            reason(&permit(&default, "m1", &asked)),
             Some("RotationOverCap")
         );
-        rotation.expiration_seconds = 86_400;
-        assert_eq!(permit(&default, "m1", &rotation), Permit::Mint);
+        asked.expiration_seconds = 86_400;
+        assert_eq!(permit(&default, "m1", &asked), Permit::Mint);
     }
 
     #[test]
     fn only_listed_audiences_may_be_asked_for() {
-        let mut rotation = request(None);
-        rotation.audiences = vec!["vault".into()];
+        let mut asked = request(None);
+        asked.audiences = vec!["vault".into()];
         let none = args(&["--mint-tokens"]);
         assert_eq!(
-            reason(&permit(&none, "m1", &rotation)),
+            reason(&permit(&none, "m1", &asked)),
             Some("RotationOverCap")
         );
         let listed = args(&[
@@ -171,9 +171,9 @@ mod tests {
             "--mint-audience",
             "sts",
         ]);
-        assert_eq!(permit(&listed, "m1", &rotation), Permit::Mint);
-        rotation.audiences = vec!["sts".into(), "https://attacker".into()];
-        let refused = permit(&listed, "m1", &rotation);
+        assert_eq!(permit(&listed, "m1", &asked), Permit::Mint);
+        asked.audiences = vec!["sts".into(), "https://attacker".into()];
+        let refused = permit(&listed, "m1", &asked);
         let Permit::Refused(refusal) = refused else {
             panic!("{refused:?}")
         };

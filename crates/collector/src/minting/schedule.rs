@@ -51,7 +51,7 @@ pub(crate) fn next(
     let lifetime = exp.duration_since(start).unwrap_or(Duration::ZERO);
     let due = start + lifetime.mul_f64(fraction);
     if due <= now {
-        return Next::Mint("the token is past its rotation point");
+        return Next::Mint("the token is past its mint point");
     }
     if request.is_some() && request != record.handled_request.as_deref() {
         // A mint time in the future (a clock ahead, a hand-edited record) is no recent mint:
@@ -61,7 +61,7 @@ pub(crate) fn next(
             .filter(|last| *last <= now)
             .map_or(now, |last| last + spacing);
         if allowed <= now {
-            return Next::Mint("a rotation was requested (tether.io/mint-now)");
+            return Next::Mint("a mint was requested (tether.io/mint-now)");
         }
         return Next::At(allowed.min(due));
     }
@@ -116,12 +116,12 @@ mod tests {
             // Minted at 1100 for r1: r2 at 1110 waits until 1130, then mints.
             (&issued, Some("r2"), Some("r1"), Some(1100), 1110, At(1130)),
             (&issued, Some("r2"), Some("r1"), Some(1100), 1130, Mint),
-            // A due rotation is not held back, and a wait never passes it.
+            // A due mint is not held back, and a wait never passes it.
             (&issued, Some("r2"), Some("r1"), Some(1470), 1480, Mint),
             (&issued, Some("r2"), Some("r1"), Some(1460), 1470, At(1480)),
             // A mint "in the future" holds nothing back.
             (&issued, Some("r2"), Some("r1"), Some(9999), 1110, Mint),
-            // An expired token is reported even when a rotation is requested.
+            // An expired token is reported even when a mint is requested.
             (&issued, Some("r1"), None, None, 1700, Expired(1600)),
             // Tokens that do not say their lifetime are replaced at once.
             ("opaque", None, None, None, 1100, Mint),

@@ -1,16 +1,16 @@
-//! Wires token rotation into the collector: the control plane, and the leader election it
+//! Wires token minting into the collector: the control plane, and the leader election it
 //! mints under.
 
 use crate::control_plane::{Lease, Startup};
 
 use super::Minter;
 
-/// The rotator `args` ask for, and the Lease: `lease` as given, or one joined here when
+/// The minter `args` ask for, and the Lease: `lease` as given, or one joined here when
 /// minting (`--mint-tokens`, `--mint-tokens-for`) needs leader election and nothing joined it yet.
 ///
 /// # Errors
 /// Joining the election failing.
-pub(crate) async fn rotator(
+pub(crate) async fn minter(
     startup: Startup<'_>,
     lease: Option<Lease>,
 ) -> anyhow::Result<(Minter, Option<Lease>)> {
@@ -22,7 +22,7 @@ pub(crate) async fn rotator(
     } = startup;
     let lease = match control_plane {
         // Without election nothing is joined, and minting alone does not claim to lead.
-        Some(cp) if args.rotation.minting() && args.leader_elect => {
+        Some(cp) if args.mint.minting() && args.leader_elect => {
             startup.lease_or_join(lease, cp).await?
         }
         _ => lease,
@@ -31,7 +31,7 @@ pub(crate) async fn rotator(
     let refusal = if sharded {
         Some(
             "this collector shares its members with other replicas (--shards auto), and token \
-             rotation needs a single writer: rotate with one replica, or with leader election \
+             minting needs a single writer: mint with one replica, or with leader election \
              and without --shards"
                 .to_owned(),
         )
@@ -46,15 +46,15 @@ pub(crate) async fn rotator(
                 .to_owned()
         })
     });
-    let rotator = Minter {
+    let minter = Minter {
         control_plane: control_plane.map(|cp| cp.client.clone()),
         identity: identity.to_owned(),
         leader: lease.as_ref().and_then(Lease::leader),
         refusal,
-        args: args.rotation.clone(),
+        args: args.mint.clone(),
         policy: args.endpoint_policy(),
         request_timeout: args.request_timeout(),
         metrics: metrics.clone(),
     };
-    Ok((rotator, lease))
+    Ok((minter, lease))
 }

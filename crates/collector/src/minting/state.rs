@@ -7,7 +7,7 @@ use crate::reason::Reason;
 /// works now but will not for long.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) enum MintState {
-    /// Not rotating, or the last mint (or the current token) is fine.
+    /// Not minting, or the last mint (or the current token) is fine.
     #[default]
     Fine,
     /// The token in the home expired: the chain cannot go on until a fresh token is written.
@@ -40,7 +40,7 @@ impl MintState {
     }
 }
 
-/// Why the operator's bounds stop a member's rotation, and a sentence saying how to fix it.
+/// Why the operator's bounds stop a member's minting, and a sentence saying how to fix it.
 /// The sentence never holds a token: only claims (`sub`, `iss`) and definition text, the
 /// latter through [`member_client::Text`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,10 +58,10 @@ impl Refusal {
     }
 }
 
-/// The bound a refused rotation broke; each is its own condition reason.
+/// The bound a refused mint request broke; each is its own condition reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RefusalKind {
-    /// The definition asks to rotate (`"true"`), but the operator mints for no such member
+    /// The definition asks to be minted for (`"true"`), but the operator mints for no such member
     /// (`--mint-tokens`, `--mint-tokens-for`).
     NotAllowed,
     /// The definition asks for a longer lifetime than `--mint-max-expiration`, or an
@@ -69,7 +69,7 @@ pub(crate) enum RefusalKind {
     OverCap,
     /// The current token is not a ServiceAccount token that says who it is (a JWT with a
     /// `system:serviceaccount:` `sub` and an `iss`).
-    NotRotatable,
+    NotMintable,
     /// The current token is another ServiceAccount's than the one the definition names.
     ServiceAccountMismatch,
     /// The minted token's `sub` or `iss` is not the current token's; it was not written.
@@ -82,7 +82,7 @@ impl RefusalKind {
         match self {
             Self::NotAllowed => Reason::RotationNotAllowed,
             Self::OverCap => Reason::RotationOverCap,
-            Self::NotRotatable => Reason::TokenNotRotatable,
+            Self::NotMintable => Reason::TokenNotRotatable,
             Self::ServiceAccountMismatch => Reason::RotationServiceAccountMismatch,
             Self::MintedTokenMismatch => Reason::MintedTokenMismatch,
         }

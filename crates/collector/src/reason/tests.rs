@@ -75,16 +75,16 @@ fn the_table_is_exactly_what_the_code_gives() {
     let refusals = [
         RefusalKind::NotAllowed,
         RefusalKind::OverCap,
-        RefusalKind::NotRotatable,
+        RefusalKind::NotMintable,
         RefusalKind::ServiceAccountMismatch,
         RefusalKind::MintedTokenMismatch,
     ];
     given.extend(refusals.map(RefusalKind::reason));
-    let rotation = [
+    let mint_states = [
         MintState::Expired(String::new()),
         MintState::Failed(String::new()),
     ];
-    given.extend(rotation.iter().filter_map(MintState::reason));
+    given.extend(mint_states.iter().filter_map(MintState::reason));
     given.extend([
         crate::check::remedy::NOT_DEFINED,
         crate::check::remedy::PENDING,
