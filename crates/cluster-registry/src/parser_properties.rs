@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use k8s_openapi::{ByteString, api::core::v1::Secret};
-use member_client::CredentialKey;
+use member_client::{CredentialKey, test_util::proptest_config as config_of};
 use proptest::prelude::*;
 
 mod kubeconfig;
@@ -26,18 +26,6 @@ const TOKEN: &str = "tok-3f9a7c1e5b2d8e04";
 
 fn config() -> ProptestConfig {
     config_of(1_000)
-}
-
-/// `cases` per property in CI; `PROPTEST_CASES=<n>` runs `n` instead.
-fn config_of(cases: u32) -> ProptestConfig {
-    let more = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok());
-    ProptestConfig {
-        cases: more.unwrap_or(cases),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
 }
 
 /// The most bytes a refusal's text may take, whatever the input's size: its detail is

@@ -82,11 +82,7 @@ fn seconds(value: f64) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn jwt(payload: &str) -> String {
-        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        format!("{}.{}.c2ln", b64("{}"), b64(payload))
-    }
+    use crate::test_util::jwt;
 
     #[test]
     fn every_claim_is_read_and_a_wrong_type_reads_as_absent() {

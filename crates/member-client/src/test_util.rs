@@ -7,16 +7,22 @@
 //!   loopback address, with the test's handler.
 //! - [`TestPki`]: a throwaway CA for its TLS and the client identities it sees.
 //! - [`TestMember`]: a member client over a fake source, built as the collector builds one.
+//! - [`jwt`]: a token with claims.
 //! - [`LogBuffer`]: where a test's log subscriber writes, for the test to read.
+//! - [`proptest_config`]: how many cases a property test runs.
 
 mod fake_source;
+mod jwt;
 mod log_buffer;
 mod loopback_server;
+mod proptest_config;
 mod test_member;
 mod test_pki;
 
 pub use fake_source::FakeSource;
+pub use jwt::jwt;
 pub use log_buffer::LogBuffer;
 pub use loopback_server::{LoopbackServer, Peer, Reply};
+pub use proptest_config::proptest_config;
 pub use test_member::TestMember;
 pub use test_pki::{ClientAuth, TestPki};

@@ -19,9 +19,8 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use base64::Engine as _;
 use http::Request;
-use member_client::test_util::{FakeSource, TestMember};
+use member_client::test_util::{FakeSource, TestMember, jwt};
 use member_client::{CredentialCacheConfig, CredentialState, FailureKind};
 use rstest::rstest;
 use support::{LoopbackApiserver, all_succeed, member_with_token_a, spawn_gets, wait_until};
@@ -30,9 +29,8 @@ const PATH: &str = "/api/v1/namespaces/default/configmaps/cm";
 
 #[tokio::test]
 async fn header_carries_the_current_token_and_follows_invalidate() {
-    let server = LoopbackApiserver::start(&["token-a", "token-b"]).await;
-    let source = Arc::new(FakeSource::token("token-a"));
-    let member = TestMember::new(&server.url(), &source);
+    let (server, source, member) = member_with_token_a().await;
+    server.accept_only(&["token-a", "token-b"]);
 
     member.get(PATH).await.unwrap();
     assert_eq!(server.seen_with("token-a"), 1);
@@ -254,8 +252,8 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
         .unwrap()
         .as_secs_f64();
     // Expires in 2.5 s; with a 2 s skew the entry must go after ~0.5 s, not after the 300 s TTL.
-    let first = jwt(now + 2.5);
-    let second = jwt(now + 3600.0);
+    let first = jwt(&format!(r#"{{"exp":{}}}"#, now + 2.5));
+    let second = jwt(&format!(r#"{{"exp":{}}}"#, now + 3600.0));
     server.accept_only(&[first.as_str(), second.as_str()]);
     let source = Arc::new(FakeSource::token(first.as_str()));
     let config = CredentialCacheConfig {
@@ -282,10 +280,8 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
 
 #[tokio::test]
 async fn an_unreadable_credential_is_reported_and_nothing_is_sent() {
-    let server = LoopbackApiserver::start(&["token-a"]).await;
-    let source = Arc::new(FakeSource::token("token-a"));
+    let (server, source, member) = member_with_token_a().await;
     source.delete();
-    let member = TestMember::new(&server.url(), &source);
 
     let err = member.get(PATH).await.unwrap_err();
     assert_eq!(
@@ -325,15 +321,4 @@ async fn transport_failures_are_unreachable_not_auth(#[case] tls_mismatch: bool)
     assert_eq!(FailureKind::of(&err), FailureKind::Unreachable, "{err:?}");
     assert_eq!(member.health.current(), CredentialState::Unknown);
     assert_eq!(member.tokens.stats().invalidations, 0);
-}
-
-fn jwt(exp: f64) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    format!(
-        "{}.{}.sig",
-        b64(r#"{"alg":"RS256","kid":"k"}"#),
-        b64(&format!(
-            r#"{{"exp":{exp},"sub":"system:serviceaccount:ns:sa"}}"#
-        ))
-    )
 }

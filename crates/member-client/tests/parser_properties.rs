@@ -15,26 +15,10 @@ use base64::Engine as _;
 use member_client::{
     Credential, EndpointPolicy, JwtClaims, SourceError, Text, ValidationError,
     exec::{ExecPluginsFile, ExecPluginsFileError},
+    test_util::proptest_config,
     validation::{self, Cidr},
 };
 use proptest::prelude::*;
-
-/// 2,000 cases per property; with the registry's, well over 10,000 in all.
-fn config() -> ProptestConfig {
-    config_of(2_000)
-}
-
-/// `cases` per property in CI; `PROPTEST_CASES=<n>` runs `n` instead.
-fn config_of(cases: u32) -> ProptestConfig {
-    let more = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok());
-    ProptestConfig {
-        cases: more.unwrap_or(cases),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 /// base64url, padded or not: JWT segments come both ways.
 fn base64url(padded: bool) -> base64::engine::GeneralPurpose {
@@ -102,7 +86,8 @@ fn assert_clean(text: &str) {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    // 2,000 cases per property; with the registry's, well over 10,000 in all.
+    #![proptest_config(proptest_config(2_000))]
 
     #[test]
     fn endpoint_and_proxy_checks_are_total_and_never_echo_user_info(
@@ -295,7 +280,7 @@ fn exec_plugins_yaml() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config_of(1_000))]
+    #![proptest_config(proptest_config(1_000))]
 
     /// Any token, JWT-shaped or not, with claims of any type: claims or none, never a panic;
     /// a claim read is one the payload holds, so none is larger than the token.

@@ -2,15 +2,10 @@
 
 use super::*;
 use crate::exec::ExecOutput;
-use crate::test_util::TestPki;
+use crate::test_util::{TestPki, jwt};
 use base64::Engine as _;
 use rstest::rstest;
 use std::time::Duration;
-
-fn jwt(payload: &str) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    format!("{}.{}.c2ln", b64(r#"{"alg":"RS256"}"#), b64(payload))
-}
 
 #[rstest]
 // whitespace around a token is trimmed, not sent
@@ -81,16 +76,6 @@ fn padded_jwt_payload_is_accepted() {
     );
 }
 
-#[test]
-fn debug_never_shows_the_token() {
-    let cred = Credential::from_token_bytes(b"s3cr3t-token-value")
-        .unwrap()
-        .with_ca_bundle(&b"-----BEGIN CERTIFICATE-----"[..]);
-    let printed = format!("{cred:?} {cred:#?}");
-    assert!(!printed.contains("s3cr3t"), "{printed}");
-    assert!(printed.contains("REDACTED"), "{printed}");
-}
-
 /// Unix seconds of 1 January 2027 and 2040, 00:00 UTC.
 const JAN_2027: u64 = 1_798_761_600;
 const JAN_2040: u64 = 2_208_988_800;
@@ -122,8 +107,7 @@ fn a_certificate_credential_expires_at_not_after_and_sends_no_token() {
 
 #[test]
 fn a_token_with_a_certificate_expires_at_whichever_comes_first() {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    let token = format!("{}.{}.c2ln", b64("{}"), b64(r#"{"exp":1900000000}"#));
+    let token = jwt(r#"{"exp":1900000000}"#);
     let sooner_cert = Credential::from_token_bytes(token.as_bytes())
         .unwrap()
         .with_identity(identity("a", 2027));
@@ -137,10 +121,8 @@ fn a_token_with_a_certificate_expires_at_whichever_comes_first() {
 
 #[test]
 fn an_exec_credential_expires_when_the_plugin_says() {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    let jwt = format!("{}.{}.c2ln", b64("{}"), b64(r#"{"exp":1900000000}"#));
     let output = ExecOutput {
-        token: Some(SecretString::from(jwt)),
+        token: Some(SecretString::from(jwt(r#"{"exp":1900000000}"#))),
         client_certificate_pem: None,
         client_key_pem: None,
         expires_at: Some(at(1_700_000_000)),
@@ -166,16 +148,11 @@ fn an_exec_credential_expires_when_the_plugin_says() {
 
 #[test]
 fn an_exec_certificate_becomes_the_client_identity() {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(vec!["client".to_owned()]).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "exec-user");
-    let cert = params.self_signed(&key).unwrap();
+    let (cert_pem, key_pem) = TestPki::new().identity_pem("exec-user");
     let output = ExecOutput {
         token: None,
-        client_certificate_pem: Some(cert.pem()),
-        client_key_pem: Some(SecretString::from(key.serialize_pem())),
+        client_certificate_pem: Some(cert_pem),
+        client_key_pem: Some(SecretString::from(key_pem)),
         expires_at: None,
     };
     let cred = Credential::from_exec(&output).unwrap();
@@ -216,9 +193,11 @@ fn debug_never_shows_the_token_or_the_key() {
     let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes()).unwrap();
     let cred = Credential::from_token_bytes(b"s3cr3t-token-value")
         .unwrap()
+        .with_ca_bundle(&b"-----BEGIN CERTIFICATE-----"[..])
         .with_identity(identity);
     let printed = format!("{cred:?} {cred:#?}");
     assert!(!printed.contains("s3cr3t"), "{printed}");
+    assert!(printed.contains("REDACTED"), "{printed}");
     let key_body: String = key_pem.lines().nth(1).unwrap().chars().take(40).collect();
     assert!(!printed.contains(&key_body), "{printed}");
 }

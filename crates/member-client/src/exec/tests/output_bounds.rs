@@ -6,22 +6,12 @@ use proptest::prelude::*;
 
 use crate::exec::{
     ExecApiVersion,
-    wire::{parse_exec_credential as parse, parse_rfc3339},
+    wire::{ExecOutput, parse_rfc3339},
 };
+use crate::test_util::proptest_config;
 
 /// The longest an error may be: every variant is a fixed sentence with numbers.
 const MAX_ERROR_BYTES: usize = 256;
-
-fn config() -> ProptestConfig {
-    let more = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok());
-    ProptestConfig {
-        cases: more.unwrap_or(1_000),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Times in RFC 3339's shape with every field at and past its range, odd separators, long
 /// fractions and offsets, and noise.
@@ -54,7 +44,7 @@ fn timestamp() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(1_000))]
 
     #[test]
     fn any_time_parses_or_is_refused(text in prop_oneof![timestamp(), "\\PC{0,40}"]) {
@@ -96,7 +86,7 @@ proptest! {
             "kind": "ExecCredential",
             "status": status,
         })).unwrap_or_default();
-        if let Err(err) = parse(&stdout, ExecApiVersion::V1) {
+        if let Err(err) = ExecOutput::from_json(&stdout, ExecApiVersion::V1) {
             let shown = format!("{err}");
             prop_assert!(shown.len() <= MAX_ERROR_BYTES, "{} bytes: {}", shown.len(), shown);
         }

@@ -3,7 +3,10 @@
 
 use proptest::prelude::*;
 
-use crate::exec::{ExecApiVersion, wire::parse_exec_credential as parse};
+use crate::{
+    exec::{ExecApiVersion, wire::ExecOutput},
+    test_util::proptest_config,
+};
 
 /// A token that must never appear in an error.
 const TOKEN: &str = "tok-3f9a1c-never-echo";
@@ -57,12 +60,12 @@ fn document() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2_000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(2_000))]
 
     #[test]
     fn any_document_parses_or_is_a_typed_error_without_the_token(stdout in document()) {
         for version in [ExecApiVersion::V1, ExecApiVersion::V1Beta1] {
-            if let Err(err) = parse(&stdout, version) {
+            if let Err(err) = ExecOutput::from_json(&stdout, version) {
                 let text = format!("{err} {err:?}");
                 prop_assert!(!text.contains(TOKEN), "{}", text);
             }
@@ -71,6 +74,6 @@ proptest! {
 
     #[test]
     fn any_bytes_parse_or_are_a_typed_error(stdout in proptest::collection::vec(any::<u8>(), 0..256)) {
-        let _ = parse(&stdout, ExecApiVersion::V1);
+        let _ = ExecOutput::from_json(&stdout, ExecApiVersion::V1);
     }
 }
