@@ -15,13 +15,11 @@ use super::{ExecApiVersion, ExecCluster};
 /// ```
 /// use member_client::{ExecApiVersion, ExecConfig, ExecEnvVar};
 /// let config = ExecConfig {
-///     command: "/usr/local/bin/cloud-auth".to_owned(),
 ///     args: vec!["--key=arg-s3cr3t".to_owned()],
 ///     env: vec![ExecEnvVar::new("CLOUD_KEY", "s3cr3t")],
-///     api_version: ExecApiVersion::V1,
-///     provide_cluster_info: false,
-///     cluster: None,
+///     ..ExecConfig::new("/usr/local/bin/cloud-auth")
 /// };
+/// assert_eq!(config.api_version, ExecApiVersion::V1);
 /// assert!(!format!("{config:?}").contains("s3cr3t"));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
@@ -39,6 +37,20 @@ pub struct ExecConfig {
     pub provide_cluster_info: bool,
     /// The member cluster, sent to the plugin only when `provide_cluster_info` is set.
     pub cluster: Option<ExecCluster>,
+}
+
+impl ExecConfig {
+    /// `command` with no argument, variable or cluster, speaking `v1`.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            command: command.into(),
+            args: vec![],
+            env: vec![],
+            api_version: ExecApiVersion::V1,
+            provide_cluster_info: false,
+            cluster: None,
+        }
+    }
 }
 
 /// The start of the `Debug` of what names a plugin run: the program, the count of its
@@ -100,10 +112,8 @@ mod tests {
     #[test]
     fn debug_hides_args_env_values_proxy_user_info_and_the_extension() {
         let config = ExecConfig {
-            command: "/bin/plugin".to_owned(),
             args: vec!["--flag=arg-s3cr3t".to_owned(), "/var/run/token".to_owned()],
             env: vec![ExecEnvVar::new("API_KEY", "env-s3cr3t")],
-            api_version: ExecApiVersion::V1,
             provide_cluster_info: true,
             cluster: Some(ExecCluster {
                 certificate_authority_data: Some(b"-----BEGIN CERTIFICATE-----".to_vec()),
@@ -111,6 +121,7 @@ mod tests {
                 config: Some(serde_json::json!({"audience": "ext-s3cr3t"})),
                 ..ExecCluster::new("https://10.0.0.1:6443")
             }),
+            ..ExecConfig::new("/bin/plugin")
         };
         let printed = format!("{config:?} {config:#?}");
         assert!(!printed.contains("s3cr3t"), "{printed}");

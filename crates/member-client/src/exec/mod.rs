@@ -29,16 +29,12 @@
 //!
 //! ```no_run
 //! # async fn doc() -> Result<(), member_client::ExecError> {
-//! use member_client::{ExecApiVersion, ExecConfig, ExecPolicy, exec};
+//! use member_client::{ExecConfig, ExecPolicy, exec};
 //!
 //! let policy = ExecPolicy::new(["/usr/local/bin/cloud-auth".into()]);
 //! let config = ExecConfig {
-//!     command: "cloud-auth".to_owned(),
 //!     args: vec!["token".to_owned()],
-//!     env: vec![],
-//!     api_version: ExecApiVersion::V1,
-//!     provide_cluster_info: false,
-//!     cluster: None,
+//!     ..ExecConfig::new("cloud-auth")
 //! };
 //! match exec::run(&config, &policy).await {
 //!     Ok(output) => println!("expires at {:?}", output.expires_at),

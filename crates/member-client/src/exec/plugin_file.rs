@@ -157,7 +157,7 @@ impl ExecPluginsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{ExecApiVersion, ExecConfig, ExecError};
+    use crate::exec::{ExecConfig, ExecError};
     use rstest::rstest;
 
     const EKS: &str = r#"
@@ -186,12 +186,8 @@ providers:
         assert_eq!(declaration.rules().definition_args.len(), 2);
         assert_eq!(declaration.rules().definition_env[0].name, "AWS_REGION");
         let config = ExecConfig {
-            command: "/usr/local/bin/aws".to_owned(),
             args: vec!["--cluster-name".to_owned(), "prod-1".to_owned()],
-            env: vec![],
-            api_version: ExecApiVersion::V1,
-            provide_cluster_info: false,
-            cluster: None,
+            ..ExecConfig::new("/usr/local/bin/aws")
         };
         let invocation = declaration.invocation("/p".into(), &config).unwrap();
         assert_eq!(

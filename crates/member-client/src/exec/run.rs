@@ -47,16 +47,9 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 ///
 /// ```no_run
 /// # async fn doc() -> Result<(), member_client::ExecError> {
-/// use member_client::{ExecApiVersion, ExecConfig, ExecPolicy, exec};
+/// use member_client::{ExecConfig, ExecPolicy, exec};
 /// let policy = ExecPolicy::new(["/usr/local/bin/cloud-auth".into()]);
-/// let config = ExecConfig {
-///     command: "/usr/local/bin/cloud-auth".to_owned(),
-///     args: vec![],
-///     env: vec![],
-///     api_version: ExecApiVersion::V1,
-///     provide_cluster_info: false,
-///     cluster: None,
-/// };
+/// let config = ExecConfig::new("/usr/local/bin/cloud-auth");
 /// let output = exec::run(&config, &policy).await?;
 /// # Ok(()) }
 /// ```

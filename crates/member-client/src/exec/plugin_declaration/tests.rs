@@ -1,5 +1,4 @@
 use super::*;
-use crate::exec::ExecApiVersion;
 use rstest::rstest;
 
 fn rules(args: &[&str], env: &[(&str, &str)]) -> DefinitionRules {
@@ -20,12 +19,9 @@ fn rules(args: &[&str], env: &[(&str, &str)]) -> DefinitionRules {
 
 fn config(args: &[&str], env: Vec<ExecEnvVar>) -> ExecConfig {
     ExecConfig {
-        command: "/usr/local/bin/aws".to_owned(),
         args: args.iter().map(|a| (*a).to_owned()).collect(),
         env,
-        api_version: ExecApiVersion::V1,
-        provide_cluster_info: false,
-        cluster: None,
+        ..ExecConfig::new("/usr/local/bin/aws")
     }
 }
 

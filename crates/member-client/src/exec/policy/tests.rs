@@ -1,5 +1,5 @@
 use super::*;
-use crate::exec::{DefinitionRules, EnvRule, ExecApiVersion, ExecEnvVar, Pattern};
+use crate::exec::{DefinitionRules, EnvRule, ExecEnvVar, Pattern};
 use rstest::rstest;
 use std::{ffi::OsString, fs};
 
@@ -106,27 +106,21 @@ fn a_relative_path_is_refused_even_when_it_reaches_an_allowed_file() {
     assert!(refused(policy.allowed("./plugin")));
 }
 
-#[test]
-fn a_bare_name_takes_the_first_executable_file_on_path() {
+#[rstest]
+#[case::skips_a_file_that_is_not_executable(0o644, true)]
+#[case::refuses_one_shadowed_by_an_earlier_executable(0o755, false)]
+fn a_bare_name_takes_the_first_executable_file_on_path(#[case] first: u32, #[case] ok: bool) {
     let tree = Tree::new();
-    tree.file("sub/plugin", 0o644); // not executable: skipped
+    tree.file("sub/plugin", first);
     let plugin = tree.file("other/plugin", 0o755);
     let policy = ExecPolicy::new([plugin.clone()]);
     let path_var = tree.path_var(&["sub", "other"]);
-    assert_eq!(
-        policy.allowed_on("plugin", Some(&path_var)).unwrap(),
-        plugin
-    );
-}
-
-#[test]
-fn a_bare_name_shadowed_on_path_is_refused() {
-    let tree = Tree::new();
-    tree.file("sub/plugin", 0o755); // found first, so it is what would run
-    let plugin = tree.file("other/plugin", 0o755);
-    let policy = ExecPolicy::new([plugin]);
-    let path_var = tree.path_var(&["sub", "other"]);
-    assert!(refused(policy.allowed_on("plugin", Some(&path_var))));
+    let allowed = policy.allowed_on("plugin", Some(&path_var));
+    if ok {
+        assert_eq!(allowed.unwrap(), plugin);
+    } else {
+        assert!(refused(allowed));
+    }
 }
 
 #[test]
@@ -176,12 +170,8 @@ fn check_refuses_what_the_declaration_does_not_accept() {
     let tree = Tree::new();
     let plugin = tree.file("plugin", 0o755);
     let mut config = ExecConfig {
-        command: plugin.display().to_string(),
-        args: vec![],
         env: vec![ExecEnvVar::new("AWS_PROFILE", "x")],
-        api_version: ExecApiVersion::V1,
-        provide_cluster_info: false,
-        cluster: None,
+        ..ExecConfig::new(plugin.display().to_string())
     };
     let rules = DefinitionRules {
         definition_args: vec![],

@@ -84,7 +84,6 @@ async fn a_refused_command_never_runs(#[case] trick: Trick) {
 async fn the_marker_shows_a_run() {
     let plugins = Plugins::new();
     let marking = format!("touch ran\n{}", prints(V1, r#"{"token":"t"}"#));
-    let evil = plugins.script("evil", &marking).await;
-    run_plugin(&config(&evil), &allow(&evil)).await.unwrap();
+    plugins.run(&marking).await.unwrap();
     assert!(plugins.path("ran").exists());
 }

@@ -83,24 +83,17 @@ async fn a_failing_plugin_reports_its_exit_and_stderr(
     #[case] code: Option<i32>,
     #[case] stderr: &str,
 ) {
-    let plugins = Plugins::new();
-    let plugin = plugins.script("plugin", body).await;
-    let result = run_plugin(&config(&plugin), &allow(&plugin)).await;
     let want = ExecFailure::Exited {
         code,
         stderr: Text::new(stderr),
     };
-    assert_eq!(failure(result), want);
+    assert_eq!(failure(Plugins::new().run(body).await), want);
 }
 
 #[tokio::test]
 async fn long_stderr_is_cut_to_its_end() {
-    let plugins = Plugins::new();
     let body = "head -c 300000 /dev/zero | tr '\\0' x >&2\necho ' the end' >&2\nexit 1";
-    let plugin = plugins.script("plugin", body).await;
-    let ExecFailure::Exited { stderr, .. } =
-        failure(run_plugin(&config(&plugin), &allow(&plugin)).await)
-    else {
+    let ExecFailure::Exited { stderr, .. } = failure(Plugins::new().run(body).await) else {
         panic!("not an exit failure");
     };
     assert!(stderr.as_str().len() <= Text::MAX_BYTES);
@@ -118,22 +111,16 @@ async fn long_stderr_is_cut_to_its_end() {
 #[case::nothing("true", BadExecOutput::Empty)]
 #[tokio::test]
 async fn unusable_stdout_is_bad_output(#[case] body: &str, #[case] want: BadExecOutput) {
-    let plugins = Plugins::new();
-    let plugin = plugins.script("plugin", body).await;
-    let result = run_plugin(&config(&plugin), &allow(&plugin)).await;
+    let result = Plugins::new().run(body).await;
     assert_eq!(failure(result), ExecFailure::BadOutput(want));
 }
 
 #[tokio::test]
 async fn a_token_in_broken_json_never_reaches_the_error() {
-    let plugins = Plugins::new();
     let body = format!(
         r#"printf '%s' '{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"leaked-token-42'"#
     );
-    let plugin = plugins.script("plugin", &body).await;
-    let err = run_plugin(&config(&plugin), &allow(&plugin))
-        .await
-        .unwrap_err();
+    let err = Plugins::new().run(&body).await.unwrap_err();
     assert!(matches!(
         err,
         ExecError::Failed(ExecFailure::BadOutput(BadExecOutput::NotJson { .. }))
@@ -163,8 +150,7 @@ async fn stdout_exactly_at_the_cap_is_read() {
         format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{{"token":"t"}}}}"#);
     let padded = json.clone() + &" ".repeat(ExecPolicy::MAX_STDOUT - json.len());
     fs::write(plugins.path("stdout"), padded).unwrap();
-    let plugin = plugins.script("plugin", "cat stdout").await;
-    let out = run_plugin(&config(&plugin), &allow(&plugin)).await.unwrap();
+    let out = plugins.run("cat stdout").await.unwrap();
     assert_eq!(out.token.unwrap().expose_secret(), "t");
 }
 

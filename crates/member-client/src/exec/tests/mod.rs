@@ -58,6 +58,12 @@ impl Plugins {
         path
     }
 
+    /// Writes `body` as a plugin and runs it under its allowing policy.
+    async fn run(&self, body: &str) -> Result<ExecOutput, ExecError> {
+        let plugin = self.script("plugin", body).await;
+        run_plugin(&config(&plugin), &allow(&plugin)).await
+    }
+
     fn read(&self, name: &str) -> String {
         fs::read_to_string(self.path(name)).unwrap()
     }
@@ -71,14 +77,7 @@ fn prints(api_version: &str, status: &str) -> String {
 }
 
 fn config(plugin: &Path) -> ExecConfig {
-    ExecConfig {
-        command: plugin.display().to_string(),
-        args: vec![],
-        env: vec![],
-        api_version: ExecApiVersion::V1,
-        provide_cluster_info: false,
-        cluster: None,
-    }
+    ExecConfig::new(plugin.display().to_string())
 }
 
 fn allow(plugin: &Path) -> ExecPolicy {
@@ -99,10 +98,8 @@ fn failure(result: Result<ExecOutput, ExecError>) -> ExecFailure {
 
 #[tokio::test]
 async fn a_v1_plugin_returns_its_token_and_expiry() {
-    let plugins = Plugins::new();
     let status = r#"{"token":"tok-1","expirationTimestamp":"2026-12-01T20:00:00.25Z"}"#;
-    let plugin = plugins.script("plugin", &prints(V1, status)).await;
-    let out = run_plugin(&config(&plugin), &allow(&plugin)).await.unwrap();
+    let out = Plugins::new().run(&prints(V1, status)).await.unwrap();
     assert_eq!(out.token.unwrap().expose_secret(), "tok-1");
     let want = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_155_200_250);
     assert_eq!(out.expires_at, Some(want));
@@ -128,10 +125,8 @@ async fn a_v1beta1_plugin_is_asked_and_answers_in_v1beta1() {
 
 #[tokio::test]
 async fn a_client_certificate_and_key_are_returned() {
-    let plugins = Plugins::new();
     let status = r#"{"clientCertificateData":"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n","clientKeyData":"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#;
-    let plugin = plugins.script("plugin", &prints(V1, status)).await;
-    let out = run_plugin(&config(&plugin), &allow(&plugin)).await.unwrap();
+    let out = Plugins::new().run(&prints(V1, status)).await.unwrap();
     assert!(out.token.is_none());
     assert!(out.client_certificate_pem.unwrap().contains("MIIB\n"));
     assert!(

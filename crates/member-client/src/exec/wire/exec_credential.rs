@@ -52,74 +52,67 @@ impl ExecOutput {
     /// # Errors
     /// [`BadExecOutput`], which names fields and never quotes a value.
     pub fn from_json(stdout: &[u8], want: ExecApiVersion) -> Result<Self, BadExecOutput> {
-        parse(stdout, want)
-    }
-}
-
-/// Reads a plugin's stdout, with client-go's rules: the `apiVersion` sent, kind
-/// `ExecCredential`, a `status` with a token or a certificate and key. Empty strings count as
-/// absent, as Go's zero values do.
-pub(crate) fn parse(stdout: &[u8], want: ExecApiVersion) -> Result<ExecOutput, BadExecOutput> {
-    if stdout.iter().all(u8::is_ascii_whitespace) {
-        return Err(BadExecOutput::Empty);
-    }
-    // Into a `Value` and then by hand: serde's type errors quote the offending value, which
-    // may be the token.
-    let doc: Value = serde_json::from_slice(stdout).map_err(|err| BadExecOutput::NotJson {
-        line: err.line(),
-        column: err.column(),
-    })?;
-    let Value::Object(doc) = doc else {
-        return Err(BadExecOutput::NotAnObject);
-    };
-    let api_version = doc.get("apiVersion").and_then(Value::as_str);
-    if api_version != Some(want.as_str()) {
-        return Err(BadExecOutput::WrongApiVersion {
-            want,
-            got: api_version.and_then(known_version),
-        });
-    }
-    if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
-        return Err(BadExecOutput::WrongKind);
-    }
-    let status = match doc.get("status") {
-        None | Some(Value::Null) => return Err(BadExecOutput::NoStatus),
-        Some(Value::Object(status)) => status,
-        Some(_) => {
-            return Err(BadExecOutput::WrongType {
-                field: "status",
-                expected: "an object",
+        if stdout.iter().all(u8::is_ascii_whitespace) {
+            return Err(BadExecOutput::Empty);
+        }
+        // Into a `Value` and then by hand: serde's type errors quote the offending value, which
+        // may be the token.
+        let doc: Value = serde_json::from_slice(stdout).map_err(|err| BadExecOutput::NotJson {
+            line: err.line(),
+            column: err.column(),
+        })?;
+        let Value::Object(doc) = doc else {
+            return Err(BadExecOutput::NotAnObject);
+        };
+        let api_version = doc.get("apiVersion").and_then(Value::as_str);
+        if api_version != Some(want.as_str()) {
+            return Err(BadExecOutput::WrongApiVersion {
+                want,
+                got: api_version.and_then(known_version),
             });
         }
-    };
+        if doc.get("kind").and_then(Value::as_str) != Some(KIND) {
+            return Err(BadExecOutput::WrongKind);
+        }
+        let status = match doc.get("status") {
+            None | Some(Value::Null) => return Err(BadExecOutput::NoStatus),
+            Some(Value::Object(status)) => status,
+            Some(_) => {
+                return Err(BadExecOutput::WrongType {
+                    field: "status",
+                    expected: "an object",
+                });
+            }
+        };
 
-    let token = string(status, "token", "status.token")?;
-    let cert = string(
-        status,
-        "clientCertificateData",
-        "status.clientCertificateData",
-    )?;
-    let key = string(status, "clientKeyData", "status.clientKeyData")?;
-    match (cert, key) {
-        (Some(_), None) => return Err(incomplete("clientCertificateData", "clientKeyData")),
-        (None, Some(_)) => return Err(incomplete("clientKeyData", "clientCertificateData")),
-        (None, None) if token.is_none() => return Err(BadExecOutput::NoCredential),
-        _ => {}
+        let token = string(status, "token", "status.token")?;
+        let cert = string(
+            status,
+            "clientCertificateData",
+            "status.clientCertificateData",
+        )?;
+        let key = string(status, "clientKeyData", "status.clientKeyData")?;
+        match (cert, key) {
+            (Some(_), None) => return Err(incomplete("clientCertificateData", "clientKeyData")),
+            (None, Some(_)) => return Err(incomplete("clientKeyData", "clientCertificateData")),
+            (None, None) if token.is_none() => return Err(BadExecOutput::NoCredential),
+            _ => {}
+        }
+        let token = token
+            .map(|token| Credential::from_token_bytes(token.as_bytes()).map_err(token_problem))
+            .transpose()?
+            .and_then(|credential| credential.token().cloned());
+        let expires_at = string(status, "expirationTimestamp", "status.expirationTimestamp")?
+            .map(|text| parse_rfc3339(text).ok_or(BadExecOutput::BadTimestamp))
+            .transpose()?;
+
+        Ok(ExecOutput {
+            token,
+            client_certificate_pem: cert.map(str::to_owned),
+            client_key_pem: key.map(SecretString::from),
+            expires_at,
+        })
     }
-    let token = token
-        .map(|token| Credential::from_token_bytes(token.as_bytes()).map_err(token_problem))
-        .transpose()?
-        .and_then(|credential| credential.token().cloned());
-    let expires_at = string(status, "expirationTimestamp", "status.expirationTimestamp")?
-        .map(|text| parse_rfc3339(text).ok_or(BadExecOutput::BadTimestamp))
-        .transpose()?;
-
-    Ok(ExecOutput {
-        token,
-        client_certificate_pem: cert.map(str::to_owned),
-        client_key_pem: key.map(SecretString::from),
-        expires_at,
-    })
 }
 
 /// A string field; absent, `null` and `""` are all `None`.
@@ -177,7 +170,7 @@ mod tests {
 
     #[test]
     fn a_token_and_its_expiry_are_read() {
-        let out = parse(
+        let out = ExecOutput::from_json(
             with_status(r#"{"token":" tok-1\n","expirationTimestamp":"2026-12-01T20:00:00Z"}"#)
                 .as_bytes(),
             ExecApiVersion::V1,
@@ -193,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_client_certificate_and_key_are_read_with_an_empty_token() {
-        let out = parse(
+        let out = ExecOutput::from_json(
             with_status(r#"{"token":"","clientCertificateData":"CERT","clientKeyData":"KEY","expirationTimestamp":null}"#)
                 .as_bytes(),
             ExecApiVersion::V1,
@@ -244,7 +237,7 @@ mod tests {
         BadExecOutput::WrongType { field: "status.expirationTimestamp", expected: "a string" })]
     fn unusable_output_says_what_is_wrong(#[case] stdout: &str, #[case] want: BadExecOutput) {
         assert_eq!(
-            parse(stdout.as_bytes(), ExecApiVersion::V1).unwrap_err(),
+            ExecOutput::from_json(stdout.as_bytes(), ExecApiVersion::V1).unwrap_err(),
             want
         );
     }
@@ -261,14 +254,14 @@ mod tests {
     #[case::token_as_timestamp(&with_status(r#"{"token":"t","expirationTimestamp":"leak-me-123"}"#))]
     #[case::unsendable_token(&with_status(r#"{"token":"leak-me-123\u0000"}"#))]
     fn errors_never_quote_stdout(#[case] stdout: &str) {
-        let err = parse(stdout.as_bytes(), ExecApiVersion::V1).unwrap_err();
+        let err = ExecOutput::from_json(stdout.as_bytes(), ExecApiVersion::V1).unwrap_err();
         let printed = format!("{err} {err:?}");
         assert!(!printed.contains("leak-me"), "{printed}");
     }
 
     #[test]
     fn debug_never_shows_the_token_or_key() {
-        let out = parse(
+        let out = ExecOutput::from_json(
             with_status(r#"{"token":"tok-s3cr3t","clientCertificateData":"CERT","clientKeyData":"key-s3cr3t"}"#)
                 .as_bytes(),
             ExecApiVersion::V1,

@@ -100,7 +100,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::ClientIdentity;
+    use crate::{ClientIdentity, test_util::TestPki};
     use rstest::rstest;
     use serde_json::{Value, json};
 
@@ -124,13 +124,7 @@ mod tests {
     }
 
     fn identity() -> (ClientIdentity, String, String) {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "system:tether");
-        let cert = params.self_signed(&key).unwrap().pem();
-        let key = key.serialize_pem();
+        let (cert, key) = TestPki::new().identity_pem("system:tether");
         let identity = ClientIdentity::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
         (identity, cert, key)
     }

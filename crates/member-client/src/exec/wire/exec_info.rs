@@ -128,12 +128,10 @@ mod tests {
 
     fn config(provide_cluster_info: bool, cluster: ExecCluster) -> ExecConfig {
         ExecConfig {
-            command: "/bin/plugin".to_owned(),
-            args: vec![],
-            env: vec![],
             api_version: ExecApiVersion::V1Beta1,
             provide_cluster_info,
             cluster: Some(cluster),
+            ..ExecConfig::new("/bin/plugin")
         }
     }
 
@@ -145,26 +143,17 @@ mod tests {
         serde_json::from_str(&ExecInfo::for_plugin(config).to_json()).unwrap()
     }
 
-    #[test]
-    fn unset_cluster_fields_are_omitted_as_go_omits_them() {
+    #[rstest]
+    // Unset cluster fields are omitted, as Go omits them.
+    #[case::asked_for(true, json!({"interactive": false, "cluster": {"server": "https://10.0.0.1:6443"}}))]
+    #[case::left_out_unless_asked_for(false, json!({"interactive": false}))]
+    fn the_cluster_is_sent_only_when_asked_for(#[case] provide: bool, #[case] spec: Value) {
         assert_eq!(
-            parsed(&config(true, minimal())),
+            parsed(&config(provide, minimal())),
             json!({
                 "apiVersion": "client.authentication.k8s.io/v1beta1",
                 "kind": "ExecCredential",
-                "spec": {"interactive": false, "cluster": {"server": "https://10.0.0.1:6443"}},
-            })
-        );
-    }
-
-    #[test]
-    fn the_cluster_is_left_out_unless_asked_for() {
-        assert_eq!(
-            parsed(&config(false, minimal())),
-            json!({
-                "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "kind": "ExecCredential",
-                "spec": {"interactive": false},
+                "spec": spec,
             })
         );
     }

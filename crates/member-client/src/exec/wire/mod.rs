@@ -37,7 +37,6 @@ pub use api_version::{ExecApiVersion, UnsupportedApiVersion};
 pub use cluster::ExecCluster;
 pub use exec_credential::ExecOutput;
 #[cfg(test)]
-pub(crate) use exec_credential::parse as parse_exec_credential;
 pub use exec_credential_write::WriteError;
 pub use exec_info::{EXEC_INFO_ENV, ExecInfo, ExecInfoError};
 pub use timestamp::{format_rfc3339, parse_rfc3339};
