@@ -90,21 +90,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn missing_file_is_not_found() {
-        let source = FileSource::new("/nonexistent/member-client/token");
-        let err = source.fetch(&source.secret_ref()).await.unwrap_err();
-        assert!(matches!(err, SourceError::NotFound { .. }), "{err:?}");
-        assert!(!err.is_transient());
-    }
-
-    #[tokio::test]
-    async fn missing_ca_file_is_not_found() {
+    async fn a_missing_token_or_ca_file_is_not_found() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
-        std::fs::write(&path, "t").unwrap();
-        let source = FileSource::new(&path).with_ca_file(dir.path().join("missing-ca.crt"));
-        let err = source.fetch(&source.secret_ref()).await.unwrap_err();
-        assert!(matches!(err, SourceError::NotFound { .. }), "{err:?}");
+        let no_token = FileSource::new(&path);
+        std::fs::write(dir.path().join("token-too"), "t").unwrap();
+        let no_ca =
+            FileSource::new(dir.path().join("token-too")).with_ca_file(dir.path().join("ca.crt"));
+        for source in [no_token, no_ca] {
+            let err = source.fetch(&source.secret_ref()).await.unwrap_err();
+            assert!(matches!(err, SourceError::NotFound { .. }), "{err:?}");
+            assert!(!err.is_transient());
+        }
     }
 
     #[tokio::test]

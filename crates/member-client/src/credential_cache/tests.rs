@@ -52,18 +52,21 @@ const S: fn(u64) -> Duration = Duration::from_secs;
 
 #[rstest]
 #[case::opaque_token_gets_the_ttl(None, S(300))]
-#[case::far_exp_is_capped_by_ttl(Some(S(3600)), S(300))]
-#[case::near_exp_minus_skew(Some(S(100)), S(70))]
-#[case::exp_within_skew_gets_min_ttl(Some(S(20)), S(1))]
-#[case::expired_gets_min_ttl(Some(Duration::ZERO), S(1))]
-fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<Duration>, #[case] want: Duration) {
+#[case::far_exp_is_capped_by_ttl(Some(3600), S(300))]
+#[case::near_exp_minus_skew(Some(100), S(70))]
+#[case::exp_within_skew_gets_min_ttl(Some(20), S(1))]
+#[case::expired_gets_min_ttl(Some(0), S(1))]
+#[case::expired_long_ago_gets_min_ttl(Some(-50), S(1))]
+fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<i64>, #[case] want: Duration) {
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-    let got = entry_lifetime(
-        &CredentialCacheConfig::default(),
-        exp_in.map(|d| now + d),
-        now,
+    let exp = exp_in.map(|secs| match u64::try_from(secs) {
+        Ok(ahead) => now + S(ahead),
+        Err(_) => now - S(secs.unsigned_abs()),
+    });
+    assert_eq!(
+        entry_lifetime(&CredentialCacheConfig::default(), exp, now),
+        want
     );
-    assert_eq!(got, want);
 }
 
 #[rstest]
@@ -87,13 +90,6 @@ fn short_lived_credentials_refresh_at_a_fraction_of_their_lifetime(
     };
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
     assert_eq!(entry_lifetime(&config, Some(now + exp_in), now), want);
-}
-
-#[test]
-fn token_expired_long_ago_gets_min_ttl() {
-    let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-    let got = entry_lifetime(&CredentialCacheConfig::default(), Some(now - S(50)), now);
-    assert_eq!(got, S(1));
 }
 
 #[test]

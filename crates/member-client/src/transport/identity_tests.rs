@@ -143,42 +143,26 @@ async fn sessions_are_never_resumed_across_identities() {
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     let mut svc = transport(&server, &pki);
 
-    // `/close` ends each connection, so each request makes a new handshake.
-    let first = get(&mut svc, "/close", &a).await;
-    assert_eq!(
-        first,
-        Seen {
-            cn: "A".into(),
-            resumed: false
-        }
-    );
-    let second = get(&mut svc, "/close", &a).await;
-    assert_eq!(
-        second,
-        Seen {
-            cn: "A".into(),
-            resumed: true
-        },
-        "the test needs a server that resumes sessions"
-    );
-
-    // A resumed TLS 1.3 session would carry A's certificate into B's connection.
-    let rotated = get(&mut svc, "/close", &b).await;
-    assert_eq!(
-        rotated,
-        Seen {
-            cn: "B".into(),
-            resumed: false
-        }
-    );
-    let again = get(&mut svc, "/close", &b).await;
-    assert_eq!(
-        again,
-        Seen {
-            cn: "B".into(),
-            resumed: true
-        }
-    );
+    // `/close` ends each connection, so each request makes a new handshake. A resumed TLS 1.3
+    // session would carry A's certificate into B's connection.
+    let steps = [
+        (&a, "A", false, "a new identity's first handshake"),
+        (
+            &a,
+            "A",
+            true,
+            "the test needs a server that resumes sessions",
+        ),
+        (&b, "B", false, "A's session was resumed for B"),
+        (&b, "B", true, "B's own session"),
+    ];
+    for (identity, cn, resumed, why) in steps {
+        let want = Seen {
+            cn: cn.into(),
+            resumed,
+        };
+        assert_eq!(get(&mut svc, "/close", identity).await, want, "{why}");
+    }
 }
 
 #[tokio::test]

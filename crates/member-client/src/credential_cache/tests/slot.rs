@@ -3,8 +3,10 @@
 use super::*;
 use crate::test_util::FakeSource;
 
-fn versioned() -> Arc<FakeSource> {
-    Arc::new(FakeSource::token("t0"))
+/// A cache over a source holding `t0`.
+fn cache_of_t0(config: CredentialCacheConfig) -> (Arc<FakeSource>, CredentialCache) {
+    let source = Arc::new(FakeSource::token("t0"));
+    (source.clone(), CredentialCache::from_arc(source, config))
 }
 
 async fn token_via(cache: &CredentialCache, slot: &CredentialSlot, key: &CredentialKey) -> String {
@@ -14,8 +16,7 @@ async fn token_via(cache: &CredentialCache, slot: &CredentialSlot, key: &Credent
 
 #[tokio::test]
 async fn a_filled_slot_answers_without_the_map() {
-    let source = versioned();
-    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
+    let (source, cache) = cache_of_t0(CredentialCacheConfig::default());
     let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a miss loads");
     assert_eq!(token_via(&cache, &slot, &key).await, "t0", "a hit fills");
@@ -31,8 +32,7 @@ async fn a_filled_slot_answers_without_the_map() {
 
 #[tokio::test]
 async fn no_slot_returns_what_an_invalidation_removed() {
-    let source = versioned();
-    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
+    let (source, cache) = cache_of_t0(CredentialCacheConfig::default());
     let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     let (other, other_key) = (CredentialSlot::default(), CredentialKey::new("ns", "other"));
     for _ in 0..2 {
@@ -66,13 +66,11 @@ async fn no_slot_returns_what_an_invalidation_removed() {
 
 #[tokio::test]
 async fn a_slot_expires_with_its_entry() {
-    let source = versioned();
-    let config = CredentialCacheConfig {
+    let (source, cache) = cache_of_t0(CredentialCacheConfig {
         ttl: Duration::from_millis(200),
         min_ttl: Duration::ZERO,
         ..CredentialCacheConfig::default()
-    };
-    let cache = CredentialCache::from_arc(source.clone(), config);
+    });
     let (slot, key) = (CredentialSlot::default(), CredentialKey::new("ns", "s"));
     token_via(&cache, &slot, &key).await;
     assert_eq!(token_via(&cache, &slot, &key).await, "t0");
@@ -89,8 +87,7 @@ async fn a_slot_expires_with_its_entry() {
 /// stores its copy just after) never hand out the removed value afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refills_racing_invalidations_never_outlive_them() {
-    let source = versioned();
-    let cache = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
+    let (source, cache) = cache_of_t0(CredentialCacheConfig::default());
     let slot = Arc::new(CredentialSlot::default());
     let key = CredentialKey::new("ns", "s");
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
