@@ -87,6 +87,7 @@ pub struct ClusterManager {
 }
 
 /// The status of a `ClusterProfile`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClusterProfileStatus {
@@ -94,7 +95,6 @@ pub struct ClusterProfileStatus {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The cluster's versions.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<ProfileVersion>,
     /// Named properties of the cluster.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -108,14 +108,15 @@ pub struct ClusterProfileStatus {
 }
 
 /// The versions of a cluster.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileVersion {
     /// The Kubernetes version (`gitVersion` of `/version`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<String>,
 }
 
 /// One named property of a cluster.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Property {
@@ -124,7 +125,6 @@ pub struct Property {
     /// Its value.
     pub value: String,
     /// When it was last observed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_observed_time: Option<Time>,
 }
 
@@ -139,6 +139,7 @@ pub struct AccessProvider {
 }
 
 /// A kubeconfig `Cluster` (clientcmd v1), under kubeconfig's field names.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", default)]
 pub struct ProfileCluster {
@@ -146,19 +147,15 @@ pub struct ProfileCluster {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub server: String,
     /// The name the serving certificate is verified against.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_server_name: Option<String>,
     /// Skip verifying the serving certificate.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub insecure_skip_tls_verify: bool,
     /// A file path; refused, since a profile must not make Tether read its files.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_authority: Option<String>,
     /// Base64 of the PEM CA bundle.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_authority_data: Option<String>,
     /// An `http://` or `https://` proxy.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_url: Option<String>,
     /// Whether responses may be served uncompressed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -194,13 +191,13 @@ pub struct NamedExtension {
 ///
 /// The Secret is absent for a member whose credential does not live in a Secret (a member
 /// file, a plugin the collector runs); `tether-credential` then says so and fails.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TetherExecExtension {
     /// The member's name in Tether.
     pub member: String,
     /// The Secret holding the member's credential.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<crate::karmada::LocalSecretReference>,
 }
 
@@ -225,12 +222,11 @@ pub fn crd() -> CustomResourceDefinition {
 /// # Errors
 /// [`Error::CrdYaml`](crate::Error::CrdYaml) if serialization fails (it does not in practice).
 pub fn crd_yaml() -> crate::Result<String> {
-    let yaml = serde_yaml::to_string(&crd()).map_err(crate::Error::CrdYaml)?;
-    Ok(format!(
-        "# Generated from cluster_registry::clusterprofile::ClusterProfile; do not edit.\n\
-         # Regenerate: cargo run -p cluster-registry --example crd_gen -- clusterprofile > deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml\n\
-         {yaml}"
-    ))
+    crate::crd::yaml::<ClusterProfile>(
+        "cluster_registry::clusterprofile::ClusterProfile",
+        " -- clusterprofile",
+        "deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml",
+    )
 }
 
 #[cfg(test)]
@@ -278,31 +274,18 @@ mod tests {
 
     #[test]
     fn crd_is_namespaced_with_a_status_subresource_and_open_extensions() {
-        let crd = crd();
-        assert_eq!(crd.spec.scope, "Namespaced");
-        assert_eq!(
-            crd.metadata.name.as_deref(),
-            Some("clusterprofiles.multicluster.x-k8s.io")
-        );
-        let version = &crd.spec.versions[0];
-        assert!(version.subresources.as_ref().unwrap().status.is_some());
         let yaml = crd_yaml().unwrap();
+        crate::crd::assert_committed::<ClusterProfile>(
+            "Namespaced",
+            "clusterprofiles.multicluster.x-k8s.io",
+            &yaml,
+            include_str!("../../../deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml"),
+        );
         for open_or_kebab in [
             "x-kubernetes-preserve-unknown-fields: true",
             "certificate-authority-data",
         ] {
             assert!(yaml.contains(open_or_kebab), "{yaml}");
         }
-    }
-
-    #[test]
-    fn committed_crd_yaml_is_up_to_date() {
-        let committed =
-            include_str!("../../../deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml");
-        assert!(
-            committed == crd_yaml().unwrap(),
-            "deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml is out of date; regenerate it with\n  \
-             cargo run -p cluster-registry --example crd_gen -- clusterprofile > deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml"
-        );
     }
 }

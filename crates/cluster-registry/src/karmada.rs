@@ -89,29 +89,27 @@ pub struct LocalSecretReference {
 }
 
 /// The status of a Karmada `Cluster`, limited to what the collector writes.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClusterStatus {
     /// The member's Kubernetes version (`git_version` of `/version`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
     /// `Ready` and `CredentialsValid` (and Karmada's own, when it runs too).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// Node counts.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_summary: Option<NodeSummary>,
 }
 
 /// How many nodes a member has, and how many are ready.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeSummary {
     /// All nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_num: Option<i32>,
     /// Nodes whose `Ready` condition is `True`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_num: Option<i32>,
 }
 
@@ -203,12 +201,11 @@ pub fn crd() -> CustomResourceDefinition {
 /// # Errors
 /// [`Error::CrdYaml`](crate::Error::CrdYaml) if serialization fails (it does not in practice).
 pub fn crd_yaml() -> Result<String> {
-    let yaml = serde_yaml::to_string(&crd()).map_err(crate::Error::CrdYaml)?;
-    Ok(format!(
-        "# Generated from cluster_registry::karmada::Cluster; do not edit.\n\
-         # Regenerate: cargo run -p cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml\n\
-         {yaml}"
-    ))
+    crate::crd::yaml::<Cluster>(
+        "cluster_registry::karmada::Cluster",
+        "",
+        "deploy/crds/cluster.karmada.io_clusters.yaml",
+    )
 }
 
 #[cfg(test)]
@@ -366,23 +363,11 @@ mod tests {
 
     #[test]
     fn crd_is_cluster_scoped_with_a_status_subresource() {
-        let crd = crd();
-        assert_eq!(crd.spec.scope, "Cluster");
-        assert_eq!(
-            crd.metadata.name.as_deref(),
-            Some("clusters.cluster.karmada.io")
-        );
-        let version = &crd.spec.versions[0];
-        assert!(version.subresources.as_ref().unwrap().status.is_some());
-    }
-
-    #[test]
-    fn committed_crd_yaml_is_up_to_date() {
-        let committed = include_str!("../../../deploy/crds/cluster.karmada.io_clusters.yaml");
-        assert!(
-            committed == crd_yaml().unwrap(),
-            "deploy/crds/cluster.karmada.io_clusters.yaml is out of date; regenerate it with\n  \
-             cargo run -p cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml"
+        crate::crd::assert_committed::<Cluster>(
+            "Cluster",
+            "clusters.cluster.karmada.io",
+            &crd_yaml().unwrap(),
+            include_str!("../../../deploy/crds/cluster.karmada.io_clusters.yaml"),
         );
     }
 }

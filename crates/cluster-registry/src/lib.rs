@@ -91,6 +91,7 @@ mod admission;
 pub mod argocd;
 mod bounded_file;
 pub mod clusterprofile;
+mod crd;
 pub mod directory;
 mod driver;
 mod error;

@@ -13,12 +13,18 @@ pub const RECORD_ANNOTATION: &str = "tether.io/token-rotation";
 /// A record longer than this is not read: it is never that long when Tether wrote it.
 const MAX_RECORD_LEN: usize = 4096;
 
-/// The handover state of one member's token chain.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The handover state of one member's token chain. What does not parse reads as nothing (the
+/// token's own claims then decide), since a hand-edited or truncated record must not stop the
+/// chain; a time that does not parse reads as absent.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct MintRecord {
     /// When Tether last wrote a token it minted.
+    #[serde(with = "rfc3339")]
     pub minted_at: Option<SystemTime>,
     /// That token's `exp`.
+    #[serde(with = "rfc3339")]
     pub expires_at: Option<SystemTime>,
     /// The last manual request (`tether.io/mint-now`) handled.
     pub handled_request: Option<String>,
@@ -26,63 +32,47 @@ pub struct MintRecord {
     pub minted_by: Option<String>,
 }
 
-#[derive(Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Wire {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    minted_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    expires_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    handled_request: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    minted_by: Option<String>,
-}
-
 impl MintRecord {
-    /// Reads a record; what does not parse reads as nothing (the token's own claims then
-    /// decide), since a hand-edited or truncated record must not stop the chain.
+    /// Reads a record; see [`MintRecord`] for what does not parse.
     pub fn parse(text: &str) -> Self {
         if text.len() > MAX_RECORD_LEN {
             return Self::default();
         }
-        let Ok(wire) = serde_json::from_str::<Wire>(text) else {
-            return Self::default();
-        };
-        let time = |value: Option<String>| value.as_deref().and_then(parse_time);
-        Self {
-            minted_at: time(wire.minted_at),
-            expires_at: time(wire.expires_at),
-            handled_request: wire.handled_request,
-            minted_by: wire.minted_by,
-        }
+        serde_json::from_str(text).unwrap_or_default()
     }
 
     /// The record as the JSON [`parse`](Self::parse) reads.
     pub fn to_json(&self) -> String {
-        let wire = Wire {
-            minted_at: self.minted_at.map(format_time),
-            expires_at: self.expires_at.map(format_time),
-            handled_request: self.handled_request.clone(),
-            minted_by: self.minted_by.clone(),
-        };
-        // A struct of strings always serializes.
-        serde_json::to_string(&wire).unwrap_or_default()
+        // Times and strings always serialize.
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 
-fn parse_time(text: &str) -> Option<SystemTime> {
-    text.parse::<Timestamp>().ok().map(SystemTime::from)
-}
+/// Times as RFC 3339 text, to the second.
+mod rfc3339 {
+    use super::{SystemTime, Timestamp};
+    use serde::{Deserialize as _, Deserializer, Serializer};
 
-fn format_time(at: SystemTime) -> String {
-    Timestamp::try_from(at)
-        .map(|at| {
+    pub(super) fn serialize<S: Serializer>(
+        at: &Option<SystemTime>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let text = at.and_then(|at| Timestamp::try_from(at).ok()).map(|at| {
             at.round(k8s_openapi::jiff::Unit::Second)
                 .unwrap_or(at)
                 .to_string()
-        })
-        .unwrap_or_default()
+        });
+        s.serialize_some(&text.unwrap_or_default())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<SystemTime>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        Ok(text
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .map(SystemTime::from))
+    }
 }
 
 #[cfg(test)]
@@ -115,5 +105,10 @@ mod tests {
         for text in ["", "{", "[]", r#"{"mintedAt": 3}"#, &"x".repeat(5000)] {
             assert_eq!(MintRecord::parse(text), MintRecord::default(), "{text:.20}");
         }
+        let bad_time = MintRecord::parse(r#"{"mintedAt": "yesterday", "mintedBy": "tether-1"}"#);
+        assert_eq!(
+            (bad_time.minted_at, bad_time.minted_by.as_deref()),
+            (None, Some("tether-1"))
+        );
     }
 }
