@@ -75,23 +75,16 @@ pub enum EnvVarsPolicy {
 /// Why a provider file cannot be used. The collector does not start with one.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderFileError {
-    /// The file cannot be read.
+    /// The file cannot be read, or is over [`MAX_PROVIDER_FILE_BYTES`]
+    /// ([`FileTooLarge`](std::io::ErrorKind::FileTooLarge)).
     #[error("reading the provider file: {0}")]
     Read(#[from] std::io::Error),
-    /// The file is over [`MAX_PROVIDER_FILE_BYTES`].
-    #[error("the provider file is over {MAX_PROVIDER_FILE_BYTES} bytes")]
-    TooLarge,
     /// The file is not the upstream JSON format.
     #[error("the provider file is not valid: {0}")]
     Json(#[from] serde_json::Error),
-    /// A provider is unusable.
-    #[error("provider {name:?}: {reason}")]
-    Provider {
-        /// The provider's name.
-        name: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// A provider is unusable: which one, and why.
+    #[error("provider {0}")]
+    Provider(String),
 }
 
 impl fmt::Debug for Provider {
@@ -149,8 +142,10 @@ impl ProviderFile {
     /// # Errors
     /// See [`ProviderFileError`].
     pub fn read(path: &Path) -> Result<Self, ProviderFileError> {
-        let raw =
-            read_bounded(path, MAX_PROVIDER_FILE_BYTES)?.ok_or(ProviderFileError::TooLarge)?;
+        let raw = read_bounded(path, MAX_PROVIDER_FILE_BYTES)?.ok_or_else(|| {
+            let over = format!("over {MAX_PROVIDER_FILE_BYTES} bytes");
+            std::io::Error::new(std::io::ErrorKind::FileTooLarge, over)
+        })?;
         Self::parse(&raw)
     }
 
@@ -163,9 +158,8 @@ impl ProviderFile {
         let Raw { mut providers } = serde_json::from_slice(raw)?;
         let mut names = BTreeSet::new();
         for provider in &mut providers {
-            let refuse = |reason: &str| ProviderFileError::Provider {
-                name: provider.name.clone(),
-                reason: reason.to_owned(),
+            let refuse = |reason: &str| {
+                ProviderFileError::Provider(format!("{:?}: {reason}", provider.name))
             };
             if provider.name.is_empty() {
                 return Err(refuse("has no name"));
@@ -291,6 +285,8 @@ mod tests {
     #[test]
     fn an_oversized_file_is_refused_without_reading_it_all() {
         let endless = ProviderFile::read(Path::new("/dev/zero"));
-        assert!(matches!(endless, Err(ProviderFileError::TooLarge)));
+        assert!(
+            matches!(endless, Err(ProviderFileError::Read(e)) if e.kind() == std::io::ErrorKind::FileTooLarge)
+        );
     }
 }
