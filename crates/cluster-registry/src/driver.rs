@@ -5,10 +5,7 @@ use std::{collections::BTreeSet, path::PathBuf};
 
 use futures::{StreamExt as _, stream};
 use k8s_openapi::api::core::v1::Secret;
-use kube::{
-    Api, ResourceExt as _,
-    runtime::watcher::{self, Event},
-};
+use kube::{Api, ResourceExt as _, runtime::watcher};
 use member_client::{CredentialKey, list_forbidden};
 
 mod clusterprofiles;
@@ -18,6 +15,7 @@ use directory_poll::next_tick;
 
 use crate::{
     argocd,
+    clusterprofile::ClusterProfileConfig,
     karmada::{self, Cluster},
     labels,
     member_table::{Closed, MemberTable, Origin},
@@ -25,8 +23,12 @@ use crate::{
     secret_watches::{NamespacedWatches, SecretWatches},
     source_configs::SourceConfigs,
     source_state::{Source, SourceState, SourceStates},
-    watch::{Relist, watch},
+    watch::{Change, Relist, watch},
 };
+
+fn secret_key(ns: &str, name: &str) -> CredentialKey {
+    CredentialKey::new(ns, name)
+}
 
 /// The future that keeps a [`Registry`](crate::Registry) current: it runs the watches and the
 /// directory poll and sends the [`RegistryEvent`](crate::RegistryEvent)s.
@@ -122,27 +124,29 @@ impl RegistryDriver {
             tokio::select! {
                 () = self.table.closed() => return Err(Closed),
                 Some(event) = clusters.next() => {
-                    self.on_cluster(event, &mut cluster_relist).await?;
+                    if let Some(change) = cluster_relist.record(event, Cluster::name_any) {
+                        self.on_cluster(change).await?;
+                    }
                     self.sync_karmada_watches(&mut karmada_secrets).await?;
                 }
                 Some((ns, event)) = karmada_secrets.next() => {
-                    if let Some((_, relist)) = karmada_secrets.namespaces.get_mut(&ns) {
-                        self.on_secret(SecretSource::Karmada, &ns, event, relist).await?;
+                    if let Some(change) = karmada_secrets.record(&ns, event, secret_key) {
+                        self.on_secret(SecretSource::Karmada, &ns, change).await?;
                     }
                 }
                 Some((ns, event)) = argocd_secrets.next() => {
-                    if let Some((_, relist)) = argocd_secrets.namespaces.get_mut(&ns) {
-                        self.on_secret(SecretSource::ArgoCd, &ns, event, relist).await?;
+                    if let Some(change) = argocd_secrets.record(&ns, event, secret_key) {
+                        self.on_secret(SecretSource::ArgoCd, &ns, change).await?;
                     }
                 }
                 Some((ns, event)) = kubeconfig_secrets.next() => {
-                    if let Some((_, relist)) = kubeconfig_secrets.namespaces.get_mut(&ns) {
-                        self.on_secret(SecretSource::Kubeconfig, &ns, event, relist).await?;
+                    if let Some(change) = kubeconfig_secrets.record(&ns, event, secret_key) {
+                        self.on_secret(SecretSource::Kubeconfig, &ns, change).await?;
                     }
                 }
                 Some((ns, event)) = profiles.next() => {
-                    if let Some((_, relist)) = profiles.namespaces.get_mut(&ns) {
-                        self.on_profile(&ns, event, relist).await?;
+                    if let Some(change) = profiles.record(&ns, event, ClusterProfileConfig::key) {
+                        self.on_profile(&ns, change).await?;
                     }
                 }
                 Some(_) = next_tick(&mut poll) => self.poll_directory(&mut files).await?,
@@ -150,49 +154,29 @@ impl RegistryDriver {
         }
     }
 
-    async fn on_cluster(
-        &mut self,
-        event: Result<Event<Cluster>, watcher::Error>,
-        relist: &mut Relist<String>,
-    ) -> Result<(), Closed> {
-        match event {
-            Ok(Event::Apply(cluster)) => self.apply_cluster(&cluster, relist, false).await,
-            Ok(Event::InitApply(cluster)) => self.apply_cluster(&cluster, relist, true).await,
-            Ok(Event::Delete(cluster)) => {
-                let name = cluster.name_any();
-                relist.deleted(&name);
-                self.table.remove_definition(&Origin::Karmada(name)).await
+    async fn on_cluster(&mut self, change: Change<Cluster, String>) -> Result<(), Closed> {
+        match change {
+            Change::Applied(cluster, name) => {
+                let definition = karmada::member_from_cluster(&cluster);
+                self.table
+                    .apply_definition(Origin::Karmada(name), definition)
+                    .await
             }
-            Ok(Event::Init) => Ok(()),
-            Ok(Event::InitDone) => {
-                for name in relist.done() {
+            Change::Deleted(name) => self.table.remove_definition(&Origin::Karmada(name)).await,
+            Change::Listed(gone) => {
+                for name in gone {
                     self.table.remove_definition(&Origin::Karmada(name)).await?;
                 }
                 self.sources
                     .set(&Source::KarmadaClusters, SourceState::Listed);
                 Ok(())
             }
-            Err(err) => {
-                relist.failed();
+            Change::Failed(err) => {
                 tracing::warn!(error = %err, "watching Karmada Clusters failed; retrying");
                 self.list_failed(&Source::KarmadaClusters, &err);
                 Ok(())
             }
         }
-    }
-
-    async fn apply_cluster(
-        &mut self,
-        cluster: &Cluster,
-        relist: &mut Relist<String>,
-        listed: bool,
-    ) -> Result<(), Closed> {
-        let name = cluster.name_any();
-        relist.applied(&name, listed);
-        let definition = karmada::member_from_cluster(cluster);
-        self.table
-            .apply_definition(Origin::Karmada(name), definition)
-            .await
     }
 
     /// Watches the Secrets of exactly the namespaces Karmada members reference.
@@ -253,14 +237,10 @@ impl RegistryDriver {
         &mut self,
         source: SecretSource,
         ns: &str,
-        event: Result<Event<Secret>, watcher::Error>,
-        relist: &mut Relist<CredentialKey>,
+        change: Change<Secret, CredentialKey>,
     ) -> Result<(), Closed> {
-        let listed = matches!(event, Ok(Event::InitApply(_)));
-        match event {
-            Ok(Event::Apply(secret) | Event::InitApply(secret)) => {
-                let key = CredentialKey::new(ns, secret.name_any());
-                relist.applied(&key, listed);
+        match change {
+            Change::Applied(secret, key) => {
                 if source == SecretSource::Karmada
                     && !self.table.karmada_secret_refs().contains(&key)
                 {
@@ -295,14 +275,9 @@ impl RegistryDriver {
                     _ => Ok(()),
                 }
             }
-            Ok(Event::Delete(secret)) => {
-                let key = CredentialKey::new(ns, secret.name_any());
-                relist.deleted(&key);
-                self.secret_gone(source, &key).await
-            }
-            Ok(Event::Init) => Ok(()),
-            Ok(Event::InitDone) => {
-                for key in relist.done() {
+            Change::Deleted(key) => self.secret_gone(source, &key).await,
+            Change::Listed(gone) => {
+                for key in gone {
                     self.secret_gone(source, &key).await?;
                 }
                 match source {
@@ -319,8 +294,7 @@ impl RegistryDriver {
                     }
                 }
             }
-            Err(err) => {
-                relist.failed();
+            Change::Failed(err) => {
                 match source {
                     SecretSource::Karmada => {
                         if let Some(message) = list_forbidden(&err) {

@@ -8,13 +8,13 @@ use futures::{
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
-    Api, Client, Resource,
+    Api, Client, Resource, ResourceExt as _,
     runtime::watcher::{self, Event},
 };
 use member_client::CredentialKey;
 use serde::de::DeserializeOwned;
 
-use crate::watch::{Relist, watch};
+use crate::watch::{Change, Relist, watch};
 
 /// One event of the watch of a namespace, with the namespace.
 pub(crate) type WatchItem<K> = (String, Result<Event<K>, watcher::Error>);
@@ -90,6 +90,17 @@ where
             }
             None => BTreeSet::new(),
         }
+    }
+
+    /// Records `event` of namespace `ns` in its [`Relist`], the keys being `key(ns, name)`.
+    pub(crate) fn record(
+        &mut self,
+        ns: &str,
+        event: Result<watcher::Event<K>, watcher::Error>,
+        key: impl Fn(&str, &str) -> CredentialKey,
+    ) -> Option<Change<K, CredentialKey>> {
+        let (_, relist) = self.namespaces.get_mut(ns)?;
+        relist.record(event, |object| key(ns, &object.name_any()))
     }
 
     pub(crate) async fn next(&mut self) -> Option<WatchItem<K>> {

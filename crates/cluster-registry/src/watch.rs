@@ -3,7 +3,10 @@
 use std::collections::BTreeSet;
 
 use futures::Stream;
-use kube::{Api, Resource, runtime::watcher};
+use kube::{
+    Api, Resource,
+    runtime::{watcher, watcher::Event},
+};
 use member_client::{WatchBackoffExt as _, watch_backoff};
 use serde::de::DeserializeOwned;
 
@@ -21,6 +24,18 @@ where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     watcher(api, config).backoff_until_progress(watch_backoff())
+}
+
+/// What one watch event changes, once [`Relist`] has recorded it.
+pub(crate) enum Change<T, K> {
+    /// The object, whose key is `K`, is new or changed.
+    Applied(T, K),
+    /// The object of this key is gone.
+    Deleted(K),
+    /// A (re)list is done; these keys were known but not listed, so they are gone.
+    Listed(Vec<K>),
+    /// The watch failed (a relist in progress is abandoned); it retries by itself.
+    Failed(watcher::Error),
 }
 
 /// Which objects one watch stream has applied, so that objects missing from a relist (deleted
@@ -44,6 +59,36 @@ impl<K: Ord + Clone> Default for Relist<K> {
 }
 
 impl<K: Ord + Clone> Relist<K> {
+    /// Records `event`, whose object's key is `key(object)`, and says what it changes; `None`
+    /// for `Init`, which changes nothing.
+    pub(crate) fn record<T>(
+        &mut self,
+        event: Result<Event<T>, watcher::Error>,
+        key: impl Fn(&T) -> K,
+    ) -> Option<Change<T, K>> {
+        Some(match event {
+            Ok(Event::Apply(object)) => self.apply(object, key, false),
+            Ok(Event::InitApply(object)) => self.apply(object, key, true),
+            Ok(Event::Delete(object)) => {
+                let key = key(&object);
+                self.deleted(&key);
+                Change::Deleted(key)
+            }
+            Ok(Event::Init) => return None,
+            Ok(Event::InitDone) => Change::Listed(self.done()),
+            Err(err) => {
+                self.failed();
+                Change::Failed(err)
+            }
+        })
+    }
+
+    fn apply<T>(&mut self, object: T, key: impl Fn(&T) -> K, listed: bool) -> Change<T, K> {
+        let key = key(&object);
+        self.applied(&key, listed);
+        Change::Applied(object, key)
+    }
+
     /// An `Apply` (`listed == false`) or `InitApply` (`listed == true`) of `key`.
     pub(crate) fn applied(&mut self, key: &K, listed: bool) {
         if listed {
@@ -53,7 +98,7 @@ impl<K: Ord + Clone> Relist<K> {
     }
 
     /// A `Delete` of `key`.
-    pub(crate) fn deleted(&mut self, key: &K) {
+    fn deleted(&mut self, key: &K) {
         self.known.remove(key);
         if let Some(listing) = &mut self.listing {
             listing.remove(key);
@@ -61,12 +106,12 @@ impl<K: Ord + Clone> Relist<K> {
     }
 
     /// An error: a relist in progress is abandoned.
-    pub(crate) fn failed(&mut self) {
+    fn failed(&mut self) {
         self.listing = None;
     }
 
     /// `InitDone`: returns the keys that were known but not listed (now gone).
-    pub(crate) fn done(&mut self) -> Vec<K> {
+    fn done(&mut self) -> Vec<K> {
         let listed = self.listing.take().unwrap_or_default();
         let gone = self.known.difference(&listed).cloned().collect();
         self.known = listed;

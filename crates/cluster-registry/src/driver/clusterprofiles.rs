@@ -1,35 +1,28 @@
 //! What the driver does with `ClusterProfile` watch events: each profile defines a member and
 //! holds its plugin plan.
 
-use kube::{
-    ResourceExt as _,
-    runtime::watcher::{self, Event},
-};
 use member_client::CredentialKey;
 
 use super::RegistryDriver;
 use crate::{
-    clusterprofile::{ClusterProfile, ClusterProfileConfig},
+    clusterprofile::ClusterProfile,
     member_table::{Closed, Origin},
     source_state::{Source, SourceState},
-    watch::Relist,
+    watch::Change,
 };
 
 impl RegistryDriver {
     pub(super) async fn on_profile(
         &mut self,
         ns: &str,
-        event: Result<Event<ClusterProfile>, watcher::Error>,
-        relist: &mut Relist<CredentialKey>,
+        change: Change<ClusterProfile, CredentialKey>,
     ) -> Result<(), Closed> {
-        let listed = matches!(event, Ok(Event::InitApply(_)));
-        match event {
-            Ok(Event::Apply(profile) | Event::InitApply(profile)) => {
+        match change {
+            Change::Applied(profile, _) => {
                 let Some((_, config)) = &self.configs.clusterprofile else {
                     return Ok(());
                 };
                 let member = config.member_from_profile(&profile);
-                relist.applied(&member.key, listed);
                 // The plan first, so that a new member is Ready at its first settle.
                 match member.secret {
                     Some(secret) => self.table.apply_secret(member.key.clone(), secret).await?,
@@ -39,22 +32,16 @@ impl RegistryDriver {
                     .apply_definition(Origin::ClusterProfile(member.key), member.definition)
                     .await
             }
-            Ok(Event::Delete(profile)) => {
-                let key = ClusterProfileConfig::key(ns, &profile.name_any());
-                relist.deleted(&key);
-                self.profile_gone(&key).await
-            }
-            Ok(Event::Init) => Ok(()),
-            Ok(Event::InitDone) => {
-                for key in relist.done() {
+            Change::Deleted(key) => self.profile_gone(&key).await,
+            Change::Listed(gone) => {
+                for key in gone {
                     self.profile_gone(&key).await?;
                 }
                 let listed = Source::ClusterProfiles(ns.to_owned());
                 self.sources.set(&listed, SourceState::Listed);
                 Ok(())
             }
-            Err(err) => {
-                relist.failed();
+            Change::Failed(err) => {
                 tracing::warn!(namespace = %ns, error = %err, "watching ClusterProfiles failed; retrying");
                 self.list_failed(&Source::ClusterProfiles(ns.to_owned()), &err);
                 Ok(())
