@@ -25,6 +25,18 @@ use crate::{
 /// How many events may wait in the channel before the registry waits for the consumer.
 const DEFAULT_EVENT_CAPACITY: usize = 256;
 
+/// The builder methods that read one more source, through a client, as its config says.
+macro_rules! client_sources {
+    ($($(#[$doc:meta])* $method:ident => $field:ident: $config:ty;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        pub fn $method(mut self, client: Client, config: $config) -> Self {
+            self.sources.$field = Some((client, config));
+            self
+        }
+    )*};
+}
+
 /// Builds a [`Registry`] from the sources it should read.
 ///
 /// ```no_run
@@ -67,36 +79,19 @@ impl RegistryBuilder {
         self.karmada_with(client, KarmadaConfig::default())
     }
 
-    /// Read Karmada `Cluster`s through `client`, watching Secrets as `config` says.
-    #[must_use]
-    pub fn karmada_with(mut self, client: Client, config: KarmadaConfig) -> Self {
-        self.sources.karmada = Some((client, config));
-        self
-    }
-
-    /// Read Argo CD cluster Secrets through `client`.
-    #[must_use]
-    pub fn argocd(mut self, client: Client, config: ArgoCdConfig) -> Self {
-        self.sources.argocd = Some((client, config));
-        self
-    }
-
-    /// Read kubeconfig Secrets (Cluster API's, Flux-style) through `client`.
-    #[must_use]
-    pub fn kubeconfig_secrets(mut self, client: Client, config: KubeconfigSecretsConfig) -> Self {
-        self.sources.kubeconfig = Some((client, config));
-        self
-    }
-
-    /// Read `ClusterProfile`s through `client`, reaching each member through the first of its
-    /// access providers that `config`'s provider file serves.
-    ///
-    /// The provider file's commands are added to the exec allow-list: a profile chooses a
-    /// provider, never the program.
-    #[must_use]
-    pub fn clusterprofiles(mut self, client: Client, config: ClusterProfileConfig) -> Self {
-        self.sources.clusterprofile = Some((client, config));
-        self
+    client_sources! {
+        /// Read Karmada `Cluster`s through `client`, watching Secrets as `config` says.
+        karmada_with => karmada: KarmadaConfig;
+        /// Read Argo CD cluster Secrets through `client`.
+        argocd => argocd: ArgoCdConfig;
+        /// Read kubeconfig Secrets (Cluster API's, Flux-style) through `client`.
+        kubeconfig_secrets => kubeconfig: KubeconfigSecretsConfig;
+        /// Read `ClusterProfile`s through `client`, reaching each member through the first of
+        /// its access providers that `config`'s provider file serves.
+        ///
+        /// The provider file's commands are added to the exec allow-list: a profile chooses a
+        /// provider, never the program.
+        clusterprofiles => clusterprofile: ClusterProfileConfig;
     }
 
     /// Run exec credential plugins under `policy` (default: [`ExecPolicy::none`], which runs
