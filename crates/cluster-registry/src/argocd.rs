@@ -27,13 +27,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt as _;
 use member_client::{
     CredentialKey, SourceError,
-    exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
+    exec::{ExecCluster, ExecConfig},
     validation,
 };
 use serde::Deserialize;
 
 use crate::{
-    InvalidReason, MemberDefinition,
+    InvalidReason, MemberDefinition, kubeconfig,
     member::checked_spec,
     minting::{MintRequest, TokenHome},
     secret_store::secret_data,
@@ -205,6 +205,8 @@ fn decoded(
         })
 }
 
+/// Argo CD's plugin, converted as a kubeconfig's `exec` is, so both are checked by the same
+/// rules.
 fn exec_config(
     key: &CredentialKey,
     exec: &ExecProviderConfig,
@@ -212,41 +214,20 @@ fn exec_config(
     config: &ClusterConfig,
     ca_bundle: Option<&[u8]>,
 ) -> Result<ExecConfig, SourceError> {
-    let invalid = |reason: &str| SourceError::Invalid {
-        key: key.clone(),
-        reason: reason.to_owned(),
+    let exec = kube::config::ExecConfig {
+        api_version: exec.api_version.clone(),
+        command: exec.command.clone(),
+        args: Some(exec.args.clone()),
+        env: Some(kubeconfig::exec_env(&exec.env)),
+        ..kube::config::ExecConfig::default()
     };
-    let command = exec
-        .command
-        .clone()
-        .filter(|c| !c.trim().is_empty())
-        .ok_or_else(|| invalid("config.execProviderConfig has no command"))?;
-    let api_version = (exec.api_version.as_deref().unwrap_or_default())
-        .parse::<ExecApiVersion>()
-        .map_err(|_| {
-            invalid(
-                "config.execProviderConfig.apiVersion is not client.authentication.k8s.io/v1 \
-                 or /v1beta1",
-            )
-        })?;
-    Ok(ExecConfig {
-        command,
-        args: exec.args.clone(),
-        env: (exec.env.iter())
-            .map(|(name, value)| ExecEnvVar {
-                name: name.clone(),
-                value: value.clone(),
-            })
-            .collect(),
-        api_version,
-        provide_cluster_info: false,
-        cluster: Some(ExecCluster {
-            certificate_authority_data: ca_bundle.map(<[u8]>::to_vec),
-            tls_server_name: config.tls_client_config.server_name.clone(),
-            insecure_skip_tls_verify: config.tls_client_config.insecure,
-            ..ExecCluster::new(text(data, SERVER_KEY).unwrap_or_default())
-        }),
-    })
+    let cluster = ExecCluster {
+        certificate_authority_data: ca_bundle.map(<[u8]>::to_vec),
+        tls_server_name: config.tls_client_config.server_name.clone(),
+        insecure_skip_tls_verify: config.tls_client_config.insecure,
+        ..ExecCluster::new(text(data, SERVER_KEY).unwrap_or_default())
+    };
+    kubeconfig::exec_config(key, &exec, cluster)
 }
 
 fn parse_config(

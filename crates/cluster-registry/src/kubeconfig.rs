@@ -13,6 +13,8 @@
 //! refused the same way, not ignored, so that a member never silently runs as someone else. An
 //! `exec` plugin runs only if its command is on the exec allow-list.
 
+use std::collections::HashMap;
+
 use base64::Engine as _;
 use bytes::Bytes;
 use kube::config::{AuthInfo, Cluster, Kubeconfig, NamedExtension};
@@ -38,32 +40,26 @@ pub const MAX_KUBECONFIG_BYTES: usize = 1024 * 1024;
 /// What a kubeconfig says of one member.
 #[derive(Debug)]
 pub(crate) struct KubeconfigMember {
-    /// The apiserver URL.
-    pub(crate) server: String,
-    pub(crate) insecure_skip_tls_verify: bool,
-    pub(crate) proxy_url: Option<String>,
-    pub(crate) tls_server_name: Option<String>,
+    /// Its server, TLS settings and proxy, checked as every source's are, under no name yet.
+    endpoint: Result<MemberSpec, InvalidReason>,
     /// The credential, or why the user entry is unusable.
     pub(crate) credential: Result<StoredCredential, SourceError>,
 }
 
 impl KubeconfigMember {
     /// The spec of the member `name` this kubeconfig defines, whose credential is stored under
-    /// `key`: its server, TLS settings and proxy, checked as every source's are.
+    /// `key`.
     pub(crate) fn spec(
         &self,
         name: String,
         key: CredentialKey,
     ) -> Result<MemberSpec, InvalidReason> {
-        let mut spec = checked_spec(
+        let spec = self.endpoint.clone()?;
+        Ok(MemberSpec {
             name,
-            self.server.clone(),
-            key,
-            self.insecure_skip_tls_verify,
-            self.proxy_url.clone(),
-        )?;
-        spec.tls_server_name = self.tls_server_name.clone();
-        Ok(spec)
+            secret_ref: key,
+            ..spec
+        })
     }
 }
 
@@ -115,14 +111,19 @@ pub(crate) fn parse(key: &CredentialKey, raw: &[u8]) -> Result<KubeconfigMember,
             field: "users[].user".to_owned(),
         })
         .and_then(|user| credential(key, user, &server, cluster, ca_bundle));
-    Ok(KubeconfigMember {
+    let endpoint = checked_spec(
+        String::new(),
         server,
-        insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
-        proxy_url: cluster.proxy_url.clone(),
-        tls_server_name: cluster
-            .tls_server_name
-            .clone()
-            .filter(|n| !n.trim().is_empty()),
+        key.clone(),
+        cluster.insecure_skip_tls_verify.unwrap_or(false),
+        cluster.proxy_url.clone(),
+    )
+    .map(|spec| MemberSpec {
+        tls_server_name: (cluster.tls_server_name.clone()).filter(|n| !n.trim().is_empty()),
+        ..spec
+    });
+    Ok(KubeconfigMember {
+        endpoint,
         credential,
     })
 }
@@ -305,6 +306,19 @@ pub(crate) fn exec_config(
         provide_cluster_info: exec.provide_cluster_info,
         cluster: Some(cluster),
     })
+}
+
+/// `vars` as a kubeconfig's `exec.env`: `name`/`value` pairs.
+pub(crate) fn exec_env<'a>(
+    vars: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Vec<HashMap<String, String>> {
+    let pair = |(name, value): (&String, &String)| {
+        HashMap::from([
+            ("name".to_owned(), name.clone()),
+            ("value".to_owned(), value.clone()),
+        ])
+    };
+    vars.into_iter().map(pair).collect()
 }
 
 fn exec_extension(extensions: Option<&[NamedExtension]>) -> Option<serde_json::Value> {

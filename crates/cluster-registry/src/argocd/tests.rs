@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::test_ca::{b64, ca_pem, client_pem};
+use member_client::exec::{ExecApiVersion, ExecEnvVar};
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use serde_json::json;

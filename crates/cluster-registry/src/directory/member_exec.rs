@@ -1,6 +1,6 @@
 //! A member file's `exec`: an exec plugin written as in a kubeconfig.
 
-use std::{collections::HashMap, fmt};
+use std::fmt;
 
 use member_client::{
     CredentialKey, SourceError,
@@ -87,16 +87,7 @@ impl MemberExec {
         key: &CredentialKey,
         cluster: ExecCluster,
     ) -> Result<ExecConfig, SourceError> {
-        let env = self
-            .env
-            .iter()
-            .map(|var| {
-                HashMap::from([
-                    ("name".to_owned(), var.name.clone()),
-                    ("value".to_owned(), var.value.clone()),
-                ])
-            })
-            .collect();
+        let env = kubeconfig::exec_env(self.env.iter().map(|var| (&var.name, &var.value)));
         let exec = kube::config::ExecConfig {
             api_version: Some(self.api_version.clone()),
             command: Some(self.command.clone()),

@@ -19,9 +19,10 @@ fn parsed(yaml: &str) -> Result<KubeconfigMember, SourceError> {
 /// What `yaml` makes: the server and token of the member, or the error text.
 fn outcome(yaml: &str) -> Result<(String, String), String> {
     let member = parsed(yaml).map_err(|err| err.to_string())?;
+    let server = member.spec(String::new(), key()).unwrap().api_endpoint;
     let credential = member.credential.map_err(|err| err.to_string())?;
     let token = credential.static_credential().token().unwrap();
-    Ok((member.server, token.expose_secret().to_owned()))
+    Ok((server, token.expose_secret().to_owned()))
 }
 
 const TWO_CONTEXTS: &str = "\
@@ -100,10 +101,11 @@ fn a_token_user_is_a_token_with_the_clusters_ca_and_settings() {
         &["token: kube-tok"],
     );
     let member = parsed(&yaml).unwrap();
-    assert_eq!(member.server, SERVER);
-    assert_eq!(member.tls_server_name.as_deref(), Some("api.internal"));
-    assert_eq!(member.proxy_url.as_deref(), Some("http://p:3128"));
-    assert!(!member.insecure_skip_tls_verify);
+    let spec = member.spec("m".into(), key()).unwrap();
+    assert_eq!(spec.api_endpoint, SERVER);
+    assert_eq!(spec.tls_server_name.as_deref(), Some("api.internal"));
+    assert_eq!(spec.proxy_url.as_deref(), Some("http://p:3128"));
+    assert!(!spec.insecure_skip_tls_verify);
     let stored = member.credential.unwrap();
     let credential = stored.static_credential();
     assert_eq!(credential.kind(), CredentialKind::Token);
