@@ -234,17 +234,13 @@ mod tests {
         assert!(!detail.contains('\n'), "{detail}");
     }
 
-    #[rstest]
-    #[case("a", true)]
-    #[case("member-1.example", true)]
-    #[case("", false)]
-    #[case("-a", false)]
-    #[case("a-", false)]
-    #[case("a..b", false)]
-    #[case("a_b", false)]
-    #[case("é", false)]
-    fn dns1123(#[case] name: &str, #[case] want: bool) {
-        assert_eq!(is_dns1123_subdomain(name), want);
-        assert!(!is_dns1123_subdomain(&"a".repeat(254)));
+    #[test]
+    fn dns1123() {
+        for name in ["a", "member-1.example"] {
+            assert!(is_dns1123_subdomain(name), "{name:?}");
+        }
+        for name in ["", "-a", "a-", "a..b", "a_b", "é", &"a".repeat(254)] {
+            assert!(!is_dns1123_subdomain(name), "{name:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use crate::{stored_credential::StoredCredential, test_ca::ca_pem};
 use member_client::SourceError;
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
+use std::os::unix::fs::symlink;
 
 /// A members directory in a temp dir.
 struct Dir(tempfile::TempDir);
@@ -51,6 +52,9 @@ impl ScannedMember {
     }
 }
 
+/// `m1.yaml`'s lines when its token file is `t`.
+const MEMBER: &str = "name: m1\napiEndpoint: https://h\ntokenFile: t\n";
+
 #[rstest]
 #[case::minimal("name: m1\napiEndpoint: https://h:6443\ntokenFile: t\n", false, None)]
 #[case::every_field(
@@ -59,92 +63,85 @@ impl ScannedMember {
     true,
     Some("http://p:3128")
 )]
-#[tokio::test]
-async fn member_files_become_members(
+fn member_files_become_members(
     #[case] yaml: &str,
     #[case] insecure: bool,
     #[case] proxy: Option<&str>,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-    std::fs::write(dir.path().join("t"), "tok").unwrap();
-    std::fs::write(dir.path().join("ca.crt"), ca_pem()).unwrap();
-    let scanned = scan(dir.path()).await.unwrap();
+    let dir = Dir::new();
+    dir.write("t", "tok").write("ca.crt", ca_pem());
     let want = crate::MemberSpec {
         name: "m1".into(),
         api_endpoint: "https://h:6443".into(),
-        secret_ref: secret_ref_for(&dir.path().join("m1.yaml")),
+        secret_ref: dir.key(),
         insecure_skip_tls_verify: insecure,
         proxy_url: proxy.map(str::to_owned),
         tls_server_name: None,
         mint_request: None,
     };
-    assert_eq!(scanned[0].definition.spec, Ok(want));
+    assert_eq!(dir.member(yaml).definition.spec, Ok(want));
 }
 
 #[rstest]
-#[case::not_yaml("{{{", "DefinitionInvalid")]
-#[case::no_name("apiEndpoint: https://h\ntokenFile: t\n", "DefinitionInvalid")]
-#[case::no_token_file("name: m1\napiEndpoint: https://h\n", "DefinitionInvalid")]
+#[case::not_yaml("{{{", "DefinitionInvalid", "")]
+#[case::no_name("apiEndpoint: https://h\ntokenFile: t\n", "DefinitionInvalid", "")]
+#[case::no_token_file("name: m1\napiEndpoint: https://h\n", "DefinitionInvalid", "")]
 #[case::typo(
     "name: m1\napiEndpoint: https://h\ntokenfile: t\n",
-    "DefinitionInvalid"
+    "DefinitionInvalid",
+    ""
 )]
-#[case::ftp_endpoint("name: m1\napiEndpoint: ftp://h\ntokenFile: t\n", "EndpointInvalid")]
-#[case::no_scheme("name: m1\napiEndpoint: h:6443\ntokenFile: t\n", "EndpointInvalid")]
-#[case::socks_proxy(
-    "name: m1\napiEndpoint: https://h\ntokenFile: t\nproxyURL: socks5://p\n",
-    "ProxyInvalid"
+#[case::ftp_endpoint(
+    "name: m1\napiEndpoint: ftp://h\ntokenFile: t\n",
+    "EndpointInvalid",
+    ""
 )]
-#[tokio::test]
-async fn bad_member_files_are_invalid_members(#[case] yaml: &str, #[case] want: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-    std::fs::write(dir.path().join("t"), "tok").unwrap();
-    let scanned = scan(dir.path()).await.unwrap();
-    assert_eq!(scanned.len(), 1);
-    let def = &scanned[0].definition;
+#[case::no_scheme("name: m1\napiEndpoint: h:6443\ntokenFile: t\n", "EndpointInvalid", "")]
+#[case::socks_proxy(&format!("{MEMBER}proxyURL: socks5://p\n"), "ProxyInvalid", "")]
+#[case::oversized(&format!("{MEMBER}# {}\n", "x".repeat(64 * 1024)), "DefinitionInvalid", "larger than")]
+fn bad_member_files_are_invalid_members(
+    #[case] yaml: &str,
+    #[case] want: &str,
+    #[case] says: &str,
+) {
+    let dir = Dir::new();
+    let member = dir.write("t", "tok").member(yaml);
+    let name = &member.definition.name;
     assert_eq!(
-        def.name, "m1",
+        name, "m1",
         "named after the file when the name is unreadable"
     );
-    assert_eq!(def.spec.as_ref().unwrap_err().condition_reason(), want);
+    assert_eq!(member.refused().condition_reason(), want);
+    assert!(
+        member.refused().to_string().contains(says),
+        "{}",
+        member.refused()
+    );
 }
 
-#[tokio::test]
-async fn relative_paths_resolve_beside_the_member_file() {
-    let dir = tempfile::tempdir().unwrap();
+#[test]
+fn relative_paths_resolve_beside_the_member_file() {
+    let dir = Dir::new();
     let ca = ca_pem();
-    std::fs::create_dir(dir.path().join("creds")).unwrap();
-    std::fs::write(dir.path().join("creds/t"), "tok\n").unwrap();
-    std::fs::write(dir.path().join("creds/ca.crt"), &ca).unwrap();
-    std::fs::write(
-        dir.path().join("m1.yaml"),
-        "name: m1\napiEndpoint: https://h\ntokenFile: creds/t\ncaFile: creds/ca.crt\n",
-    )
-    .unwrap();
-    let scanned = scan(dir.path()).await.unwrap();
-    let cred = scanned[0].secret.as_ref().unwrap().credential().unwrap();
+    std::fs::create_dir(dir.path("creds")).unwrap();
+    dir.write("creds/t", "tok\n").write("creds/ca.crt", &ca);
+    let member =
+        dir.member("name: m1\napiEndpoint: https://h\ntokenFile: creds/t\ncaFile: creds/ca.crt\n");
+    let cred = member.secret.as_ref().unwrap().credential().unwrap();
     assert_eq!(cred.token().unwrap().expose_secret(), "tok");
     assert_eq!(cred.ca_bundle().unwrap().as_ref(), ca.as_bytes());
 }
 
 #[tokio::test]
 async fn only_visible_yaml_files_are_member_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     for name in ["a.yaml", "b.yml", ".hidden.yaml", "c.txt", "t"] {
-        std::fs::write(
-            dir.path().join(name),
-            "name: x\napiEndpoint: https://h\ntokenFile: t\n",
-        )
-        .unwrap();
+        dir.write(name, MEMBER);
     }
-    std::fs::create_dir(dir.path().join("..data")).unwrap();
-    let names: Vec<_> = scan(dir.path())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.path.file_name().unwrap().to_string_lossy().into_owned())
+    std::fs::create_dir(dir.path("..data")).unwrap();
+    let scanned = scan(dir.0.path()).await.unwrap();
+    let names: Vec<_> = (scanned.iter())
+        .map(|m| m.path.file_name().unwrap().to_string_lossy())
         .collect();
     assert_eq!(names, ["a.yaml", "b.yml"]);
 }
@@ -157,111 +154,69 @@ async fn only_visible_yaml_files_are_member_files() {
 // the CA file
 #[case::missing_ca(Some(&b"t"[..]), Some(None), "Invalid")]
 #[case::ca_not_pem(Some(&b"t"[..]), Some(Some(&b"garbage"[..])), "Invalid")]
-#[tokio::test]
-async fn bad_credential_files_are_typed_errors(
+fn bad_credential_files_are_typed_errors(
     #[case] token: Option<&[u8]>,
     #[case] ca: Option<Option<&[u8]>>,
     #[case] want: &str,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut yaml = "name: m1\napiEndpoint: https://h\ntokenFile: t\n".to_owned();
+    let dir = Dir::new();
+    let mut yaml = MEMBER.to_owned();
     if let Some(token) = token {
-        std::fs::write(dir.path().join("t"), token).unwrap();
+        dir.write("t", token);
     }
     if let Some(ca) = ca {
         yaml.push_str("caFile: ca.crt\n");
         if let Some(ca) = ca {
-            std::fs::write(dir.path().join("ca.crt"), ca).unwrap();
+            dir.write("ca.crt", ca);
         }
     }
-    std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-    let scanned = scan(dir.path()).await.unwrap();
-    let key = secret_ref_for(&scanned[0].path);
-    let err = match &scanned[0].secret {
-        None => SourceError::NotFound { key },
+    let err = match &dir.member(&yaml).secret {
+        None => SourceError::NotFound { key: dir.key() },
         Some(secret) => secret.credential().unwrap_err().clone(),
     };
     assert!(format!("{err:?}").starts_with(want), "{err:?}");
 }
 
-/// What a member whose `tokenFile` is `token` (set up by `prepare`) ends up as.
-async fn credential_of(token: &str, prepare: impl FnOnce(&Path)) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    prepare(dir.path());
-    let yaml = format!("name: m1\napiEndpoint: https://h\ntokenFile: {token:?}\n");
-    std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-    let scanned = tokio::time::timeout(std::time::Duration::from_secs(2), scan(dir.path()))
+fn fifo(dir: &Path) {
+    let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+    let fifo = rustix::fs::FileType::Fifo;
+    rustix::fs::mknodat(rustix::fs::CWD, dir.join("t"), fifo, mode, 0).unwrap();
+}
+
+#[rstest]
+#[case::regular("t", |d: &Path| std::fs::write(d.join("t"), "tok").unwrap(), "Ok")]
+#[case::fifo("t", fifo, "not a regular file")]
+#[case::endless("t", |d: &Path| symlink("/dev/zero", d.join("t")).unwrap(), "leads out")]
+#[case::outside("t", |d: &Path| symlink("/etc/passwd", d.join("t")).unwrap(), "leads out")]
+#[case::oversized(
+    "t",
+    |d: &Path| std::fs::write(d.join("t"), vec![b'a'; 16 * 1024 + 1]).unwrap(),
+    "larger than 16384"
+)]
+#[case::parent("../t", |_: &Path| {}, "'..'")]
+#[case::absolute("/etc/hostname", |_: &Path| {}, "absolute path")]
+#[tokio::test]
+async fn hostile_token_files_are_secret_invalid_at_once(
+    #[case] token: &str,
+    #[case] prepare: fn(&Path),
+    #[case] want: &str,
+) {
+    let dir = Dir::new();
+    prepare(dir.0.path());
+    dir.write(
+        "m1.yaml",
+        format!("name: m1\napiEndpoint: https://h\ntokenFile: {token:?}\n"),
+    );
+    let scanned = tokio::time::timeout(std::time::Duration::from_secs(2), scan(dir.0.path()))
         .await
         .expect("a hostile token file must not block the poll")
         .unwrap();
-    match scanned[0].secret.as_ref().map(StoredSecret::credential) {
+    let got = match scanned[0].secret.as_ref().map(StoredSecret::credential) {
         None => "NotFound".to_owned(),
         Some(Ok(_)) => "Ok".to_owned(),
         Some(Err(err)) => err.to_string(),
-    }
-}
-
-#[tokio::test]
-async fn hostile_token_files_are_secret_invalid_at_once() {
-    use std::os::unix::fs::symlink;
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("t"), "someone else's").unwrap();
-    let outside_token = outside.path().join("t");
-    let fifo = |dir: &Path| {
-        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            dir.join("t"),
-            rustix::fs::FileType::Fifo,
-            mode,
-            0,
-        )
-        .unwrap();
     };
-    type Prepare = Box<dyn FnOnce(&Path)>;
-    let cases: Vec<(&str, Prepare, &str)> = vec![
-        (
-            "t",
-            Box::new(|d: &Path| std::fs::write(d.join("t"), "tok").unwrap()),
-            "Ok",
-        ),
-        ("t", Box::new(fifo), "not a regular file"),
-        (
-            "t",
-            Box::new(|d: &Path| symlink("/dev/zero", d.join("t")).unwrap()),
-            "leads out",
-        ),
-        (
-            "t",
-            Box::new(move |d: &Path| symlink(&outside_token, d.join("t")).unwrap()),
-            "leads out",
-        ),
-        (
-            "t",
-            Box::new(|d: &Path| std::fs::write(d.join("t"), vec![b'a'; 16 * 1024 + 1]).unwrap()),
-            "larger than 16384",
-        ),
-        ("../t", Box::new(|_: &Path| {}), "'..'"),
-        ("/etc/hostname", Box::new(|_: &Path| {}), "absolute path"),
-    ];
-    for (token, prepare, want) in cases {
-        let got = credential_of(token, prepare).await;
-        assert!(got.contains(want), "{token}: {got}");
-    }
-}
-
-#[tokio::test]
-async fn an_oversized_member_file_is_definition_invalid() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut yaml = "name: m1\napiEndpoint: https://h\ntokenFile: t\n".to_owned();
-    yaml.push_str(&format!("# {}\n", "x".repeat(64 * 1024)));
-    std::fs::write(dir.path().join("m1.yaml"), yaml).unwrap();
-    let scanned = scan(dir.path()).await.unwrap();
-    let reason = scanned[0].definition.spec.as_ref().unwrap_err().to_string();
-    assert!(
-        reason.starts_with("DefinitionInvalid") && reason.contains("larger than"),
-        "{reason}"
-    );
+    assert!(got.contains(want), "{token}: {got}");
 }
 
 #[tokio::test]

@@ -55,6 +55,11 @@ fn cluster(extra: Value) -> Value {
     cluster
 }
 
+/// The member of a profile offering `secretreader` with `cluster(extra)`.
+fn offered(config: &ClusterProfileConfig, extra: Value) -> ProfileMember {
+    config.member_from_profile(&profile(offering("secretreader", cluster(extra))))
+}
+
 fn plan(member: &ProfileMember) -> &ExecConfig {
     match member.secret.as_ref().unwrap().stored().unwrap() {
         StoredCredential::Exec(plan) => &plan.config,
@@ -72,10 +77,10 @@ fn an_ocm_profile_becomes_a_member_run_by_the_providers_plugin() {
     let ca = ca_pem();
     let ca_data = base64::engine::general_purpose::STANDARD.encode(&ca);
     let config = providers(json!([secretreader("Ignore", "Ignore")]));
-    let member = config.member_from_profile(&profile(offering(
-        "secretreader",
-        cluster(json!({"certificate-authority-data": ca_data, "tls-server-name": "api.c1"})),
-    )));
+    let member = offered(
+        &config,
+        json!({"certificate-authority-data": ca_data, "tls-server-name": "api.c1"}),
+    );
     let spec = member.definition.spec.as_ref().unwrap();
     assert_eq!(member.definition.name, "cluster1");
     assert_eq!(spec.api_endpoint, SERVER);
@@ -104,63 +109,69 @@ fn an_ocm_profile_becomes_a_member_run_by_the_providers_plugin() {
     );
 }
 
-#[test]
-fn the_first_offered_provider_the_file_serves_wins() {
-    let config = providers(json!([
+fn two_providers() -> Value {
+    json!([
         {"name": "b", "execConfig": {"command": "/bin/b", "apiVersion": "client.authentication.k8s.io/v1"}},
         {"name": "a", "execConfig": {"command": "/bin/a", "apiVersion": "client.authentication.k8s.io/v1"}},
-    ]));
-    let member = config.member_from_profile(&profile(json!({"accessProviders": [
+    ])
+}
+
+#[rstest]
+#[case::the_first_offered_provider_the_file_serves(
+    two_providers(),
+    json!({"accessProviders": [
         {"name": "unknown", "cluster": cluster(json!({}))},
         {"name": "a", "cluster": cluster(json!({}))},
         {"name": "b", "cluster": cluster(json!({}))},
-    ]})));
-    assert_eq!(plan(&member).command, "/bin/a");
-}
-
-#[test]
-fn deprecated_credential_providers_are_read_when_access_providers_are_absent() {
-    let config = providers(json!([secretreader("Ignore", "Ignore")]));
-    let member = config.member_from_profile(&profile(json!({"credentialProviders": [
-        {"name": "secretreader", "cluster": cluster(json!({}))}]})));
-    assert_eq!(plan(&member).command, "/bin/secretreader-plugin");
-}
-
-#[rstest]
-#[case::no_match(offering("other", cluster(json!({}))), "[\"other\"]")]
-#[case::no_status(Value::Null, "[]")]
-fn a_profile_no_provider_serves_is_provider_not_found(
+    ]}),
+    "/bin/a"
+)]
+#[case::deprecated_credential_providers_when_access_providers_are_absent(
+    json!([secretreader("Ignore", "Ignore")]),
+    json!({"credentialProviders": [{"name": "secretreader", "cluster": cluster(json!({}))}]}),
+    "/bin/secretreader-plugin"
+)]
+#[case::a_profile_that_keeps_the_pins(
+    json!([pinned_secretreader()]),
+    offering("secretreader", cluster(json!({}))),
+    "/bin/secretreader-plugin"
+)]
+fn the_plan_runs_the_provider_served(
+    #[case] file: Value,
     #[case] status: Value,
-    #[case] offered: &str,
+    #[case] command: &str,
 ) {
-    let config = providers(json!([secretreader("Ignore", "Ignore")]));
-    let member = config.member_from_profile(&profile(status));
-    let (reason, text) = reason(&member);
-    assert_eq!(reason, "ProviderNotFound");
-    assert!(
-        text.contains(offered) && text.contains("secretreader"),
-        "{text}"
-    );
-    assert!(member.secret.is_none());
+    let member = providers(file).member_from_profile(&profile(status));
+    assert_eq!(plan(&member).command, command);
 }
 
 #[rstest]
-#[case::ca_file(json!({"certificate-authority": "/etc/ca.pem"}), "DefinitionInvalid", "file")]
-#[case::ca_not_base64(json!({"certificate-authority-data": "%%"}), "DefinitionInvalid", "base64")]
-#[case::ca_not_pem(json!({"certificate-authority-data": "bm90IHBlbQ=="}), "DefinitionInvalid", "certificate-authority-data")]
-#[case::no_server(json!({"server": ""}), "DefinitionInvalid", "no server")]
-#[case::ftp_server(json!({"server": "ftp://h"}), "EndpointInvalid", "")]
-#[case::socks_proxy(json!({"proxy-url": "socks5://p:1080"}), "ProxyInvalid", "")]
-fn a_malformed_access_provider_has_a_reason(
-    #[case] extra: Value,
+#[case::no_match(offering("other", cluster(json!({}))), "ProviderNotFound", &["[\"other\"]", "secretreader"])]
+#[case::no_status(Value::Null, "ProviderNotFound", &["[]", "secretreader"])]
+#[case::ca_file(offer(json!({"certificate-authority": "/etc/ca.pem"})), "DefinitionInvalid", &["file"])]
+#[case::ca_not_base64(offer(json!({"certificate-authority-data": "%%"})), "DefinitionInvalid", &["base64"])]
+#[case::ca_not_pem(offer(json!({"certificate-authority-data": "bm90IHBlbQ=="})), "DefinitionInvalid", &["certificate-authority-data"])]
+#[case::no_server(offer(json!({"server": ""})), "DefinitionInvalid", &["no server"])]
+#[case::ftp_server(offer(json!({"server": "ftp://h"})), "EndpointInvalid", &[])]
+#[case::socks_proxy(offer(json!({"proxy-url": "socks5://p:1080"})), "ProxyInvalid", &[])]
+fn an_unusable_profile_has_a_reason_and_no_plan(
+    #[case] status: Value,
     #[case] want: &str,
-    #[case] says: &str,
+    #[case] says: &[&str],
 ) {
     let config = providers(json!([secretreader("Append", "Replace")]));
-    let member = config.member_from_profile(&profile(offering("secretreader", cluster(extra))));
-    let (reason, text) = reason(&member);
+    assert_unusable(&config.member_from_profile(&profile(status)), want, says);
+}
+
+fn offer(extra: Value) -> Value {
+    offering("secretreader", cluster(extra))
+}
+
+fn assert_unusable(member: &ProfileMember, want: &str, says: &[&str]) {
+    assert!(member.secret.is_none(), "no plugin plan");
+    let (reason, text) = reason(member);
     assert_eq!(reason, want, "{text}");
-    assert!(text.contains(says), "{text}");
+    assert!(says.iter().all(|s| text.contains(s)), "{text}");
 }
 
 fn with_additions(cli: &str, env: &str) -> ProfileMember {
@@ -170,10 +181,7 @@ fn with_additions(cli: &str, env: &str) -> ProfileMember {
         {"name": ADDITIONAL_ARGS_EXTENSION, "extension": ["--region", "eu"]},
         {"name": ADDITIONAL_ENVS_EXTENSION, "extension": {"PLUGIN_MODE": "profile", "EXTRA": "1"}},
     ]);
-    config.member_from_profile(&profile(offering(
-        "secretreader",
-        cluster(json!({"extensions": extensions})),
-    )))
+    offered(&config, json!({"extensions": extensions}))
 }
 
 fn env_of(member: &ProfileMember) -> Vec<(String, String)> {
@@ -212,10 +220,7 @@ fn profile_additions_run_only_as_the_providers_patterns_accept() {
             {"name": ADDITIONAL_ARGS_EXTENSION, "extension": args},
             {"name": ADDITIONAL_ENVS_EXTENSION, "extension": envs},
         ]);
-        let member = config.member_from_profile(&profile(offering(
-            "secretreader",
-            cluster(json!({"extensions": extensions})),
-        )));
+        let member = offered(config, json!({"extensions": extensions}));
         match member.secret.as_ref().unwrap().stored().unwrap() {
             StoredCredential::Exec(plan) => plan.policy(&ExecPolicy::none()).check(&plan.config),
             other => panic!("not a plugin plan: {other:?}"),
@@ -275,19 +280,15 @@ fn malformed_additions_are_definition_invalid_only_where_they_would_be_used() {
         {"name": ADDITIONAL_ARGS_EXTENSION, "extension": {"not": "a list"}},
         {"name": ADDITIONAL_ENVS_EXTENSION, "extension": {"NAME": 1}},
     ]);
-    let member = config.member_from_profile(&profile(offering(
-        "secretreader",
-        cluster(json!({"extensions": bad.clone()})),
-    )));
-    let (reason, text) = reason(&member);
-    assert_eq!(reason, "DefinitionInvalid");
-    assert!(text.contains(ADDITIONAL_ARGS_EXTENSION), "{text}");
+    let member = offered(&config, json!({"extensions": bad.clone()}));
+    assert_unusable(&member, "DefinitionInvalid", &[ADDITIONAL_ARGS_EXTENSION]);
     let ignoring = providers(json!([secretreader("Ignore", "Ignore")]));
-    let member = ignoring.member_from_profile(&profile(offering(
-        "secretreader",
-        cluster(json!({"extensions": bad})),
-    )));
-    assert!(member.definition.spec.is_ok());
+    assert!(
+        offered(&ignoring, json!({"extensions": bad}))
+            .definition
+            .spec
+            .is_ok()
+    );
 }
 
 fn pinned_secretreader() -> Value {
@@ -309,21 +310,10 @@ fn pinned_secretreader() -> Value {
     "127.0.0.2"
 )]
 fn a_profile_breaking_a_pin_gets_no_plan(
-    #[case] offered: Value,
+    #[case] extra: Value,
     #[case] want: &str,
     #[case] quoted: &str,
 ) {
     let config = providers(json!([pinned_secretreader()]));
-    let member = config.member_from_profile(&profile(offering("secretreader", cluster(offered))));
-    assert!(member.secret.is_none(), "no plugin plan for a broken pin");
-    let (reason, text) = reason(&member);
-    assert_eq!(reason, want, "{text}");
-    assert!(text.contains(quoted), "{text}");
-}
-
-#[test]
-fn a_profile_that_keeps_the_pins_is_served() {
-    let config = providers(json!([pinned_secretreader()]));
-    let member = config.member_from_profile(&profile(offering("secretreader", cluster(json!({})))));
-    assert_eq!(plan(&member).command, "/bin/secretreader-plugin");
+    assert_unusable(&offered(&config, extra), want, &[quoted]);
 }

@@ -9,29 +9,31 @@ use super::*;
 use crate::test_ca::client_pem;
 
 const ENDPOINT: &str = "name: m1\napiEndpoint: https://h:6443\n";
+const CERTIFICATE: &str = "clientCertFile: c.crt\nclientKeyFile: c.key\n";
+
+/// A directory holding `c.crt`, a client certificate of `m1-client`, and `c.key`: its key, or
+/// `key`.
+fn certified(key: Option<&str>) -> Dir {
+    let (cert, own_key) = client_pem("m1-client");
+    let dir = Dir::new();
+    dir.write("c.crt", cert)
+        .write("c.key", key.unwrap_or(&own_key));
+    dir
+}
 
 #[test]
 fn a_client_certificate_and_key_are_the_credential() {
-    let (cert, key) = client_pem("m1-client");
-    let dir = Dir::new();
-    dir.write("c.crt", &cert).write("c.key", &key);
-    let member = dir.member(&format!(
-        "{ENDPOINT}clientCertFile: c.crt\nclientKeyFile: c.key\n"
-    ));
+    let member = certified(None).member(&format!("{ENDPOINT}{CERTIFICATE}"));
     assert!(member.definition.spec.is_ok(), "{:?}", member.definition);
     assert_eq!(member.stored().unwrap().certificate_subject(), "m1-client");
 }
 
 #[test]
 fn a_token_file_may_accompany_a_certificate_and_both_are_sent() {
-    let (cert, key) = client_pem("m1-client");
-    let dir = Dir::new();
-    dir.write("c.crt", &cert)
-        .write("c.key", &key)
-        .write("t", "tok\n");
-    let member = dir.member(&format!(
-        "{ENDPOINT}tokenFile: t\nclientCertFile: c.crt\nclientKeyFile: c.key\n"
-    ));
+    let dir = certified(None);
+    let member = dir
+        .write("t", "tok\n")
+        .member(&format!("{ENDPOINT}tokenFile: t\n{CERTIFICATE}"));
     let cred = member.stored().unwrap().static_credential();
     assert_eq!(cred.token().unwrap().expose_secret(), "tok");
     assert_eq!(cred.identity().unwrap().subject(), "m1-client");
@@ -139,10 +141,7 @@ fn an_exec_env_value_of_the_wrong_shape_is_not_quoted() {
 #[case::certificate_alone("clientCertFile: c.crt\n", "client key")]
 #[case::key_alone("clientKeyFile: c.key\n", "client certificate")]
 fn half_a_certificate_is_secret_invalid(#[case] keys: &str, #[case] missing: &str) {
-    let (cert, key) = client_pem("m1-client");
-    let dir = Dir::new();
-    dir.write("c.crt", &cert).write("c.key", &key);
-    let member = dir.member(&format!("{ENDPOINT}{keys}"));
+    let member = certified(None).member(&format!("{ENDPOINT}{keys}"));
     assert!(member.definition.spec.is_ok(), "the definition is fine");
     let err = member.stored().unwrap_err();
     assert!(
@@ -153,27 +152,19 @@ fn half_a_certificate_is_secret_invalid(#[case] keys: &str, #[case] missing: &st
 }
 
 #[rstest]
-#[case::certificate("c.key")]
-#[case::key("c.crt")]
-fn a_missing_certificate_or_key_file_is_secret_not_found(#[case] only: &str) {
-    let (cert, key) = client_pem("m1-client");
-    let dir = Dir::new();
-    dir.write(only, if only == "c.crt" { &cert } else { &key });
-    let member = dir.member(&format!(
-        "{ENDPOINT}clientCertFile: c.crt\nclientKeyFile: c.key\n"
-    ));
+#[case::certificate("c.crt")]
+#[case::key("c.key")]
+fn a_missing_certificate_or_key_file_is_secret_not_found(#[case] missing: &str) {
+    let dir = certified(None);
+    std::fs::remove_file(dir.path(missing)).unwrap();
+    let member = dir.member(&format!("{ENDPOINT}{CERTIFICATE}"));
     assert!(member.secret.is_none(), "{member:?}");
 }
 
 #[test]
 fn a_key_that_does_not_match_the_certificate_is_certificate_invalid_and_not_quoted() {
-    let (cert, _) = client_pem("m1-client");
     let (_, other_key) = client_pem("someone-else");
-    let dir = Dir::new();
-    dir.write("c.crt", &cert).write("c.key", &other_key);
-    let member = dir.member(&format!(
-        "{ENDPOINT}clientCertFile: c.crt\nclientKeyFile: c.key\n"
-    ));
+    let member = certified(Some(&other_key)).member(&format!("{ENDPOINT}{CERTIFICATE}"));
     let err = member.stored().unwrap_err();
     let reason = InvalidReason::from(err);
     assert_eq!(reason.condition_reason(), "CertificateInvalid", "{reason}");
@@ -183,10 +174,8 @@ fn a_key_that_does_not_match_the_certificate_is_certificate_invalid_and_not_quot
 
 #[test]
 fn certificate_and_key_files_are_capped_and_stay_inside_the_directory() {
-    let (cert, _) = client_pem("m1-client");
-    let dir = Dir::new();
-    dir.write("c.crt", &cert)
-        .write("big.key", vec![b'k'; ClientIdentity::MAX_KEY_BYTES + 1]);
+    let dir = certified(None);
+    dir.write("big.key", vec![b'k'; ClientIdentity::MAX_KEY_BYTES + 1]);
     std::os::unix::fs::symlink("/etc/hostname", dir.path("out.crt")).unwrap();
     for (keys, want) in [
         (
