@@ -84,15 +84,8 @@ pub(super) fn inner_key(pkcs8_der: &[u8]) -> Vec<u8> {
 }
 
 pub(super) fn pem(label: &str, der: &[u8]) -> String {
-    use base64::Engine as _;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let lines: Vec<&str> = b64
-        .as_bytes()
-        .chunks(64)
-        .map(|c| std::str::from_utf8(c).unwrap())
-        .collect();
-    format!(
-        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
-        lines.join("\n")
-    )
+    use secrecy::ExposeSecret as _;
+    crate::client_identity::pem::key(label, der)
+        .expose_secret()
+        .to_owned()
 }
