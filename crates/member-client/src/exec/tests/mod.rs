@@ -123,21 +123,6 @@ async fn a_v1beta1_plugin_is_asked_and_answers_in_v1beta1() {
     assert_eq!(info["apiVersion"], V1BETA1);
 }
 
-#[tokio::test]
-async fn a_client_certificate_and_key_are_returned() {
-    let status = r#"{"clientCertificateData":"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n","clientKeyData":"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"}"#;
-    let out = Plugins::new().run(&prints(V1, status)).await.unwrap();
-    assert!(out.token.is_none());
-    assert!(out.client_certificate_pem.unwrap().contains("MIIB\n"));
-    assert!(
-        out.client_key_pem
-            .unwrap()
-            .expose_secret()
-            .contains("MIIE\n")
-    );
-    assert_eq!(out.expires_at, None);
-}
-
 /// Copies what it was given into files, then prints a credential.
 const RECORDER: &str = r#"for a in "$@"; do printf '[%s]' "$a"; done > args
 printf '%s' "$TETHER_TEST_VAR" > var

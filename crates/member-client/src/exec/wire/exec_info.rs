@@ -158,21 +158,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn ca_data_is_base64_of_the_pem_bytes() {
-        let cluster = ExecCluster {
-            certificate_authority_data: Some(b"-----BEGIN CERTIFICATE-----\nAB\n".to_vec()),
-            insecure_skip_tls_verify: true,
-            ..minimal()
-        };
-        let info = parsed(&config(true, cluster));
-        assert_eq!(
-            info["spec"]["cluster"]["certificate-authority-data"],
-            "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkFCCg=="
-        );
-        assert_eq!(info["spec"]["cluster"]["insecure-skip-tls-verify"], true);
-    }
-
     #[rstest]
     #[case::v1(ExecApiVersion::V1)]
     #[case::v1beta1(ExecApiVersion::V1Beta1)]
