@@ -4,56 +4,93 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 
 use crate::assets::Assets;
 use crate::cluster::Cluster;
 use crate::eventually::{IntoStep as _, Step, eventually};
+use crate::pki::{SigningKey, TestCa};
 use crate::process::{ServerProcess, rss_bytes};
 
 /// How many log lines an error quotes.
 const TAIL: usize = 40;
 
 /// The files and ports one apiserver is started with. Everything lives under `dir`.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct ApiserverSpec {
     /// Cluster name: also the etcd prefix (`/<name>`) and the issuer (`https://<name>.test`).
-    pub(crate) name: String,
-    pub(crate) dir: PathBuf,
-    pub(crate) port: u16,
-    pub(crate) etcd_endpoint: String,
+    name: String,
+    dir: PathBuf,
+    port: u16,
+    etcd_endpoint: String,
 }
 
-/// The PEM serving certificate and key.
-pub(crate) const SERVING_CERT: &str = "serving.crt";
-pub(crate) const SERVING_KEY: &str = "serving.key";
-/// The ServiceAccount token signing key pair.
-pub(crate) const SA_KEY: &str = "sa-signing.key";
-pub(crate) const SA_PUB: &str = "sa-signing.pub";
-/// The CA bundle client certificates are verified against.
-pub(crate) const CLIENT_CA: &str = "client-ca.crt";
-/// The static tokens (the admin's).
-pub(crate) const TOKENS: &str = "tokens.csv";
-
-/// Each file the apiserver reads from `dir`, by the flag that names it.
-const FILE_FLAGS: [(&str, &str); 6] = [
-    ("--token-auth-file", TOKENS),
-    ("--client-ca-file", CLIENT_CA),
-    ("--service-account-key-file", SA_PUB),
-    ("--service-account-signing-key-file", SA_KEY),
-    ("--tls-cert-file", SERVING_CERT),
-    ("--tls-private-key-file", SERVING_KEY),
+/// The files the apiserver reads from `dir`, each named after the flag that passes it
+/// (`--tls-cert-file=<dir>/tls-cert-file`).
+const FILE_FLAGS: [&str; 6] = [
+    "token-auth-file",
+    "client-ca-file",
+    "service-account-key-file",
+    "service-account-signing-key-file",
+    "tls-cert-file",
+    "tls-private-key-file",
 ];
 
 impl ApiserverSpec {
-    /// `name` ([`SERVING_CERT`], ...) in this apiserver's directory.
-    pub(crate) fn file(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
+    /// Creates `<root>/<name>` and writes every file the apiserver reads but its serving
+    /// certificate (see [`issue_serving_cert`](Self::issue_serving_cert)): a new ServiceAccount
+    /// signing key, the static token file with `admin_token` (`system:masters`) and the
+    /// `client_ca` bundle.
+    pub(crate) fn create(
+        root: &Path,
+        name: &str,
+        port: u16,
+        etcd_endpoint: String,
+        admin_token: &str,
+        client_ca: &TestCa,
+    ) -> Result<Self> {
+        let dir = root.join(name);
+        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let spec = Self {
+            name: name.to_owned(),
+            dir,
+            port,
+            etcd_endpoint,
+        };
+        let sa_key = SigningKey::generate()?;
+        spec.write("service-account-signing-key-file", &sa_key.private_pem)?;
+        spec.write("service-account-key-file", &sa_key.public_pem)?;
+        // Static token file format: token,user,uid,"group1,group2".
+        spec.write(
+            "token-auth-file",
+            &format!("{admin_token},admin,admin-uid,system:masters\n"),
+        )?;
+        spec.write("client-ca-file", &client_ca.pem())?;
+        Ok(spec)
     }
 
-    /// The issuer and audience of this cluster's ServiceAccount tokens.
-    pub(crate) fn issuer(&self) -> String {
-        format!("https://{}.test", self.name)
+    /// A new CA and a serving certificate from it, written where the apiserver reads them.
+    pub(crate) fn issue_serving_cert(&self) -> Result<TestCa> {
+        let ca = TestCa::generate(&format!("{} test CA", self.name))?;
+        let serving = ca.issue_serving_cert(&self.name)?;
+        self.write("tls-cert-file", &serving.cert_pem)?;
+        self.write("tls-private-key-file", &serving.key_pem)?;
+        Ok(ca)
+    }
+
+    /// The cluster's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The secure port on 127.0.0.1, the same across restarts.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn write(&self, file: &str, contents: &str) -> Result<()> {
+        let path = self.dir.join(file);
+        std::fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -72,7 +109,7 @@ pub struct Apiserver {
 impl Apiserver {
     /// Spawns the apiserver; its output goes to `<dir>/apiserver-<run>.log`. Does not wait.
     pub(crate) fn spawn(assets: &Assets, spec: &ApiserverSpec, run: u32) -> Result<Self> {
-        let issuer = spec.issuer();
+        let issuer = format!("https://{}.test", spec.name);
         let mut cmd = Command::new(assets.kube_apiserver());
         // Only ever loopback: nothing here is meant to be reachable from outside.
         cmd.arg("--bind-address=127.0.0.1")
@@ -88,8 +125,8 @@ impl Apiserver {
             // `kubernetes` Service endpoints.
             .arg("--endpoint-reconciler-type=none")
             .arg("--profiling=false");
-        for (flag, name) in FILE_FLAGS {
-            cmd.arg(format!("{flag}={}", spec.file(name).display()));
+        for flag in FILE_FLAGS {
+            cmd.arg(format!("--{flag}={}", spec.dir.join(flag).display()));
         }
         let log = spec.dir.join(format!("apiserver-{run}.log"));
         let process = ServerProcess::spawn(cmd, log, format!("kube-apiserver {}", spec.name))?;

@@ -20,8 +20,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 ///
 /// A plain value: cloning it is cheap and it holds no process. After
 /// [`Environment::restart`](crate::Environment::restart) with a new CA, fetch the handle again
-/// from the environment: an old clone still holds the old CA.
-#[derive(Clone)]
+/// from the environment: an old clone still holds the old CA. Its `Debug` shows the admin
+/// credential redacted (kube keeps it in `secrecy` types).
+#[derive(Clone, Debug)]
 pub struct Cluster {
     name: String,
     endpoint: String,
@@ -32,51 +33,29 @@ pub struct Cluster {
     client_ca: Option<Arc<TestCa>>,
 }
 
-impl std::fmt::Debug for Cluster {
-    // The admin config holds a credential: show only where the cluster is.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster")
-            .field("name", &self.name)
-            .field("endpoint", &self.endpoint)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Cluster {
     /// A cluster whose admin authenticates with a bearer token.
     ///
     /// # Errors
     /// If `ca_pem` holds no certificate or `endpoint` is not a URL.
     pub fn with_admin_token(
-        name: impl Into<String>,
-        endpoint: impl Into<String>,
-        ca_pem: impl Into<String>,
+        name: &str,
+        endpoint: &str,
+        ca_pem: &str,
         admin_token: &str,
     ) -> Result<Self> {
-        let (endpoint, ca_pem) = (endpoint.into(), ca_pem.into());
-        let admin = client_config(&endpoint, &ca_pem, Some(admin_token))?;
-        Ok(Self {
-            name: name.into(),
-            endpoint,
-            ca_pem,
-            admin,
-            client_ca: None,
-        })
+        let admin = client_config(endpoint, ca_pem, Some(admin_token))?;
+        Ok(Self::with_admin_config(name, endpoint, ca_pem, admin))
     }
 
     /// A cluster whose admin is described by a ready [`kube::Config`] (say, a client
-    /// certificate from a kubeconfig). `config` must trust `ca_pem` and point at `endpoint`.
-    pub fn with_admin_config(
-        name: impl Into<String>,
-        endpoint: impl Into<String>,
-        ca_pem: impl Into<String>,
-        config: Config,
-    ) -> Self {
+    /// certificate from a kubeconfig). `admin` must trust `ca_pem` and point at `endpoint`.
+    pub fn with_admin_config(name: &str, endpoint: &str, ca_pem: &str, admin: Config) -> Self {
         Self {
-            name: name.into(),
-            endpoint: endpoint.into(),
-            ca_pem: ca_pem.into(),
-            admin: config,
+            name: name.to_owned(),
+            endpoint: endpoint.to_owned(),
+            ca_pem: ca_pem.to_owned(),
+            admin,
             client_ca: None,
         }
     }

@@ -7,14 +7,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail, ensure};
 use tempfile::TempDir;
 
-use crate::apiserver::{
-    Apiserver, ApiserverSpec, CLIENT_CA, SA_KEY, SA_PUB, SERVING_CERT, SERVING_KEY, TOKENS,
-};
+use crate::apiserver::{Apiserver, ApiserverSpec};
 use crate::assets::Assets;
 use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::etcd::Etcd;
-use crate::pki::{SigningKey, TestCa};
+use crate::pki::TestCa;
 use crate::ports::{free_ports, port_is_free, wait_port_free};
 
 /// Index of the control plane in [`Environment::clusters`].
@@ -57,6 +55,7 @@ impl RestartOptions {
 ///
 /// # Memory usage
 /// About 290 MB RSS per apiserver, plus etcd.
+#[derive(Debug)]
 pub struct Environment {
     clusters: Vec<Cluster>,
     slots: Vec<Slot>,
@@ -68,23 +67,14 @@ pub struct Environment {
 }
 
 /// The process side of one cluster.
+#[derive(Debug)]
 struct Slot {
     spec: ApiserverSpec,
-    admin_token: String,
-    /// Written once to `client-ca.crt`; never rotated, so restarts keep client certificates.
+    /// Written once to its `client-ca-file`; never rotated, so restarts keep client certificates.
     client_ca: Arc<TestCa>,
     server: Option<Apiserver>,
     /// How many times its apiserver was started; numbers the log files.
     runs: u32,
-}
-
-impl std::fmt::Debug for Environment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Environment")
-            .field("clusters", &self.clusters)
-            .field("dir", &self.dir.as_ref().map(TempDir::path))
-            .finish_non_exhaustive()
-    }
 }
 
 impl Environment {
@@ -163,39 +153,19 @@ impl Environment {
 
     /// Writes one cluster's keys, certificates and token file, and registers it (not started).
     fn add_cluster(&mut self, name: String, port: u16) -> Result<()> {
-        let dir = self.dir()?.join(&name);
-        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let spec = ApiserverSpec {
-            name: name.clone(),
-            dir,
-            port,
-            etcd_endpoint: self.etcd()?.endpoint(),
-        };
-        let sa_key = SigningKey::generate()?;
-        write(&spec.file(SA_KEY), &sa_key.private_pem)?;
-        write(&spec.file(SA_PUB), &sa_key.public_pem)?;
         let admin_token = admin_token(&name);
-        // Static token file format: token,user,uid,"group1,group2".
-        write(
-            &spec.file(TOKENS),
-            &format!("{admin_token},admin,admin-uid,system:masters\n"),
-        )?;
         // Its own CA, not the serving one: `RestartOptions::new_ca` rotates that, and client
         // certificates issued before a rotation must keep working.
         let client_ca = Arc::new(TestCa::generate(&format!("{name} client CA"))?);
-        write(&spec.file(CLIENT_CA), &client_ca.pem())?;
-        let ca = issue_serving_files(&spec)?;
-        let cluster = Cluster::with_admin_token(
-            name,
-            format!("https://127.0.0.1:{port}"),
-            ca.pem(),
-            &admin_token,
-        )?
-        .with_client_ca(Arc::clone(&client_ca));
+        let etcd = self.etcd()?.endpoint();
+        let spec = ApiserverSpec::create(self.dir()?, &name, port, etcd, &admin_token, &client_ca)?;
+        let ca = spec.issue_serving_cert()?;
+        let endpoint = format!("https://127.0.0.1:{port}");
+        let cluster = Cluster::with_admin_token(&name, &endpoint, &ca.pem(), &admin_token)?
+            .with_client_ca(Arc::clone(&client_ca));
         self.clusters.push(cluster);
         self.slots.push(Slot {
             spec,
-            admin_token,
             client_ca,
             server: None,
             runs: 0,
@@ -255,12 +225,12 @@ impl Environment {
     /// If it is not running, or its port stays bound for 10 s.
     pub async fn stop(&mut self, index: usize) -> Result<()> {
         let slot = self.slot(index)?;
-        let name = &slot.spec.name;
+        let name = slot.spec.name();
         let Some(mut server) = slot.server.take() else {
             bail!("{name} is not running");
         };
         server.stop(STOP_GRACE).await?;
-        wait_port_free(slot.spec.port, PORT_RELEASE)
+        wait_port_free(slot.spec.port(), PORT_RELEASE)
             .await
             .with_context(|| format!("stopping {name}"))?;
         Ok(())
@@ -276,16 +246,11 @@ impl Environment {
         let cluster = self.cluster_at(index)?.clone();
         let assets = self.assets.clone();
         let slot = self.slot(index)?;
+        let (name, port) = (slot.spec.name(), slot.spec.port());
+        ensure!(slot.server.is_none(), "{name} is already running");
         ensure!(
-            slot.server.is_none(),
-            "{} is already running",
-            slot.spec.name
-        );
-        ensure!(
-            port_is_free(slot.spec.port),
-            "cannot start {}: 127.0.0.1:{} is in use",
-            slot.spec.name,
-            slot.spec.port
+            port_is_free(port),
+            "cannot start {name}: 127.0.0.1:{port} is in use"
         );
         slot.runs += 1;
         let mut server = Apiserver::spawn(&assets, &slot.spec, slot.runs)?;
@@ -307,13 +272,13 @@ impl Environment {
         self.stop(index).await?;
         if options.new_ca {
             let slot = self.slot(index)?;
-            let ca = issue_serving_files(&slot.spec)?;
-            let name = slot.spec.name.clone();
-            let token = slot.admin_token.clone();
+            let ca = slot.spec.issue_serving_cert()?;
             let client_ca = Arc::clone(&slot.client_ca);
-            let endpoint = self.cluster_at(index)?.endpoint().to_owned();
-            self.clusters[index] = Cluster::with_admin_token(name, endpoint, ca.pem(), &token)?
-                .with_client_ca(client_ca);
+            let old = self.cluster_at(index)?;
+            let token = old.admin_token()?;
+            self.clusters[index] =
+                Cluster::with_admin_token(old.name(), old.endpoint(), &ca.pem(), &token)?
+                    .with_client_ca(client_ca);
         }
         self.start(index).await
     }
@@ -352,15 +317,6 @@ impl Drop for Environment {
     }
 }
 
-/// A new CA and a serving certificate from it, written where the apiserver reads them.
-fn issue_serving_files(spec: &ApiserverSpec) -> Result<TestCa> {
-    let ca = TestCa::generate(&format!("{} test CA", spec.name))?;
-    let serving = ca.issue_serving_cert(&spec.name)?;
-    write(&spec.file(SERVING_CERT), &serving.cert_pem)?;
-    write(&spec.file(SERVING_KEY), &serving.key_pem)?;
-    Ok(ca)
-}
-
 /// A per-cluster admin token; unguessable enough for a loopback test server.
 fn admin_token(cluster: &str) -> String {
     let nanos = SystemTime::now()
@@ -368,8 +324,4 @@ fn admin_token(cluster: &str) -> String {
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     format!("testkit-admin-{cluster}-{:x}-{nanos:x}", std::process::id())
-}
-
-fn write(path: &Path, contents: &str) -> Result<()> {
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
 }

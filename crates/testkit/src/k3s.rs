@@ -22,19 +22,12 @@ use crate::cluster::Cluster;
 pub const K3S_TAG: &str = "v1.33.4-k3s1";
 
 /// A running k3s container. Dropping it stops and removes the container.
+#[derive(Debug)]
 pub struct K3sCluster {
     cluster: Cluster,
     // Declared before `_conf`: the container goes first, then the directory it wrote into.
     _container: ContainerAsync<K3s>,
     _conf: TempDir,
-}
-
-impl std::fmt::Debug for K3sCluster {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("K3sCluster")
-            .field("cluster", &self.cluster)
-            .finish_non_exhaustive()
-    }
 }
 
 impl K3sCluster {
@@ -84,7 +77,7 @@ impl K3sCluster {
                 .await
                 .context("loading k3s.yaml")?;
         Ok(Self {
-            cluster: Cluster::with_admin_config(name, endpoint, ca_pem, config),
+            cluster: Cluster::with_admin_config(name, &endpoint, &ca_pem, config),
             _container: container,
             _conf: conf,
         })
