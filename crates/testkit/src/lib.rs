@@ -84,6 +84,7 @@ pub mod crd;
 mod environment;
 mod etcd;
 mod eventually;
+mod folded_watch;
 mod hack_script;
 mod hostile_endpoint;
 pub mod interop;
@@ -114,6 +115,7 @@ pub use config::Config;
 pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
 pub use eventually::{IntoStep, POLL_INTERVAL, Step, eventually, matching};
+pub use folded_watch::FoldedWatch;
 pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};

@@ -10,20 +10,12 @@
 //! back, or that changed owner without a new epoch: a replica writing over a newer claim, which
 //! fencing must refuse.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, PoisonError},
-    time::Instant,
-};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
-use futures::StreamExt as _;
-use kube::{
-    Api, Client,
-    api::DynamicObject,
-    runtime::{WatchStreamExt as _, watcher},
-};
-use tokio::task::JoinHandle;
+use kube::{Api, Client, api::DynamicObject};
 
+use crate::folded_watch::FoldedWatch;
 use crate::karmada::cluster_resource;
 
 /// The condition type of a shard claim.
@@ -58,63 +50,36 @@ struct State {
 }
 
 /// A running watch; stopped when dropped.
-pub struct StatusWriters {
-    state: Arc<Mutex<State>>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for StatusWriters {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub struct StatusWriters(FoldedWatch<State>);
 
 impl StatusWriters {
     /// Starts watching every `Cluster` through `client`.
     pub fn start(client: Client) -> Self {
-        let state = Arc::new(Mutex::new(State::default()));
-        let api: Api<DynamicObject> = Api::all_with(client, &cluster_resource());
-        let shared = state.clone();
-        let task = tokio::spawn(async move {
-            let mut objects = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .applied_objects()
-                .boxed();
-            while let Some(next) = objects.next().await {
-                if let Ok(object) = next {
-                    observe(&shared, &object);
-                }
-            }
-        });
-        Self { state, task }
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        let api = Api::<DynamicObject>::all_with(client, &cluster_resource());
+        Self(FoldedWatch::start(api, observe))
     }
 
     /// Status writes seen per replica identity.
     pub fn writes(&self) -> BTreeMap<String, u64> {
-        self.state().writes.clone()
+        self.0.state().writes.clone()
     }
 
     /// Every status write by a replica that did not hold the claim.
     pub fn double_writes(&self) -> Vec<DoubleWrite> {
-        self.state().double.clone()
+        self.0.state().double.clone()
     }
 
     /// The replica that last wrote `member`'s status, and when (as this watch saw it).
     pub fn last_write(&self, member: &str) -> Option<(Instant, String)> {
-        self.state().last_write.get(member).cloned()
+        self.0.state().last_write.get(member).cloned()
     }
 }
 
-fn observe(state: &Mutex<State>, object: &DynamicObject) {
+fn observe(state: &mut State, object: &DynamicObject) {
     let Some(name) = object.metadata.name.clone() else {
         return;
     };
     let status = object.data.get("status").cloned().unwrap_or_default();
-    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
     let changed = state.status.get(&name) != Some(&status);
     state.status.insert(name.clone(), status);
     if !changed {
