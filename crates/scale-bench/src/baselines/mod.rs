@@ -32,7 +32,7 @@ use kube::{Api, api::PostParams};
 use testkit::RestartOptions;
 
 use crate::scale::{
-    fleet::{Fleet, Member, SECRET_NAMESPACE},
+    fleet::{Fleet, Member, NextGeneration, SECRET_NAMESPACE},
     percentiles::Percentiles,
 };
 use child::BaselineProcess;
@@ -223,25 +223,15 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     }
 
     // 2. Rotation: new ServiceAccounts, tokens, Secrets; old ServiceAccounts deleted.
-    let next = subset[0].generation + 1;
-    let f: &Fleet = fleet;
-    f.bounded(subset.iter(), |m| f.ensure_service_account(m, next))
-        .await?;
-    let tokens = f.bounded(subset.iter(), |m| f.mint(m, next)).await?;
+    let NextGeneration { next, tokens, .. } = fleet.mint_next_generation(&subset).await?;
     let at_rotation: Vec<BTreeMap<String, MemberRecord>> =
         processes.iter().map(|p| p.ledger.snapshot()).collect();
     let rotation = Instant::now();
     let rotation_wall = SystemTime::now();
-    let acks = f
-        .bounded(subset.iter().zip(&tokens), |(m, t)| f.write_token(m, t))
-        .await?;
+    let acks = fleet.write_tokens(&subset, &tokens).await?;
     let acked: BTreeMap<&str, SystemTime> =
         subset.iter().map(|m| m.name.as_str()).zip(acks).collect();
-    f.bounded(subset.iter(), |m| f.delete_service_account(m, m.generation))
-        .await?;
-    f.wait_until_rejected(subset.iter(), rotation + options.limit)
-        .await
-        .context("revoking the old tokens")?;
+    fleet.revoke(&subset, rotation + options.limit).await?;
     let revoked_after = rotation.elapsed();
     let new_user = |m: &Member| {
         format!(

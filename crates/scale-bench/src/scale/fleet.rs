@@ -69,6 +69,17 @@ impl Member {
     }
 }
 
+/// The next credential generation of some members: ServiceAccounts made and tokens minted, not
+/// yet in the members' Secrets.
+pub struct NextGeneration {
+    /// The generation the members are at.
+    pub old: u32,
+    /// `old + 1`.
+    pub next: u32,
+    /// Each member's token of `next`, in the members' order.
+    pub tokens: Vec<String>,
+}
+
 /// The harness, the control plane's admin client, the member apiservers and the members.
 pub struct Fleet {
     /// Control plane (0) and member apiservers (1..).
@@ -142,7 +153,7 @@ impl Fleet {
         for generation in [0, 1] {
             fleet
                 .bounded(names.iter(), |m| {
-                    fleet.create_service_account(m, generation)
+                    fleet.ensure_service_account(m, generation)
                 })
                 .await?;
         }
@@ -188,71 +199,33 @@ impl Fleet {
         &self.apiservers[member.apiserver]
     }
 
-    /// Creates `member`'s ServiceAccount of `generation`.
-    ///
-    /// # Errors
-    /// API errors.
-    pub async fn create_service_account(
-        &self,
-        member: &Member,
-        generation: u32,
-    ) -> anyhow::Result<()> {
+    /// `member`'s ServiceAccounts, through its apiserver's admin client.
+    fn service_accounts(&self, member: &Member) -> Api<ServiceAccount> {
         let server = self.apiserver_of(member);
-        let sa = ServiceAccount {
-            metadata: ObjectMeta {
-                name: Some(member.service_account(generation)),
-                ..ObjectMeta::default()
-            },
-            ..ServiceAccount::default()
-        };
-        Api::<ServiceAccount>::namespaced(server.admin.clone(), &server.namespace)
-            .create(&PostParams::default(), &sa)
-            .await
-            .with_context(|| format!("creating {}", member.service_account(generation)))?;
-        Ok(())
+        Api::namespaced(server.admin.clone(), &server.namespace)
     }
 
     /// Creates `member`'s ServiceAccount of `generation` unless it exists ([`Fleet::start`]
     /// makes generation 1 ahead of the first rotation).
-    ///
-    /// # Errors
-    /// API errors other than "already exists".
-    pub async fn ensure_service_account(
-        &self,
-        member: &Member,
-        generation: u32,
-    ) -> anyhow::Result<()> {
-        match self.create_service_account(member, generation).await {
-            Err(err)
-                if err
-                    .downcast_ref::<kube::Error>()
-                    .is_some_and(|e| matches!(e, kube::Error::Api(s) if s.code == 409)) =>
-            {
-                Ok(())
-            }
-            other => other,
-        }
-    }
-
-    /// Deletes `member`'s ServiceAccount of `generation`, which revokes its tokens (after the
-    /// apiserver's ~10 s token cache).
-    ///
-    /// # Errors
-    /// API errors.
-    pub async fn delete_service_account(
-        &self,
-        member: &Member,
-        generation: u32,
-    ) -> anyhow::Result<()> {
-        let server = self.apiserver_of(member);
-        Api::<ServiceAccount>::namespaced(server.admin.clone(), &server.namespace)
-            .delete(
-                &member.service_account(generation),
-                &DeleteParams::default(),
-            )
+    async fn ensure_service_account(&self, member: &Member, generation: u32) -> anyhow::Result<()> {
+        let name = member.service_account(generation);
+        let sa = ServiceAccount {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..ObjectMeta::default()
+            },
+            ..ServiceAccount::default()
+        };
+        match self
+            .service_accounts(member)
+            .create(&PostParams::default(), &sa)
             .await
-            .with_context(|| format!("deleting {}", member.service_account(generation)))?;
-        Ok(())
+        {
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            created => created
+                .map(drop)
+                .with_context(|| format!("creating {name}")),
+        }
     }
 
     /// Mints a token of `member`'s ServiceAccount of `generation` (TokenRequest).
@@ -260,7 +233,6 @@ impl Fleet {
     /// # Errors
     /// API errors, or no token in the answer.
     pub async fn mint(&self, member: &Member, generation: u32) -> anyhow::Result<String> {
-        let server = self.apiserver_of(member);
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 expiration_seconds: Some(i64::try_from(TOKEN_LIFETIME.as_secs())?),
@@ -269,7 +241,7 @@ impl Fleet {
             ..TokenRequest::default()
         };
         let sa = member.service_account(generation);
-        Api::<ServiceAccount>::namespaced(server.admin.clone(), &server.namespace)
+        self.service_accounts(member)
             .create_token_request(&sa, &PostParams::default(), &request)
             .await
             .with_context(|| format!("TokenRequest for {sa}"))?
@@ -332,6 +304,67 @@ impl Fleet {
             }
         }
         Ok(())
+    }
+
+    /// Makes the ServiceAccounts of the next generation of `members` (all at one generation)
+    /// unless they exist, and mints a token of each.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn mint_next_generation(&self, members: &[Member]) -> anyhow::Result<NextGeneration> {
+        let old = members.first().map_or(0, |m| m.generation);
+        let next = old + 1;
+        self.bounded(members, |m| self.ensure_service_account(m, next))
+            .await?;
+        let tokens = self
+            .bounded(members, |m| self.mint(m, next))
+            .await
+            .context("minting the new tokens")?;
+        Ok(NextGeneration { old, next, tokens })
+    }
+
+    /// Writes each of `members`' `tokens` into its Secret; when each write was acknowledged.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn write_tokens(
+        &self,
+        members: &[Member],
+        tokens: &[String],
+    ) -> anyhow::Result<Vec<SystemTime>> {
+        self.bounded(members.iter().zip(tokens), |(m, t)| self.write_token(m, t))
+            .await
+            .context("writing the Secrets")
+    }
+
+    /// Deletes the ServiceAccounts of `members`' current generation, which revokes their tokens
+    /// (after the apiserver's ~10 s token cache), and waits until every apiserver rejects them
+    /// ([`wait_until_rejected`](Self::wait_until_rejected)).
+    ///
+    /// # Errors
+    /// API errors, or tokens still accepted at `deadline`.
+    pub async fn revoke(&self, members: &[Member], deadline: Instant) -> anyhow::Result<()> {
+        self.bounded(members, |m| async move {
+            let name = m.service_account(m.generation);
+            let api = self.service_accounts(m);
+            let deleted = api.delete(&name, &DeleteParams::default()).await;
+            deleted
+                .map(drop)
+                .with_context(|| format!("deleting {name}"))
+        })
+        .await
+        .context("deleting the old ServiceAccounts")?;
+        self.wait_until_rejected(members, deadline)
+            .await
+            .context("revoking the old tokens")
+    }
+
+    /// Every member now holds its token of `generation`.
+    pub fn adopt(&mut self, generation: NextGeneration) {
+        for (member, token) in self.members.iter_mut().zip(generation.tokens) {
+            member.generation = generation.next;
+            member.token = token;
+        }
     }
 
     /// Writes `token` into `member`'s Secret (a merge patch of `stringData.token`, the CA

@@ -222,19 +222,9 @@ pub async fn rotate_all(
     running: &Running,
     options: &PhaseOptions,
 ) -> anyhow::Result<RotationReport> {
-    let members = fleet.members.len();
-    let old_generation = fleet.members.first().map_or(0, |m| m.generation);
-    let next = old_generation + 1;
-    if next > 1 {
-        let f: &Fleet = fleet;
-        f.bounded(f.members.iter(), |m| f.create_service_account(m, next))
-            .await?;
-    }
+    let generation = fleet.mint_next_generation(&fleet.members).await?;
     let f: &Fleet = fleet;
-    let tokens = f
-        .bounded(f.members.iter(), |m| f.mint(m, next))
-        .await
-        .context("minting the new tokens")?;
+    let members = f.members.len();
 
     let collector = &running.collector;
     let before = collector_counters(collector).await?;
@@ -260,12 +250,7 @@ pub async fn rotate_all(
         })
     };
 
-    let acks = f
-        .bounded(f.members.iter().zip(&tokens), |(m, token)| {
-            f.write_token(m, token)
-        })
-        .await
-        .context("writing the Secrets")?;
+    let acks = f.write_tokens(&f.members, &generation.tokens).await?;
     let writes = start.elapsed();
 
     // Every member's switch logged, or the limit.
@@ -285,12 +270,7 @@ pub async fn rotate_all(
         .count();
 
     // Revoke the old credentials and wait until every apiserver rejects them.
-    f.bounded(f.members.iter(), |m| {
-        f.delete_service_account(m, old_generation)
-    })
-    .await
-    .context("deleting the old ServiceAccounts")?;
-    f.wait_until_rejected(f.members.iter(), Instant::now() + options.rotation_limit)
+    f.revoke(&f.members, Instant::now() + options.rotation_limit)
         .await?;
     let revoked_after = start.elapsed();
     // One more probe period: every member has sent a request since its old token died.
@@ -304,10 +284,7 @@ pub async fn rotate_all(
         .clone();
     let in_use = Percentiles::from_curve(&curve, members);
 
-    for (member, token) in fleet.members.iter_mut().zip(tokens) {
-        member.generation = next;
-        member.token = token;
-    }
+    fleet.adopt(generation);
     Ok(RotationReport {
         members,
         writes,

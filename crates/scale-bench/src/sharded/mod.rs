@@ -207,25 +207,18 @@ async fn rotate(
     conditions: &ConditionWatch,
     options: &ShardedOptions,
 ) -> anyhow::Result<report::Rotation> {
-    let old = fleet.members.first().map_or(0, |m| m.generation);
-    let next = old + 1;
-    let f: &Fleet = fleet;
-    if next > 1 {
-        f.bounded(f.members.iter(), |m| f.create_service_account(m, next))
-            .await?;
-    }
-    let tokens = f.bounded(f.members.iter(), |m| f.mint(m, next)).await?;
+    let generation = fleet.mint_next_generation(&fleet.members).await?;
     let members = r#"cache="members""#;
     let fetches0 = metric_sum(group, "tether_token_fetches_total", members).await;
     let relists0 = metric_sum(group, "tether_relists_total", "").await;
     let unauthorized0 = metric_sum(group, "tether_unauthorized_responses_total", "").await;
     conditions.mark();
     let start = Instant::now();
-    f.bounded(f.members.iter().zip(&tokens), |(m, t)| f.write_token(m, t))
+    fleet
+        .write_tokens(&fleet.members, &generation.tokens)
         .await?;
-    f.bounded(f.members.iter(), |m| f.delete_service_account(m, old))
-        .await?;
-    f.wait_until_rejected(f.members.iter(), Instant::now() + options.limit)
+    fleet
+        .revoke(&fleet.members, Instant::now() + options.limit)
         .await?;
     tokio::time::sleep(options.probe_period + Duration::from_secs(2)).await;
     let elapsed = start.elapsed();
@@ -238,9 +231,6 @@ async fn rotate(
         ready: conditions.ready(),
         elapsed,
     };
-    for (member, token) in fleet.members.iter_mut().zip(tokens) {
-        member.generation = next;
-        member.token = token;
-    }
+    fleet.adopt(generation);
     Ok(rotation)
 }
