@@ -8,31 +8,29 @@
 //! ```
 //!
 //! Each rotation writes a freshly minted token of the *other* ServiceAccount (`agent-a` ↔
-//! `agent-b`) into the Karmada Secret. The clock starts when `replace` returns (the control
-//! plane has acknowledged the write). The member client then sends `SelfSubjectReview`s back to
+//! `agent-b`) into the Karmada Secret. The clock starts when the write returns (the control
+//! plane has acknowledged it). The member client then sends `SelfSubjectReview`s back to
 //! back; the first whose answer names the new ServiceAccount carried the new token. Reported:
 //! - **used**: clock start → that request was sent;
 //! - **confirmed**: clock start → its answer arrived;
 //! - **event**: clock start → the registry's `CredentialsRotated` was received (the cache was
-//!   invalidated just before). Zero when it came before `replace` returned, which is common:
+//!   invalidated just before). Zero when it came before the write returned, which is common:
 //!   the apiserver fans the watch event out while it answers the write;
-//! - **event since write sent**: the same, timed from when `replace` was called.
+//! - **event since write sent**: the same, timed from when the write was sent.
 //!
 //! Needs the kube-apiserver and etcd binaries, as the e2e tests do (`hack/envtest.sh`).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use cluster_registry::karmada::{self, Cluster as KarmadaCluster};
 use cluster_registry::{RegistryBuilder, RegistryEvent};
-use k8s_openapi::ByteString;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
-use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use member_client::{ClientFactory, CredentialHealth, EndpointPolicy};
-use serde_json::json;
-use testkit::Environment;
+use testkit::{
+    Environment,
+    karmada::{Karmada, PushMember},
+};
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// A rotation that takes longer than this is a failure, not a slow sample.
@@ -48,41 +46,20 @@ async fn main() -> Result<()> {
     };
     let env = Environment::with_members(1).await?;
     let (cp, member) = (env.control_plane(), env.cluster(1));
-    let admin = cp.admin_client()?;
 
-    // Control plane: the CRD, a Secret and a Cluster. Member: two ServiceAccounts.
-    Api::<CustomResourceDefinition>::all(admin.clone())
-        .create(&PostParams::default(), &karmada::crd())
-        .await?;
-    wait_until_served(&admin).await?;
+    // Control plane: Karmada, with the member registered. Member: two ServiceAccounts.
+    let karmada = Karmada::install(cp).await?;
     let agents_ns = member.create_namespace("agents").await?;
     for sa in ["agent-a", "agent-b"] {
         member.create_service_account(&agents_ns, sa).await?;
     }
-    let ns = cp.create_namespace("karmada-cluster").await?;
-    let secrets = Api::<Secret>::namespaced(admin.clone(), &ns);
     let first = member.mint_token(&agents_ns, "agent-a", HOUR).await?;
-    secrets
-        .create(&PostParams::default(), &secret(&first, member.ca_pem())?)
-        .await?;
-    let cluster: KarmadaCluster = serde_json::from_value(json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-        "metadata": { "name": "member1" },
-        "spec": {
-            "syncMode": "Push",
-            "apiEndpoint": member.endpoint(),
-            "secretRef": { "namespace": ns, "name": "member1" },
-        },
-    }))?;
-    Api::<KarmadaCluster>::all(admin.clone())
-        .create(&PostParams::default(), &cluster)
-        .await?;
+    karmada.register(&PushMember::of(member, &first)).await?;
 
     // The registry, and a member client built the way the collector builds it.
     let (registry, mut events, driver) = RegistryBuilder::new()
         .endpoint_policy(EndpointPolicy::loopback())
-        .secret_namespaces([ns.clone()])
-        .karmada(admin.clone())
+        .karmada(karmada.client().clone())
         .build();
     let driver = tokio::spawn(driver.run());
     let config = match tokio::time::timeout(GIVE_UP, events.recv()).await? {
@@ -111,13 +88,8 @@ async fn main() -> Result<()> {
         let sa = if i % 2 == 0 { "agent-b" } else { "agent-a" };
         let want = format!("system:serviceaccount:{agents_ns}:{sa}");
         let token = member.mint_token(&agents_ns, sa, HOUR).await?;
-        let mut next = secret(&token, member.ca_pem())?;
-        next.metadata = secrets.get("member1").await?.metadata;
-
         let write = Instant::now();
-        secrets
-            .replace("member1", &PostParams::default(), &next)
-            .await?;
+        (karmada.write_secret(member.name(), &token, member.ca_pem())).await?;
         let start = Instant::now();
         loop {
             let sent = Instant::now();
@@ -139,7 +111,7 @@ async fn main() -> Result<()> {
     }
 
     println!(
-        "rotation-to-use latency over {rotations} rotations (Karmada Secret replace → member request)"
+        "rotation-to-use latency over {rotations} rotations (Karmada Secret write → member request)"
     );
     report("used (request with the new token sent)", &mut used);
     report("confirmed (its answer received)", &mut confirmed);
@@ -155,21 +127,6 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-fn secret(token: &str, ca_pem: &str) -> Result<Secret> {
-    let mut secret: Secret = serde_json::from_value(json!({ "metadata": { "name": "member1" } }))?;
-    secret.data = Some(
-        [
-            ("token".to_owned(), ByteString(token.as_bytes().to_vec())),
-            (
-                "caBundle".to_owned(),
-                ByteString(ca_pem.as_bytes().to_vec()),
-            ),
-        ]
-        .into(),
-    );
-    Ok(secret)
-}
-
 async fn whoami(client: &kube::Client) -> Result<String> {
     let review = Api::<SelfSubjectReview>::all(client.clone())
         .create(&PostParams::default(), &SelfSubjectReview::default())
@@ -179,19 +136,6 @@ async fn whoami(client: &kube::Client) -> Result<String> {
         .and_then(|s| s.user_info)
         .and_then(|u| u.username)
         .context("SelfSubjectReview without a username")
-}
-
-async fn wait_until_served(admin: &kube::Client) -> Result<()> {
-    let deadline = Instant::now() + GIVE_UP;
-    while Api::<KarmadaCluster>::all(admin.clone())
-        .list_metadata(&Default::default())
-        .await
-        .is_err()
-    {
-        anyhow::ensure!(Instant::now() < deadline, "the Cluster CRD is not served");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Ok(())
 }
 
 fn report(what: &str, samples: &mut [Duration]) {

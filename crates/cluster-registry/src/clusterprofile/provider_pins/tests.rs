@@ -29,6 +29,11 @@ fn secretreader_pins() -> ProfilePins {
     .unwrap()
 }
 
+/// Why the secretreader pins refuse a profile whose cluster is at `server` with `config`.
+fn refused(server: &str, config: Value) -> InvalidReason {
+    (secretreader_pins().check("p", PROFILE, &cluster(server, config))).unwrap_err()
+}
+
 fn own_config() -> Value {
     json!({"clusterName": "member2", "inventory": "inventory", "region": "eu-west"})
 }
@@ -73,10 +78,7 @@ fn a_profile_that_keeps_every_pin_is_served() {
 fn another_members_cluster_name_is_refused() {
     let mut config = own_config();
     config["clusterName"] = json!("member1");
-    let stolen = cluster("https://m2.example.com", config);
-    let err = secretreader_pins()
-        .check("secretreader", PROFILE, &stolen)
-        .unwrap_err();
+    let err = refused("https://m2.example.com", config);
     assert_eq!(err.condition_reason(), "DefinitionInvalid");
     let text = err.to_string();
     assert!(
@@ -92,9 +94,7 @@ fn another_members_cluster_name_is_refused() {
 #[case::trailing_newline("https://m2.example.com\n")]
 #[case::other_port("https://m2.example.com:6443")]
 fn a_server_outside_the_patterns_is_forbidden(#[case] server: &str) {
-    let err = secretreader_pins()
-        .check("p", PROFILE, &cluster(server, own_config()))
-        .unwrap_err();
+    let err = refused(server, own_config());
     assert_eq!(err.condition_reason(), "EndpointForbidden", "{err}");
     assert!(
         err.to_string()
@@ -131,9 +131,7 @@ fn a_proxy_is_refused_unless_a_proxy_pattern_allows_it() {
                          "region": "eu-west"}), "\"inventory\" to \"inventory\"")]
 #[case::not_an_object(json!("member2"), "not an object")]
 fn a_config_outside_the_pins_is_invalid(#[case] config: Value, #[case] says: &str) {
-    let err = secretreader_pins()
-        .check("p", PROFILE, &cluster("https://m2.example.com", config))
-        .unwrap_err();
+    let err = refused("https://m2.example.com", config);
     assert_eq!(err.condition_reason(), "DefinitionInvalid");
     assert!(err.to_string().contains(says), "{err}");
 }
