@@ -42,6 +42,26 @@ def required(name):
     return value
 
 
+def exec_info(needed):
+    """KUBERNETES_EXEC_INFO as an object; `{}` when it is not set and not `needed`."""
+    raw = os.environ.get("KUBERNETES_EXEC_INFO", "").strip()
+    if not raw and not needed:
+        return {}
+    try:
+        info = json.loads(required("KUBERNETES_EXEC_INFO"))
+    except ValueError:
+        raise PluginError("KUBERNETES_EXEC_INFO is not JSON") from None
+    if not isinstance(info, dict):
+        raise PluginError("KUBERNETES_EXEC_INFO is not a JSON object")
+    return info
+
+
+def object_path(namespace, resource, name):
+    """The API path of a namespaced core object, each name quoted."""
+    ns, name = (urllib.parse.quote(part, safe="") for part in (namespace, name))
+    return f"/api/v1/namespaces/{ns}/{resource}/{name}"
+
+
 def loopback_server():
     server = required("PLUGIN_SERVER").rstrip("/")
     url = urllib.parse.urlsplit(server)
