@@ -121,15 +121,10 @@ async fn the_same_certificate_parsed_again_keeps_its_pool() {
     let parse = || ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes()).unwrap();
 
     let (a, a_again) = (parse(), parse());
-    let first = pools.clone().oneshot(absolute(&server, "/", &a)).await;
-    assert_eq!(seen(first.unwrap()).await.cn, "A");
+    assert_eq!(get_via(&pools, &server, "/", &a).await.cn, "A");
     let pool = pools.slots().current_pool;
     // A Secret read again gives a new value holding the same certificate and key.
-    let again = pools
-        .clone()
-        .oneshot(absolute(&server, "/", &a_again))
-        .await;
-    assert_eq!(seen(again.unwrap()).await.cn, "A");
+    assert_eq!(get_via(&pools, &server, "/", &a_again).await.cn, "A");
     assert_eq!(
         pools.slots().current_pool,
         pool,
@@ -251,18 +246,28 @@ fn absolute(server: &MtlsServer, path: &str, identity: &ClientIdentity) -> Reque
     request
 }
 
+/// What the server saw of a request sent straight through `pools`.
+async fn get_via(
+    pools: &IdentityPools<HttpConnector>,
+    server: &MtlsServer,
+    path: &str,
+    identity: &ClientIdentity,
+) -> Seen {
+    let response = pools
+        .clone()
+        .oneshot(absolute(server, path, identity))
+        .await;
+    seen(response.unwrap()).await
+}
+
 #[tokio::test]
 async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
     let (pki, server) = requiring_certificates().await;
     let pools = pools(&server, &pki);
     let identities: Vec<_> = (0..5).map(|i| pki.identity(&format!("id{i}"))).collect();
     for identity in &identities {
-        let response = pools
-            .clone()
-            .oneshot(absolute(&server, "/", identity))
-            .await
-            .unwrap();
-        assert_eq!(seen(response).await.cn, identity.subject());
+        let seen = get_via(&pools, &server, "/", identity).await;
+        assert_eq!(seen.cn, identity.subject());
     }
     let slots = pools.slots();
     assert!(slots.current.unwrap().same_as(&identities[4]));
@@ -283,16 +288,14 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
 
     let held = tokio::spawn(pools.clone().oneshot(absolute(&server, "/hold", &a)));
     server.wait_holding(1).await;
-    let rotated = pools.clone().oneshot(absolute(&server, "/", &b)).await;
-    assert_eq!(seen(rotated.unwrap()).await.cn, "B");
+    assert_eq!(get_via(&pools, &server, "/", &b).await.cn, "B");
     assert!(
         pools.slots().previous_alive,
         "the in-flight request keeps A's pool alive"
     );
 
     // Read its identity before the rotation, sent after it: A's pool, and B stays current.
-    let stale = pools.clone().oneshot(absolute(&server, "/", &a)).await;
-    assert_eq!(seen(stale.unwrap()).await.cn, "A");
+    assert_eq!(get_via(&pools, &server, "/", &a).await.cn, "A");
     assert!(
         pools.slots().current.unwrap().same_as(&b),
         "a stale request swapped the pool back"

@@ -143,32 +143,23 @@ fn unusable_inputs_are_typed_errors() {
     let (chain, key) = good("ecdsa-p256-pkcs8");
     let (other_chain, other_key) = good("ecdsa-p256-pkcs8");
     let (chain, key) = (chain.into_bytes(), key.into_bytes());
+    let block = |label: &str, der: &[u8]| pem(label, der).into_bytes();
+    let (no_cert, no_key) = ("no CERTIFICATE block", "no private key block");
+    let junk_intermediate = [&chain[..], &block("CERTIFICATE", b"junk")].concat();
     // Each with the good key.
-    let bad_chains: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("empty chain", vec![], "no CERTIFICATE block"),
-        (
-            "garbage chain",
-            b"\x00\xffnot pem".to_vec(),
-            "no CERTIFICATE block",
-        ),
-        (
-            "only a key, as the chain",
-            key.clone(),
-            "no CERTIFICATE block",
-        ),
+    let bad_chains: [(&str, Vec<u8>, &str); 8] = [
+        ("empty chain", vec![], no_cert),
+        ("garbage chain", b"\x00\xffnot pem".to_vec(), no_cert),
+        ("only a key, as the chain", key.clone(), no_cert),
         (
             "unterminated chain",
             b"-----BEGIN CERTIFICATE-----\nMIIB\n".to_vec(),
             "not PEM",
         ),
+        ("not X.509", block("CERTIFICATE", b"not der"), "not X.509"),
         (
-            "certificate block that is not X.509",
-            pem("CERTIFICATE", b"not der").into(),
-            "not X.509",
-        ),
-        (
-            "intermediate that is not X.509",
-            [&chain[..], pem("CERTIFICATE", b"junk").as_bytes()].concat(),
+            "intermediate not X.509",
+            junk_intermediate,
             "certificate 1 of the chain is not X.509",
         ),
         (
@@ -183,14 +174,10 @@ fn unusable_inputs_are_typed_errors() {
         ),
     ];
     // Each with the good chain.
-    let bad_keys: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("empty key", vec![], "no private key block"),
-        ("garbage key", b"garbage".to_vec(), "no private key block"),
-        (
-            "a certificate as the key",
-            chain.clone(),
-            "no private key block",
-        ),
+    let bad_keys: [(&str, Vec<u8>, &str); 8] = [
+        ("empty key", vec![], no_key),
+        ("garbage key", b"garbage".to_vec(), no_key),
+        ("a certificate as the key", chain.clone(), no_key),
         (
             "unterminated key",
             b"-----BEGIN PRIVATE KEY-----\nMIIB\n".to_vec(),
@@ -203,8 +190,8 @@ fn unusable_inputs_are_typed_errors() {
         ),
         ("P-521 key", p521_pkcs8().into(), "unsupported private key"),
         (
-            "key block that is not a key",
-            pem("PRIVATE KEY", b"not a key").into(),
+            "not a key",
+            block("PRIVATE KEY", b"not a key"),
             "unsupported private key",
         ),
         (
@@ -215,12 +202,8 @@ fn unusable_inputs_are_typed_errors() {
     ];
     let cases = (bad_chains.into_iter())
         .map(|(name, bad, want)| (name, bad, key.clone(), want))
-        .chain(
-            bad_keys
-                .into_iter()
-                .map(|(name, bad, want)| (name, chain.clone(), bad, want)),
-        )
-        .chain([("both empty", vec![], vec![], "no CERTIFICATE block")]);
+        .chain((bad_keys.into_iter()).map(|(name, bad, want)| (name, chain.clone(), bad, want)))
+        .chain([("both empty", vec![], vec![], no_cert)]);
     for (name, chain, key, want) in cases {
         let got = invalid(&chain, &key);
         assert!(got.contains(want), "{name}: {got:?} does not say {want:?}");

@@ -35,11 +35,13 @@ fn refused(result: Result<PathBuf, ExecError>) -> bool {
 }
 
 #[test]
-fn an_allowed_absolute_path_resolves_to_itself() {
+fn an_allowed_path_resolves_to_itself_however_it_is_spelled() {
     let tree = Tree::new();
     let plugin = tree.file("plugin", 0o755);
     let policy = ExecPolicy::new([plugin.clone()]);
     assert_eq!(policy.allowed(plugin.to_str().unwrap()).unwrap(), plugin);
+    let spelled = format!("{}/sub/../plugin", tree.path("").display());
+    assert_eq!(policy.allowed(&spelled).unwrap(), plugin);
 }
 
 #[test]
@@ -56,15 +58,6 @@ fn also_allowing_adds_paths_and_keeps_the_timeout() {
     assert!(refused(
         ExecPolicy::new([first]).allowed(second.to_str().unwrap())
     ));
-}
-
-#[test]
-fn another_spelling_of_an_allowed_path_resolves_to_it() {
-    let tree = Tree::new();
-    let plugin = tree.file("plugin", 0o755);
-    let policy = ExecPolicy::new([plugin.clone()]);
-    let spelled = format!("{}/sub/../plugin", tree.path("").display());
-    assert_eq!(policy.allowed(&spelled).unwrap(), plugin);
 }
 
 #[test]

@@ -36,43 +36,27 @@ async fn a_refused_command_never_runs(#[case] trick: Trick) {
     let marking = format!("touch ran\n{}", prints(V1, r#"{"token":"t"}"#));
     let evil = plugins.script("evil", &marking).await;
     fs::create_dir(plugins.path("sub")).unwrap();
-    let (policy, config) = match trick {
-        Trick::OtherScript => (allow(&allowed), config(&evil)),
+    let mut config = config(&evil);
+    let policy = match trick {
+        Trick::OtherScript => allow(&allowed),
         Trick::RelativePath => {
-            let relative = format!("{}{}", "../".repeat(64), evil.display());
-            (
-                allow(&evil),
-                ExecConfig {
-                    command: relative,
-                    ..config(&evil)
-                },
-            )
+            config.command = format!("{}{}", "../".repeat(64), evil.display());
+            allow(&evil)
         }
         Trick::Symlink => {
             let link = plugins.path("sub/allowed");
             std::os::unix::fs::symlink(&evil, &link).unwrap();
-            (allow(&allowed), config(&link))
+            config.command = link.display().to_string();
+            allow(&allowed)
         }
         Trick::BareName => {
-            let command = "tether-test-no-such-plugin".to_owned();
-            (
-                allow(&allowed),
-                ExecConfig {
-                    command,
-                    ..config(&evil)
-                },
-            )
+            config.command = "tether-test-no-such-plugin".to_owned();
+            allow(&allowed)
         }
-        Trick::NoPolicy => (ExecPolicy::none(), config(&evil)),
+        Trick::NoPolicy => ExecPolicy::none(),
         Trick::Preload => {
-            let env = vec![ExecEnvVar::new("LD_PRELOAD", "x.so")];
-            (
-                allow(&evil),
-                ExecConfig {
-                    env,
-                    ..config(&evil)
-                },
-            )
+            config.env = vec![ExecEnvVar::new("LD_PRELOAD", "x.so")];
+            allow(&evil)
         }
     };
     let err = run_plugin(&config, &policy).await.unwrap_err();
