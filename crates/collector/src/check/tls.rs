@@ -220,6 +220,20 @@ struct Recording {
     seen: Arc<Mutex<Option<CertificateDer<'static>>>>,
 }
 
+/// The handshake signature checks, left to the real verifier as they are.
+macro_rules! signatures_verified_by_inner {
+    ($($method:ident),+) => {$(
+        fn $method(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            self.inner.$method(message, cert, dss)
+        }
+    )+};
+}
+
 impl ServerCertVerifier for Recording {
     fn verify_server_cert(
         &self,
@@ -235,23 +249,7 @@ impl ServerCertVerifier for Recording {
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
+    signatures_verified_by_inner!(verify_tls12_signature, verify_tls13_signature);
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
