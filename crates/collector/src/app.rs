@@ -245,17 +245,13 @@ fn listen_transport(
         );
         return Ok((http::tls::Transport::Plain, never()));
     }
-    match (&args.tls_cert_file, &args.tls_private_key_file) {
-        (Some(cert), Some(key)) => {
-            let files = http::tls::CertFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-            };
-            let (transport, reload) =
-                http::tls::from_files(files).context("--tls-cert-file, --tls-private-key-file")?;
+    match &args.tls_files {
+        Some(files) => {
+            let (transport, reload) = http::tls::from_files(files.clone())
+                .context("--tls-cert-file, --tls-private-key-file")?;
             Ok((transport, reload.boxed()))
         }
-        _ => {
+        None => {
             tracing::info!(
                 "no --tls-cert-file: serving TLS with a self-signed certificate made at start"
             );

@@ -9,6 +9,7 @@ mod choices;
 mod derived;
 
 pub use crate::{
+    http::tls::CertFiles,
     minting::MintArgs,
     mirror::MirroredResource,
     shard::{ShardArgs, ShardMode},
@@ -258,27 +259,9 @@ pub struct Args {
     #[arg(long, env = "TETHER_INSECURE_SERVE_API")]
     pub insecure_serve_api: bool,
 
-    /// The PEM certificate chain `--listen` serves over TLS (TLS 1.2 or 1.3), e.g. a
-    /// cert-manager Certificate's `tls.crt`. The file and `--tls-private-key-file` are read
-    /// again when they change, without a restart. Without either, `--listen` serves TLS with
-    /// a self-signed certificate made at start (encrypted, but verifiable only by pinning it).
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "tls_private_key_file",
-        conflicts_with = "insecure_plain_http_listen",
-        env = "TETHER_TLS_CERT_FILE"
-    )]
-    pub tls_cert_file: Option<PathBuf>,
-
-    /// The PEM private key of `--tls-cert-file` (PKCS#8, PKCS#1 or SEC1), e.g. `tls.key`.
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "tls_cert_file",
-        env = "TETHER_TLS_PRIVATE_KEY_FILE"
-    )]
-    pub tls_private_key_file: Option<PathBuf>,
+    /// The serving certificate of `--listen`.
+    #[command(flatten)]
+    pub tls_files: Option<CertFiles>,
 
     /// Serve `--listen` in plain HTTP: every caller's bearer token then crosses the network in
     /// clear. For local runs and tests only.

@@ -42,7 +42,7 @@ fn defaults() {
     assert_eq!(args.secret_namespace, ["karmada-cluster"]);
     assert_eq!(args.endpoint_policy(), EndpointPolicy::default());
     assert_eq!(args.probe_listen, "0.0.0.0:8081".parse().unwrap());
-    assert!(args.tls_cert_file.is_none() && !args.insecure_plain_http_listen);
+    assert!(args.tls_files.is_none() && !args.insecure_plain_http_listen);
     assert_eq!(args.publish_clusterprofiles, None);
     let exec = args.exec_policy().unwrap();
     assert!(!exec.allows_any());

@@ -40,13 +40,31 @@ pub(crate) enum Transport {
     Tls(TlsAcceptor),
 }
 
-/// The serving certificate files, as given by the flags.
-#[derive(Clone, Debug)]
-pub(crate) struct CertFiles {
-    /// The PEM certificate chain, leaf first.
-    pub(crate) cert: PathBuf,
-    /// The PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub(crate) key: PathBuf,
+/// The serving certificate files, as given by the flags: both, or neither.
+#[derive(Clone, Debug, clap::Args)]
+#[group(requires_all = ["cert", "key"])]
+pub struct CertFiles {
+    /// The PEM certificate chain `--listen` serves over TLS (TLS 1.2 or 1.3), e.g. a
+    /// cert-manager Certificate's `tls.crt`. The file and `--tls-private-key-file` are read
+    /// again when they change, without a restart. Without either, `--listen` serves TLS with
+    /// a self-signed certificate made at start (encrypted, but verifiable only by pinning it).
+    #[arg(
+        long = "tls-cert-file",
+        required = false,
+        value_name = "FILE",
+        conflicts_with = "insecure_plain_http_listen",
+        env = "TETHER_TLS_CERT_FILE"
+    )]
+    pub cert: PathBuf,
+
+    /// The PEM private key of `--tls-cert-file` (PKCS#8, PKCS#1 or SEC1), e.g. `tls.key`.
+    #[arg(
+        long = "tls-private-key-file",
+        required = false,
+        value_name = "FILE",
+        env = "TETHER_TLS_PRIVATE_KEY_FILE"
+    )]
+    pub key: PathBuf,
 }
 
 /// Hands every handshake the certificate last loaded.

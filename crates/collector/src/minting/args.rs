@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Arg, Args};
 use cluster_registry::minting::MIN_EXPIRATION_SECONDS;
 use k8s_openapi::jiff::SignedDuration;
 
@@ -13,13 +13,14 @@ const MAX_CAP_SECONDS: u64 = 1 << 32;
 
 /// How Tether mints member tokens ([`crate::minting`]).
 #[derive(Clone, Debug, Args)]
+#[command(mut_args(with_former_name))]
 pub struct MintArgs {
     /// Mint the tokens of every member whose definition names a ServiceAccount
     /// (`tether.io/mint-service-account`, or `mint.serviceAccount` in a member file),
     /// unless it says `tether.io/mint-tokens: "false"`. Minting is the operator's decision:
     /// without this flag (or `--mint-tokens-for`) nothing is minted, whatever a definition
     /// says. Only the leader mints (`--leader-elect`).
-    #[arg(long, alias = "rotate-tokens", env = "TETHER_MINT_TOKENS")]
+    #[arg(long, env = "TETHER_MINT_TOKENS")]
     pub mint_tokens: bool,
 
     /// Mint the tokens of member MEMBER only (its Karmada `Cluster`, Argo CD
@@ -28,7 +29,6 @@ pub struct MintArgs {
     /// with `--mint-tokens`, which allows every member.
     #[arg(
         long,
-        alias = "rotate-tokens-for",
         value_name = "MEMBER",
         value_delimiter = ',',
         env = "TETHER_MINT_TOKENS_FOR"
@@ -39,46 +39,46 @@ pub struct MintArgs {
     /// (`tether.io/mint-expiration-seconds`): a member asking more is refused
     /// (`RotationOverCap`), not clamped, so that it never gets other tokens than it asked for.
     /// Seconds, or a duration such as `90m`, `1h30m` or `PT2H`; at least 600 s.
-    #[arg(
-        long,
-        alias = "rotation-max-expiration",
-        default_value = "24h",
-        value_parser = expiration_cap
-    )]
+    #[arg(long, default_value = "24h", value_parser = expiration_cap)]
     pub mint_max_expiration: Duration,
 
     /// An audience a definition may ask minted tokens for (`tether.io/mint-audiences`).
     /// Repeatable. None (the default): only the member apiserver's own audience, so a
     /// definition naming any audience is refused (`RotationOverCap`).
-    #[arg(
-        long = "mint-audience",
-        alias = "rotation-audience",
-        value_name = "AUDIENCE"
-    )]
+    #[arg(long = "mint-audience", value_name = "AUDIENCE")]
     pub mint_audiences: Vec<String>,
 
     /// When Tether mints the next token: the share of the minted token's lifetime (from its
     /// `iat`/`nbf` to its `exp`, as the apiserver granted it) after which it asks the member's
     /// TokenRequest API for a new one. At 0.8 a 1 h token is replaced after 48 min. Not when a
     /// credential is read again from where it lives (`--credential-refresh-fraction`).
-    #[arg(
-        long,
-        alias = "rotation-fraction",
-        default_value_t = 0.8,
-        value_parser = mint_fraction
-    )]
+    #[arg(long, default_value_t = 0.8, value_parser = mint_fraction)]
     pub mint_at_fraction: f64,
 
     /// Seconds between attempts after a mint failed (a 403 from the member, say); the
     /// current token stays in use meanwhile. Also the shortest time between two mints that
     /// `tether.io/mint-now` asks for: a later request waits until then.
-    #[arg(
-        long,
-        alias = "rotation-retry-seconds",
-        default_value_t = 30,
-        value_parser = clap::value_parser!(u64).range(1..)
-    )]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub mint_retry_seconds: u64,
+}
+
+/// The flags by their names before they were named for minting; still accepted, for one
+/// release.
+const FORMER_FLAGS: [(&str, &str); 6] = [
+    ("mint_tokens", "rotate-tokens"),
+    ("mint_tokens_for", "rotate-tokens-for"),
+    ("mint_max_expiration", "rotation-max-expiration"),
+    ("mint_audiences", "rotation-audience"),
+    ("mint_at_fraction", "rotation-fraction"),
+    ("mint_retry_seconds", "rotation-retry-seconds"),
+];
+
+/// `arg`, also under its former name if it had one ([`FORMER_FLAGS`]).
+fn with_former_name(arg: Arg) -> Arg {
+    match FORMER_FLAGS.iter().find(|(id, _)| arg.get_id() == *id) {
+        Some((_, former)) => arg.alias(former),
+        None => arg,
+    }
 }
 
 /// The variables `--mint-tokens` and `--mint-tokens-for` were read from before they were
