@@ -63,7 +63,6 @@ pub const ADDITIONAL_ENVS_EXTENSION: &str =
     group = "multicluster.x-k8s.io",
     version = "v1alpha1",
     kind = "ClusterProfile",
-    plural = "clusterprofiles",
     namespaced,
     status = "ClusterProfileStatus",
     derive = "PartialEq",

@@ -52,7 +52,6 @@ pub enum SyncMode {
     group = "cluster.karmada.io",
     version = "v1alpha1",
     kind = "Cluster",
-    plural = "clusters",
     status = "ClusterStatus",
     derive = "PartialEq",
     doc = "A Karmada member cluster (`cluster.karmada.io/v1alpha1`), limited to what Tether reads and writes."
