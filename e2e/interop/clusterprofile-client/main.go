@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/tools/cache"
@@ -157,16 +158,11 @@ func main() {
 		fail("%v", err)
 	}
 	if *interval > 0 {
-		ticker := time.NewTicker(*interval)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-				list(ctx, apps, *namespace)
-			}
-		}
+		// The condition never holds: list every interval until SIGTERM/SIGINT.
+		_ = wait.PollUntilContextCancel(ctx, *interval, false, func(ctx context.Context) (bool, error) {
+			list(ctx, apps, *namespace)
+			return false, nil
+		})
 	}
 	<-ctx.Done()
 }
