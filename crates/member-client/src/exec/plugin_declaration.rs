@@ -117,13 +117,11 @@ pub struct EnvRule {
 /// whose arguments begin with the declaration's fixed arguments (a kubeconfig written by
 /// `aws eks update-kubeconfig` spells out the whole argv) has that repetition dropped first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct DefinitionRules {
     /// The arguments a definition may append, in order.
-    #[serde(default)]
     pub definition_args: Vec<ArgRule>,
     /// The variables a definition may set.
-    #[serde(default)]
     pub definition_env: Vec<EnvRule>,
 }
 
