@@ -1,11 +1,6 @@
 //! A member defined in a directory flows through cluster-registry into the collector and
 //! member-client, and each broken input is reported with its own reason on the read API, with
 //! no apiserver anywhere: the member's endpoint is a closed loopback port.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
@@ -52,12 +47,15 @@ async fn wait_reason(addr: SocketAddr, member: &str, reason: &str) -> Vec<(Strin
     .unwrap()
 }
 
+/// `https://` and a loopback port nothing listens on.
+fn closed_endpoint() -> String {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("https://{}", closed.local_addr().unwrap())
+}
+
 #[tokio::test]
 async fn directory_member_failures_reach_the_read_api_with_their_own_reasons() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("https://{}", closed.local_addr().unwrap());
-    drop(closed);
-
+    let endpoint = closed_endpoint();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("m1.token");
     write(&token, "a-token\n");
@@ -92,52 +90,28 @@ async fn directory_member_failures_reach_the_read_api_with_their_own_reasons() {
     collector.stop().await;
 }
 
-#[tokio::test]
-async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let endpoint = format!("https://{}", closed.local_addr().unwrap());
-    drop(closed);
+/// The rest of a member file that reads token file `t` and skips TLS verification.
+const INSECURE: &str = "tokenFile: t\ninsecureSkipTLSVerification: true\n";
+
+/// A member file: its name, endpoint and the rest of its YAML, then the `Ready` reason it
+/// gets (with `Ready=False`) and the status of its `CredentialsValid`, which has that reason too.
+type Expected<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// Writes token file `t` and each member file, starts a collector with `opt_ins`, and checks
+/// every member's conditions.
+async fn each_member_gets_its_reason(opt_ins: Option<&[&str]>, members: &[Expected<'_>]) {
     let dir = tempfile::tempdir().unwrap();
     write(&dir.path().join("t"), "a-token\n");
     write(&dir.path().join("not-pem.crt"), "not a certificate\n");
-    let member = |name: &str, extra: &str| {
-        let yaml = format!("name: {name}\napiEndpoint: {endpoint}\ntokenFile: t\n{extra}");
+    for (name, endpoint, rest, ..) in members {
+        let yaml = format!("name: {name}\napiEndpoint: {endpoint}\n{rest}");
         write(&dir.path().join(format!("{name}.yaml")), &yaml);
+    }
+    let collector = match opt_ins {
+        Some(opt_ins) => Collector::start_with(dir.path(), opt_ins).await,
+        None => Collector::start(dir.path()).await,
     };
-    member("good", "insecureSkipTLSVerification: true\n");
-    member("socks", "proxyURL: socks5://127.0.0.1:1080\n");
-    member("bad-ca", "caFile: not-pem.crt\n");
-    write(
-        &dir.path().join("plain.yaml"),
-        "name: plain\napiEndpoint: http://127.0.0.1:1\ntokenFile: t\n",
-    );
-    write(
-        &dir.path().join("typo.yaml"),
-        "name: typo\napiEndpoint: https://h\ntokenfile: t\n",
-    );
-
-    // Refused before anything is dialled.
-    write(
-        &dir.path().join("meta.yaml"),
-        "name: meta\napiEndpoint: https://169.254.169.254\ntokenFile: t\n",
-    );
-    write(
-        &dir.path().join("escape.yaml"),
-        &format!(
-            "name: escape\napiEndpoint: {endpoint}\ntokenFile: ../t\ninsecureSkipTLSVerification: true\n"
-        ),
-    );
-
-    let collector = Collector::start(dir.path()).await;
-    for (name, reason, credentials_valid) in [
-        ("socks", "ProxyInvalid", "Unknown"),
-        ("plain", "EndpointForbidden", "Unknown"),
-        ("meta", "EndpointForbidden", "Unknown"),
-        ("escape", "SecretInvalid", "False"),
-        ("typo", "DefinitionInvalid", "Unknown"),
-        ("bad-ca", "SecretInvalid", "False"),
-        ("good", "Unreachable", "Unknown"),
-    ] {
+    for &(name, _, _, reason, credentials_valid) in members {
         let seen = wait_reason(collector.addr, name, reason).await;
         assert_eq!(seen[0].0, "False", "{name}: {seen:?}");
         assert_eq!(
@@ -150,26 +124,31 @@ async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
 }
 
 #[tokio::test]
+async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
+    let endpoint = &*closed_endpoint();
+    let token = "tokenFile: t\n";
+    #[rustfmt::skip]
+    let members = [
+        ("socks", endpoint, "tokenFile: t\nproxyURL: socks5://127.0.0.1:1080\n", "ProxyInvalid", "Unknown"),
+        ("plain", "http://127.0.0.1:1", token, "EndpointForbidden", "Unknown"),
+        ("typo", "https://h", "tokenfile: t\n", "DefinitionInvalid", "Unknown"),
+        // Refused before anything is dialled.
+        ("meta", "https://169.254.169.254", token, "EndpointForbidden", "Unknown"),
+        ("escape", endpoint, "tokenFile: ../t\ninsecureSkipTLSVerification: true\n", "SecretInvalid", "False"),
+        ("bad-ca", endpoint, "tokenFile: t\ncaFile: not-pem.crt\n", "SecretInvalid", "False"),
+        ("good", endpoint, INSECURE, "Unreachable", "Unknown"),
+    ];
+    each_member_gets_its_reason(None, &members).await;
+}
+
+#[tokio::test]
 async fn loopback_and_insecure_members_need_their_opt_ins() {
-    let dir = tempfile::tempdir().unwrap();
-    write(&dir.path().join("t"), "a-token\n");
-    write(
-        &dir.path().join("local.yaml"),
-        "name: local\napiEndpoint: https://127.0.0.1:1\ntokenFile: t\n",
-    );
-    write(
-        &dir.path().join("insecure.yaml"),
-        "name: insecure\napiEndpoint: https://10.0.0.1:1\ntokenFile: t\ninsecureSkipTLSVerification: true\n",
-    );
-    let collector = Collector::start_with(dir.path(), &[]).await;
-    for name in ["local", "insecure"] {
-        let seen = wait_reason(collector.addr, name, "EndpointForbidden").await;
-        assert_eq!(
-            seen[1],
-            ("Unknown".to_owned(), "EndpointForbidden".to_owned())
-        );
-    }
-    collector.stop().await;
+    #[rustfmt::skip]
+    let members = [
+        ("local", "https://127.0.0.1:1", "tokenFile: t\n", "EndpointForbidden", "Unknown"),
+        ("insecure", "https://10.0.0.1:1", INSECURE, "EndpointForbidden", "Unknown"),
+    ];
+    each_member_gets_its_reason(Some(&[]), &members).await;
 }
 
 /// The collector run in this process on a members directory, probing every second.

@@ -127,6 +127,20 @@ impl RunningCollector {
         Ok(testkit::metrics::sum(&text, name, selector))
     }
 
+    /// Polls until `tether_member_ready` of `member` is 1.
+    ///
+    /// # Errors
+    /// Not within `limit`.
+    pub async fn wait_member_ready(&self, member: &str, limit: Duration) -> anyhow::Result<()> {
+        let selector = format!("member=\"{member}\"");
+        eventually(&format!("{member} is ready"), limit, || async {
+            let ready = self.metric("tether_member_ready", &selector).await?;
+            anyhow::ensure!(ready == 1.0, "tether_member_ready is {ready}");
+            anyhow::Ok(())
+        })
+        .await
+    }
+
     /// Waits for the collector to end by itself, up to `limit`, and returns how it ended.
     ///
     /// # Errors

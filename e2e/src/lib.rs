@@ -4,6 +4,11 @@
 //! publishes into, and the collector run in-process, and for
 //! the deploy manifests `kustomize build` and `helm template` of the pinned tools, the RBAC they
 //! grant, and applying them to an apiserver.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a harness failure is an error with context"
+)]
 
 pub mod access_review;
 pub mod clusterprofiles;

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use testkit::{Cluster, crd};
 
 use crate::{
-    collector_run::{RunningCollector, start_probing, temp_dir},
-    kubeconfig_plane::{kubeconfig::base64, plugin_path},
+    collector_run::{RunningCollector, start_probing},
+    kubeconfig_plane::{PluginFiles, kubeconfig::base64, plugin_path},
     manifest_apply::force_apply,
 };
 
@@ -30,8 +30,8 @@ pub struct ProfilePlane {
     secrets: Api<Secret>,
     /// The inventory (`--clusterprofile-namespace`).
     pub namespace: String,
-    /// Where the provider file and the plugin's files are.
-    dir: PathBuf,
+    /// The plugin's files, and the provider file beside them.
+    files: PluginFiles,
     /// Where the plugin reads each cluster's token Secret.
     secrets_namespace: String,
 }
@@ -47,7 +47,7 @@ impl ProfilePlane {
         crd::install_cluster_profile_crd(&admin).await?;
         let namespace = control_plane.create_namespace("inventory").await?;
         let secrets_ns = control_plane.create_namespace("creds").await?;
-        let dir = temp_dir("profile-plane")?;
+        let files = PluginFiles::for_cluster(control_plane, "profile-plane")?;
         let plane = Self {
             control_plane: control_plane.clone(),
             profiles: Api::namespaced_with(
@@ -57,7 +57,7 @@ impl ProfilePlane {
             ),
             secrets: Api::namespaced(admin, &secrets_ns),
             namespace,
-            dir,
+            files,
             secrets_namespace: secrets_ns,
         };
         plane.write_provider_file(&json!({}))?;
@@ -74,20 +74,8 @@ impl ProfilePlane {
     }
 
     fn write_provider_file(&self, pins: &Value) -> anyhow::Result<()> {
-        let secrets_ns = self.secrets_namespace.as_str();
-        let file = |name: &str| self.dir.join(name).display().to_string();
-        std::fs::write(self.dir.join("ca.crt"), self.control_plane.ca_pem())?;
-        std::fs::write(
-            self.dir.join("admin-token"),
-            self.control_plane.admin_token()?,
-        )?;
-        let env = [
-            ("PLUGIN_SERVER", self.control_plane.endpoint().to_owned()),
-            ("PLUGIN_CA_FILE", file("ca.crt")),
-            ("PLUGIN_ADMIN_TOKEN_FILE", file("admin-token")),
-            ("PLUGIN_SECRET_NAMESPACE", secrets_ns.to_owned()),
-            ("PLUGIN_COUNT_FILE", file("count")),
-        ];
+        let secrets_ns = ("PLUGIN_SECRET_NAMESPACE", self.secrets_namespace.clone());
+        let env = self.files.env(&[secrets_ns]);
         let mut provider = json!({
             "name": OCM_MANAGER,
             "execConfig": {
@@ -109,15 +97,12 @@ impl ProfilePlane {
 
     /// The provider file (`--clusterprofile-provider-file`).
     pub fn provider_file(&self) -> PathBuf {
-        self.dir.join("providers.json")
+        self.files.path("providers.json")
     }
 
     /// How many times the plugin has run.
     pub fn plugin_runs(&self) -> usize {
-        std::fs::read_to_string(self.dir.join("count"))
-            .unwrap_or_default()
-            .lines()
-            .count()
+        self.files.runs().len()
     }
 
     /// Writes (creates or rewrites) the Secret the plugin reads for `cluster_name`: `token`.

@@ -4,13 +4,13 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use k8s_openapi::{
-    api::{apps::v1::Deployment, coordination::v1::Lease},
+    api::{apps::v1::Deployment, coordination::v1::Lease, events::v1::Event},
     apimachinery::pkg::apis::meta::v1::MicroTime,
     jiff::Timestamp,
 };
 use kube::{
     Api,
-    api::{Patch, PatchParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use testkit::{
@@ -37,6 +37,40 @@ pub struct Scenario {
     pub registered_tokens: Vec<String>,
     /// The probe period every collector of this scenario gets.
     probe_period: Duration,
+}
+
+/// The name single-member tests give their one member.
+pub const MEMBER: &str = "member1";
+/// The ServiceAccount whose token a single-member test's member holds.
+pub const AGENT: &str = "agent";
+
+/// A control plane and one member with ServiceAccount [`AGENT`] in a fresh namespace
+/// `agents-…`, that namespace and an hour's token of it: where a single-member test starts.
+///
+/// # Errors
+/// Any step failing.
+pub async fn one_member_with_agent() -> anyhow::Result<(Environment, String, String)> {
+    let env = Environment::with_members(1).await?;
+    let (ns, token) = env.cluster(1).create_agent("agents", AGENT, HOUR).await?;
+    Ok((env, ns, token))
+}
+
+/// The Events on `client`'s cluster about objects named `name`, in `namespace` or in all.
+///
+/// # Errors
+/// API errors.
+pub async fn events_about(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    name: &str,
+) -> kube::Result<Vec<Event>> {
+    let events: Api<Event> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let about = |e: &Event| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name);
+    let list = events.list(&ListParams::default()).await?;
+    Ok(list.into_iter().filter(about).collect())
 }
 
 /// Starts a control plane and `members` member apiservers, and installs Karmada

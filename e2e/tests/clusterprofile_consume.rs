@@ -10,20 +10,18 @@ use e2e::{
     kubeconfig_plane::read_api::{self, condition, wait_condition, wait_healthy},
     limits::{HOUR, PROBE, START},
     profile_plane::{ProfilePlane, ocm_access_provider},
+    scenario::{AGENT, MEMBER, one_member_with_agent},
 };
 use serde_json::json;
-use testkit::{Environment, REVOCATION_TIMEOUT, eventually, matching};
+use testkit::{REVOCATION_TIMEOUT, eventually, matching};
 use tokio::time::Instant;
 
 const CONVERGE: Duration = Duration::from_secs(20);
-const MEMBER: &str = "member1";
-const SA: &str = "agent";
 
 #[tokio::test]
 async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path() {
-    let env = Environment::with_members(1).await.unwrap();
+    let (env, ns, old_token) = one_member_with_agent().await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let (ns, old_token) = member.create_agent("agents", SA, HOUR).await.unwrap();
 
     let plane = ProfilePlane::create(control_plane).await.unwrap();
     plane.write_token(MEMBER, &old_token).await.unwrap();
@@ -89,7 +87,7 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     let new_token = member.mint_token(&ns, "rotated", HOUR).await.unwrap();
     plane.write_token(MEMBER, &new_token).await.unwrap();
     let revoked = Instant::now();
-    member.revoke(&ns, SA, &old_token).await.unwrap();
+    member.revoke(&ns, AGENT, &old_token).await.unwrap();
     let metric = |name: &'static str| read_api::member_metric(&collector, name, MEMBER);
     let limit = REVOCATION_TIMEOUT + CONVERGE;
     eventually("the revoked token meets a 401", limit, || async {

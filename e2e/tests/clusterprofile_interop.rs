@@ -12,13 +12,12 @@ use e2e::{
     clusterprofiles::{Consumer, grant_consumer, start_publishing},
     interop_client::{self, ProfileRef, Running, is_added, is_list_with},
     limits::{HOUR, PROBE},
-    scenario::Scenario,
+    scenario::{MEMBER, Scenario},
 };
 use testkit::karmada::SECRET_NAMESPACE;
 
 const PUBLISHED: Duration = Duration::from_secs(30);
 const INVENTORY: &str = "fleet";
-const MEMBER: &str = "member1";
 /// The lifetime `tether-credential` gives the tokens it hands out here: client-go runs it again
 /// that often.
 const TTL: &str = "3s";

@@ -1,11 +1,6 @@
 //! `--publish-clusterprofiles`: the collector keeps a SIG-Multicluster ClusterProfile per
 //! member current on a real control plane, deletes it with the member, writes nothing while
 //! another replica holds the Lease, and collects the garbage once it leads.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
@@ -38,6 +33,14 @@ const LEASE: Duration = Duration::from_secs(4);
 const HELD: Duration = Duration::from_secs(8);
 const FLEET: &str = "fleet";
 
+/// A scenario whose collector runs with `flags`, and the inventory [`FLEET`] installed after
+/// it started.
+async fn start_with_inventory(flags: &[&str]) -> (Scenario, Inventory) {
+    let s = Scenario::start_with(1, PROBE, flags).await.unwrap();
+    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
+    (s, inventory)
+}
+
 fn healthy(profile: Option<&ClusterProfile>) -> bool {
     has_condition(profile, CONTROL_PLANE_HEALTHY, "True", "MemberReady")
         && has_condition(profile, "CredentialsValid", "True", "CredentialsAccepted")
@@ -57,10 +60,7 @@ fn transition_time(profile: &ClusterProfile, type_: &str) -> Timestamp {
 
 #[tokio::test]
 async fn a_member_is_published_follows_its_health_and_goes_with_it() {
-    let s = Scenario::start_with(1, PROBE, &["--publish-clusterprofiles", FLEET])
-        .await
-        .unwrap();
-    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
+    let (s, inventory) = start_with_inventory(&["--publish-clusterprofiles", FLEET]).await;
     let member = s.member(1).clone();
     let version = member
         .admin_client()
@@ -173,10 +173,7 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
 #[tokio::test]
 async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garbage() {
     // The scenario's own collector neither writes nor publishes.
-    let s = Scenario::start_with(1, PROBE, &["--write-status=false"])
-        .await
-        .unwrap();
-    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
+    let (s, inventory) = start_with_inventory(&["--write-status=false"]).await;
     // Left by an earlier run for a member that is gone, and another manager's profiles, one
     // of them under member1's name.
     inventory.create_as("ghost", "tether").await.unwrap();
@@ -269,10 +266,7 @@ fn condition_status<'a>(
 
 #[tokio::test]
 async fn a_profile_another_manager_took_over_is_not_written_again() {
-    let s = Scenario::start_with(1, PROBE, &["--publish-clusterprofiles", FLEET])
-        .await
-        .unwrap();
-    let inventory = Inventory::install(s.karmada.client(), FLEET).await.unwrap();
+    let (s, inventory) = start_with_inventory(&["--publish-clusterprofiles", FLEET]).await;
     inventory
         .wait_for("member1", "healthy", START, healthy)
         .await

@@ -3,11 +3,6 @@
 //! reaches the output.
 //!
 //! Build the binary first: `cargo build -p collector --bin collector`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 

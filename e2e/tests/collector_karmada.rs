@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
-use e2e::{limits::HOUR, scenario::Scenario};
+use e2e::{
+    limits::HOUR,
+    scenario::{Scenario, events_about},
+};
 use futures::StreamExt as _;
-use k8s_openapi::api::{apps::v1::Deployment, events::v1::Event};
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api, ResourceExt as _,
-    api::ListParams,
     runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use testkit::{REVOCATION_TIMEOUT, RestartOptions};
@@ -56,6 +58,16 @@ impl Drop for BakedInInformer {
     }
 }
 
+/// Whether the collector wrote an `Unauthorized` Event about `member`.
+async fn unauthorized_reported(s: &Scenario, member: &str) -> bool {
+    let events = events_about(s.karmada.client(), None, member)
+        .await
+        .unwrap();
+    events
+        .iter()
+        .any(|e| e.reason.as_deref() == Some("Unauthorized"))
+}
+
 #[tokio::test]
 async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collector() {
     let mut s = Scenario::start(1, PROBE).await.unwrap();
@@ -96,15 +108,8 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
         0.0,
         "no watch was refused after the rotation"
     );
-    let events = Api::<Event>::all(s.karmada.client().clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap();
     assert!(
-        !events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("Unauthorized")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")),
+        !unauthorized_reported(&s, "member1").await,
         "member1 was never reported Unauthorized"
     );
 
@@ -164,15 +169,8 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
         .unwrap();
 
     // Loud: an Event on the Cluster, and /metrics.
-    let events = Api::<Event>::all(s.karmada.client().clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap();
     assert!(
-        events
-            .iter()
-            .any(|e| e.reason.as_deref() == Some("Unauthorized")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")),
+        unauthorized_reported(&s, "member1").await,
         "an Unauthorized Event on Cluster member1"
     );
     assert_eq!(
@@ -199,13 +197,8 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
     );
 
     // The other member is unaffected.
-    let (status, _) = s
-        .karmada
-        .condition("member2", "Ready")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(status, "True");
+    let ready = s.karmada.condition("member2", "Ready").await;
+    assert_eq!(ready.unwrap().unwrap().0, "True");
 
     // Writing a valid token into the Secret heals it, without a restart.
     let fresh = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();

@@ -1,20 +1,13 @@
 //! Two collector replicas: exactly one writes status and Events, and the other takes over within
 //! the lease duration when the first stops.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
 use e2e::{
     collector_run::RunningCollector,
     limits::{PROBE, START},
-    scenario::Scenario,
+    scenario::{Scenario, events_about},
 };
-use k8s_openapi::api::events::v1::Event;
-use kube::{Api, api::ListParams};
 use testkit::{eventually, matching};
 
 const CONVERGE: Duration = Duration::from_secs(10);
@@ -42,15 +35,11 @@ async fn start_replica_b(s: &Scenario) -> RunningCollector {
 
 /// The reporting instances of Events on Cluster `member` with `reason`.
 async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
-    Api::<Event>::all(s.karmada.client().clone())
-        .list(&ListParams::default())
+    let events = events_about(s.karmada.client(), None, member)
         .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(member)
-        })
+        .unwrap();
+    (events.into_iter())
+        .filter(|e| e.reason.as_deref() == Some(reason))
         .filter_map(|e| e.reporting_instance)
         .collect()
 }
@@ -76,12 +65,7 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
         .unwrap();
     let mut b = start_replica_b(&s).await;
     // b watches and probes like a, but does not lead.
-    eventually("replica-b probes member1", START, || async {
-        let ready = b.metric("tether_member_ready", r#"member="member1""#);
-        matching(ready.await.unwrap(), |ready| *ready == 1.0)
-    })
-    .await
-    .unwrap();
+    b.wait_member_ready("member1", START).await.unwrap();
     assert!(
         leading(&s.collector).await,
         "replica-a started first and leads"

@@ -1,11 +1,6 @@
 //! No token reaches anything the collector puts out — conditions, Events, the read API,
 //! `/readyz`, `/metrics`, or its logs at TRACE level, `log` records from rustls and hyper
 //! included — across a rotation, a Secret holding garbage around the token, and a revocation.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     io::Write,

@@ -1,23 +1,18 @@
 //! Nothing goes blind while it looks healthy: a member that stops answering turns unready, a
 //! frozen control plane holds up no member, a member whose identity may not list what is
 //! mirrored is not Ready, and a restarting member is no refusal.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::{Duration, Instant};
 
 use e2e::{
     collector_run::RunningCollector,
     limits::{HOUR, PROBE, START},
-    scenario::Scenario,
+    scenario::{Scenario, events_about},
 };
-use k8s_openapi::api::{core::v1::ServiceAccount, events::v1::Event};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{
     Api,
-    api::{ListParams, ObjectMeta, PostParams},
+    api::{ObjectMeta, PostParams},
 };
 use testkit::{RestartOptions, eventually, matching};
 
@@ -214,18 +209,11 @@ async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
         ),
         "{samples:?}"
     );
-    let events = Api::<Event>::all(s.karmada.client().clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap();
-    let refusals: Vec<_> = events
-        .iter()
+    let events = events_about(s.karmada.client(), None, "member1").await;
+    let refusals: Vec<_> = (events.unwrap().iter())
         .filter(|e| {
-            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")
-                && matches!(
-                    e.reason.as_deref(),
-                    Some("Forbidden" | "Unauthorized" | "MirrorFailing")
-                )
+            let reason = e.reason.as_deref();
+            matches!(reason, Some("Forbidden" | "Unauthorized" | "MirrorFailing"))
         })
         .map(|e| e.note.clone())
         .collect();

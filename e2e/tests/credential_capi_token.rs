@@ -2,11 +2,6 @@
 //! rotation exists for: the ServiceAccount is deleted and created again and the Secret
 //! rewritten with a token of the new one. The member stays (or returns to) Ready, the old
 //! token is dead, and the collector's watches carry on without a relist.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     sync::atomic::{AtomicBool, Ordering},
@@ -19,19 +14,17 @@ use e2e::{
         read_api::{create_and_wait_mirrored, member_metric, sample_ready, wait_healthy},
     },
     limits::{HOUR, PROBE, START},
+    scenario::{AGENT, MEMBER, one_member_with_agent},
 };
-use testkit::{Environment, REVOCATION_TIMEOUT};
+use testkit::REVOCATION_TIMEOUT;
 use tokio::time::Instant;
 
 const CONVERGE: Duration = Duration::from_secs(10);
-const MEMBER: &str = "member1";
-const SA: &str = "agent";
 
 #[tokio::test]
 async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
-    let env = Environment::with_members(1).await.unwrap();
+    let (env, ns, old) = one_member_with_agent().await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let (ns, old) = member.create_agent("agents", SA, HOUR).await.unwrap();
     let plane = CapiPlane::create(control_plane).await.unwrap();
     plane
         .write(MEMBER, &Kubeconfig::token(member, &old))
@@ -59,9 +52,9 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
     let rotation = async {
         // The ServiceAccount is deleted and created again (a new UID), and the Secret gets a
         // token of the new one, while the apiserver still accepts the old token from its cache.
-        member.delete_service_account(&ns, SA).await.unwrap();
-        member.create_service_account(&ns, SA).await.unwrap();
-        let new = member.mint_token(&ns, SA, HOUR).await.unwrap();
+        member.delete_service_account(&ns, AGENT).await.unwrap();
+        member.create_service_account(&ns, AGENT).await.unwrap();
+        let new = member.mint_token(&ns, AGENT, HOUR).await.unwrap();
         plane
             .write(MEMBER, &Kubeconfig::token(member, &new))
             .await

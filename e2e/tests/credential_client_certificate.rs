@@ -2,11 +2,6 @@
 //! Ready with it; a rewritten certificate is who the very next request is, through the same
 //! client, while the collector's watches carry on without a relist; an expired one is
 //! `CertificateExpired`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 mod registry_support;
 
@@ -22,6 +17,7 @@ use e2e::{
         },
     },
     limits::{HOUR, PROBE, START},
+    scenario::MEMBER,
 };
 use member_client::FailureKind;
 use registry_support::{list_namespaces, loopback_policy, member_client, next_upserted, whoami};
@@ -31,7 +27,6 @@ use tokio::time::Instant;
 const CONVERGE: Duration = Duration::from_secs(10);
 /// How soon after the acknowledged write the next request must present the new certificate.
 const SWITCH: Duration = Duration::from_secs(1);
-const MEMBER: &str = "member1";
 
 /// `tether_credential_expiry_timestamp_seconds` of [`MEMBER`], minus now: how far ahead the
 /// credential its requests carry expires.

@@ -2,11 +2,6 @@
 //! (`e2e/plugins/tokenrequest-plugin.py`, 600 s TokenRequest tokens): the collector runs it
 //! again ahead of expiry without a single 401, and when the ServiceAccount is deleted and
 //! created again it meets the 401, runs the plugin again, retries and stays usable.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
@@ -17,6 +12,7 @@ use e2e::{
         read_api::{condition, member_metric, unix_now, wait_healthy},
     },
     limits::{PROBE, START},
+    scenario::{AGENT, MEMBER},
 };
 use testkit::{Environment, REVOCATION_TIMEOUT, eventually, matching};
 use tokio::time::Instant;
@@ -26,8 +22,6 @@ const CONVERGE: Duration = Duration::from_secs(15);
 const WATCHED: Duration = Duration::from_secs(20);
 /// The lifetime of the plugin's tokens (its default `expirationSeconds`).
 const TOKEN_LIFETIME: f64 = 600.0;
-const MEMBER: &str = "member1";
-const SA: &str = "agent";
 
 /// `tether_credential_expiry_timestamp_seconds` of the member, minus now.
 async fn expires_in(collector: &RunningCollector) -> f64 {
@@ -73,8 +67,8 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     let env = Environment::with_members(1).await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
     let ns = member.create_namespace("agents").await.unwrap();
-    member.create_service_account(&ns, SA).await.unwrap();
-    let plugin = TokenRequestPlugin::for_service_account(member, &ns, SA).unwrap();
+    member.create_service_account(&ns, AGENT).await.unwrap();
+    let plugin = TokenRequestPlugin::for_service_account(member, &ns, AGENT).unwrap();
     let command = plugin_path("tokenrequest-plugin.py").unwrap();
     let plane = CapiPlane::create(control_plane).await.unwrap();
     plane
@@ -148,8 +142,8 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
         member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await,
         0.0
     );
-    member.delete_service_account(&ns, SA).await.unwrap();
-    member.create_service_account(&ns, SA).await.unwrap();
+    member.delete_service_account(&ns, AGENT).await.unwrap();
+    member.create_service_account(&ns, AGENT).await.unwrap();
     let recreated = Instant::now();
     let to_401 = wait_metric_at_least(
         &collector,

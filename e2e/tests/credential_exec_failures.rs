@@ -2,11 +2,6 @@
 //! same collector: a plugin that hangs is killed at `--exec-timeout` and the member is
 //! `ExecFailed`; a command that is not on the `--allow-exec` list is `ExecNotAllowed` and
 //! never runs; the token member stays Ready throughout.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     os::unix::fs::PermissionsExt as _,

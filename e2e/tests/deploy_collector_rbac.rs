@@ -1,7 +1,6 @@
 //! The collector run as the kustomize base's ServiceAccount with the base's RBAC alone and the
 //! Deployment's own arguments, against a real control plane: the access reviews of
 //! `deploy_kustomize.rs` check the requests we listed, this finds any we did not think of.
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod deploy_support;
 
@@ -16,12 +15,10 @@ use e2e::{
     manifest::{kustomize_build, kustomize_dir, of_kind, typed},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::COLLECTOR_SA,
+    scenario::events_about,
 };
-use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease, events::v1::Event};
-use kube::{
-    Api,
-    api::{DeleteParams, ListParams},
-};
+use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease};
+use kube::{Api, api::DeleteParams};
 use serde_json::Value;
 use testkit::{Environment, Karmada, PushMember, eventually};
 
@@ -99,14 +96,11 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         Some("tether-collector-0")
     );
     // And the transition recorded as an Event on the Cluster.
-    let events = Api::<Event>::namespaced(admin.clone(), EVENTS_NAMESPACE);
     let what = format!("a MemberReady Event for member1 in {EVENTS_NAMESPACE}");
     eventually(&what, LIMIT, || async {
-        let events = events.list(&ListParams::default()).await.unwrap();
-        events.iter().any(|e| {
-            e.reason.as_deref() == Some("MemberReady")
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("member1")
-        })
+        let events = events_about(&admin, Some(EVENTS_NAMESPACE), "member1").await;
+        let reasons = events.unwrap().into_iter().filter_map(|e| e.reason);
+        reasons.into_iter().any(|r| r == "MemberReady")
     })
     .await
     .unwrap();

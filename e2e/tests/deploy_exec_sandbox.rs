@@ -3,11 +3,6 @@
 //! it: the declarations the collector is pointed at parse as `--exec-plugins`, plugins run as
 //! another user than the collector, and the collector's ServiceAccount token is a projected
 //! volume of mode 0400 that the collector reads and automount does not also expose.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use clap::Parser as _;
 use collector::cli::Args;

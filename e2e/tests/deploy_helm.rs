@@ -2,7 +2,6 @@
 //! manifests are in `deploy_kustomize.rs`: `helm lint`, `helm template` with the defaults and
 //! with each values file in `ci/`, and a server-side dry-run apply with strict field validation
 //! of every rendering. helm is the pinned one `hack/tools.sh` builds (`testkit::tools`).
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod deploy_support;
 

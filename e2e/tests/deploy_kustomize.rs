@@ -11,7 +11,6 @@
 //!
 //! The suites render with `kustomize build` of the pinned kustomize (`hack/tools.sh`), as a
 //! user would. The Helm chart is in `deploy_helm.rs`; the collector run with the base's RBAC alone in `deploy_collector_rbac.rs`.
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod deploy_support;
 

@@ -3,18 +3,13 @@
 //! credential plugins in `e2e/plugins/`.
 //!
 //! Every identity is checked the way the apiserver sees it, through a `SelfSubjectReview`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
-use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use e2e::kubeconfig_plane::{PluginFiles, plugin_path};
 use e2e::limits::HOUR;
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, UserInfo};
 use k8s_openapi::api::core::v1::Secret;
@@ -24,7 +19,6 @@ use kube::api::{Api, PostParams};
 use kube::config::AuthInfo;
 use kube::{Client, Config};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 use testkit::{ClientCert, Cluster, Environment, RestartOptions, status_code};
 
 const EXEC_API_VERSION: &str = "client.authentication.k8s.io/v1";
@@ -37,6 +31,12 @@ async fn whoami(client: Client) -> Result<UserInfo, kube::Error> {
         .create(&PostParams::default(), &SelfSubjectReview::default())
         .await?;
     Ok(review.status.unwrap().user_info.unwrap())
+}
+
+/// Who `token` authenticates as on `cluster`.
+async fn username(cluster: &Cluster, token: &str) -> String {
+    let client = cluster.client_with_token(token).unwrap();
+    whoami(client).await.unwrap().username.unwrap()
 }
 
 /// A kube config that trusts `cluster`'s serving CA and authenticates with `cert` alone: the
@@ -133,62 +133,10 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
     assert_eq!(cert_rejection(rotated, &expired).await, Some(401));
 }
 
-/// Where a test keeps the files a plugin reads; removed when dropped.
-struct PluginFiles {
-    dir: TempDir,
-}
-
-impl PluginFiles {
-    /// `cluster`'s serving CA and admin token, written where the plugins read them.
-    fn for_cluster(cluster: &Cluster) -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("tether-plugin-")
-            .tempdir()
-            .unwrap();
-        std::fs::write(dir.path().join("ca.crt"), cluster.ca_pem()).unwrap();
-        std::fs::write(
-            dir.path().join("admin-token"),
-            cluster.admin_token().unwrap(),
-        )
-        .unwrap();
-        Self { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// The variables every plugin takes, pointed at `cluster`.
-    fn env(&self, cluster: &Cluster) -> Vec<(&'static str, String)> {
-        vec![
-            ("PLUGIN_SERVER", cluster.endpoint().to_owned()),
-            ("PLUGIN_CA_FILE", self.path("ca.crt").display().to_string()),
-            (
-                "PLUGIN_ADMIN_TOKEN_FILE",
-                self.path("admin-token").display().to_string(),
-            ),
-            (
-                "PLUGIN_COUNT_FILE",
-                self.path("count").display().to_string(),
-            ),
-        ]
-    }
-
-    /// How many times a plugin ran with these files.
-    fn runs(&self) -> usize {
-        std::fs::read_to_string(self.path("count"))
-            .unwrap_or_default()
-            .lines()
-            .count()
-    }
-}
-
 /// Runs `e2e/plugins/<plugin>` with exactly `vars` (and `PATH`, for `python3`): no proxy
 /// variables or anything else of the test's environment reach it.
 async fn run_plugin(plugin: &str, vars: &[(&str, String)]) -> Output {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("plugins")
-        .join(plugin);
+    let path = plugin_path(plugin).unwrap();
     let mut cmd = tokio::process::Command::new(&path);
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -241,13 +189,14 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
     let member = env.cluster(1);
     let ns = member.create_namespace("plugin").await.unwrap();
     member.create_service_account(&ns, "agent").await.unwrap();
-    let files = PluginFiles::for_cluster(member);
-    let mut vars = files.env(member);
-    vars.push(("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/agent")));
-    vars.push((
-        "KUBERNETES_EXEC_INFO",
-        exec_info(json!({ "server": member.endpoint() })),
-    ));
+    let files = PluginFiles::for_cluster(member, "tokenrequest").unwrap();
+    let vars = files.env(&[
+        ("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/agent")),
+        (
+            "KUBERNETES_EXEC_INFO",
+            exec_info(json!({ "server": member.endpoint() })),
+        ),
+    ]);
 
     let plugin = "tokenrequest-plugin.py";
     let mut tokens = Vec::new();
@@ -264,14 +213,9 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
             "run {run}: expires {ahead} s ahead, not ~600"
         );
 
-        let who = whoami(member.client_with_token(&token).unwrap())
-            .await
-            .unwrap();
-        assert_eq!(
-            who.username.unwrap(),
-            format!("system:serviceaccount:{ns}:agent")
-        );
-        assert_eq!(files.runs(), run, "one count line per exec");
+        let who = format!("system:serviceaccount:{ns}:agent");
+        assert_eq!(username(member, &token).await, who);
+        assert_eq!(files.runs().len(), run, "one count line per exec");
         tokens.push(token);
     }
     assert_ne!(tokens[0], tokens[1], "every exec mints a new token");
@@ -284,7 +228,7 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
     let out = run_plugin(plugin, &missing).await;
     let stderr = failure(plugin, &out, &[&admin, &tokens[0], &tokens[1]]);
     assert!(stderr.contains("HTTP 404"), "{stderr}");
-    assert_eq!(files.runs(), 3, "failed runs are counted too");
+    assert_eq!(files.runs().len(), 3, "failed runs are counted too");
 
     // Another CA than the server's: a TLS failure, not a token.
     let other = env.control_plane();
@@ -314,9 +258,8 @@ async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
         .await
         .unwrap();
 
-    let files = PluginFiles::for_cluster(control_plane);
-    let mut vars = files.env(control_plane);
-    vars.push(("PLUGIN_SECRET_NAMESPACE", creds_ns.clone()));
+    let files = PluginFiles::for_cluster(control_plane, "secretreader").unwrap();
+    let vars = files.env(&[("PLUGIN_SECRET_NAMESPACE", creds_ns.clone())]);
     let cluster_info = |name: &str| {
         exec_info(json!({
             "server": member.endpoint(),
@@ -340,14 +283,9 @@ async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
         "no expiry: {:?}",
         status.keys().collect::<Vec<_>>()
     );
-    let who = whoami(member.client_with_token(&token).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(
-        who.username.unwrap(),
-        format!("system:serviceaccount:{member_ns}:agent")
-    );
-    assert_eq!(files.runs(), 1);
+    let who = format!("system:serviceaccount:{member_ns}:agent");
+    assert_eq!(username(member, &token).await, who);
+    assert_eq!(files.runs().len(), 1);
 
     // No Secret for that cluster name: the control plane's 404.
     let admin = control_plane.admin_token().unwrap();
@@ -359,5 +297,5 @@ async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
     let out = run_plugin(plugin, &with_info(exec_info(Value::Null))).await;
     let stderr = failure(plugin, &out, &[&admin, &token]);
     assert!(stderr.contains("provideClusterInfo"), "{stderr}");
-    assert_eq!(files.runs(), 3, "failed runs are counted too");
+    assert_eq!(files.runs().len(), 3, "failed runs are counted too");
 }

@@ -2,11 +2,6 @@
 //!
 //! Each test starts its own environment (a few seconds) and drops it at the end, which stops
 //! every process it started, also when the test fails.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::collections::HashSet;
 use std::time::Instant;

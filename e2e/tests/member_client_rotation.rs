@@ -1,11 +1,6 @@
 //! member-client against a real kube-apiserver: a long-lived watch survives token rotation,
 //! revocation of the old token and an apiserver restart, without rebuilding the client. Beside
 //! it, a client that baked the old token in at start (Karmada before PR #7663) goes blind.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{sync::Arc, time::Duration};
 

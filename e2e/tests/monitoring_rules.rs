@@ -1,7 +1,6 @@
 //! The shipped alerts and dashboard, checked without a cluster: the chart's rules are the rule
 //! file, every alert is complete and its runbook is a README heading, `promtool test rules`
 //! passes (series that must fire and series that must not), and the dashboard's queries parse.
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 mod monitoring_support;
 
@@ -9,14 +8,14 @@ use std::process::Command;
 
 use e2e::manifest::{chart_dir, parse_documents};
 use monitoring_support::{
-    ALERTS, README_URL, dashboard, dashboard_queries, readme_anchors, rule_list, rule_tests_path,
-    rules, rules_path, run_promtool,
+    ALERTS, README_URL, dashboard, dashboard_queries, prometheus_dir, readme_anchors, rule_list,
+    rules, run_promtool,
 };
 use serde_json::{Value, json};
 
 #[test]
 fn the_charts_rules_are_the_shipped_rule_file() {
-    let shipped = std::fs::read_to_string(rules_path()).unwrap();
+    let shipped = std::fs::read_to_string(prometheus_dir().join("tether-rules.yaml")).unwrap();
     let copy = std::fs::read_to_string(chart_dir().join("files/tether-rules.yaml")).unwrap();
     assert!(
         copy == shipped,
@@ -66,19 +65,10 @@ fn the_dashboards_links_resolve_to_readme_headings() {
 
 #[test]
 fn promtool_checks_the_rules_and_their_tests_pass() {
-    let prometheus = rules_path().parent().unwrap().to_owned();
+    let prometheus = prometheus_dir();
     run_promtool(&prometheus, &["check", "rules", "tether-rules.yaml"], None).unwrap();
-    let tests = rule_tests_path();
-    let output = run_promtool(
-        tests.parent().unwrap(),
-        &[
-            "test",
-            "rules",
-            tests.file_name().unwrap().to_str().unwrap(),
-        ],
-        None,
-    )
-    .unwrap();
+    let tests = ["test", "rules", "tether-rules.test.yaml"];
+    let output = run_promtool(&prometheus.join("tests"), &tests, None).unwrap();
     assert!(String::from_utf8_lossy(&output.stdout).contains("SUCCESS"));
 }
 

@@ -1,10 +1,5 @@
 //! The registry against a real control plane holding Argo CD cluster Secrets, and a real
 //! member apiserver the resulting clients talk to.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 mod registry_support;
 

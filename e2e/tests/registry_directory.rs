@@ -1,10 +1,5 @@
 //! The registry reading member files from a directory (no control plane involved), against a
 //! real member apiserver.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 mod registry_support;
 

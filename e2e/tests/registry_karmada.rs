@@ -1,11 +1,6 @@
 //! The registry against a real control plane holding Karmada `Cluster`s and their Secrets,
 //! and a real member apiserver the resulting clients talk to: a member's credential over its
 //! lifetime (rotation, garbage, deletion, a new CA).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 mod registry_support;
 

@@ -1,11 +1,6 @@
 //! The registry's watches on a real control plane holding Karmada `Cluster`s: which Secrets
 //! they read, how they come back after the control plane restarts, and what a namespace the
 //! registry may not read does to its members.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 mod registry_support;
 
@@ -57,12 +52,7 @@ async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secre
     let member = setup.member();
     let pp = PostParams::default();
     // member2's Secret exists before any Cluster names it.
-    let token_b = &setup.agents.token_b;
-    setup
-        .karmada
-        .write_secret("member2", token_b, member.ca_pem())
-        .await
-        .unwrap();
+    setup.write_agent_b_secret("member2").await.unwrap();
     setup.define_member1(member.ca_pem()).await.unwrap();
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
@@ -116,12 +106,7 @@ async fn watches_resume_after_a_control_plane_restart() {
         Some(MemberState::Ready),
         "an outage of the control plane changes no member"
     );
-    let token_b = &setup.agents.token_b;
-    setup
-        .karmada
-        .write_secret("member1", token_b, member.ca_pem())
-        .await
-        .unwrap();
+    setup.write_agent_b_secret("member1").await.unwrap();
     assert!(matches!(
         support::next_event_of(&mut events, "member1")
             .await

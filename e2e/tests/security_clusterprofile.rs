@@ -14,7 +14,6 @@
 //! - A real client-go consumer (`e2e/interop/clusterprofile-client`) reads a forged profile that
 //!   names the Secret the collector marked for member1 and the hostile endpoint as its server:
 //!   `tether-credential` refuses, and the endpoint never sees member1's token.
-#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 use std::{
     net::Ipv4Addr,
@@ -30,9 +29,10 @@ use e2e::{
         Kubeconfig,
         read_api::{wait_condition, wait_healthy},
     },
-    limits::{HOUR, PROBE, START},
+    limits::{PROBE, START},
     profile_plane::{ProfilePlane, access_provider},
     scenario::Scenario,
+    scenario::{AGENT, one_member_with_agent},
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -41,13 +41,11 @@ use testkit::{Environment, HostileEndpoint, crd, eventually, karmada::SECRET_NAM
 
 const CONVERGE: Duration = Duration::from_secs(20);
 const VICTIM: &str = "member1";
-const SA: &str = "agent";
 
 #[tokio::test]
 async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing() {
-    let env = Environment::with_members(1).await.unwrap();
+    let (env, _, token) = one_member_with_agent().await.unwrap();
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let (_, token) = member.create_agent("agents", SA, HOUR).await.unwrap();
     let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
         .await
         .unwrap();
@@ -185,7 +183,7 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
     let plane = env.control_plane();
     let admin = plane.admin_client().unwrap();
     let ns = plane.create_namespace("fleet").await.unwrap();
-    plane.create_service_account(&ns, SA).await.unwrap();
+    plane.create_service_account(&ns, AGENT).await.unwrap();
     let secrets: Api<Secret> = Api::namespaced(admin, &ns);
     let marked = |member: &str| {
         json!({"labels": {"tether.io/member": member},
@@ -199,7 +197,7 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
             "sa-token",
             {
                 let mut meta = marked(VICTIM);
-                meta["annotations"]["kubernetes.io/service-account.name"] = json!(SA);
+                meta["annotations"]["kubernetes.io/service-account.name"] = json!(AGENT);
                 meta
             },
             "kubernetes.io/service-account-token",

@@ -7,11 +7,6 @@
 //!   `.pth`, is `ExecNotAllowed`, and the allowed Python plugin never runs that code;
 //! - a plugin run with `--exec-run-as 65534` cannot read a `0600` root-owned token file (the
 //!   collector's own ServiceAccount token stands in), so it never reaches the endpoint.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     os::unix::fs::PermissionsExt as _,

@@ -15,11 +15,6 @@
 //! keeps mirroring (a change of its Deployment shows in the read API).
 //!
 //! Build the binary first: `cargo build -p collector --bin collector`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     collections::BTreeMap,
@@ -88,50 +83,16 @@ fn write_member(dir: &Path, name: &str, endpoint: &str, ca_pem: &str, token: &st
 }
 
 /// The hostile members: name, what it does, and the reason it must get.
+#[rustfmt::skip]
 fn attacks() -> Vec<(&'static str, Misbehaviour, &'static str)> {
+    use Misbehaviour::*;
     vec![
-        (
-            "huge-readyz",
-            Misbehaviour::HugeReadyz {
-                bytes: HOSTILE_BYTES,
-            },
-            "ResponseTooLarge",
-        ),
-        (
-            "endless-list",
-            Misbehaviour::EndlessList {
-                bytes: HOSTILE_BYTES,
-            },
-            "ResponseTooLarge",
-        ),
-        (
-            "endless-continue",
-            Misbehaviour::EndlessContinue {
-                items: 100,
-                pages: 5_000,
-            },
-            "TooManyObjects",
-        ),
-        (
-            "empty-pages",
-            Misbehaviour::EndlessContinue {
-                items: 0,
-                pages: 100_000,
-            },
-            "TooManyListPages",
-        ),
-        (
-            "no-newline",
-            Misbehaviour::WatchWithoutNewline {
-                bytes: HOSTILE_BYTES,
-            },
-            "WatchLineTooLong",
-        ),
-        (
-            "trickling-version",
-            Misbehaviour::TricklingVersion,
-            "ResponseTooSlow",
-        ),
+        ("huge-readyz", HugeReadyz { bytes: HOSTILE_BYTES }, "ResponseTooLarge"),
+        ("endless-list", EndlessList { bytes: HOSTILE_BYTES }, "ResponseTooLarge"),
+        ("endless-continue", EndlessContinue { items: 100, pages: 5_000 }, "TooManyObjects"),
+        ("empty-pages", EndlessContinue { items: 0, pages: 100_000 }, "TooManyListPages"),
+        ("no-newline", WatchWithoutNewline { bytes: HOSTILE_BYTES }, "WatchLineTooLong"),
+        ("trickling-version", TricklingVersion, "ResponseTooSlow"),
     ]
 }
 

@@ -2,18 +2,12 @@
 //! identity a member already has: attacks by whoever writes a member definition, against the
 //! real `collector` binary and real apiservers (a hostile endpoint where only it can play the
 //! part: a member apiserver that answers a TokenRequest with another identity's token).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     net::Ipv4Addr,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use base64::Engine as _;
 use cluster_registry::minting::{AUDIENCES_ANNOTATION, EXPIRATION_ANNOTATION, MINT_ANNOTATION};
 use e2e::{
     collector_run::RunningCollector,
@@ -210,7 +204,6 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
 
 /// A JWT-shaped token (unsigned: only the hostile endpoint ever sees it) with these claims.
 fn token(sub: &str, iss: &str) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -219,12 +212,7 @@ fn token(sub: &str, iss: &str) -> String {
         "sub": sub, "iss": iss, "aud": ["https://kubernetes.default.svc"],
         "iat": now - 300, "nbf": now - 300, "exp": now + 600,
     });
-    format!(
-        "{}.{}.{}",
-        b64(r#"{"alg":"RS256"}"#),
-        b64(&claims.to_string()),
-        b64("not-a-signature")
-    )
+    member_client::test_util::jwt(&claims.to_string())
 }
 
 #[tokio::test]

@@ -8,11 +8,6 @@
 //!   keeps moving throughout.
 //!
 //! Build the binary first: `cargo build -p collector --bin collector`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::{
     net::SocketAddr,

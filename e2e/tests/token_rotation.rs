@@ -2,15 +2,9 @@
 //! member that may not mint, an expired chain and its re-seeding, and a manual rotation with
 //! the shipped member RBAC. The fleet, the handover, the other homes (Argo CD, member files)
 //! and the operator's bounds (`security_rotation_bounds`) have files of their own.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use cluster_registry::minting::MINT_NOW_ANNOTATION;
 use e2e::{
     collector_run::RunningCollector,
@@ -19,9 +13,8 @@ use e2e::{
     rotation_plane::{
         MEMBER_RBAC_YAML, RotatingMember, RotationPlane, fast_rotation_flags, rotations,
     },
+    scenario::events_about,
 };
-use k8s_openapi::api::events::v1::Event;
-use kube::{Api, api::ListParams};
 use testkit::{eventually, karmada::SECRET_NAMESPACE};
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
@@ -36,12 +29,8 @@ async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollec
 
 /// Reasons of the Events on member `name`'s Secret.
 async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
-    Api::<Event>::namespaced(plane.karmada.client().clone(), SECRET_NAMESPACE)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+    let events = events_about(plane.karmada.client(), Some(SECRET_NAMESPACE), name).await;
+    (events.unwrap().into_iter())
         .filter_map(|e| e.reason)
         .collect()
 }
@@ -113,14 +102,8 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
 
 /// A JWT-shaped token whose `exp` has passed, as a Secret holds after Tether was down past it.
 fn expired_token() -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    format!(
-        "{}.{}.{}",
-        b64(r#"{"alg":"RS256"}"#),
-        b64(
-            r#"{"sub":"system:serviceaccount:tether-rotation:rot-0","iss":"https://kubernetes.default.svc.cluster.local","iat":1700000000,"exp":1700000600}"#
-        ),
-        b64("not-a-signature")
+    member_client::test_util::jwt(
+        r#"{"sub":"system:serviceaccount:tether-rotation:rot-0","iss":"https://kubernetes.default.svc.cluster.local","iat":1700000000,"exp":1700000600}"#,
     )
 }
 

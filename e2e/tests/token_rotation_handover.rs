@@ -1,11 +1,6 @@
 //! Two collector processes rotating the same fleet: only the leader mints, and when it is
 //! SIGKILLed the other takes the chains over with no double mint and no lost rotation,
 //! counted in the member apiserver's own TokenRequest metrics.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests: a panic is the failure report"
-)]
 
 use std::time::Duration;
 

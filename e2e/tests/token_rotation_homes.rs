@@ -106,15 +106,8 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
     assert_eq!(member.token_status(token).await.unwrap(), 200);
     let record = &written.metadata.annotations.unwrap()[RECORD_ANNOTATION];
     assert!(record.contains("mintedAt"), "{record}");
-    eventually("argo1 is ready on its new token", START, || async {
-        collector
-            .metric("tether_member_ready", r#"member="argo1""#)
-            .await
-            .unwrap()
-            == 1.0
-    })
-    .await
-    .unwrap();
+    // Ready on its new token.
+    collector.wait_member_ready("argo1", START).await.unwrap();
     assert_eq!(
         collector
             .metric("tether_unauthorized_responses_total", "")
@@ -180,13 +173,6 @@ async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
     assert_eq!(member.token_status(&token).await.unwrap(), 200);
     let record = std::fs::read_to_string(dir.join(".filed.token.rotation")).unwrap();
     assert!(record.contains("mintedAt"), "{record}");
-    eventually("filed is ready on its new token", START, || async {
-        collector
-            .metric("tether_member_ready", r#"member="filed""#)
-            .await
-            .unwrap()
-            == 1.0
-    })
-    .await
-    .unwrap();
+    // Ready on its new token.
+    collector.wait_member_ready("filed", START).await.unwrap();
 }

@@ -8,13 +8,13 @@
 //! - [`CapiPlane`]: the Secrets on the control plane, and collectors reading them;
 //! - [`read_api`]: a member's conditions, mirrored objects and metrics, as the collector
 //!   shows them;
-//! - [`TokenRequestPlugin`]: the files and variables of `e2e/plugins/tokenrequest-plugin.py`.
+//! - [`PluginFiles`], [`TokenRequestPlugin`]: the files and variables of `e2e/plugins/`.
 
 mod capi_plane;
 pub(crate) mod kubeconfig;
+mod plugin_files;
 pub mod read_api;
-mod token_request_plugin;
 
 pub use capi_plane::{CAPI_CLUSTER_NAME_LABEL, CapiPlane};
 pub use kubeconfig::Kubeconfig;
-pub use token_request_plugin::{TokenRequestPlugin, plugin_path};
+pub use plugin_files::{PluginFiles, TokenRequestPlugin, plugin_path};

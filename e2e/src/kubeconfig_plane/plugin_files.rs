@@ -1,4 +1,5 @@
-//! [`TokenRequestPlugin`]: running `e2e/plugins/tokenrequest-plugin.py` for a member.
+//! What the test exec plugins of `e2e/plugins/` read ([`PluginFiles`]), and
+//! [`TokenRequestPlugin`].
 
 use std::path::{Path, PathBuf};
 
@@ -18,39 +19,76 @@ pub fn plugin_path(name: &str) -> anyhow::Result<PathBuf> {
     std::fs::canonicalize(&path).with_context(|| format!("no plugin at {}", path.display()))
 }
 
-/// The files and variables `e2e/plugins/tokenrequest-plugin.py` needs to mint tokens for one
-/// ServiceAccount of a member, in a fresh [`temp_dir`], and the count of its runs.
-pub struct TokenRequestPlugin {
+/// One apiserver's serving CA and admin token where every plugin reads them, in a fresh
+/// [`temp_dir`], the variables that point a plugin at them, and the count of its runs.
+pub struct PluginFiles {
     dir: PathBuf,
+    server: String,
+}
+
+impl PluginFiles {
+    /// Writes `cluster`'s serving CA (`ca.crt`) and admin token (`admin-token`) into a fresh
+    /// [`temp_dir`] named after `name`.
+    ///
+    /// # Errors
+    /// I/O errors, or a cluster without an admin token.
+    pub fn for_cluster(cluster: &Cluster, name: &str) -> anyhow::Result<Self> {
+        let dir = temp_dir(name)?;
+        std::fs::write(dir.join("ca.crt"), cluster.ca_pem())?;
+        std::fs::write(dir.join("admin-token"), cluster.admin_token()?)?;
+        let server = cluster.endpoint().to_owned();
+        Ok(Self { dir, server })
+    }
+
+    /// `file` in the directory.
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    /// `PLUGIN_SERVER`, `PLUGIN_CA_FILE`, `PLUGIN_ADMIN_TOKEN_FILE` and `PLUGIN_COUNT_FILE`
+    /// for these files, then `extra`.
+    pub fn env(&self, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+        let file = |name: &str| self.path(name).display().to_string();
+        let common = [
+            ("PLUGIN_SERVER", self.server.clone()),
+            ("PLUGIN_CA_FILE", file("ca.crt")),
+            ("PLUGIN_ADMIN_TOKEN_FILE", file("admin-token")),
+            ("PLUGIN_COUNT_FILE", file("count")),
+        ];
+        common.into_iter().chain(extra.iter().cloned()).collect()
+    }
+
+    /// When a plugin ran with these files (one line per run, as the plugins stamp them).
+    pub fn runs(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path("count"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The files and variables `e2e/plugins/tokenrequest-plugin.py` needs to mint tokens for one
+/// ServiceAccount of a member.
+pub struct TokenRequestPlugin {
+    files: PluginFiles,
     env: Vec<(&'static str, String)>,
 }
 
 impl TokenRequestPlugin {
-    /// Writes `member`'s serving CA and admin token where the plugin reads them; it mints for
-    /// ServiceAccount `namespace/service_account`.
+    /// The plugin minting for ServiceAccount `namespace/service_account` of `member`.
     ///
     /// # Errors
-    /// I/O errors, or a member without an admin token.
+    /// As [`PluginFiles::for_cluster`].
     pub fn for_service_account(
         member: &Cluster,
         namespace: &str,
         service_account: &str,
     ) -> anyhow::Result<Self> {
-        let dir = temp_dir("tokenrequest-plugin")?;
-        let file = |name: &str| dir.join(name).display().to_string();
-        std::fs::write(dir.join("ca.crt"), member.ca_pem())?;
-        std::fs::write(dir.join("admin-token"), member.admin_token()?)?;
-        let env = vec![
-            ("PLUGIN_SERVER", member.endpoint().to_owned()),
-            ("PLUGIN_CA_FILE", file("ca.crt")),
-            ("PLUGIN_ADMIN_TOKEN_FILE", file("admin-token")),
-            (
-                "PLUGIN_SERVICE_ACCOUNT",
-                format!("{namespace}/{service_account}"),
-            ),
-            ("PLUGIN_COUNT_FILE", file("count")),
-        ];
-        Ok(Self { dir, env })
+        let files = PluginFiles::for_cluster(member, "tokenrequest-plugin")?;
+        let account = format!("{namespace}/{service_account}");
+        let env = files.env(&[("PLUGIN_SERVICE_ACCOUNT", account)]);
+        Ok(Self { files, env })
     }
 
     /// The kubeconfig `env` entries.
@@ -76,7 +114,7 @@ impl TokenRequestPlugin {
         let env: Vec<String> = (env.iter())
             .map(|(name, pattern)| format!("  - {{name: {name}, pattern: '{pattern}'}}\n"))
             .collect();
-        let path = self.dir.join("exec-plugins.yaml");
+        let path = self.files.path("exec-plugins.yaml");
         std::fs::write(
             &path,
             format!(
@@ -89,12 +127,8 @@ impl TokenRequestPlugin {
         Ok(path)
     }
 
-    /// When the plugin ran (one line per run, as the plugin stamps them).
+    /// When the plugin ran.
     pub fn runs(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.join("count"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.files.runs()
     }
 }

@@ -148,174 +148,63 @@ pub fn assert_rbac(objects: &[Value], writes: impl Into<Writes>, what: &str) {
 }
 
 /// What the collector does; all must be allowed.
+#[rustfmt::skip]
 pub const READS: &[Request] = &[
     ("", "cluster.karmada.io", "clusters", "", "", "list"),
     ("", "cluster.karmada.io", "clusters", "", "", "watch"),
     (KARMADA_SECRETS, "", "secrets", "", "", "list"),
     (KARMADA_SECRETS, "", "secrets", "", "", "watch"),
     (KARMADA_SECRETS, "", "secrets", "", "member1", "get"),
-    (
-        "",
-        "authentication.k8s.io",
-        "tokenreviews",
-        "",
-        "",
-        "create",
-    ),
-    (
-        "",
-        "authorization.k8s.io",
-        "subjectaccessreviews",
-        "",
-        "",
-        "create",
-    ),
+    ("", "authentication.k8s.io", "tokenreviews", "", "", "create"),
+    ("", "authorization.k8s.io", "subjectaccessreviews", "", "", "create"),
 ];
+#[rustfmt::skip]
 pub const WRITES: &[Request] = &[
-    (
-        "",
-        "cluster.karmada.io",
-        "clusters",
-        "status",
-        "member1",
-        "patch",
-    ),
+    ("", "cluster.karmada.io", "clusters", "status", "member1", "patch"),
     ("default", "events.k8s.io", "events", "", "", "create"),
     ("default", "events.k8s.io", "events", "", "e", "patch"),
 ];
+#[rustfmt::skip]
 pub const LEASES: &[Request] = &[
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "",
-        "create",
-    ),
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "tether-collector",
-        "patch",
-    ),
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "tether-collector",
-        "get",
-    ),
+    ("tether-system", "coordination.k8s.io", "leases", "", "", "create"),
+    ("tether-system", "coordination.k8s.io", "leases", "", "tether-collector", "patch"),
+    ("tether-system", "coordination.k8s.io", "leases", "", "tether-collector", "get"),
 ];
 const PROFILES: &str = "multicluster.x-k8s.io";
+#[rustfmt::skip]
 pub const PUBLISHES: &[Request] = &[
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "member1",
-        "get",
-    ),
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "",
-        "list",
-    ),
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "",
-        "create",
-    ),
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "member1",
-        "patch",
-    ),
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "ghost",
-        "delete",
-    ),
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "status",
-        "member1",
-        "patch",
-    ),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "member1", "get"),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "", "list"),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "", "create"),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "member1", "patch"),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "ghost", "delete"),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "status", "member1", "patch"),
     (KARMADA_SECRETS, "", "secrets", "", "member1", "patch"),
 ];
 /// What publishing never allows: profiles anywhere else, or all of them at once.
+#[rustfmt::skip]
 pub const PUBLISH_FORBIDDEN: &[Request] = &[
     ("default", PROFILES, "clusterprofiles", "", "", "create"),
-    (
-        "default",
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "member1",
-        "delete",
-    ),
+    ("default", PROFILES, "clusterprofiles", "", "member1", "delete"),
     ("", PROFILES, "clusterprofiles", "", "", "list"),
-    (
-        PROFILES_NAMESPACE,
-        PROFILES,
-        "clusterprofiles",
-        "",
-        "",
-        "deletecollection",
-    ),
+    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "", "deletecollection"),
     (PROFILES_NAMESPACE, "", "secrets", "", "", "list"),
 ];
 /// What rotating tokens does: a minted token written back, an Event on its Secret.
+#[rustfmt::skip]
 pub const ROTATES: &[Request] = &[
     (KARMADA_SECRETS, "", "secrets", "", "member1", "update"),
     (KARMADA_SECRETS, "events.k8s.io", "events", "", "", "create"),
 ];
 /// What a sharded replica does with the Leases of its group.
+#[rustfmt::skip]
 pub const SHARDS: &[Request] = &[
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "",
-        "list",
-    ),
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "tether-shard-pod-1",
-        "get",
-    ),
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "tether-shard-pod-1",
-        "update",
-    ),
+    ("tether-system", "coordination.k8s.io", "leases", "", "", "list"),
+    ("tether-system", "coordination.k8s.io", "leases", "", "tether-shard-pod-1", "get"),
+    ("tether-system", "coordination.k8s.io", "leases", "", "tether-shard-pod-1", "update"),
 ];
 /// What the collector must never be able to do.
+#[rustfmt::skip]
 pub const FORBIDDEN: &[Request] = &[
     ("kube-system", "events.k8s.io", "events", "", "", "create"),
     ("default", "", "events", "", "", "create"),
@@ -325,45 +214,10 @@ pub const FORBIDDEN: &[Request] = &[
     (KARMADA_SECRETS, "", "secrets", "", "", "create"),
     ("tether-system", "", "secrets", "", "member1", "update"),
     ("", "cluster.karmada.io", "clusters", "", "member1", "patch"),
-    (
-        "",
-        "cluster.karmada.io",
-        "clusters",
-        "",
-        "member1",
-        "delete",
-    ),
+    ("", "cluster.karmada.io", "clusters", "", "member1", "delete"),
     ("", "cluster.karmada.io", "clusters", "", "", "create"),
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "someone-else",
-        "patch",
-    ),
-    (
-        "tether-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "tether-shard-pod-1",
-        "delete",
-    ),
-    (
-        "kube-system",
-        "coordination.k8s.io",
-        "leases",
-        "",
-        "",
-        "create",
-    ),
-    (
-        "",
-        "rbac.authorization.k8s.io",
-        "clusterroles",
-        "",
-        "",
-        "create",
-    ),
+    ("tether-system", "coordination.k8s.io", "leases", "", "someone-else", "patch"),
+    ("tether-system", "coordination.k8s.io", "leases", "", "tether-shard-pod-1", "delete"),
+    ("kube-system", "coordination.k8s.io", "leases", "", "", "create"),
+    ("", "rbac.authorization.k8s.io", "clusterroles", "", "", "create"),
 ];

@@ -28,32 +28,22 @@ pub const ALERTS: [&str; 6] = [
     "TetherSourceNotListed",
 ];
 
-/// `deploy/prometheus/tether-rules.yaml`.
-pub fn rules_path() -> PathBuf {
-    repo_root().join("deploy/prometheus/tether-rules.yaml")
-}
-
-/// `deploy/prometheus/tests/tether-rules.test.yaml`, the `promtool test rules` cases.
-pub fn rule_tests_path() -> PathBuf {
-    repo_root().join("deploy/prometheus/tests/tether-rules.test.yaml")
-}
-
-/// `deploy/grafana/tether.json`.
-pub fn dashboard_path() -> PathBuf {
-    repo_root().join("deploy/grafana/tether.json")
+/// `deploy/prometheus`: the rule file `tether-rules.yaml`, and the `promtool test rules`
+/// cases in `tests/`.
+pub fn prometheus_dir() -> PathBuf {
+    repo_root().join("deploy/prometheus")
 }
 
 /// The rule file as JSON.
 pub fn rules() -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(rules_path())?;
+    let text = std::fs::read_to_string(prometheus_dir().join("tether-rules.yaml"))?;
     Ok(serde_yaml::from_str(&text)?)
 }
 
-/// The dashboard.
+/// The dashboard, `deploy/grafana/tether.json`.
 pub fn dashboard() -> anyhow::Result<Value> {
-    Ok(serde_json::from_str(&std::fs::read_to_string(
-        dashboard_path(),
-    )?)?)
+    let text = std::fs::read_to_string(repo_root().join("deploy/grafana/tether.json"))?;
+    Ok(serde_json::from_str(&text)?)
 }
 
 /// Every rule of every group.

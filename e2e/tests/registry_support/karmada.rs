@@ -60,6 +60,12 @@ impl KarmadaSetup {
         Api::all(self.admin.clone())
     }
 
+    /// Writes (creates or replaces) Secret `name` with agent-b's token and the member's CA.
+    pub async fn write_agent_b_secret(&self, name: &str) -> Result<()> {
+        let (token, ca) = (&self.agents.token_b, self.member().ca_pem());
+        self.karmada.write_secret(name, token, ca).await
+    }
+
     /// Creates member1's Secret (agent-a's token and `ca`) and its Push Cluster pointing at
     /// the member.
     pub async fn define_member1(&self, ca: &str) -> Result<()> {
