@@ -227,7 +227,7 @@ fn exec_config(
         insecure_skip_tls_verify: config.tls_client_config.insecure,
         ..ExecCluster::new(text(data, SERVER_KEY).unwrap_or_default())
     };
-    kubeconfig::exec_config(key, &exec, cluster)
+    kubeconfig::exec_config(key, "config.execProviderConfig", &exec, cluster)
 }
 
 fn parse_config(

@@ -242,7 +242,7 @@ fn credential(
                 proxy_url: cluster.proxy_url.clone(),
                 config: exec_extension(cluster.extensions.as_deref()),
             };
-            exec_config(key, exec, info)
+            exec_config(key, "exec", exec, info)
         })
         .transpose()?;
     let token = user.token.as_ref().map(|t| t.expose_secret().as_bytes());
@@ -266,9 +266,10 @@ fn decode(key: &CredentialKey, field: &str, data: &str) -> Result<Vec<u8>, Sourc
 }
 
 /// A kubeconfig-shaped `exec` as member-client runs it, against `cluster`: the one conversion
-/// for kubeconfigs and member files.
+/// for every source's plugin. `field` names the stanza in errors.
 pub(crate) fn exec_config(
     key: &CredentialKey,
+    field: &str,
     exec: &kube::config::ExecConfig,
     cluster: ExecCluster,
 ) -> Result<ExecConfig, SourceError> {
@@ -280,11 +281,13 @@ pub(crate) fn exec_config(
         .command
         .clone()
         .filter(|c| !c.trim().is_empty())
-        .ok_or_else(|| invalid("exec has no command".to_owned()))?;
+        .ok_or_else(|| invalid(format!("{field} has no command")))?;
     let api_version = (exec.api_version.as_deref().unwrap_or_default())
         .parse::<ExecApiVersion>()
         .map_err(|_| {
-            invalid("exec apiVersion is not client.authentication.k8s.io/v1 or /v1beta1".to_owned())
+            invalid(format!(
+                "{field}.apiVersion is not client.authentication.k8s.io/v1 or /v1beta1"
+            ))
         })?;
     let env = exec
         .env
@@ -295,7 +298,7 @@ pub(crate) fn exec_config(
                 name: name.clone(),
                 value: value.clone(),
             }),
-            _ => Err(invalid("an exec env entry lacks name or value".to_owned())),
+            _ => Err(invalid(format!("a {field}.env entry lacks name or value"))),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ExecConfig {

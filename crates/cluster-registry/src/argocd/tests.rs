@@ -84,6 +84,7 @@ fn credential_has_the_token_and_decoded_ca() {
 #[case::empty_token(json!({"config": config("  ", None, false)}), "empty")]
 #[case::ca_not_base64(json!({"config": r#"{"bearerToken":"t","tlsClientConfig":{"caData":"%%%"}}"#}), "not base64")]
 #[case::ca_not_pem(json!({"config": config("t", Some("garbage"), false)}), "no CERTIFICATE block")]
+#[case::exec_without_command(json!({"config": r#"{"execProviderConfig":{"apiVersion":"client.authentication.k8s.io/v1"}}"#}), "config.execProviderConfig has no command")]
 fn bad_credentials_are_errors(#[case] data: serde_json::Value, #[case] want: &str) {
     let data = secret_data(&secret(data));
     let err = credential(&key(), &data).unwrap_err();

@@ -116,8 +116,9 @@ impl ClusterProfileConfig {
             proxy_url: spec.proxy_url.clone(),
             config: cluster.extension(EXEC_EXTENSION).cloned(),
         };
-        let mut config = kubeconfig::exec_config(key, &provider.exec_config, exec_cluster)
-            .map_err(|err| invalid(&format!("provider {:?}: {err}", provider.name)))?;
+        let mut config =
+            kubeconfig::exec_config(key, "execConfig", &provider.exec_config, exec_cluster)
+                .map_err(|err| invalid(&format!("provider {:?}: {err}", provider.name)))?;
         // The provider's own args and env come from its declaration when it runs; the plan
         // holds only what the profile adds, which the declaration's patterns then check.
         config.args = match provider.cli_args_policy {

@@ -96,6 +96,6 @@ impl MemberExec {
             provide_cluster_info: self.provide_cluster_info,
             ..kube::config::ExecConfig::default()
         };
-        kubeconfig::exec_config(key, &exec, cluster)
+        kubeconfig::exec_config(key, "exec", &exec, cluster)
     }
 }
