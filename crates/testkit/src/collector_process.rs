@@ -220,11 +220,7 @@ impl CollectorProcess {
     /// The signal failing, or the process still running after `limit`.
     pub async fn terminate(&mut self, limit: Duration) -> Result<Duration> {
         let sent = Instant::now();
-        rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
-            rustix::process::Signal::TERM,
-        )
-        .context("sending SIGTERM to the collector")?;
+        self.signal(rustix::process::Signal::TERM)?;
         let exited = eventually("the collector exits after SIGTERM", limit, || {
             let running = self.running();
             async move { !running }

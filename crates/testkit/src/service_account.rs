@@ -95,12 +95,50 @@ impl Cluster {
         Ok(())
     }
 
-    /// Applies [`READER_CLUSTER_ROLE`] and binds it to `subject` by ClusterRoleBinding
-    /// `binding`.
+    /// Creates or updates [`READER_CLUSTER_ROLE`] and ClusterRoleBinding `binding` of it to
+    /// `subject` alone.
     async fn grant_reader(&self, binding: &str, subject: serde_json::Value) -> Result<()> {
         let client = self.admin_client()?;
-        apply_reader_role(&client).await?;
-        bind_reader(&client, binding, subject).await
+        let read = ["get", "list", "watch"];
+        let role: ClusterRole = serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": { "name": READER_CLUSTER_ROLE },
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["namespaces", "nodes", "pods", "services", "configmaps", "events"],
+                    "verbs": read,
+                },
+                {
+                    "apiGroups": ["apps"],
+                    "resources": ["deployments", "deployments/status", "replicasets",
+                                  "statefulsets", "daemonsets"],
+                    "verbs": read,
+                },
+                { "nonResourceURLs": ["/readyz", "/livez", "/healthz", "/version"], "verbs": ["get"] },
+            ],
+        }))?;
+        let apply = PatchParams::apply(FIELD_MANAGER).force();
+        Api::<ClusterRole>::all(client.clone())
+            .patch(READER_CLUSTER_ROLE, &apply, &Patch::Apply(&role))
+            .await
+            .context("applying the reader ClusterRole")?;
+        let crb: ClusterRoleBinding = serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": { "name": binding },
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": READER_CLUSTER_ROLE,
+            },
+            "subjects": [subject],
+        }))?;
+        Api::<ClusterRoleBinding>::all(client)
+            .patch(binding, &apply, &Patch::Apply(&crb))
+            .await?;
+        Ok(())
     }
 
     /// Mints a token for ServiceAccount `ns/sa` through the TokenRequest API, valid for
@@ -220,56 +258,4 @@ impl Cluster {
             .await?;
         Ok(created)
     }
-}
-
-/// Creates or updates [`READER_CLUSTER_ROLE`].
-async fn apply_reader_role(client: &kube::Client) -> Result<()> {
-    let read = ["get", "list", "watch"];
-    let role: ClusterRole = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": { "name": READER_CLUSTER_ROLE },
-        "rules": [
-            {
-                "apiGroups": [""],
-                "resources": ["namespaces", "nodes", "pods", "services", "configmaps", "events"],
-                "verbs": read,
-            },
-            {
-                "apiGroups": ["apps"],
-                "resources": ["deployments", "deployments/status", "replicasets",
-                              "statefulsets", "daemonsets"],
-                "verbs": read,
-            },
-            { "nonResourceURLs": ["/readyz", "/livez", "/healthz", "/version"], "verbs": ["get"] },
-        ],
-    }))?;
-    Api::<ClusterRole>::all(client.clone())
-        .patch(READER_CLUSTER_ROLE, &apply_params(), &Patch::Apply(&role))
-        .await
-        .context("applying the reader ClusterRole")?;
-    Ok(())
-}
-
-/// Creates or updates ClusterRoleBinding `name` of [`READER_CLUSTER_ROLE`] to `subject` alone.
-async fn bind_reader(client: &kube::Client, name: &str, subject: serde_json::Value) -> Result<()> {
-    let crb: ClusterRoleBinding = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": { "name": name },
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": READER_CLUSTER_ROLE,
-        },
-        "subjects": [subject],
-    }))?;
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .patch(name, &apply_params(), &Patch::Apply(&crb))
-        .await?;
-    Ok(())
-}
-
-fn apply_params() -> PatchParams {
-    PatchParams::apply(FIELD_MANAGER).force()
 }
