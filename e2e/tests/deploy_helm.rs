@@ -236,11 +236,11 @@ const CASES: &[Case] = &[
 fn assert_case(case: &Case, objects: &[Value]) {
     let what = case.file;
     let args = collector_args(objects, what);
-    assert_eq!(args.members_from, case.members_from, "{what}");
+    assert_eq!(args.sources.members_from, case.members_from, "{what}");
     let namespaces = match case.members_from {
-        MembersFrom::Argocd => &args.argocd_namespace,
-        MembersFrom::Capi | MembersFrom::Kubeconfig => &args.kubeconfig_namespace,
-        MembersFrom::Clusterprofile => &args.clusterprofile_namespace,
+        MembersFrom::Argocd => &args.sources.argocd_namespace,
+        MembersFrom::Capi | MembersFrom::Kubeconfig => &args.sources.kubeconfig_namespace,
+        MembersFrom::Clusterprofile => &args.sources.clusterprofile_namespace,
         _ => &Vec::new(),
     };
     assert_eq!(namespaces, case.namespaces, "{what}: the namespaces read");
@@ -298,7 +298,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
 
     // The ConfigMap holds a provider file the collector accepts, mounted where its flag says.
     let config_maps: Vec<_> = of_kind(objects, "ConfigMap").collect();
-    let Some(file) = args.clusterprofile_provider_file else {
+    let Some(file) = args.sources.clusterprofile_provider_file else {
         assert!(config_maps.is_empty(), "{what}: no ConfigMap");
         return;
     };

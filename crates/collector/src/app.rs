@@ -49,7 +49,7 @@ pub async fn run(
     let builder = registry_builder(&args, control_plane.as_ref())?;
     let (registry, events, driver) = builder.build();
     metrics.watch_credential_cache("members", registry.tokens().clone());
-    metrics.watch_registry(registry.clone(), args.members_from);
+    metrics.watch_registry(registry.clone(), args.sources.members_from);
 
     let mirror = Mirror::default();
     let identity = args.identity();
@@ -80,7 +80,7 @@ pub async fn run(
         }
     };
     let (status_writer, writes, lease) =
-        match (&control_plane, args.members_from, args.write_status) {
+        match (&control_plane, args.sources.members_from, args.write_status) {
             (Some(cp), MembersFrom::Karmada, true) if shard.is_some() => {
                 let (writer, writes) =
                     StatusWriter::new(cp.client.clone(), identity.clone(), None, shard.as_ref());

@@ -7,6 +7,7 @@ use member_client::{exec::RunAs, validation::Cidr};
 
 mod choices;
 mod derived;
+mod sources;
 
 pub use crate::{
     http::tls::CertFiles,
@@ -15,6 +16,7 @@ pub use crate::{
     shard::{ShardArgs, ShardMode},
 };
 pub use choices::{EndpointMode, LogFormat, MembersFrom};
+pub use sources::SourceArgs;
 
 /// Watches every member cluster with credentials that survive rotation, and reports their
 /// health to the control plane.
@@ -22,16 +24,8 @@ pub use choices::{EndpointMode, LogFormat, MembersFrom};
 #[command(name = "collector", version)]
 pub struct Args {
     /// Where member clusters are defined.
-    #[arg(long, value_enum, default_value_t = MembersFrom::Karmada, env = "TETHER_MEMBERS_FROM")]
-    pub members_from: MembersFrom,
-
-    /// Directory of member files (with `--members-from directory`).
-    #[arg(
-        long,
-        env = "TETHER_MEMBERS_DIR",
-        required_if_eq("members_from", "directory")
-    )]
-    pub members_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
 
     /// Kubeconfig for the control plane. Without it the collector runs in-cluster and
     /// authenticates with its projected ServiceAccount token through the same token cache as
@@ -57,42 +51,6 @@ pub struct Args {
         default_value = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
     )]
     pub control_plane_ca_file: PathBuf,
-
-    /// Namespaces holding Argo CD cluster Secrets (with `--members-from argocd`).
-    #[arg(long, value_delimiter = ',', default_value = "argocd")]
-    pub argocd_namespace: Vec<String>,
-
-    /// Namespaces holding kubeconfig Secrets (with `--members-from capi` or `kubeconfig`;
-    /// repeatable, or comma-separated). No Secret is listed cluster-wide.
-    #[arg(long, value_delimiter = ',', default_value = "default")]
-    pub kubeconfig_namespace: Vec<String>,
-
-    /// The label selector of kubeconfig Secrets (required with `--members-from kubeconfig`),
-    /// e.g. `tether.io/member=true`.
-    #[arg(long)]
-    pub kubeconfig_selector: Option<String>,
-
-    /// Namespaces (inventories) whose `ClusterProfile`s define members (with
-    /// `--members-from clusterprofile`; repeatable, or comma-separated). No profile is listed
-    /// cluster-wide.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        required_if_eq("members_from", "clusterprofile")
-    )]
-    pub clusterprofile_namespace: Vec<String>,
-
-    /// The provider file (upstream's JSON format) that maps a profile's access provider names
-    /// to exec plugins (required with `--members-from clusterprofile`). Its commands, absolute
-    /// paths, are allowed to run as if given to `--allow-exec`: a profile chooses a provider,
-    /// never the program. A profile none of whose providers is in the file is
-    /// `ProviderNotFound`.
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_if_eq("members_from", "clusterprofile")
-    )]
-    pub clusterprofile_provider_file: Option<PathBuf>,
 
     /// The exec credential plugins members may run, and how (JSON or YAML, the shape of
     /// upstream's ClusterProfile provider file: `providers: [{name, execConfig: {command,

@@ -65,7 +65,10 @@ mod tests {
             panic!("not check: {cli:?}");
         };
         assert_eq!(check.member.as_deref(), Some("m1"));
-        assert_eq!(check.args.members_dir.as_deref(), Some("/m".as_ref()));
+        assert_eq!(
+            check.args.sources.members_dir.as_deref(),
+            Some("/m".as_ref())
+        );
         assert!(
             Cli::command().render_help().to_string().contains("check"),
             "--help lists check"

@@ -33,9 +33,10 @@ pub(crate) fn registry_builder(
             refresh_fraction: args.credential_refresh_fraction,
             ..CredentialCacheConfig::default()
         });
-    Ok(match (args.members_from, control_plane) {
+    Ok(match (args.sources.members_from, control_plane) {
         (MembersFrom::Directory, _) => {
             let dir = args
+                .sources
                 .members_dir
                 .clone()
                 .context("--members-dir is required with --members-from directory")?;
@@ -50,18 +51,19 @@ pub(crate) fn registry_builder(
         (MembersFrom::Argocd, Some(cp)) => builder.argocd(
             cp.client.clone(),
             ArgoCdConfig {
-                namespaces: args.argocd_namespace.clone(),
+                namespaces: args.sources.argocd_namespace.clone(),
             },
         ),
         (MembersFrom::Capi, Some(cp)) => builder.kubeconfig_secrets(
             cp.client.clone(),
-            KubeconfigSecretsConfig::cluster_api(args.kubeconfig_namespace.clone()),
+            KubeconfigSecretsConfig::cluster_api(args.sources.kubeconfig_namespace.clone()),
         ),
         (MembersFrom::Kubeconfig, Some(cp)) => builder.kubeconfig_secrets(
             cp.client.clone(),
             KubeconfigSecretsConfig::flux(
-                args.kubeconfig_namespace.clone(),
-                args.kubeconfig_selector
+                args.sources.kubeconfig_namespace.clone(),
+                args.sources
+                    .kubeconfig_selector
                     .clone()
                     .context("--kubeconfig-selector is required with --members-from kubeconfig")?,
             ),
@@ -79,12 +81,12 @@ pub(crate) fn registry_builder(
 /// # Errors
 /// No provider file given, or one that cannot be read or used.
 fn clusterprofile_config(args: &Args) -> anyhow::Result<ClusterProfileConfig> {
-    let path = (args.clusterprofile_provider_file.as_ref())
+    let path = (args.sources.clusterprofile_provider_file.as_ref())
         .context("--clusterprofile-provider-file is required with --members-from clusterprofile")?;
     let providers = ProviderFile::read(path).with_context(|| format!("{}", path.display()))?;
     tracing::info!(providers = ?providers.names().collect::<Vec<_>>(), "ClusterProfile access providers served");
     Ok(ClusterProfileConfig {
-        namespaces: args.clusterprofile_namespace.clone(),
+        namespaces: args.sources.clusterprofile_namespace.clone(),
         providers: Arc::new(providers),
     })
 }

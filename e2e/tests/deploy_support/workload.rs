@@ -65,7 +65,7 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
         container.command.is_none(),
         "{what}: the image's entrypoint runs"
     );
-    assert_eq!(args.members_from, MembersFrom::Karmada, "{what}");
+    assert_eq!(args.sources.members_from, MembersFrom::Karmada, "{what}");
     assert_eq!(args.log_format, LogFormat::Json, "{what}");
     assert!(
         args.kubeconfig.is_none(),

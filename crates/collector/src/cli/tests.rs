@@ -31,7 +31,7 @@ fn flags_are_consistent() {
 #[test]
 fn defaults() {
     let args = parse(&[]).unwrap();
-    assert_eq!(args.members_from, MembersFrom::Karmada);
+    assert_eq!(args.sources.members_from, MembersFrom::Karmada);
     assert_eq!(args.mirror, vec!["apps/v1/deployments".parse().unwrap()]);
     assert!(args.write_status);
     assert!(
@@ -76,12 +76,6 @@ fn refused(#[case] flags: &[&str], #[case] says: &str) {
 }
 
 #[test]
-fn tls_files_go_together_or_plain_http_alone() {
-    assert!(parse(&["--tls-cert-file", "c", "--tls-private-key-file", "k"]).is_ok());
-    assert!(parse(&["--insecure-plain-http-listen"]).is_ok());
-}
-
-#[test]
 fn endpoint_flags_build_the_policy() {
     let args = parse(&[
         "--allow-endpoint",
@@ -122,16 +116,29 @@ fn strict_endpoint_policy_makes_the_ranges_the_whole_allow_list() {
 }
 
 #[test]
-fn mirrored_kinds_and_status_writes_are_chosen() {
+fn chosen_flags_are_taken() {
     let args = parse(&[
         "--mirror",
         "apps/v1/deployments,v1/configmaps",
         "--write-status",
         "false",
+        "--publish-clusterprofiles",
+        "fleet",
+        "--tls-cert-file",
+        "c",
+        "--tls-private-key-file",
+        "k",
     ])
     .unwrap();
     assert_eq!(args.mirror.len(), 2);
     assert!(!args.write_status);
+    assert_eq!(args.publish_clusterprofiles.as_deref(), Some("fleet"));
+    let files = args.tls_files.unwrap();
+    assert_eq!(
+        (files.cert.to_str(), files.key.to_str()),
+        (Some("c"), Some("k"))
+    );
+    assert!(parse(&["--insecure-plain-http-listen"]).is_ok());
 }
 
 #[test]
@@ -168,10 +175,4 @@ fn exec_flags_build_the_policy() {
     let err = format!("{:#}", args.exec_policy().unwrap_err());
     assert!(err.contains("absolute path"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn publishing_names_a_namespace() {
-    let args = parse(&["--publish-clusterprofiles", "fleet"]).unwrap();
-    assert_eq!(args.publish_clusterprofiles.as_deref(), Some("fleet"));
 }

@@ -41,7 +41,7 @@ impl ControlPlane {
     /// # Errors
     /// No kubeconfig, URL or in-cluster environment; an unreadable kubeconfig or CA file.
     pub(crate) async fn connect(args: &Args, metrics: &Metrics) -> anyhow::Result<Option<Self>> {
-        if args.members_from == MembersFrom::Directory
+        if args.sources.members_from == MembersFrom::Directory
             && args.kubeconfig.is_none()
             && args.control_plane_url.is_none()
         {
