@@ -7,13 +7,9 @@ use member_client::{CredentialCacheConfig, CredentialKey, test_util::FakeSource}
 /// The token the tests' source holds, so that a test can look for it in the output.
 const TOKEN: &str = "s3cr3t-token-value";
 
-fn lines(text: &str) -> Vec<&str> {
-    text.lines().collect()
-}
-
 /// Fails unless each of `wants` is a whole line of `text`.
 fn assert_lines(text: &str, wants: &[&str]) {
-    let lines = lines(text);
+    let lines: Vec<&str> = text.lines().collect();
     for want in wants {
         assert!(lines.contains(want), "missing {want:?} in\n{text}");
     }
@@ -25,17 +21,26 @@ fn recorded_counters_appear_as_exact_samples() {
     metrics.record_relist("m1", "apps/v1/deployments");
     metrics.record_relist("m1", "apps/v1/deployments");
     metrics.record_watch_error("m1", "core/v1/nodes", FailureKind::CredentialUnavailable);
+    metrics.record_watch_error("m1", "apps/v1/deployments", FailureKind::Unauthorized);
     metrics.set_member_ready("m1", true);
     metrics.set_member_ready("m2", false);
 
     let text = metrics.encode().unwrap();
+    let build_info = format!(
+        r#"tether_build_info{{version="{}"}} 1"#,
+        env!("CARGO_PKG_VERSION")
+    );
     assert_lines(
         &text,
         &[
             r#"tether_relists_total{member="m1",resource="apps/v1/deployments"} 2"#,
             r#"tether_watch_errors_total{member="m1",resource="core/v1/nodes",kind="credential_unavailable"} 1"#,
+            r#"tether_watch_errors_total{member="m1",resource="apps/v1/deployments",kind="unauthorized"} 1"#,
             r#"tether_member_ready{member="m1"} 1"#,
             r#"tether_member_ready{member="m2"} 0"#,
+            // Members only recorded for are not counted as watched.
+            "tether_members 0",
+            &build_info,
             "# TYPE tether_relists counter",
             "# EOF",
         ],
@@ -48,8 +53,13 @@ fn member_counters_and_state_are_read_from_health_at_scrape_time() {
     let health = CredentialHealth::new();
     metrics.watch_member("m1", health.clone());
     let before = metrics.encode().unwrap();
-    assert!(lines(&before).contains(&r#"tether_credential_state{member="m1",state="unknown"} 1"#));
-    assert!(lines(&before).contains(&"tether_members 1"));
+    assert_lines(
+        &before,
+        &[
+            r#"tether_credential_state{member="m1",state="unknown"} 1"#,
+            "tether_members 1",
+        ],
+    );
 
     health.report(CredentialState::Unauthorized);
     let text = metrics.encode().unwrap();
@@ -64,19 +74,15 @@ fn member_counters_and_state_are_read_from_health_at_scrape_time() {
             r#"tether_credential_state{member="m1",state="unavailable"} 0"#,
         ],
     );
-}
 
-#[test]
-fn unavailable_reason_stays_out_of_labels() {
-    let metrics = Metrics::new();
-    let health = CredentialHealth::new();
-    metrics.watch_member("m1", health.clone());
+    // The reason a credential is unavailable stays out of the labels.
     health.report(CredentialState::Unavailable {
         reason: "secret ns/s not found".into(),
     });
     let text = metrics.encode().unwrap();
-    assert!(
-        lines(&text).contains(&r#"tether_credential_state{member="m1",state="unavailable"} 1"#)
+    assert_lines(
+        &text,
+        &[r#"tether_credential_state{member="m1",state="unavailable"} 1"#],
     );
     assert!(!text.contains("not found"), "{text}");
 }
@@ -89,21 +95,18 @@ fn forgotten_member_disappears_from_every_family() {
     metrics.record_relist("m1", "apps/v1/deployments");
     metrics.record_watch_error("m1", "apps/v1/deployments", FailureKind::Unreachable);
     metrics.set_member_ready("m1", true);
+    let text = metrics.encode().unwrap();
+    assert!(
+        !text.contains("tether_member_info{"),
+        "no member info before there is a registry: {text}"
+    );
 
     metrics.forget_member("m1");
 
     let text = metrics.encode().unwrap();
     assert!(!text.contains(r#"member="m1""#), "{text}");
     assert!(text.contains(r#"member="m2""#), "{text}");
-    assert!(lines(&text).contains(&"tether_members 1"));
-}
-
-#[test]
-fn recorded_only_members_are_not_counted_as_watched() {
-    let metrics = Metrics::new();
-    metrics.record_relist("m1", "apps/v1/deployments");
-    let text = metrics.encode().unwrap();
-    assert!(lines(&text).contains(&"tether_members 0"), "{text}");
+    assert_lines(&text, &["tether_members 1"]);
 }
 
 #[test]
@@ -152,36 +155,18 @@ async fn credential_cache_counters_are_read_at_scrape_time_and_tokens_never_appe
 }
 
 #[test]
-fn an_unauthorized_watch_error_is_labelled_as_such() {
-    let metrics = Metrics::new();
-    metrics.watch_member("member1", CredentialHealth::new());
-    metrics.record_watch_error("member1", "apps/v1/deployments", FailureKind::Unauthorized);
-    let text = metrics.encode().unwrap();
-    assert!(lines(&text).contains(
-        &r#"tether_watch_errors_total{member="member1",resource="apps/v1/deployments",kind="unauthorized"} 1"#
-    ), "{text}");
-}
-
-#[test]
 fn a_credential_expiry_is_exported_per_member_and_only_when_known() {
-    use base64::Engine as _;
     let metrics = Metrics::new();
     let (with_exp, opaque) = (CredentialHealth::new(), CredentialHealth::new());
     metrics.watch_member("m1", with_exp.clone());
     metrics.watch_member("m2", opaque.clone());
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    let jwt = format!(
-        "{}.{}.c2ln",
-        b64(r#"{"alg":"RS256"}"#),
-        b64(r#"{"exp":2000000000}"#)
-    );
+    let jwt = crate::check::credential::tests::jwt(r#"{"exp":2000000000}"#);
     with_exp.using(&member_client::Credential::from_token_bytes(jwt.as_bytes()).unwrap());
     opaque.using(&member_client::Credential::from_token_bytes(b"opaque").unwrap());
     let text = metrics.encode().unwrap();
-    assert!(
-        lines(&text)
-            .contains(&r#"tether_credential_expiry_timestamp_seconds{member="m1"} 2000000000"#),
-        "{text}"
+    assert_lines(
+        &text,
+        &[r#"tether_credential_expiry_timestamp_seconds{member="m1"} 2000000000"#],
     );
     assert!(
         !text.contains(r#"tether_credential_expiry_timestamp_seconds{member="m2"}"#),
@@ -190,31 +175,18 @@ fn a_credential_expiry_is_exported_per_member_and_only_when_known() {
 }
 
 #[test]
-fn build_info_carries_the_crate_version() {
-    let text = Metrics::new().encode().unwrap();
-    let want = format!(
-        r#"tether_build_info{{version="{}"}} 1"#,
-        env!("CARGO_PKG_VERSION")
-    );
-    assert!(lines(&text).contains(&want.as_str()), "{text}");
-}
-
-#[test]
 fn leader_has_no_sample_until_leadership_is_known() {
     let metrics = Metrics::new();
     let text = metrics.encode().unwrap();
-    assert!(
-        lines(&text).contains(&"# TYPE tether_leader gauge"),
-        "{text}"
-    );
+    assert_lines(&text, &["# TYPE tether_leader gauge"]);
     assert!(
         !text.lines().any(|l| l.starts_with("tether_leader ")),
         "a collector that writes no status must not look leaderless: {text}"
     );
     metrics.set_leader(false);
-    assert!(lines(&metrics.encode().unwrap()).contains(&"tether_leader 0"));
+    assert_lines(&metrics.encode().unwrap(), &["tether_leader 0"]);
     metrics.set_leader(true);
-    assert!(lines(&metrics.encode().unwrap()).contains(&"tether_leader 1"));
+    assert_lines(&metrics.encode().unwrap(), &["tether_leader 1"]);
 }
 
 fn registry() -> cluster_registry::Registry {
@@ -246,14 +218,6 @@ fn member_info_labels_every_member_with_its_source_and_credential_kind() {
 
     metrics.forget_member("m1");
     assert!(!metrics.encode().unwrap().contains(r#"member="m1""#));
-}
-
-#[test]
-fn member_info_has_no_samples_before_there_is_a_registry() {
-    let metrics = Metrics::new();
-    metrics.watch_member("m1", CredentialHealth::new());
-    let text = metrics.encode().unwrap();
-    assert!(!text.contains("tether_member_info{"), "{text}");
 }
 
 #[test]

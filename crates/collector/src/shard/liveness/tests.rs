@@ -50,20 +50,23 @@ fn live(leases: &[Lease]) -> Live {
     liveness().judge(leases, now(), Timestamp::now())
 }
 
-#[test]
-fn a_lease_claiming_decades_expires_after_the_groups_duration() {
+#[rstest::rstest]
+#[case::claiming_decades_expires_after_it(60, i32::MAX, false)]
+#[case::claiming_one_second_lives_for_it(5, 1, true)]
+fn a_lease_lives_for_the_groups_duration_whatever_it_claims(
+    #[case] renewed_ago: u64,
+    #[case] claimed: i32,
+    #[case] lives: bool,
+) {
     let wall = Timestamp::now();
-    let dead = lease("dead", Duration::from_secs(60), Some(i32::MAX), wall);
-    let judged = liveness().judge(&[dead], now(), wall);
-    assert!(judged.replicas.is_empty(), "{judged:?}");
-}
-
-#[test]
-fn a_lease_claiming_one_second_lives_for_the_groups_duration() {
-    let wall = Timestamp::now();
-    let renewing = lease("renewing", Duration::from_secs(5), Some(1), wall);
-    let judged = liveness().judge(&[renewing], now(), wall);
-    assert_eq!(judged.replicas, ["renewing".to_owned()].into());
+    let forged = lease(
+        "peer",
+        Duration::from_secs(renewed_ago),
+        Some(claimed),
+        wall,
+    );
+    let judged = liveness().judge(&[forged], now(), wall);
+    assert_eq!(judged.replicas.contains("peer"), lives, "{judged:?}");
 }
 
 #[test]
@@ -170,18 +173,12 @@ fn a_forged_transition_count_saturates() {
 
 #[test]
 fn a_lease_expires_two_reads_early_but_never_within_two_renewals() {
-    assert_eq!(
-        expiry(Duration::from_secs(15), SECOND),
-        Duration::from_secs(13)
-    );
-    assert_eq!(
-        expiry(Duration::from_secs(6), SECOND),
-        Duration::from_secs(4)
-    );
-    assert_eq!(
-        expiry(Duration::from_secs(3), SECOND),
-        Duration::from_secs(2)
-    );
+    for (lease_seconds, expires_after) in [(15, 13), (6, 4), (3, 2)] {
+        assert_eq!(
+            expiry(Duration::from_secs(lease_seconds), SECOND),
+            Duration::from_secs(expires_after)
+        );
+    }
     assert!(expiry(Duration::MAX, Duration::MAX) >= Duration::MAX / 3);
 }
 
