@@ -140,72 +140,70 @@ fn invalid(chain: &[u8], key: &[u8]) -> String {
 
 #[test]
 fn unusable_inputs_are_typed_errors() {
-    let (chain, key) = good("ecdsa-p256-pkcs8");
+    let (good_chain, good_key) = good("ecdsa-p256-pkcs8");
     let (other_chain, other_key) = good("ecdsa-p256-pkcs8");
-    let (chain, key) = (chain.into_bytes(), key.into_bytes());
+    let (chain, key) = (good_chain.as_bytes(), good_key.as_bytes());
     let block = |label: &str, der: &[u8]| pem(label, der).into_bytes();
     let (no_cert, no_key) = ("no CERTIFICATE block", "no private key block");
-    let junk_intermediate = [&chain[..], &block("CERTIFICATE", b"junk")].concat();
-    // Each with the good key.
-    let bad_chains: [(&str, Vec<u8>, &str); 8] = [
-        ("empty chain", vec![], no_cert),
-        ("garbage chain", b"\x00\xffnot pem".to_vec(), no_cert),
-        ("only a key, as the chain", key.clone(), no_cert),
-        (
-            "unterminated chain",
-            b"-----BEGIN CERTIFICATE-----\nMIIB\n".to_vec(),
-            "not PEM",
-        ),
-        ("not X.509", block("CERTIFICATE", b"not der"), "not X.509"),
+    let (not_x509, not_a_key) = (block("CERTIFICATE", b"not der"), block("PRIVATE KEY", b"x"));
+    let junk_intermediate = [chain, &block("CERTIFICATE", b"junk")].concat();
+    let big_chain = vec![b'a'; ClientIdentity::MAX_CHAIN_BYTES + 1];
+    let big_key = vec![b'a'; ClientIdentity::MAX_KEY_BYTES + 1];
+    let unterminated_chain = b"-----BEGIN CERTIFICATE-----\nMIIB\n";
+    let unterminated_key = b"-----BEGIN PRIVATE KEY-----\nMIIB\n";
+    // (what, chain, key, what the error says): a bad chain with the good key, a bad key with
+    // the good chain.
+    let cases: [(&str, &[u8], &[u8], &str); 17] = [
+        ("empty chain", b"", key, no_cert),
+        ("garbage chain", b"\x00\xffnot pem", key, no_cert),
+        ("only a key, as the chain", key, key, no_cert),
+        ("unterminated chain", unterminated_chain, key, "not PEM"),
+        ("not X.509", &not_x509, key, "not X.509"),
         (
             "intermediate not X.509",
-            junk_intermediate,
+            &junk_intermediate,
+            key,
             "certificate 1 of the chain is not X.509",
         ),
         (
             "certificate of another key",
-            other_chain.into(),
+            other_chain.as_bytes(),
+            key,
             "does not match",
         ),
         (
             "oversized chain",
-            vec![b'a'; ClientIdentity::MAX_CHAIN_BYTES + 1],
+            &big_chain,
+            key,
             "larger than 1048576 bytes",
         ),
-    ];
-    // Each with the good chain.
-    let bad_keys: [(&str, Vec<u8>, &str); 8] = [
-        ("empty key", vec![], no_key),
-        ("garbage key", b"garbage".to_vec(), no_key),
-        ("a certificate as the key", chain.clone(), no_key),
+        ("empty key", chain, b"", no_key),
+        ("garbage key", chain, b"garbage", no_key),
+        ("a certificate as the key", chain, chain, no_key),
         (
             "unterminated key",
-            b"-----BEGIN PRIVATE KEY-----\nMIIB\n".to_vec(),
+            chain,
+            unterminated_key,
             "the private key is not PEM",
         ),
         (
             "key of another certificate",
-            other_key.into(),
+            chain,
+            other_key.as_bytes(),
             "does not match",
         ),
-        ("P-521 key", p521_pkcs8().into(), "unsupported private key"),
         (
-            "not a key",
-            block("PRIVATE KEY", b"not a key"),
+            "P-521 key",
+            chain,
+            p521_pkcs8().as_bytes(),
             "unsupported private key",
         ),
-        (
-            "oversized key",
-            vec![b'a'; ClientIdentity::MAX_KEY_BYTES + 1],
-            "larger than 65536 bytes",
-        ),
+        ("not a key", chain, &not_a_key, "unsupported private key"),
+        ("oversized key", chain, &big_key, "larger than 65536 bytes"),
+        ("both empty", b"", b"", no_cert),
     ];
-    let cases = (bad_chains.into_iter())
-        .map(|(name, bad, want)| (name, bad, key.clone(), want))
-        .chain((bad_keys.into_iter()).map(|(name, bad, want)| (name, chain.clone(), bad, want)))
-        .chain([("both empty", vec![], vec![], no_cert)]);
     for (name, chain, key, want) in cases {
-        let got = invalid(&chain, &key);
+        let got = invalid(chain, key);
         assert!(got.contains(want), "{name}: {got:?} does not say {want:?}");
         assert!(
             !got.contains("MIIB") && !got.contains("MIG"),
