@@ -11,6 +11,8 @@ use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use std::os::unix::fs::symlink;
 
+use crate::members_dir::tests::fifo;
+
 /// A members directory in a temp dir.
 struct Dir(tempfile::TempDir);
 
@@ -177,15 +179,9 @@ fn bad_credential_files_are_typed_errors(
     assert!(format!("{err:?}").starts_with(want), "{err:?}");
 }
 
-fn fifo(dir: &Path) {
-    let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
-    let fifo = rustix::fs::FileType::Fifo;
-    rustix::fs::mknodat(rustix::fs::CWD, dir.join("t"), fifo, mode, 0).unwrap();
-}
-
 #[rstest]
 #[case::regular("t", |d: &Path| std::fs::write(d.join("t"), "tok").unwrap(), "Ok")]
-#[case::fifo("t", fifo, "not a regular file")]
+#[case::fifo("t", |d: &Path| fifo(&d.join("t")), "not a regular file")]
 #[case::endless("t", |d: &Path| symlink("/dev/zero", d.join("t")).unwrap(), "leads out")]
 #[case::outside("t", |d: &Path| symlink("/etc/passwd", d.join("t")).unwrap(), "leads out")]
 #[case::oversized(

@@ -33,6 +33,12 @@ pub(crate) fn linked_out(
     (outside, dir)
 }
 
+/// Makes a FIFO at `path`: a file whose read blocks until someone writes.
+pub(crate) fn fifo(path: &Path) {
+    let mode = Mode::RUSR | Mode::WUSR;
+    rustix::fs::mknodat(rustix::fs::CWD, path, FileType::Fifo, mode, 0).unwrap();
+}
+
 /// The entries of `dir`, sorted: what a test expects to find there.
 pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)

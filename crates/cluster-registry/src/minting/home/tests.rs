@@ -3,7 +3,7 @@ use std::time::{Duration, SystemTime};
 use secrecy::ExposeSecret as _;
 
 use super::*;
-use crate::members_dir::tests::{linked_out, names};
+use crate::members_dir::tests::{fifo, linked_out, names};
 
 fn record(request: &str) -> MintRecord {
     MintRecord {
@@ -11,6 +11,12 @@ fn record(request: &str) -> MintRecord {
         handled_request: Some(request.to_owned()),
         ..MintRecord::default()
     }
+}
+
+/// Writes `new-token` and `record("r1")` to `home`, based on `base`.
+async fn write_new(home: &TokenHome, base: &HomeSnapshot) -> Result<HomeSnapshot, HomeError> {
+    let new = SecretString::from("new-token");
+    home.write(None, base, Some(&new), &record("r1")).await
 }
 
 /// A directory holding `m1.token` with `content`, and the file as a token home.
@@ -29,11 +35,7 @@ async fn a_token_file_is_replaced_with_its_record_beside_it() {
     assert_eq!(base.token.as_ref().unwrap().expose_secret(), "old-token");
     assert_eq!(base.record, MintRecord::default());
 
-    let new = SecretString::from("new-token");
-    let written = home
-        .write(None, &base, Some(&new), &record("r1"))
-        .await
-        .unwrap();
+    let written = write_new(&home, &base).await.unwrap();
     assert_eq!(written.token.unwrap().expose_secret(), "new-token");
     assert_eq!(std::fs::read_to_string(&token_file).unwrap(), "new-token");
     let again = home.read(None).await.unwrap();
@@ -51,11 +53,7 @@ async fn a_token_file_that_changed_since_it_was_read_is_not_overwritten() {
     let base = home.read(None).await.unwrap();
     std::fs::write(&token_file, "written-by-someone-else").unwrap();
 
-    let new = SecretString::from("new-token");
-    let err = home
-        .write(None, &base, Some(&new), &record("r1"))
-        .await
-        .unwrap_err();
+    let err = write_new(&home, &base).await.unwrap_err();
     assert_eq!(err, HomeError::Conflict);
     assert_eq!(
         std::fs::read_to_string(&token_file).unwrap(),
@@ -123,11 +121,7 @@ async fn a_token_file_that_links_out_is_neither_read_nor_written_through() {
         record: MintRecord::default(),
         secret: None,
     };
-    let new = SecretString::from("new-token");
-    let err = home
-        .write(None, &base, Some(&new), &record("r1"))
-        .await
-        .unwrap_err();
+    let err = write_new(&home, &base).await.unwrap_err();
     assert!(err.to_string().contains("leads out"), "{err}");
     assert_eq!(
         std::fs::read_to_string(outside.path().join("victim")).unwrap(),
@@ -143,9 +137,7 @@ async fn a_token_file_that_links_out_is_neither_read_nor_written_through() {
 async fn planted_temporary_names_do_not_redirect_the_write() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("victim"), "untouched").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let token_file = dir.path().join("m1.token");
-    std::fs::write(&token_file, "old-token").unwrap();
+    let (dir, token_file, home) = token_file_home("old-token");
     let pid = std::process::id();
     for planted in [
         format!(".m1.token.tmp-{pid}"),
@@ -154,12 +146,8 @@ async fn planted_temporary_names_do_not_redirect_the_write() {
         std::os::unix::fs::symlink(outside.path().join("victim"), dir.path().join(planted))
             .unwrap();
     }
-    let home = TokenHome::File(token_file.clone());
     let base = home.read(None).await.unwrap();
-    let new = SecretString::from("new-token");
-    home.write(None, &base, Some(&new), &record("r1"))
-        .await
-        .unwrap();
+    write_new(&home, &base).await.unwrap();
 
     assert_eq!(
         std::fs::read_to_string(outside.path().join("victim")).unwrap(),
@@ -176,14 +164,7 @@ async fn planted_temporary_names_do_not_redirect_the_write() {
 async fn a_fifo_as_token_file_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("m1.token");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &token_file,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
-        0,
-    )
-    .unwrap();
+    fifo(&token_file);
     let home = TokenHome::File(token_file);
     let read = tokio::time::timeout(Duration::from_secs(2), home.read(None))
         .await
