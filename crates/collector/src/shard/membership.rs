@@ -21,6 +21,7 @@ use kube::{
 use tokio::{sync::watch, time::Instant};
 
 use super::{
+    ShardArgs,
     liveness::{Live, Liveness, MAX_GROUP},
     view::{Member, ShardView},
 };
@@ -34,17 +35,14 @@ const MAX_REPLICAS: u32 = 1000;
 /// The prefix of a replica's Lease name.
 pub(crate) const LEASE_PREFIX: &str = "tether-shard-";
 
-/// How a replica takes part.
+/// How a replica takes part: as `identity`, with a Lease in `namespace`, as the shard flags
+/// say. With `--shard-pod-uid` the Lease is owned by the pod (named after the identity), so
+/// the garbage collector deletes it with the pod and Leases of gone pods do not pile up.
 #[derive(Clone, Debug)]
 pub(crate) struct MembershipConfig {
     pub(crate) namespace: String,
-    pub(crate) group: String,
     pub(crate) identity: String,
-    pub(crate) lease_duration: Duration,
-    /// The UID of this replica's pod (named after its identity): the Lease is owned by the
-    /// pod, so the garbage collector deletes it with the pod and Leases of gone pods do not
-    /// pile up.
-    pub(crate) pod_uid: Option<String>,
+    pub(crate) args: ShardArgs,
 }
 
 impl MembershipConfig {
@@ -55,7 +53,7 @@ impl MembershipConfig {
 
     /// How often the Lease is renewed: a third of its duration.
     fn renew_period(&self) -> Duration {
-        self.lease_duration / 3
+        self.args.lease_duration() / 3
     }
 
     /// How often the group's Leases are read: at most a second, so a released or expired
@@ -84,7 +82,7 @@ impl Membership {
     pub(crate) fn new(client: Client, config: MembershipConfig) -> Self {
         Self {
             leases: Api::namespaced(client, &config.namespace),
-            liveness: Liveness::new(config.lease_duration, config.poll_period()),
+            liveness: Liveness::new(config.args.lease_duration(), config.poll_period()),
             over_cap: 0,
             config,
             renewed: None,
@@ -164,8 +162,8 @@ impl Membership {
             .metadata
             .labels
             .get_or_insert_default()
-            .insert(GROUP_LABEL.to_owned(), self.config.group.clone());
-        if let Some(uid) = &self.config.pod_uid {
+            .insert(GROUP_LABEL.to_owned(), self.config.args.shard_group.clone());
+        if let Some(uid) = &self.config.args.pod_uid {
             lease.metadata.owner_references = Some(vec![OwnerReference {
                 api_version: "v1".to_owned(),
                 kind: "Pod".to_owned(),
@@ -180,7 +178,7 @@ impl Membership {
         }
         spec.holder_identity = Some(self.config.identity.clone());
         spec.lease_duration_seconds =
-            Some(i32::try_from(self.config.lease_duration.as_secs()).unwrap_or(i32::MAX));
+            Some(i32::try_from(self.config.args.lease_duration().as_secs()).unwrap_or(i32::MAX));
         spec.lease_transitions = Some(generation);
         spec.renew_time = Some(now);
         if lease.metadata.resource_version.is_some() {
@@ -196,7 +194,7 @@ impl Membership {
 
     /// The group as the Leases say now.
     async fn read(&mut self) -> Result<ShardView, kube::Error> {
-        let selector = format!("{GROUP_LABEL}={}", self.config.group);
+        let selector = format!("{GROUP_LABEL}={}", self.config.args.shard_group);
         // One page: a group of more replicas than this is not one Tether can be.
         let list = self
             .leases
@@ -208,7 +206,9 @@ impl Membership {
         // own clock: once it cannot renew, it must assume the others have taken over.
         let me = self
             .renewed
-            .filter(|(at, _)| now.saturating_duration_since(*at) < self.config.lease_duration)
+            .filter(|(at, _)| {
+                now.saturating_duration_since(*at) < self.config.args.lease_duration()
+            })
             .map(|(_, generation)| Member {
                 identity: self.config.identity.clone(),
                 generation,
@@ -232,14 +232,14 @@ impl Membership {
         if over_cap != self.over_cap {
             if over_cap > 0 {
                 tracing::warn!(
-                    group = %self.config.group,
+                    group = %self.config.args.shard_group,
                     ignored = over_cap,
                     max = MAX_GROUP,
                     "the shard group has more live Leases than it may hold; those of the \
                      highest identities are ignored"
                 );
             } else {
-                tracing::info!(group = %self.config.group, "the shard group is within its size again");
+                tracing::info!(group = %self.config.args.shard_group, "the shard group is within its size again");
             }
             self.over_cap = over_cap;
         }

@@ -70,10 +70,8 @@ impl Shard {
         }
         let config = MembershipConfig {
             namespace: namespace.to_owned(),
-            group: args.shard_group.clone(),
             identity: identity.to_owned(),
-            lease_duration: args.lease_duration(),
-            pod_uid: args.pod_uid.clone(),
+            args: args.clone(),
         };
         let (sender, view) = watch::channel(ShardView::default());
         let membership = Membership::new(client.clone(), config.clone());
@@ -95,7 +93,7 @@ impl Shard {
     /// How long a member moved away stays watched here while its new owner starts it: one
     /// renewal of the Lease.
     pub(crate) fn handover(&self) -> Duration {
-        self.config.lease_duration / 3
+        self.config.args.lease_duration() / 3
     }
 
     /// How long a replica that owns a member waits after first seeing another replica's claim
