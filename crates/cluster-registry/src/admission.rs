@@ -139,36 +139,26 @@ mod tests {
             .map(|r| r.condition_reason())
     }
 
+    const KARMADA_NS: &str = "karmada-cluster";
+
     #[rstest]
-    #[case::ok("m1", "https://10.0.0.1", "karmada-cluster", false, None)]
+    #[case::ok("m1", "https://10.0.0.1", KARMADA_NS, false, None)]
     #[case::metadata(
         "m1",
         "https://169.254.169.254",
-        "karmada-cluster",
+        KARMADA_NS,
         false,
         Some("EndpointForbidden")
     )]
     #[case::loopback(
         "m1",
         "https://127.0.0.1:6443",
-        "karmada-cluster",
+        KARMADA_NS,
         false,
         Some("EndpointForbidden")
     )]
-    #[case::insecure(
-        "m1",
-        "https://10.0.0.1",
-        "karmada-cluster",
-        true,
-        Some("EndpointForbidden")
-    )]
-    #[case::http(
-        "m1",
-        "http://10.0.0.1",
-        "karmada-cluster",
-        false,
-        Some("EndpointForbidden")
-    )]
+    #[case::insecure("m1", "https://10.0.0.1", KARMADA_NS, true, Some("EndpointForbidden"))]
+    #[case::http("m1", "http://10.0.0.1", KARMADA_NS, false, Some("EndpointForbidden"))]
     #[case::other_namespace(
         "m1",
         "https://10.0.0.1",
@@ -179,21 +169,21 @@ mod tests {
     #[case::quote(
         "m\"1",
         "https://10.0.0.1",
-        "karmada-cluster",
+        KARMADA_NS,
         false,
         Some("DefinitionInvalid")
     )]
     #[case::newline(
         "m1\nup 1",
         "https://10.0.0.1",
-        "karmada-cluster",
+        KARMADA_NS,
         false,
         Some("DefinitionInvalid")
     )]
     #[case::upper(
         "Member1",
         "https://10.0.0.1",
-        "karmada-cluster",
+        KARMADA_NS,
         false,
         Some("DefinitionInvalid")
     )]
@@ -204,18 +194,11 @@ mod tests {
         #[case] insecure: bool,
         #[case] want: Option<&str>,
     ) {
-        assert_eq!(
-            reason(true, definition(name, endpoint, namespace, insecure)),
-            want
-        );
-    }
-
-    #[test]
-    fn only_karmada_secret_refs_are_limited_to_the_secret_namespaces() {
-        assert_eq!(
-            reason(false, definition("m1", "https://10.0.0.1", "argocd", false)),
-            None
-        );
+        let def = || definition(name, endpoint, namespace, insecure);
+        assert_eq!(reason(true, def()), want);
+        // Only Karmada's secret refs are limited to the Secret namespaces.
+        let elsewhere = want.filter(|&w| w != "SecretForbidden");
+        assert_eq!(reason(false, def()), elsewhere);
     }
 
     #[test]
