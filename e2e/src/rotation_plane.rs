@@ -136,6 +136,22 @@ impl RotationPlane {
         Ok(())
     }
 
+    /// Creates namespace `ns` on apiserver 1 whose ServiceAccounts may not mint
+    /// ([`prepare_namespace`](Self::prepare_namespace)), and [`add`](Self::add)s member
+    /// `name` rotating the tokens of `ns/account`; returns its token.
+    ///
+    /// # Errors
+    /// API errors.
+    pub async fn add_unminting(
+        &mut self,
+        name: &str,
+        ns: &str,
+        account: &str,
+    ) -> anyhow::Result<String> {
+        self.prepare_namespace(1, ns, false).await?;
+        self.add(RotatingMember::new(name, 1, ns, account)).await
+    }
+
     /// Creates `member`'s ServiceAccount, writes its Secret with a fresh 600 s token and
     /// registers its `Cluster` asking for rotation; returns the token.
     ///

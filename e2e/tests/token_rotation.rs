@@ -10,9 +10,7 @@ use e2e::{
     collector_run::RunningCollector,
     manifest::parse_documents,
     manifest_apply::apply_object,
-    rotation_plane::{
-        MEMBER_RBAC_YAML, RotatingMember, RotationPlane, fast_rotation_flags, rotations,
-    },
+    rotation_plane::{MEMBER_RBAC_YAML, RotationPlane, fast_rotation_flags, rotations},
     scenario::events_about,
 };
 use testkit::{eventually, karmada::SECRET_NAMESPACE};
@@ -38,12 +36,8 @@ async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_others_rotate() {
     let mut plane = RotationPlane::start(1, 1).await.unwrap();
-    plane
-        .prepare_namespace(1, "no-minting", false)
-        .await
-        .unwrap();
     let token = plane
-        .add(RotatingMember::new("refused", 1, "no-minting", "plain"))
+        .add_unminting("refused", "no-minting", "plain")
         .await
         .unwrap();
     let collector = start_collector(&plane, FAST).await;
@@ -158,12 +152,8 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
 #[tokio::test]
 async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothing() {
     let mut plane = RotationPlane::start(1, 0).await.unwrap();
-    plane
-        .prepare_namespace(1, "tether-member", false)
-        .await
-        .unwrap();
     let seeded = plane
-        .add(RotatingMember::new("shipped", 1, "tether-member", "tether"))
+        .add_unminting("shipped", "tether-member", "tether")
         .await
         .unwrap();
     let admin = plane.env.cluster(1).admin_client().unwrap();
