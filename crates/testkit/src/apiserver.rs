@@ -10,7 +10,7 @@ use crate::assets::Assets;
 use crate::cluster::Cluster;
 use crate::eventually::{IntoStep as _, Step, eventually};
 use crate::pki::{SigningKey, TestCa};
-use crate::process::{ServerProcess, rss_bytes};
+use crate::process::ServerProcess;
 
 /// How many log lines an error quotes.
 const TAIL: usize = 40;
@@ -183,7 +183,7 @@ impl Apiserver {
     /// # Errors
     /// If the process is gone or `/proc` is unreadable.
     pub fn rss_bytes(&self) -> Result<u64> {
-        rss_bytes(self.pid())
+        crate::proc_status_bytes(self.pid(), "VmRSS")
     }
 
     /// Freezes the process (SIGSTOP): it keeps its port and its connections, and the kernel

@@ -122,7 +122,7 @@ pub use k3s::{K3S_TAG, K3sCluster};
 pub use karmada::{Condition, Karmada, PushMember};
 pub use plain_http::http_get;
 pub use ports::free_loopback_addr;
-pub use proc_dir::{proc_dir, proc_file};
+pub use proc_dir::{proc_dir, proc_file, proc_status_bytes};
 pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};
 pub use status_writers::{DoubleWrite, OWNER_CONDITION, StatusWriters};
 pub use workload::{deployment, set_deployment_status};

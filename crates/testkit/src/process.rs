@@ -137,18 +137,3 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
         Err(e) => format!("(cannot read {}: {e})", path.display()),
     }
 }
-
-/// Resident set size of a running process, from `/proc/<pid>/status` (`VmRSS`).
-pub(crate) fn rss_bytes(pid: u32) -> Result<u64> {
-    let path = format!("/proc/<{pid}>/status");
-    let status = crate::proc_dir(pid)
-        .and_then(|dir| std::fs::read_to_string(dir.join("status")).ok())
-        .with_context(|| format!("reading {path}"))?;
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<u64>().ok())
-        .with_context(|| format!("no VmRSS line in {path}"))?;
-    Ok(kib * 1024)
-}

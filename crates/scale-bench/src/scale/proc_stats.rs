@@ -25,17 +25,6 @@ impl ProcSample {
     pub fn read(pid: u32) -> anyhow::Result<Self> {
         // Through testkit, which finds the process when `/proc` is an outer namespace's.
         let dir = testkit::proc_dir(pid).with_context(|| format!("no /proc entry for {pid}"))?;
-        let status = std::fs::read_to_string(dir.join("status"))
-            .with_context(|| format!("reading /proc/{pid}/status"))?;
-        let kib = |key: &str| -> anyhow::Result<u64> {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(|v| v * 1024)
-                .with_context(|| format!("no {key} in /proc/{pid}/status"))
-        };
         let stat = std::fs::read_to_string(dir.join("stat"))
             .with_context(|| format!("reading /proc/{pid}/stat"))?;
         // Fields after the command name (which is in parentheses and may hold spaces):
@@ -54,8 +43,8 @@ impl ProcSample {
         let total_ticks = ticks(11)? + ticks(12)?;
         Ok(Self {
             at: Instant::now(),
-            rss_bytes: kib("VmRSS:")?,
-            peak_rss_bytes: kib("VmHWM:")?,
+            rss_bytes: testkit::proc_status_bytes(pid, "VmRSS")?,
+            peak_rss_bytes: testkit::proc_status_bytes(pid, "VmHWM")?,
             cpu: Duration::from_secs_f64(total_ticks as f64 / clock_ticks_per_second()),
         })
     }
