@@ -160,7 +160,7 @@ fn a_credential_expiry_is_exported_per_member_and_only_when_known() {
     let (with_exp, opaque) = (CredentialHealth::new(), CredentialHealth::new());
     metrics.watch_member("m1", with_exp.clone());
     metrics.watch_member("m2", opaque.clone());
-    let jwt = crate::check::credential::tests::jwt(r#"{"exp":2000000000}"#);
+    let jwt = member_client::test_util::jwt(r#"{"exp":2000000000}"#);
     with_exp.using(&member_client::Credential::from_token_bytes(jwt.as_bytes()).unwrap());
     opaque.using(&member_client::Credential::from_token_bytes(b"opaque").unwrap());
     let text = metrics.encode().unwrap();

@@ -91,7 +91,7 @@ pub(crate) fn check_minted(current: &TokenIdentity, minted: &str) -> Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::credential::tests::jwt;
+    use member_client::test_util::jwt;
 
     fn account() -> ServiceAccountRef {
         ServiceAccountRef {

@@ -71,7 +71,7 @@ pub(crate) fn next(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::credential::tests::jwt;
+    use member_client::test_util::jwt;
 
     fn at(secs: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
