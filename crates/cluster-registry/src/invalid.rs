@@ -16,7 +16,7 @@ use member_client::{IdentityError, SourceError, Text, ValidationError};
 /// assert_eq!(reason.condition_reason(), "SecretInvalid");
 /// assert_eq!(reason.to_string(), "SecretInvalid: the token is empty");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash, strum::VariantNames)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, strum::VariantNames, strum::IntoStaticStr)]
 #[non_exhaustive]
 pub enum InvalidReason {
     /// The referenced Secret (or, for the directory source, the token file) does not exist.
@@ -68,21 +68,7 @@ impl InvalidReason {
 
     /// The condition reason (`CamelCase`, as Kubernetes conditions want) for this variant.
     pub fn condition_reason(&self) -> &'static str {
-        match self {
-            Self::SecretNotFound => "SecretNotFound",
-            Self::SecretForbidden(_) => "SecretForbidden",
-            Self::SecretInvalid(_) => "SecretInvalid",
-            Self::EndpointInvalid(_) => "EndpointInvalid",
-            Self::EndpointForbidden(_) => "EndpointForbidden",
-            Self::ProxyInvalid(_) => "ProxyInvalid",
-            Self::PullMode => "PullMode",
-            Self::DefinitionInvalid(_) => "DefinitionInvalid",
-            Self::ExecNotAllowed(_) => "ExecNotAllowed",
-            Self::ExecFailed(_) => "ExecFailed",
-            Self::CertificateInvalid(_) => "CertificateInvalid",
-            Self::CertificateExpired(_) => "CertificateExpired",
-            Self::ProviderNotFound(_) => "ProviderNotFound",
-        }
+        self.into()
     }
 
     /// Whether the member's definition is fine and only its credential is unusable (missing,

@@ -1,7 +1,5 @@
 //! [`SourceKind`]: which kind of source defines a member, by one name everywhere.
 
-use std::fmt;
-
 /// The kind of source a member's definition comes from. Its [`as_str`](Self::as_str) is the
 /// `source` label of every metric, the read API's and `collector check`'s `source`.
 ///
@@ -9,8 +7,13 @@ use std::fmt;
 /// use cluster_registry::{Origin, SourceKind};
 /// assert_eq!(Origin::Karmada("member1".into()).kind(), SourceKind::Karmada);
 /// assert_eq!(SourceKind::Kubeconfig.to_string(), "kubeconfig");
+/// assert_eq!(SourceKind::ArgoCd.as_str(), "argocd");
+/// assert_eq!(SourceKind::ClusterProfile.to_string(), "clusterprofile");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, strum::IntoStaticStr, strum::Display,
+)]
+#[strum(serialize_all = "lowercase")]
 #[non_exhaustive]
 pub enum SourceKind {
     /// Karmada `Cluster`s.
@@ -29,18 +32,6 @@ pub enum SourceKind {
 impl SourceKind {
     /// Its label: `karmada`, `argocd`, `directory`, `kubeconfig` or `clusterprofile`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Karmada => "karmada",
-            Self::ArgoCd => "argocd",
-            Self::Directory => "directory",
-            Self::Kubeconfig => "kubeconfig",
-            Self::ClusterProfile => "clusterprofile",
-        }
-    }
-}
-
-impl fmt::Display for SourceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
