@@ -21,22 +21,23 @@ const START: Duration = Duration::from_secs(60);
 /// A 600 s token is replaced after 6 s at this fraction.
 const FAST: &str = "0.01";
 
-#[tokio::test]
-async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest() {
+/// A plane with no Karmada member, and ServiceAccount `tether-rotation/<account>` on its
+/// apiserver with a fresh 600 s token, which it returns: the seed of a member defined elsewhere.
+async fn start_with_account(account: &str) -> (RotationPlane, String) {
     let plane = RotationPlane::start(1, 0).await.unwrap();
     let member = plane.env.cluster(1);
-    member
-        .create_service_account("tether-rotation", "argocd-manager")
-        .await
-        .unwrap();
-    let seeded = member
-        .mint_token(
-            "tether-rotation",
-            "argocd-manager",
-            testkit::MIN_TOKEN_EXPIRY,
-        )
-        .await
-        .unwrap();
+    let ns = "tether-rotation";
+    member.create_service_account(ns, account).await.unwrap();
+    let token = member
+        .mint_token(ns, account, testkit::MIN_TOKEN_EXPIRY)
+        .await;
+    (plane, token.unwrap())
+}
+
+#[tokio::test]
+async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest() {
+    let (plane, seeded) = start_with_account("argocd-manager").await;
+    let member = plane.env.cluster(1);
     let ca_data = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
     let control_plane = plane.env.control_plane();
     control_plane
@@ -119,16 +120,8 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
 
 #[tokio::test]
 async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
-    let plane = RotationPlane::start(1, 0).await.unwrap();
+    let (plane, seeded) = start_with_account("filed").await;
     let member = plane.env.cluster(1);
-    member
-        .create_service_account("tether-rotation", "filed")
-        .await
-        .unwrap();
-    let seeded = member
-        .mint_token("tether-rotation", "filed", testkit::MIN_TOKEN_EXPIRY)
-        .await
-        .unwrap();
     let dir = temp_dir("members").unwrap();
     std::fs::write(dir.join("filed.token"), &seeded).unwrap();
     std::fs::write(dir.join("filed-ca.crt"), member.ca_pem()).unwrap();
