@@ -89,9 +89,7 @@ fn failing(kind: FailureKind) -> InformerState {
         kind,
         verb: "list",
         message: "nope".into(),
-        after_sync: true,
-        at: tokio::time::Instant::now(),
-        limit: None,
+        ..unreachable()
     })
 }
 
