@@ -47,6 +47,7 @@ pub enum SyncMode {
 }
 
 /// The spec of a Karmada `Cluster`, limited to what Tether reads.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "cluster.karmada.io",
@@ -61,10 +62,8 @@ pub struct ClusterSpec {
     /// `Push` or `Pull`.
     pub sync_mode: SyncMode,
     /// The member apiserver's URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_endpoint: Option<String>,
     /// The Secret holding `token` and `caBundle`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalSecretReference>,
     /// Skip verifying the member's serving certificate.
     #[serde(
@@ -74,7 +73,7 @@ pub struct ClusterSpec {
     )]
     pub insecure_skip_tls_verification: bool,
     /// An `http://`, `https://` or `socks5://` proxy (Tether supports the first two).
-    #[serde(rename = "proxyURL", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "proxyURL")]
     pub proxy_url: Option<String>,
 }
 
