@@ -7,7 +7,7 @@ use ring::digest::{Context, SHA256};
 use secrecy::{ExposeSecret as _, SecretString};
 
 use super::{
-    AccessReview, ReviewConfig, ReviewError, User,
+    ANSWER_TTL, AccessReview, MAX_ANSWERS, MAX_REVIEWS_IN_FLIGHT, ReviewConfig, ReviewError, User,
     budget::{OverBudget, ReviewBudget},
 };
 
@@ -30,21 +30,21 @@ pub(crate) enum Access {
     Unavailable(Arc<ReviewError>),
 }
 
-/// Asks [`AccessReview`] and remembers the answers for [`ReviewConfig::ttl`].
+/// Asks [`AccessReview`] and remembers the answers for [`ANSWER_TTL`].
 ///
 /// # Concurrent calls
 /// Cloning is cheap (handles only) and no lock is held: concurrent requests with the same token
 /// (and path) wait for one review and share its answer or its failure; failures are not cached,
-/// so the next request asks again. An answer can be up to `ttl` stale: a revoked binding or
+/// so the next request asks again. An answer can be up to that long stale: a revoked binding or
 /// token keeps working that long, as with kube-rbac-proxy's caches.
 ///
 /// Only the questions not answered from the caches reach the control plane, and only within
 /// the [`ReviewBudget`] ([`ReviewConfig::rate`], [`ReviewConfig::burst`],
-/// [`ReviewConfig::max_in_flight`]); beyond it the request is refused at once
+/// [`MAX_REVIEWS_IN_FLIGHT`]); beyond it the request is refused at once
 /// ([`ReviewError::OverBudget`]) rather than queued.
 ///
 /// ## Memory usage
-/// At most `capacity` identities and `capacity` decisions, keyed by 32-byte digests.
+/// At most [`MAX_ANSWERS`] identities and as many decisions, keyed by 32-byte digests.
 #[derive(Clone)]
 pub(crate) struct AccessGate {
     review: Arc<dyn AccessReview>,
@@ -59,10 +59,10 @@ impl AccessGate {
     pub(crate) fn new(review: Arc<dyn AccessReview>, config: &ReviewConfig) -> Self {
         Self {
             review,
-            users: bounded_cache(config),
-            decisions: bounded_cache(config),
+            users: bounded_cache(),
+            decisions: bounded_cache(),
             deadline: config.deadline,
-            budget: ReviewBudget::new(config.rate, config.burst, config.max_in_flight),
+            budget: ReviewBudget::new(config.rate, config.burst, MAX_REVIEWS_IN_FLIGHT),
         }
     }
 
@@ -118,10 +118,10 @@ impl std::fmt::Debug for AccessGate {
     }
 }
 
-fn bounded_cache<V: Clone + Send + Sync + 'static>(config: &ReviewConfig) -> Cache<Digest, V> {
+fn bounded_cache<V: Clone + Send + Sync + 'static>() -> Cache<Digest, V> {
     Cache::builder()
-        .max_capacity(config.capacity)
-        .time_to_live(config.ttl)
+        .max_capacity(MAX_ANSWERS)
+        .time_to_live(ANSWER_TTL)
         .build()
 }
 

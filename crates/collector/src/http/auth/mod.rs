@@ -73,7 +73,7 @@ pub(crate) enum ReviewError {
         deadline: Duration,
     },
     /// More reviews were needed than the budget allows ([`ReviewConfig::rate`],
-    /// [`ReviewConfig::burst`], [`ReviewConfig::max_in_flight`]); nothing was asked. The
+    /// [`ReviewConfig::burst`], [`MAX_REVIEWS_IN_FLIGHT`]); nothing was asked. The
     /// caller gets 429.
     #[error("the {review} is over the access-review budget ({})", budget_part(*in_flight))]
     OverBudget {
@@ -105,40 +105,35 @@ fn budget_part(in_flight: bool) -> &'static str {
     }
 }
 
-/// How the gate caches and bounds reviews.
+/// How the gate bounds reviews.
 #[derive(Clone, Debug)]
 pub(crate) struct ReviewConfig {
-    /// How long an answer (positive or negative) is reused. Short, so that a revoked binding or
-    /// token stops working soon.
-    pub(crate) ttl: Duration,
-    /// The most answers kept per cache (identities, decisions).
-    pub(crate) capacity: u64,
     /// How long one review may take before the caller gets 503.
     pub(crate) deadline: Duration,
     /// Reviews a second the collector asks for, on average (`--access-review-rate`).
     pub(crate) rate: f64,
     /// Reviews it may ask for at once beyond the rate (`--access-review-burst`).
     pub(crate) burst: u32,
-    /// Reviews waiting for the control plane at once.
-    pub(crate) max_in_flight: usize,
 }
 
+/// How long an answer (positive or negative) is reused. Short, so that a revoked binding or
+/// token stops working soon.
+pub(crate) const ANSWER_TTL: Duration = Duration::from_secs(10);
+/// The most answers kept per cache (identities, decisions).
+pub(crate) const MAX_ANSWERS: u64 = 4096;
 /// The default [`ReviewConfig::rate`].
 pub(crate) const DEFAULT_REVIEW_RATE: f64 = 20.0;
 /// The default [`ReviewConfig::burst`].
 pub(crate) const DEFAULT_REVIEW_BURST: u32 = 40;
-/// The default [`ReviewConfig::max_in_flight`], and the review client's in-flight limit.
+/// Reviews waiting for the control plane at once, and the review client's in-flight limit.
 pub(crate) const MAX_REVIEWS_IN_FLIGHT: usize = 16;
 
 impl Default for ReviewConfig {
     fn default() -> Self {
         Self {
-            ttl: Duration::from_secs(10),
-            capacity: 4096,
             deadline: Duration::from_secs(5),
             rate: DEFAULT_REVIEW_RATE,
             burst: DEFAULT_REVIEW_BURST,
-            max_in_flight: MAX_REVIEWS_IN_FLIGHT,
         }
     }
 }

@@ -205,7 +205,6 @@ async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_
         deadline: DEADLINE,
         rate: 0.001,
         burst: 3,
-        ..ReviewConfig::default()
     });
     // One TokenReview and one SubjectAccessReview: two of the three.
     assert_eq!(clusters_status(&router, "reader").await, StatusCode::OK);
