@@ -14,6 +14,7 @@ pub mod access_review;
 pub mod clusterprofiles;
 pub mod collector_run;
 pub mod helm;
+pub mod informer;
 pub mod interop_client;
 pub mod kubeconfig_plane;
 pub mod limits;

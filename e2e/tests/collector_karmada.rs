@@ -4,15 +4,12 @@
 use std::time::Duration;
 
 use e2e::{
+    informer::Informer,
     limits::HOUR,
     scenario::{Scenario, events_about},
 };
-use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::{
-    Api, ResourceExt as _,
-    runtime::{WatchStreamExt as _, reflector, watcher},
-};
+use kube::Api;
 use testkit::{REVOCATION_TIMEOUT, RestartOptions};
 
 /// The probe period the collector runs with in these tests.
@@ -21,42 +18,6 @@ const PROBE: Duration = Duration::from_secs(1);
 const START: Duration = Duration::from_secs(30);
 /// The bound the issue sets for convergence after a rotation.
 const CONVERGE: Duration = Duration::from_secs(10);
-
-/// A Deployment informer with the token baked in at start, as Karmada's was before PR #7663.
-struct BakedInInformer {
-    store: reflector::Store<Deployment>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl BakedInInformer {
-    fn start(client: kube::Client, ns: &str) -> Self {
-        let (store, writer) = reflector::store();
-        let stream = reflector(
-            writer,
-            watcher(
-                Api::<Deployment>::namespaced(client, ns),
-                watcher::Config::default(),
-            ),
-        )
-        .default_backoff();
-        let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
-        Self { store, task }
-    }
-
-    fn ready(&self, name: &str) -> Option<i32> {
-        self.store
-            .state()
-            .iter()
-            .find(|d| d.name_any() == name)
-            .and_then(|d| d.status.as_ref()?.ready_replicas)
-    }
-}
-
-impl Drop for BakedInInformer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
 
 /// Whether the collector wrote an `Unauthorized` Event about `member`.
 async fn unauthorized_reported(s: &Scenario, member: &str) -> bool {
@@ -78,7 +39,11 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     s.karmada.wait_healthy("member1", START).await.unwrap();
 
     let old_token = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
-    let baked = BakedInInformer::start(member.client_with_token(&old_token).unwrap(), &ns);
+    // A Deployment informer with the token baked in at start, as Karmada's was before PR #7663.
+    let baked = Informer::start(Api::<Deployment>::namespaced(
+        member.client_with_token(&old_token).unwrap(),
+        &ns,
+    ));
 
     // Rotate: the Secret gets agent-b's token, agent-a is revoked, and the member apiserver
     // restarts so that every watch must reconnect.
@@ -116,7 +81,9 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     // Red: the baked-in informer, given as long again, still shows the old value.
     tokio::time::sleep(CONVERGE).await;
     assert_ne!(
-        baked.ready("web"),
+        baked
+            .find("web")
+            .and_then(|d| d.status.as_ref()?.ready_replicas),
         Some(3),
         "a baked-in token cannot follow the rotation"
     );

@@ -4,12 +4,11 @@
 
 use std::{sync::Arc, time::Duration};
 
-use futures::StreamExt as _;
+use e2e::{informer::Informer, limits::HOUR};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
-    Api, Client, ResourceExt as _,
+    Api,
     api::{ObjectList, PostParams},
-    runtime::{WatchStreamExt as _, reflector, watcher},
 };
 use member_client::{
     CredentialCacheConfig, CredentialKey, CredentialState, FailureKind, MemberClientConfig,
@@ -17,52 +16,8 @@ use member_client::{
 };
 use testkit::{Cluster, Environment, RestartOptions, status_code};
 
-const HOUR: Duration = Duration::from_secs(3600);
 /// How long a rotated member may take to show a change made after the rotation.
 const CONVERGE: Duration = Duration::from_secs(10);
-
-/// A reflector of ConfigMaps in one namespace, driven until dropped: the informer.
-struct Mirror {
-    store: reflector::Store<ConfigMap>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Mirror {
-    fn start(client: Client, ns: &str) -> Self {
-        let (store, writer) = reflector::store();
-        let stream = reflector(
-            writer,
-            watcher(
-                Api::<ConfigMap>::namespaced(client, ns),
-                watcher::Config::default(),
-            ),
-        )
-        .default_backoff();
-        let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
-        Self { store, task }
-    }
-
-    fn has(&self, name: &str) -> bool {
-        self.store.state().iter().any(|cm| cm.name_any() == name)
-    }
-
-    async fn wait_for(&self, name: &str, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        while tokio::time::Instant::now() < deadline {
-            if self.has(name) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        self.has(name)
-    }
-}
-
-impl Drop for Mirror {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
 
 /// A client of `cluster`'s member, its Secret (as the registry's in-memory store would hold it)
 /// holding `token`.
@@ -105,8 +60,8 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
 
     let (secret, member) = member_client(&cluster, &token_a);
     let baked = cluster.client_with_token(&token_a).unwrap();
-    let ours = Mirror::start(member.client.clone(), &ns);
-    let theirs = Mirror::start(baked.clone(), &ns);
+    let ours = Informer::start(Api::<ConfigMap>::namespaced(member.client.clone(), &ns));
+    let theirs = Informer::start(Api::<ConfigMap>::namespaced(baked.clone(), &ns));
     create_configmap(&cluster, &ns, "before").await;
     assert!(ours.wait_for("before", CONVERGE).await);
     assert!(theirs.wait_for("before", CONVERGE).await);
