@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -43,31 +44,25 @@ type member struct {
 func (m *member) run(ctx context.Context, period time.Duration) {
 	// A bench must not fail on the order in which the control plane's objects appear: read
 	// until the Secret is there (the bench stops this process if it never is).
-	for {
+	started := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		token, err := m.readToken(ctx)
 		if err == nil {
-			if err = m.start(token); err == nil {
-				break
-			}
+			err = m.start(token)
 		}
-		fmt.Fprintf(os.Stderr, "client-go-anchor: %s: %v; retrying\n", m.def.Name, err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "client-go-anchor: %s: %v; retrying\n", m.def.Name, err)
 		}
+		return err == nil, nil
+	})
+	if started != nil {
+		return
 	}
 	m.out.emit(observation{Member: m.def.Name, Event: "synced"})
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			m.probe(ctx)
-		}
-	}
+	// The condition never holds: probe every period until the bench stops this process.
+	_ = wait.PollUntilContextCancel(ctx, period, false, func(ctx context.Context) (bool, error) {
+		m.probe(ctx)
+		return false, nil
+	})
 }
 
 // readToken GETs the member's Secret through the control plane.
