@@ -114,7 +114,7 @@ impl DirectoryConfig {
 /// assert_eq!(file.token_file.unwrap().to_str(), Some("m1.token"));
 /// # Ok::<_, serde_yaml::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemberFile {
     /// The member's name.
