@@ -7,22 +7,8 @@ async fn endpoint_and_client(octet: u8, token: &str) -> (HostileEndpoint, kube::
     let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, octet))
         .await
         .unwrap();
-    let kubeconfig = serde_json::json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {
-            "server": endpoint.url(),
-            "certificate-authority-data": base64::Engine::encode(
-                &base64::engine::general_purpose::STANDARD, endpoint.ca_pem()),
-        }}],
-        "users": [{"name": "u", "user": {"token": token}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x",
-    });
-    let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(kubeconfig).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    (endpoint, kube::Client::try_from(config).unwrap())
+    let client = crate::client_for(&endpoint.url(), endpoint.ca_pem(), Some(token)).unwrap();
+    (endpoint, client)
 }
 
 #[tokio::test]
