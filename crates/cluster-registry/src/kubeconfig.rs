@@ -298,7 +298,9 @@ pub(crate) fn exec_config(
                 name: name.clone(),
                 value: value.clone(),
             }),
-            _ => Err(invalid(format!("a {field}.env entry lacks name or value"))),
+            _ => Err(invalid(format!(
+                "an entry of {field}.env lacks name or value"
+            ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ExecConfig {
