@@ -60,7 +60,7 @@ impl ProfilePlane {
             files,
             secrets_namespace: secrets_ns,
         };
-        plane.write_provider_file(&json!({}))?;
+        plane.pin_provider(&json!({}))?;
         Ok(plane)
     }
 
@@ -70,10 +70,6 @@ impl ProfilePlane {
     /// # Errors
     /// I/O errors.
     pub fn pin_provider(&self, pins: &Value) -> anyhow::Result<()> {
-        self.write_provider_file(pins)
-    }
-
-    fn write_provider_file(&self, pins: &Value) -> anyhow::Result<()> {
         let secrets_ns = ("PLUGIN_SECRET_NAMESPACE", self.secrets_namespace.clone());
         let env = self.files.env(&[secrets_ns]);
         let mut provider = json!({
