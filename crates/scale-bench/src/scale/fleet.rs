@@ -17,14 +17,13 @@ use anyhow::Context as _;
 use futures::{StreamExt as _, TryStreamExt as _, stream};
 use k8s_openapi::api::{
     authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec},
-    core::v1::{Secret, ServiceAccount},
+    core::v1::ServiceAccount,
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
+    api::{DeleteParams, ObjectMeta, PostParams},
 };
-use serde_json::json;
-use testkit::{Environment, Karmada, PushMember, karmada::TOKEN_KEY};
+use testkit::{Environment, Karmada, PushMember};
 
 /// Namespace of the member Secrets on the control plane, as Karmada uses it.
 pub use testkit::karmada::SECRET_NAMESPACE;
@@ -323,7 +322,8 @@ impl Fleet {
         Ok(NextGeneration { old, next, tokens })
     }
 
-    /// Writes each of `members`' `tokens` into its Secret; when each write was acknowledged.
+    /// Writes each of `members`' `tokens` into its Secret, beside its apiserver's CA as
+    /// [`Fleet::start`] wrote it; when the control plane acknowledged each write.
     ///
     /// # Errors
     /// API errors.
@@ -332,9 +332,13 @@ impl Fleet {
         members: &[Member],
         tokens: &[String],
     ) -> anyhow::Result<Vec<SystemTime>> {
-        self.bounded(members.iter().zip(tokens), |(m, t)| self.write_token(m, t))
-            .await
-            .context("writing the Secrets")
+        self.bounded(members.iter().zip(tokens), |(m, token)| async move {
+            let ca_pem = &self.apiserver_of(m).ca_pem;
+            self.karmada.write_secret(&m.name, token, ca_pem).await?;
+            Ok(SystemTime::now())
+        })
+        .await
+        .context("writing the Secrets")
     }
 
     /// Deletes the ServiceAccounts of `members`' current generation, which revokes their tokens
@@ -365,23 +369,6 @@ impl Fleet {
             member.generation = generation.next;
             member.token = token;
         }
-    }
-
-    /// Writes `token` into `member`'s Secret (a merge patch of `stringData.token`, the CA
-    /// bundle unchanged) and returns when the control plane acknowledged it.
-    ///
-    /// # Errors
-    /// API errors.
-    pub async fn write_token(&self, member: &Member, token: &str) -> anyhow::Result<SystemTime> {
-        Api::<Secret>::namespaced(self.control_plane.clone(), SECRET_NAMESPACE)
-            .patch(
-                &member.name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "stringData": { TOKEN_KEY: token } })),
-            )
-            .await
-            .with_context(|| format!("writing the Secret of {}", member.name))?;
-        Ok(SystemTime::now())
     }
 
     /// Registers `member` ([`Karmada::register`]): its Secret (its token and its apiserver's
