@@ -47,13 +47,11 @@ pub(crate) enum Error {
          plugin the collector runs); tether-credential cannot serve it"
     )]
     NoSecretRef {
-        /// The member.
         member: String,
     },
     /// The extension's `secretRef` does not name a Secret.
     #[error("member {member}'s secretRef")]
     SecretRefInvalid {
-        /// The member.
         member: String,
         /// What is wrong with it.
         #[source]
@@ -62,9 +60,7 @@ pub(crate) enum Error {
     /// `--kubeconfig` is unusable.
     #[error("the kubeconfig {}", path.display())]
     Kubeconfig {
-        /// The file given.
         path: PathBuf,
-        /// Why.
         #[source]
         source: kube::config::KubeconfigError,
     },
@@ -86,9 +82,7 @@ pub(crate) enum Error {
         namespace = secret.namespace
     )]
     Forbidden {
-        /// The member.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
         /// What the apiserver said (it names the caller).
         #[source]
@@ -100,9 +94,7 @@ pub(crate) enum Error {
          or the ClusterProfile is out of date"
     )]
     SecretGone {
-        /// The member.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
     },
     /// The Secret is a ServiceAccount token Secret: never served, whatever its labels say.
@@ -111,9 +103,7 @@ pub(crate) enum Error {
          tether-credential never serves one (asked for member {member})"
     )]
     ServiceAccountTokenSecret {
-        /// The member asked for.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
     },
     /// The Secret does not carry Tether's member label.
@@ -123,9 +113,7 @@ pub(crate) enum Error {
          publishes (--publish-clusterprofiles)"
     )]
     NotMarked {
-        /// The member asked for.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
     },
     /// The Secret's member label names another member.
@@ -134,9 +122,7 @@ pub(crate) enum Error {
          profile names another member's Secret"
     )]
     MarkedForAnother {
-        /// The member asked for.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
         /// The member its label names (sanitized).
         marked: String,
@@ -148,9 +134,7 @@ pub(crate) enum Error {
          ClusterProfile (--publish-clusterprofiles)"
     )]
     NoRecordedServer {
-        /// The member asked for.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
     },
     /// `KUBERNETES_EXEC_INFO`'s server is not the one recorded for the member.
@@ -160,9 +144,7 @@ pub(crate) enum Error {
          not the one Tether published, or is out of date)"
     )]
     ServerMismatch {
-        /// The member asked for.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
         /// `spec.cluster.server` of `KUBERNETES_EXEC_INFO` (sanitized).
         asked: String,
@@ -178,18 +160,14 @@ pub(crate) enum Error {
     /// Any other failure of the one request.
     #[error("getting Secret {secret} from the control plane")]
     Request {
-        /// The Secret.
         secret: CredentialKey,
-        /// Why.
         #[source]
         source: RequestFailure,
     },
     /// The Secret holds no usable credential.
     #[error("member {member}'s Secret {secret}")]
     Credential {
-        /// The member.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
         /// What is wrong with it.
         #[source]
@@ -202,9 +180,7 @@ pub(crate) enum Error {
         Short(*skew)
     )]
     Expired {
-        /// The member.
         member: String,
-        /// The Secret.
         secret: CredentialKey,
         /// When it expires, RFC 3339.
         at: String,
