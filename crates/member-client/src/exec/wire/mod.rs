@@ -36,7 +36,6 @@ mod timestamp;
 pub use api_version::{ExecApiVersion, UnsupportedApiVersion};
 pub use cluster::ExecCluster;
 pub use exec_credential::ExecOutput;
-#[cfg(test)]
 pub use exec_credential_write::WriteError;
 pub use exec_info::{EXEC_INFO_ENV, ExecInfo, ExecInfoError};
 pub use timestamp::{format_rfc3339, parse_rfc3339};
