@@ -144,11 +144,12 @@ impl ClientFactory {
     /// Builds the client for one member; `health` receives what the member says of its
     /// credential.
     ///
-    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`CredentialLayer`] →
+    /// The stack, outermost first: kube's buffer (from `Client::new`) → [`CredentialLayer`]
+    /// (which also retries 429/503/504 as kube does, for up to the request timeout) →
     /// the member's in-flight limit
     /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests), tower's
     /// `ConcurrencyLimitLayer`) → a deadline for requests that are not watches
-    /// ([`RequestDeadlineLayer`]) → kube's default stack (base URI, retries of 429/503/504,
+    /// ([`RequestDeadlineLayer`]) → kube's default stack (base URI,
     /// impersonation and extra headers, request spans, TLS, timeouts), rebuilt cloneable: the
     /// one retry after a 401 calls a clone of it, and concurrent requests share no lock on
     /// their way to the connection pool.
@@ -190,7 +191,8 @@ impl ClientFactory {
             config.secret_ref.clone(),
             self.tokens.clone(),
             health.clone(),
-        );
+        )
+        .with_server_retries(config.request_timeout);
         // A Semaphore panics above MAX_PERMITS, and no slot at all would hold every request.
         let in_flight = config
             .max_concurrent_requests

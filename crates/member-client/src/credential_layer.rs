@@ -28,11 +28,13 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
+    time::Duration,
 };
 
 use http::{Request, Response, StatusCode, header::AUTHORIZATION};
-use kube::client::Body;
-use tower::{BoxError, Layer, Service, ServiceExt as _};
+use kube::client::{Body, retry::RetryPolicy};
+use tokio::time::Instant;
+use tower::{BoxError, Layer, Service, ServiceExt as _, retry::Policy};
 
 use crate::{
     ClientIdentity, Credential, CredentialCache, CredentialHealth, CredentialKey, CredentialState,
@@ -53,6 +55,9 @@ struct Ctx {
     /// This client's copy of its cache entry: see [`CredentialSlot`].
     slot: CredentialSlot,
     health: CredentialHealth,
+    /// How long after a request is first sent its 429/503/504 may still be retried; `None`:
+    /// never (kube's own retry layer below does it).
+    server_retries: Option<Duration>,
 }
 
 impl CredentialLayer {
@@ -71,8 +76,23 @@ impl CredentialLayer {
                 tokens,
                 slot: CredentialSlot::default(),
                 health,
+                server_retries: None,
             }),
         }
+    }
+
+    /// Also retries a 429, 503 or 504 as kube's default client does
+    /// ([`RetryPolicy::server_retry`]: backoff, `Retry-After`), with the copy of the request
+    /// that the 401 retry keeps, for as long as a retry starts within `budget` of the first
+    /// attempt. Past that the member's answer is returned as it is, so that a member that
+    /// keeps answering 503, or asks to be retried in a year, holds no request longer. For a
+    /// stack without kube's retry layer, as [`ClientFactory`](crate::ClientFactory) builds it.
+    #[must_use]
+    pub fn with_server_retries(mut self, budget: Duration) -> Self {
+        if let Some(ctx) = Arc::get_mut(&mut self.ctx) {
+            ctx.server_retries = Some(budget);
+        }
+        self
     }
 }
 
@@ -179,37 +199,86 @@ where
     let credential = ctx.credential().await?;
     let replay = replayable(&request);
     let response = call(&mut inner, request, &credential).await?;
-    if response.status() != StatusCode::UNAUTHORIZED {
-        ctx.observe(response.status());
+    let status = response.status();
+    let retried = status == StatusCode::UNAUTHORIZED
+        || (ctx.server_retries.is_some() && RETRIED_STATUSES.contains(&status));
+    if !retried {
+        ctx.observe(status);
         return Ok(response);
     }
+    // NB: boxed, so that what only a retry needs is not in every request's future (and bound
+    // first: a temporary in an awaited expression would keep its place in the future).
+    let retrying = Box::pin(retry(ctx, inner, replay, response, credential));
+    retrying.await
+}
 
-    ctx.health.count_unauthorized();
-    // The copy may be what was rejected, even where the cache already holds a newer entry.
-    ctx.slot.clear();
-    ctx.tokens
-        .invalidate_if_current(&ctx.secret, &credential)
-        .await;
-    let fresh = ctx.credential().await?;
-    if fresh.same_material(&credential) {
-        return Err(ctx.rejected());
-    }
-    let Some(replay) = replay else {
-        tracing::debug!(member = %ctx.member, "401 on a streaming body; not replayed");
-        return Ok(response);
-    };
-    drop(response);
+/// What kube's server retries retry ([`RetryPolicy::server_retry`]).
+const RETRIED_STATUSES: [StatusCode; 3] = [
+    StatusCode::TOO_MANY_REQUESTS,
+    StatusCode::SERVICE_UNAVAILABLE,
+    StatusCode::GATEWAY_TIMEOUT,
+];
 
-    ctx.health.count_retry();
-    tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
-    let response = call(&mut inner, replay, &fresh).await?;
-    if response.status() == StatusCode::UNAUTHORIZED {
-        ctx.health.count_unauthorized();
-        ctx.tokens.invalidate_if_current(&ctx.secret, &fresh).await;
-        return Err(ctx.rejected());
+/// After `response` to a request sent with `credential`: a 401 refreshes the credential and
+/// sends `replay` once more; a 429/503/504 is retried as kube would, within the budget.
+async fn retry<S, B>(
+    ctx: Arc<Ctx>,
+    mut inner: S,
+    mut replay: Option<Request<Body>>,
+    mut response: Response<B>,
+    mut credential: Arc<Credential>,
+) -> Result<Response<B>, BoxError>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+{
+    let mut refreshed = false;
+    let mut server_retry = None;
+    loop {
+        if response.status() == StatusCode::UNAUTHORIZED {
+            ctx.health.count_unauthorized();
+            if refreshed {
+                ctx.tokens
+                    .invalidate_if_current(&ctx.secret, &credential)
+                    .await;
+                return Err(ctx.rejected());
+            }
+            let fresh = ctx.refresh(&credential).await?;
+            if fresh.same_material(&credential) {
+                return Err(ctx.rejected());
+            }
+            if replay.is_none() {
+                tracing::debug!(member = %ctx.member, "401 on a streaming body; not replayed");
+                return Ok(response);
+            }
+            (refreshed, credential) = (true, fresh);
+            ctx.health.count_retry();
+            tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
+        } else {
+            let (Some(budget), Some(copy)) = (ctx.server_retries, replay.as_mut()) else {
+                ctx.observe(response.status());
+                return Ok(response);
+            };
+            let (policy, first) =
+                server_retry.get_or_insert_with(|| (RetryPolicy::server_retry(), Instant::now()));
+            let mut result = Ok(response);
+            let wait = Policy::<_, _, BoxError>::retry(policy, copy, &mut result);
+            response = result?;
+            match wait {
+                Some(wait) if wait.deadline() <= *first + budget => wait.await,
+                _ => {
+                    ctx.observe(response.status());
+                    return Ok(response);
+                }
+            }
+        }
+        let Some(next) = replay.take() else {
+            return Ok(response);
+        };
+        drop(response);
+        replay = replayable(&next);
+        response = call(&mut inner, next, &credential).await?;
     }
-    ctx.observe(response.status());
-    Ok(response)
 }
 
 /// Sends `request` with `credential` once `inner` is ready (below it, a slot under the
@@ -231,8 +300,18 @@ where
 }
 
 impl Ctx {
+    /// The credential to send: the slot's copy, or the cache's.
+    ///
+    /// NB: the cache's read is boxed: its state is most of a request future's size, which a
+    /// request whose credential is in the slot (nearly all) would otherwise allocate and move.
     async fn credential(&self) -> Result<Arc<Credential>, BoxError> {
-        let credential = self.tokens.get_via(&self.slot, &self.secret).await;
+        let credential = match self.tokens.held(&self.slot) {
+            Some(held) => Ok(held),
+            None => {
+                let read = Box::pin(self.tokens.get_via(&self.slot, &self.secret));
+                read.await
+            }
+        };
         if let Ok(credential) = &credential {
             self.health.using(credential);
         }
@@ -249,6 +328,17 @@ impl Ctx {
                 source,
             }) as BoxError
         })
+    }
+
+    /// The credential after `rejected` was: the cache's entry dropped if it still holds it.
+    async fn refresh(&self, rejected: &Credential) -> Result<Arc<Credential>, BoxError> {
+        // The slot's copy may be what was rejected, even where the cache already holds a
+        // newer entry.
+        self.slot.clear();
+        self.tokens
+            .invalidate_if_current(&self.secret, rejected)
+            .await;
+        self.credential().await
     }
 
     fn observe(&self, status: StatusCode) {
@@ -306,79 +396,4 @@ fn authorize(mut request: Request<Body>, credential: &Credential) -> Request<Bod
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn identity(cn: &str) -> ClientIdentity {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(vec!["client".to_owned()]).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        let cert = params.self_signed(&key).unwrap();
-        ClientIdentity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap()
-    }
-
-    /// A replay after a 401 starts as a copy of the rejected request: what the fresh
-    /// credential lacks must be taken off it, not left from the old one.
-    #[test]
-    fn a_replay_carries_only_the_fresh_credential() {
-        let old = Credential::from_token_bytes(b"old-token")
-            .unwrap()
-            .with_identity(identity("old"));
-        let request = authorize(Request::new(Body::empty()), &old);
-        assert_eq!(request.headers()[AUTHORIZATION], "Bearer old-token");
-        assert_eq!(
-            request
-                .extensions()
-                .get::<ClientIdentity>()
-                .unwrap()
-                .subject(),
-            "old"
-        );
-
-        let certificate_only = Credential::from_identity(identity("new"));
-        let replay = authorize(replayable(&request).unwrap(), &certificate_only);
-        assert!(replay.headers().get(AUTHORIZATION).is_none());
-        assert_eq!(
-            replay
-                .extensions()
-                .get::<ClientIdentity>()
-                .unwrap()
-                .subject(),
-            "new"
-        );
-
-        let token_only = Credential::from_token_bytes(b"new-token").unwrap();
-        let replay = authorize(replayable(&request).unwrap(), &token_only);
-        assert_eq!(replay.headers()[AUTHORIZATION], "Bearer new-token");
-        assert!(replay.extensions().get::<ClientIdentity>().is_none());
-    }
-
-    /// Every part of the request the member sees; kube builds no streaming bodies for its
-    /// requests, and offers no way to make one here.
-    #[tokio::test]
-    async fn a_copy_keeps_every_part() {
-        let mut request = Request::builder()
-            .method(http::Method::PATCH)
-            .uri("https://member.example:6443/api/v1/namespaces/a/configmaps/b?fieldManager=t")
-            .version(http::Version::HTTP_11)
-            .header("content-type", "application/merge-patch+json")
-            .header("accept", "application/json")
-            .header("accept", "application/yaml")
-            .body(Body::from(b"{\"data\":{}}".to_vec()))
-            .unwrap();
-        request.extensions_mut().insert(7_u32);
-
-        let copy = replayable(&request).unwrap();
-        assert_eq!(copy.method(), request.method());
-        assert_eq!(copy.uri(), request.uri());
-        assert_eq!(copy.version(), request.version());
-        assert_eq!(copy.headers(), request.headers());
-        assert_eq!(copy.extensions().get::<u32>(), Some(&7));
-        assert_eq!(
-            copy.into_body().collect_bytes().await.unwrap(),
-            request.into_body().collect_bytes().await.unwrap()
-        );
-    }
-}
+mod tests;

@@ -248,7 +248,10 @@ impl<S> ResponseLimit<S> {
             *count = count.saturating_add(1);
             *count > self.limits.list_pages
         } else {
-            pages.remove(uri.path());
+            // Most requests are not part of a paged list: no path to hash when none is counted.
+            if !pages.is_empty() {
+                pages.remove(uri.path());
+            }
             false
         }
     }

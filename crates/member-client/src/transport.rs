@@ -4,8 +4,10 @@
 //!
 //! `kube::client::ClientBuilder::try_from(Config)` hard-wires a plain `HttpConnector`, whose
 //! resolver cannot be replaced; this module is that same stack (TLS from kube's config, connect
-//! / read / write timeouts, base URI, retries of 429/503/504, impersonation and extra headers,
-//! a `tracing` span per request) with the one difference, plus TCP keepalive. Proxy user info
+//! / read / write timeouts, base URI, impersonation and extra headers, a `tracing` span per
+//! request) with the one difference, plus TCP keepalive. kube's retries of 429/503/504 are the
+//! [`CredentialLayer`](crate::CredentialLayer)'s, which keeps a copy of every request for its
+//! 401 retry anyway: one copy serves both. Proxy user info
 //! is refused by validation, so no proxy `Authorization` is set here.
 //!
 //! Where kube has one connection pool, this stack has one per client identity
@@ -20,11 +22,10 @@ mod identity_tests;
 mod mtls_server;
 mod pool_recipe;
 mod request_span;
-mod server_retry;
 
 use hyper_util::client::legacy::connect::{HttpConnector, proxy::Tunnel};
 use kube::client::{Body, ConfigExt as _, DynBody};
-use tower::{BoxError, ServiceBuilder, ServiceExt as _, retry::RetryLayer, util::BoxCloneService};
+use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneService};
 
 /// kube's default stack (`kube::client::GenericService`, not exported), but cloneable: every
 /// layer of it is, so the bearer layer's retry after a 401 calls a clone of it, and no request
@@ -35,7 +36,6 @@ pub(crate) type GenericService =
 use self::{
     identity_pools::IdentityPools,
     pool_recipe::{Dial, PoolRecipe},
-    server_retry::ServerRetry,
 };
 use crate::{
     guarded_resolver::GuardedResolver,
@@ -77,14 +77,7 @@ fn finish(
     let client = IdentityPools::new(PoolRecipe::new(config, connector)?);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        .option_layer(
-            config
-                .default_retry
-                .then(|| RetryLayer::new(ServerRetry::new())),
-        )
         .map_err(BoxError::from)
-        // Under the retries: every attempt's body is counted, and nothing above ever holds
-        // more of one than its limit.
         .layer(ResponseLimitLayer::new(limits))
         .layer(config.extra_headers_layer()?)
         .layer(request_span::layer())

@@ -57,20 +57,27 @@ impl CredentialCache {
     ///
     /// # Errors
     /// As [`get`](Self::get).
+    /// What `slot` holds while its copy is valid: [`get_via`](Self::get_via) without the
+    /// cache, and so without a future to hold its state.
+    pub(crate) fn held(&self, slot: &CredentialSlot) -> Option<Arc<Credential>> {
+        let removals = self.inner.removals.load(Ordering::Acquire);
+        let held = slot.held.load();
+        let held = held
+            .as_ref()
+            .filter(|held| held.removals == removals && Instant::now() < held.until)?;
+        self.inner.counters.hits.fetch_add(1, Ordering::Relaxed);
+        Some(Arc::clone(&held.credential))
+    }
+
     pub(crate) async fn get_via(
         &self,
         slot: &CredentialSlot,
         key: &CredentialKey,
     ) -> Result<Arc<Credential>, Arc<SourceError>> {
-        let inner = &self.inner;
-        let removals = inner.removals.load(Ordering::Acquire);
-        if let Some(held) = &*slot.held.load()
-            && held.removals == removals
-            && Instant::now() < held.until
-        {
-            inner.counters.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Arc::clone(&held.credential));
+        if let Some(held) = self.held(slot) {
+            return Ok(held);
         }
+        let removals = self.inner.removals.load(Ordering::Acquire);
         let Some(Entry { credential, until }) = self.cached(key).await else {
             // What a load returns is copied on the next read, from the entry it stored.
             return self.miss(key).await;
