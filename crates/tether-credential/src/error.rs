@@ -46,9 +46,7 @@ pub(crate) enum Error {
         "member {member}'s credential is not held in a control-plane Secret (a member file or a \
          plugin the collector runs); tether-credential cannot serve it"
     )]
-    NoSecretRef {
-        member: String,
-    },
+    NoSecretRef { member: String },
     /// The extension's `secretRef` does not name a Secret.
     #[error("member {member}'s secretRef")]
     SecretRefInvalid {
