@@ -148,6 +148,8 @@ pub struct Args {
     /// its response before it fails (never sooner; up to a tenth later, at most 1 s: deadlines
     /// are counted on one timer per member, not one per request). Open watches are bounded
     /// separately: one that stays silent for over two minutes is reconnected from where it was.
+    /// A member's 429/503/504 is retried as kube retries it only while the retry starts within
+    /// this of the first such answer; then the answer is reported.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: u64,
 
