@@ -4,7 +4,7 @@
 //! buffers a line until it sees a newline, without a bound: a member (or an endpoint a
 //! definition names) that streams a 2 GB `/readyz`, a list without end, or a watch event
 //! without a newline would grow the collector until the kernel kills it, and every member with
-//! it. Here every response body is counted as it arrives ([`ResponseLimitLayer`], in the
+//! it. Here every response body is counted as it arrives ([`ResponseLimit`], in the
 //! member's transport, under kube and above the connection pool):
 //!
 //! - `/readyz`, `/livez`, `/healthz` and `/version`: [`HEALTH_RESPONSE_BYTES`];
@@ -29,7 +29,7 @@ use std::{
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use tower::{BoxError, Layer, Service};
+use tower::{BoxError, Service};
 
 /// The most a health check's (`/readyz`, `/livez`, `/healthz`, `/version`) response may hold:
 /// an apiserver answers these in a few hundred bytes, verbose `/readyz` in a few KiB.
@@ -159,30 +159,6 @@ impl LimitExceeded {
 
 /// Holds every response of a service to its [`ResponseLimits`].
 #[derive(Clone, Debug)]
-pub(crate) struct ResponseLimitLayer {
-    limits: ResponseLimits,
-}
-
-impl ResponseLimitLayer {
-    pub(crate) fn new(limits: ResponseLimits) -> Self {
-        Self { limits }
-    }
-}
-
-impl<S> Layer<S> for ResponseLimitLayer {
-    type Service = ResponseLimit<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ResponseLimit {
-            inner,
-            limits: self.limits,
-            pages: Arc::default(),
-        }
-    }
-}
-
-/// See [`ResponseLimitLayer`].
-#[derive(Clone, Debug)]
 pub(crate) struct ResponseLimit<S> {
     inner: S,
     limits: ResponseLimits,
@@ -214,6 +190,15 @@ fn is_watch(uri: &http::Uri) -> bool {
 }
 
 impl<S> ResponseLimit<S> {
+    /// `inner`, each of its responses held to `limits`.
+    pub(crate) fn new(inner: S, limits: ResponseLimits) -> Self {
+        Self {
+            inner,
+            limits,
+            pages: Arc::default(),
+        }
+    }
+
     fn budget(&self, uri: &http::Uri) -> Budget {
         if is_watch(uri) {
             return Budget::Lines {

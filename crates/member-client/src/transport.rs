@@ -39,7 +39,7 @@ use self::{
 };
 use crate::{
     guarded_resolver::GuardedResolver,
-    response_limit::{ResponseLimitLayer, ResponseLimits},
+    response_limit::{ResponseLimit, ResponseLimits},
 };
 
 /// Idle time before the first TCP keepalive probe on every connection to a member.
@@ -78,7 +78,9 @@ fn finish(
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .map_err(BoxError::from)
-        .layer(ResponseLimitLayer::new(limits))
+        .layer(tower::layer::layer_fn(move |inner| {
+            ResponseLimit::new(inner, limits)
+        }))
         .layer(config.extra_headers_layer()?)
         .layer(request_span::layer())
         .service(client);

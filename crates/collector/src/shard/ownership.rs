@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use super::{assignment::Assignment, map::ShardMap, view::ShardView};
 
 /// The members this replica owns, kept current as members and replicas come and go.
+#[derive(Default)]
 pub(crate) struct Ownership {
     load_factor: f64,
     members: BTreeSet<String>,
@@ -30,11 +31,8 @@ impl Ownership {
     pub(crate) fn new(load_factor: f64, map: ShardMap) -> Self {
         Self {
             load_factor,
-            members: BTreeSet::new(),
-            view: ShardView::default(),
-            assignment: Assignment::default(),
-            owned: BTreeSet::new(),
             map,
+            ..Self::default()
         }
     }
 

@@ -36,7 +36,7 @@ fn answering(
 }
 
 async fn read(uri: &str, chunks: Vec<Vec<u8>>) -> Result<usize, BoxError> {
-    let service = ResponseLimitLayer::new(LIMITS).layer(answering(chunks));
+    let service = ResponseLimit::new(answering(chunks), LIMITS);
     let request = http::Request::get(uri).body(()).unwrap();
     let response = service.oneshot(request).await?;
     Ok(response.into_body().collect().await?.to_bytes().len())
@@ -99,7 +99,7 @@ async fn a_watch_line_over_its_limit_fails(#[case] chunks: Vec<Vec<u8>>) {
 
 #[tokio::test]
 async fn a_list_that_keeps_continuing_fails_after_its_pages() {
-    let service = ResponseLimitLayer::new(LIMITS).layer(answering(vec![b"{}".to_vec()]));
+    let service = ResponseLimit::new(answering(vec![b"{}".to_vec()]), LIMITS);
     let get = |uri: &str| {
         let request = http::Request::get(uri).body(()).unwrap();
         service.clone().oneshot(request)
