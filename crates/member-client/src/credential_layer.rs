@@ -32,9 +32,8 @@ use std::{
 };
 
 use http::{Request, Response, StatusCode, header::AUTHORIZATION};
-use kube::client::{Body, retry::RetryPolicy};
-use tokio::time::Instant;
-use tower::{BoxError, Layer, Service, ServiceExt as _, retry::Policy};
+use kube::client::Body;
+use tower::{BoxError, Layer, Service, ServiceExt as _};
 
 use crate::{
     ClientIdentity, Credential, CredentialCache, CredentialHealth, CredentialKey, CredentialState,
@@ -82,9 +81,9 @@ impl CredentialLayer {
     }
 
     /// Also retries a 429, 503 or 504 as kube's default client does
-    /// ([`RetryPolicy::server_retry`]: backoff, `Retry-After`), with the copy of the request
-    /// that the 401 retry keeps, for as long as a retry starts within `budget` of the first
-    /// attempt. Past that the member's answer is returned as it is, so that a member that
+    /// ([`RetryPolicy::server_retry`](kube::client::retry::RetryPolicy::server_retry): backoff,
+    /// `Retry-After`), with the copy of the request that the 401 retry keeps, for as long as a
+    /// retry starts within `budget` of the first such answer. Past that the member's answer is returned as it is, so that a member that
     /// keeps answering 503, or asks to be retried in a year, holds no request longer. For a
     /// stack without kube's retry layer, as [`ClientFactory`](crate::ClientFactory) builds it.
     #[must_use]
@@ -187,117 +186,52 @@ impl<B> fmt::Debug for ResponseFuture<B> {
     }
 }
 
-async fn send<S, B>(
+/// The request's future. NB: its steps are written out in one `async move` block, not an
+/// `async fn` calling another: an async fn keeps its arguments twice (as passed, and moved
+/// in), and each copy of a request is a quarter of a kilobyte in a future that every request
+/// allocates.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn would hold the request twice"
+)]
+fn send<S, B>(
     ctx: Arc<Ctx>,
     mut inner: S,
     request: Request<Body>,
-) -> Result<Response<B>, BoxError>
+) -> impl Future<Output = Result<Response<B>, BoxError>> + Send + 'static
 where
-    S: Service<Request<Body>, Response = Response<B>>,
+    S: Service<Request<Body>, Response = Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
     S::Error: Into<BoxError>,
+    B: Send + 'static,
 {
-    let credential = ctx.credential().await?;
-    let replay = replayable(&request);
-    let response = call(&mut inner, request, &credential).await?;
-    let status = response.status();
-    let retried = status == StatusCode::UNAUTHORIZED
-        || (ctx.server_retries.is_some() && RETRIED_STATUSES.contains(&status));
-    if !retried {
-        ctx.observe(status);
-        return Ok(response);
+    async move {
+        let credential = ctx.credential().await?;
+        let replay = replayable(&request);
+        let ready = inner.ready().await.map_err(Into::into)?;
+        let sending = ready.call(authorize(request, &credential));
+        let response = sending.await.map_err(Into::into)?;
+        let status = response.status();
+        let retried = status == StatusCode::UNAUTHORIZED
+            || (ctx.server_retries.is_some() && RETRIED_STATUSES.contains(&status));
+        if !retried {
+            ctx.observe(status);
+            return Ok(response);
+        }
+        // NB: boxed, so that what only a retry needs is not in every request's future (and
+        // bound first: a temporary in an awaited expression would keep its place in it).
+        let retrying = Box::pin(retry::retry(ctx, inner, replay, response, credential));
+        retrying.await
     }
-    // NB: boxed, so that what only a retry needs is not in every request's future (and bound
-    // first: a temporary in an awaited expression would keep its place in the future).
-    let retrying = Box::pin(retry(ctx, inner, replay, response, credential));
-    retrying.await
 }
 
-/// What kube's server retries retry ([`RetryPolicy::server_retry`]).
+/// What kube's server retries retry
+/// ([`RetryPolicy::server_retry`](kube::client::retry::RetryPolicy::server_retry)).
 const RETRIED_STATUSES: [StatusCode; 3] = [
     StatusCode::TOO_MANY_REQUESTS,
     StatusCode::SERVICE_UNAVAILABLE,
     StatusCode::GATEWAY_TIMEOUT,
 ];
-
-/// After `response` to a request sent with `credential`: a 401 refreshes the credential and
-/// sends `replay` once more; a 429/503/504 is retried as kube would, within the budget.
-async fn retry<S, B>(
-    ctx: Arc<Ctx>,
-    mut inner: S,
-    mut replay: Option<Request<Body>>,
-    mut response: Response<B>,
-    mut credential: Arc<Credential>,
-) -> Result<Response<B>, BoxError>
-where
-    S: Service<Request<Body>, Response = Response<B>>,
-    S::Error: Into<BoxError>,
-{
-    let mut refreshed = false;
-    let mut server_retry = None;
-    loop {
-        if response.status() == StatusCode::UNAUTHORIZED {
-            ctx.health.count_unauthorized();
-            if refreshed {
-                ctx.tokens
-                    .invalidate_if_current(&ctx.secret, &credential)
-                    .await;
-                return Err(ctx.rejected());
-            }
-            let fresh = ctx.refresh(&credential).await?;
-            if fresh.same_material(&credential) {
-                return Err(ctx.rejected());
-            }
-            if replay.is_none() {
-                tracing::debug!(member = %ctx.member, "401 on a streaming body; not replayed");
-                return Ok(response);
-            }
-            (refreshed, credential) = (true, fresh);
-            ctx.health.count_retry();
-            tracing::debug!(member = %ctx.member, secret = %ctx.secret, "retrying once with a refreshed token");
-        } else {
-            let (Some(budget), Some(copy)) = (ctx.server_retries, replay.as_mut()) else {
-                ctx.observe(response.status());
-                return Ok(response);
-            };
-            let (policy, first) =
-                server_retry.get_or_insert_with(|| (RetryPolicy::server_retry(), Instant::now()));
-            let mut result = Ok(response);
-            let wait = Policy::<_, _, BoxError>::retry(policy, copy, &mut result);
-            response = result?;
-            match wait {
-                Some(wait) if wait.deadline() <= *first + budget => wait.await,
-                _ => {
-                    ctx.observe(response.status());
-                    return Ok(response);
-                }
-            }
-        }
-        let Some(next) = replay.take() else {
-            return Ok(response);
-        };
-        drop(response);
-        replay = replayable(&next);
-        response = call(&mut inner, next, &credential).await?;
-    }
-}
-
-/// Sends `request` with `credential` once `inner` is ready (below it, a slot under the
-/// member's in-flight limit is free).
-async fn call<S, B>(
-    inner: &mut S,
-    request: Request<Body>,
-    credential: &Credential,
-) -> Result<Response<B>, BoxError>
-where
-    S: Service<Request<Body>, Response = Response<B>>,
-    S::Error: Into<BoxError>,
-{
-    let ready = inner.ready().await.map_err(Into::into)?;
-    ready
-        .call(authorize(request, credential))
-        .await
-        .map_err(Into::into)
-}
 
 impl Ctx {
     /// The credential to send: the slot's copy, or the cache's.
@@ -395,5 +329,6 @@ fn authorize(mut request: Request<Body>, credential: &Credential) -> Request<Bod
     request
 }
 
+mod retry;
 #[cfg(test)]
 mod tests;
