@@ -311,7 +311,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
                 file.proxy_url.clone(),
             )
             .and_then(|mut spec| {
-                spec.mint_request = rotation(dir, &path, &file)?;
+                spec.mint_request = mint_request(dir, &path, &file)?;
                 Ok(spec)
             }),
             credential_files::direct(dir, &key, &file, api_endpoint),
@@ -319,7 +319,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
         Ok(Layout::Kubeconfig(kubeconfig)) => {
             let (spec, secret) = credential_files::kubeconfig(dir, &key, &file.name, kubeconfig);
             // Without a tokenFile there is nothing to write a minted token to.
-            let spec = rotation(dir, &path, &file).and(spec);
+            let spec = mint_request(dir, &path, &file).and(spec);
             (spec, secret)
         }
     };
@@ -337,7 +337,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
 /// name directly in the directory: the write-back replaces it through the directory's
 /// descriptor ([`MembersDir::replace`](crate::members_dir::MembersDir)), never through a
 /// subdirectory that could be swapped for a symlink.
-fn rotation(
+fn mint_request(
     dir: &Path,
     path: &Path,
     file: &MemberFile,
@@ -354,7 +354,7 @@ fn rotation(
     };
     match &file.token_file {
         Some(token_file) if plain(token_file) => block
-            .rotation(dir.join(token_file))
+            .request(dir.join(token_file))
             .map(|r| Some(Box::new(r))),
         _ => rotation_without_token_file(path),
     }

@@ -253,7 +253,7 @@ impl MintBlock {
     ///
     /// # Errors
     /// [`InvalidReason::DefinitionInvalid`] naming the field that does not parse.
-    pub fn rotation(&self, token_file: PathBuf) -> Result<MintRequest, InvalidReason> {
+    pub fn request(&self, token_file: PathBuf) -> Result<MintRequest, InvalidReason> {
         let invalid = |field: &str, why: String| {
             InvalidReason::DefinitionInvalid(format!("mint.{field}: {why}"))
         };

@@ -136,7 +136,7 @@ fn a_member_file_block_reads_as_the_annotations_do(#[case] now: &str) {
          audiences: [api]\n{now}: \"1\"\n",
     ))
     .unwrap();
-    let rotation = block.rotation("/m/m1.token".into()).unwrap();
+    let rotation = block.request("/m/m1.token".into()).unwrap();
     assert_eq!(rotation.service_account.name, "collector");
     assert_eq!(rotation.enabled, Some(true));
     assert_eq!(rotation.expiration_seconds, 900);
@@ -146,7 +146,7 @@ fn a_member_file_block_reads_as_the_annotations_do(#[case] now: &str) {
 
     let bad: MintBlock =
         serde_yaml::from_str("serviceAccount: tether/collector\nexpirationSeconds: 60\n").unwrap();
-    let err = bad.rotation("/m/t".into()).unwrap_err();
+    let err = bad.request("/m/t".into()).unwrap_err();
     assert!(err.to_string().contains("mint.expirationSeconds"), "{err}");
     assert!(serde_yaml::from_str::<MintBlock>("serviceAccount: a/b\nextra: 1\n").is_err());
 }
