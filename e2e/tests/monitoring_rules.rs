@@ -1,5 +1,5 @@
 //! The shipped alerts and dashboard, checked without a cluster: the chart's rules are the rule
-//! file, every alert is complete and its runbook is a README heading, `promtool test rules`
+//! file, every alert is complete and its runbook is the book's page for it, `promtool test rules`
 //! passes (series that must fire and series that must not), and the dashboard's queries parse.
 
 mod monitoring_support;
@@ -8,8 +8,8 @@ use std::process::Command;
 
 use e2e::manifest::{chart_dir, parse_documents};
 use monitoring_support::{
-    ALERTS, README_URL, dashboard, dashboard_queries, prometheus_dir, readme_anchors, rule_list,
-    rules, run_promtool,
+    ALERTS, BookLink, book_pages, dashboard, dashboard_queries, prometheus_dir, rule_list, rules,
+    run_promtool,
 };
 use serde_json::{Value, json};
 
@@ -25,14 +25,14 @@ fn the_charts_rules_are_the_shipped_rule_file() {
 }
 
 #[test]
-fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook_in_the_readme() {
+fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook_page_in_the_book() {
     let rules = rules().unwrap();
     let rules = rule_list(&rules);
     let names: Vec<_> = rules.iter().filter_map(|r| r["alert"].as_str()).collect();
     assert_eq!(names, ALERTS);
-    let anchors = readme_anchors().unwrap();
+    let pages = book_pages().unwrap();
     for rule in rules {
-        let name = &rule["alert"];
+        let name = rule["alert"].as_str().unwrap();
         assert!(
             ["critical", "warning", "info"].contains(&rule["labels"]["severity"].as_str().unwrap()),
             "{name}: severity"
@@ -42,24 +42,37 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook_in_the_readm
             assert!(!text.trim().is_empty(), "{name}: no {key}");
         }
         let url = rule["annotations"]["runbook_url"].as_str().unwrap();
-        let anchor = url
-            .strip_prefix(README_URL)
-            .unwrap_or_else(|| panic!("{name}: runbook {url} is not in the README"));
+        let link = BookLink::parse(url).unwrap_or_else(|e| panic!("{name}: runbook: {e:#}"));
         assert!(
-            anchors.contains(anchor),
-            "{name}: the README has no heading #{anchor}"
+            link.page.starts_with("operations/runbooks/") && link.anchor.is_none(),
+            "{name}: runbook {url} is not a runbook page of its own"
+        );
+        assert!(
+            pages.contains(&link.page),
+            "{name}: docs/src/SUMMARY.md does not list its runbook {}",
+            link.page
+        );
+        let headings = link.headings().unwrap();
+        assert_eq!(
+            headings.first().map(String::as_str),
+            Some(name),
+            "{name}: its runbook {} is titled otherwise",
+            link.page
         );
     }
 }
 
 #[test]
-fn the_dashboards_links_resolve_to_readme_headings() {
-    let anchors = readme_anchors().unwrap();
+fn the_dashboards_links_resolve_to_book_pages() {
     let dashboard = dashboard().unwrap();
-    for link in dashboard["links"].as_array().unwrap() {
+    let pages = book_pages().unwrap();
+    let links = dashboard["links"].as_array().unwrap();
+    assert!(!links.is_empty(), "the dashboard links no runbook");
+    for link in links {
         let url = link["url"].as_str().unwrap();
-        let anchor = url.strip_prefix(README_URL).unwrap();
-        assert!(anchors.contains(anchor), "no README heading #{anchor}");
+        let page = BookLink::parse(url).unwrap();
+        assert!(page.resolves().unwrap(), "{url}: no such heading");
+        assert!(pages.contains(&page.page), "{url}: not in SUMMARY.md");
     }
 }
 

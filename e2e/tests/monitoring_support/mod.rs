@@ -15,8 +15,8 @@ use e2e::manifest::repo_root;
 use serde_json::Value;
 use testkit::metrics::Exposition;
 
-/// Where every runbook and dashboard link points: a heading of the README on GitHub.
-pub const README_URL: &str = "https://github.com/tether-dev/tether/blob/main/README.md#";
+/// Where every runbook and dashboard link points: a page of the book's sources on GitHub.
+pub const BOOK_URL: &str = "https://github.com/tether-dev/tether/blob/main/docs/src/";
 
 /// The alerts the rule file must define, in its order.
 pub const ALERTS: [&str; 6] = [
@@ -141,7 +141,8 @@ pub fn openmetrics_as_prometheus_text(text: &str) -> String {
     converted
 }
 
-/// GitHub's anchor for a Markdown heading: lower case, spaces to `-`, punctuation dropped.
+/// mdBook's (and GitHub's) anchor for a Markdown heading: lower case, spaces to `-`,
+/// punctuation dropped.
 pub fn anchor(heading: &str) -> String {
     heading
         .trim()
@@ -155,19 +156,75 @@ pub fn anchor(heading: &str) -> String {
         .collect()
 }
 
-/// The anchors of every heading of the README.
-pub fn readme_anchors() -> anyhow::Result<BTreeSet<String>> {
-    let readme = std::fs::read_to_string(repo_root().join("README.md"))?;
-    let mut in_code = false;
-    let mut anchors = BTreeSet::new();
-    for line in readme.lines() {
-        if line.starts_with("```") {
-            in_code = !in_code;
-        } else if !in_code && let Some(heading) = line.strip_prefix('#') {
-            anchors.insert(anchor(heading.trim_start_matches('#')));
-        }
+/// A page of the book that a link under [`BOOK_URL`] names, as a path under `docs/src`, with
+/// the anchor after `#` if any.
+pub struct BookLink {
+    /// The page, relative to `docs/src`.
+    pub page: String,
+    /// The heading's anchor, if the link names one.
+    pub anchor: Option<String>,
+}
+
+impl BookLink {
+    /// The link `url`, or an error naming it if it is not a page of the book.
+    pub fn parse(url: &str) -> anyhow::Result<Self> {
+        let rest = url
+            .strip_prefix(BOOK_URL)
+            .with_context(|| format!("{url} is not under {BOOK_URL}"))?;
+        let (page, anchor) = match rest.split_once('#') {
+            Some((page, anchor)) => (page, Some(anchor.to_owned())),
+            None => (rest, None),
+        };
+        ensure!(page.ends_with(".md"), "{url} names no Markdown page");
+        Ok(Self {
+            page: page.to_owned(),
+            anchor,
+        })
     }
-    Ok(anchors)
+
+    /// The page's headings, by text (without the `#`s), in order; an error if the page does
+    /// not exist.
+    pub fn headings(&self) -> anyhow::Result<Vec<String>> {
+        let path = book_dir().join(&self.page);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("the book has no page {}", self.page))?;
+        let mut in_code = false;
+        let mut headings = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_code = !in_code;
+            } else if !in_code && let Some(heading) = line.strip_prefix('#') {
+                headings.push(heading.trim_start_matches('#').trim().to_owned());
+            }
+        }
+        Ok(headings)
+    }
+
+    /// Whether the page exists and, if the link names an anchor, has a heading of that anchor.
+    pub fn resolves(&self) -> anyhow::Result<bool> {
+        let headings = self.headings()?;
+        Ok(match &self.anchor {
+            Some(wanted) => headings.iter().any(|h| &anchor(h) == wanted),
+            None => true,
+        })
+    }
+}
+
+/// `docs/src`: the book's pages and its `SUMMARY.md`.
+pub fn book_dir() -> PathBuf {
+    repo_root().join("docs/src")
+}
+
+/// The pages `SUMMARY.md` lists, relative to `docs/src`: a page it does not list is not in
+/// the built book.
+pub fn book_pages() -> anyhow::Result<BTreeSet<String>> {
+    let summary = std::fs::read_to_string(book_dir().join("SUMMARY.md"))?;
+    Ok(summary
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(')'))
+        .map(|(page, _)| page.to_owned())
+        .collect())
 }
 
 /// promtool, built by `hack/tools.sh` at its pinned version.
