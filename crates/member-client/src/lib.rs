@@ -98,3 +98,8 @@ pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The book's page on embedding the libraries, its example compiled as a doctest too.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/src/embedding.md")]
+pub struct BookEmbeddingDoctests;
