@@ -247,6 +247,39 @@ pub async fn start_probing(
     start_as_admin(control_plane, &flags).await
 }
 
+/// A control plane and the flags that make a collector read its members from one source
+/// there (as `--members-from capi --kubeconfig-namespace …`).
+pub struct MemberSource {
+    control_plane: testkit::Cluster,
+    flags: Vec<String>,
+}
+
+impl MemberSource {
+    /// The source `flags` name on `control_plane`.
+    pub fn new(control_plane: &testkit::Cluster, flags: &[&str]) -> Self {
+        let flags = flags.iter().map(|f| (*f).to_owned()).collect();
+        let control_plane = control_plane.clone();
+        Self {
+            control_plane,
+            flags,
+        }
+    }
+
+    /// Starts a collector reading this source, probing every `probe_period`, with `extra`
+    /// flags ([`start_probing`]); its API is read with the admin token.
+    ///
+    /// # Errors
+    /// As [`RunningCollector::start`].
+    pub async fn start_collector(
+        &self,
+        probe_period: Duration,
+        extra: &[&str],
+    ) -> anyhow::Result<RunningCollector> {
+        let source: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        start_probing(&self.control_plane, &source, probe_period, extra).await
+    }
+}
+
 /// Spawns the `collector` binary with `args` and its stderr in `log_dir`
 /// ([`testkit::CollectorProcess::spawn`]), keeps its stdout drained (a full pipe would block
 /// it), and returns once it is healthy.

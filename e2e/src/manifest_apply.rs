@@ -10,6 +10,7 @@ use kube::{
     core::TypeMeta,
     discovery::{ApiCapabilities, ApiResource, Discovery, Scope},
 };
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::manifest::{ObjectId, of_kind};
@@ -103,9 +104,26 @@ pub async fn apply(
     Ok(accepted)
 }
 
-/// Server-side apply as the tests' field manager, taking over any field.
-pub fn force_apply() -> PatchParams {
-    PatchParams::apply(MANAGER).force()
+/// Server-side applies `object`, named `name`, through `api` as the tests' field manager,
+/// taking over any field; an object with a `status` and no `spec` goes to the status
+/// subresource.
+///
+/// # Errors
+/// API errors, naming the object.
+pub async fn force_apply<K>(api: &Api<K>, name: &str, object: &Value) -> anyhow::Result<()>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let (params, patch) = (PatchParams::apply(MANAGER).force(), Patch::Apply(object));
+    let status = object.get("status").is_some() && object.get("spec").is_none();
+    let applied = match status {
+        true => api.patch_status(name, &params, &patch).await,
+        false => api.patch(name, &params, &patch).await,
+    };
+    let kind = object["kind"].as_str().unwrap_or("object");
+    let part = if status { " status" } else { "" };
+    applied.with_context(|| format!("applying {kind} {name}{part}"))?;
+    Ok(())
 }
 
 /// Applies the RBAC objects and the ServiceAccount among `objects` for real.

@@ -2,19 +2,19 @@
 //! them, the credential Secrets `e2e/plugins/secretreader-plugin.py` reads, its provider file,
 //! and collectors reading the inventory (`--members-from clusterprofile`).
 
-use std::{path::PathBuf, time::Duration};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{
     Api,
-    api::{DeleteParams, DynamicObject, Patch},
+    api::{DeleteParams, DynamicObject},
 };
 use serde_json::{Value, json};
 use testkit::{Cluster, crd};
 
 use crate::{
-    collector_run::{RunningCollector, start_probing},
+    collector_run::MemberSource,
     kubeconfig_plane::{PluginFiles, kubeconfig::base64, plugin_path},
     manifest_apply::force_apply,
 };
@@ -25,7 +25,8 @@ pub const OCM_MANAGER: &str = "open-cluster-management";
 /// An inventory namespace of ClusterProfiles, a namespace of per-cluster token Secrets, and
 /// the provider file that maps OCM's provider to the secretreader plugin.
 pub struct ProfilePlane {
-    control_plane: Cluster,
+    /// The inventory as a collector's source (`--members-from clusterprofile`).
+    pub source: MemberSource,
     profiles: Api<DynamicObject>,
     secrets: Api<Secret>,
     /// The inventory (`--clusterprofile-namespace`).
@@ -48,8 +49,20 @@ impl ProfilePlane {
         let namespace = control_plane.create_namespace("inventory").await?;
         let secrets_ns = control_plane.create_namespace("creds").await?;
         let files = PluginFiles::for_cluster(control_plane, "profile-plane")?;
+        let provider_file = files.path("providers.json").display().to_string();
+        let source = MemberSource::new(
+            control_plane,
+            &[
+                "--members-from",
+                "clusterprofile",
+                "--clusterprofile-namespace",
+                &namespace,
+                "--clusterprofile-provider-file",
+                &provider_file,
+            ],
+        );
         let plane = Self {
-            control_plane: control_plane.clone(),
+            source,
             profiles: Api::namespaced_with(
                 admin.clone(),
                 &namespace,
@@ -111,11 +124,7 @@ impl ProfilePlane {
             "metadata": {"name": cluster_name},
             "stringData": {"token": token},
         });
-        self.secrets
-            .patch(cluster_name, &force_apply(), &Patch::Apply(&secret))
-            .await
-            .with_context(|| format!("writing the token Secret of {cluster_name}"))?;
-        Ok(())
+        force_apply(&self.secrets, cluster_name, &secret).await
     }
 
     /// Publishes profile `name` as OCM does for `member`: its access provider
@@ -136,20 +145,13 @@ impl ProfilePlane {
             "metadata": {"name": name, "labels": {"x-k8s.io/cluster-manager": OCM_MANAGER}},
             "spec": {"displayName": name, "clusterManager": {"name": OCM_MANAGER}},
         });
-        self.profiles
-            .patch(name, &force_apply(), &Patch::Apply(&profile))
-            .await
-            .with_context(|| format!("writing ClusterProfile {name}"))?;
+        force_apply(&self.profiles, name, &profile).await?;
         let status = json!({
             "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
             "metadata": {"name": name},
             "status": {"accessProviders": providers},
         });
-        self.profiles
-            .patch_status(name, &force_apply(), &Patch::Apply(&status))
-            .await
-            .with_context(|| format!("writing the status of ClusterProfile {name}"))?;
-        Ok(())
+        force_apply(&self.profiles, name, &status).await
     }
 
     /// Deletes profile `name`.
@@ -162,28 +164,6 @@ impl ProfilePlane {
             .await
             .with_context(|| format!("deleting ClusterProfile {name}"))?;
         Ok(())
-    }
-
-    /// Starts a collector reading this inventory, probing every `probe_period`, with `extra`
-    /// flags; its API is read with the admin token.
-    ///
-    /// # Errors
-    /// As [`RunningCollector::start`].
-    pub async fn start_collector(
-        &self,
-        probe_period: Duration,
-        extra: &[&str],
-    ) -> anyhow::Result<RunningCollector> {
-        let provider_file = self.provider_file().display().to_string();
-        let source = [
-            "--members-from",
-            "clusterprofile",
-            "--clusterprofile-namespace",
-            &self.namespace,
-            "--clusterprofile-provider-file",
-            &provider_file,
-        ];
-        start_probing(&self.control_plane, &source, probe_period, extra).await
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
+use anyhow::Context as _;
 use k8s_openapi::{
     api::{apps::v1::Deployment, coordination::v1::Lease, events::v1::Event},
     apimachinery::pkg::apis::meta::v1::MicroTime,
@@ -138,6 +139,21 @@ impl Scenario {
     /// As [`RunningCollector::start`].
     pub async fn start_collector(&self, extra_args: &[&str]) -> anyhow::Result<RunningCollector> {
         start_probing(self.env.control_plane(), &[], self.probe_period, extra_args).await
+    }
+
+    /// Polls until Cluster `member` has `condition`, `Type=Status/Reason` (as
+    /// `Ready=True/MemberReady`).
+    ///
+    /// # Errors
+    /// A `condition` without `=`, or not within `limit`.
+    pub async fn wait(&self, member: &str, condition: &str, limit: Duration) -> anyhow::Result<()> {
+        let (type_, want) = condition
+            .split_once('=')
+            .context("not Type=Status/Reason")?;
+        self.karmada
+            .wait_condition(member, type_, want, limit)
+            .await?;
+        Ok(())
     }
 
     /// Member `i` (1-based, as in the environment).

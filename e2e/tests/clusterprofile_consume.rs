@@ -19,30 +19,27 @@ use tokio::time::Instant;
 const CONVERGE: Duration = Duration::from_secs(20);
 
 #[tokio::test]
-async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path() {
-    let (env, ns, old_token) = one_member_with_agent().await.unwrap();
+async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path()
+-> anyhow::Result<()> {
+    let (env, ns, old_token) = one_member_with_agent().await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
 
-    let plane = ProfilePlane::create(control_plane).await.unwrap();
-    plane.write_token(MEMBER, &old_token).await.unwrap();
-    plane.publish(MEMBER, member, None).await.unwrap();
+    let plane = ProfilePlane::create(control_plane).await?;
+    plane.write_token(MEMBER, &old_token).await?;
+    plane.publish(MEMBER, member, None).await?;
     // A profile offering only a provider the file does not serve, and one whose provider
     // names a CA file, which a profile may not make Tether read.
     let elsewhere = json!([{"name": "gke-fleet", "cluster": {"server": member.endpoint()}}]);
-    plane
-        .publish("member2", member, Some(elsewhere))
-        .await
-        .unwrap();
+    plane.publish("member2", member, Some(elsewhere)).await?;
     let mut file_ca = ocm_access_provider("member3", member);
     file_ca["cluster"]["certificate-authority"] = json!("/etc/kubernetes/pki/ca.crt");
     plane
         .publish("member3", member, Some(json!([file_ca])))
-        .await
-        .unwrap();
+        .await?;
 
     // No --allow-exec: the provider file's command is the allow-list.
-    let collector = plane.start_collector(PROBE, &[]).await.unwrap();
-    wait_healthy(&collector, MEMBER, START).await.unwrap();
+    let collector = plane.source.start_collector(PROBE, &[]).await?;
+    wait_healthy(&collector, MEMBER, START).await?;
     let (_, unserved) = wait_condition(
         &collector,
         "member2",
@@ -50,8 +47,7 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
         "False/ProviderNotFound",
         CONVERGE,
     )
-    .await
-    .unwrap();
+    .await?;
     println!("member2: {}", unserved.message);
     assert!(
         unserved.message.contains("gke-fleet")
@@ -65,16 +61,14 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
         "False/DefinitionInvalid",
         CONVERGE,
     )
-    .await
-    .unwrap();
+    .await?;
     assert!(
         malformed.message.contains("certificate-authority"),
         "{malformed:?}"
     );
     let mirrored =
         read_api::create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "before", CONVERGE)
-            .await
-            .unwrap();
+            .await?;
     println!("a new Deployment was mirrored in {mirrored:?}");
     let runs_before = plane.plugin_runs();
     assert!(runs_before >= 1, "the plugin ran to make the member Ready");
@@ -83,19 +77,18 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     // collector does not watch: the plugin reads it), then the old one is revoked.
     let new_token = member.mint_token(&ns, "rotated", HOUR).await;
     assert!(new_token.is_err(), "no ServiceAccount `rotated` yet");
-    member.create_service_account(&ns, "rotated").await.unwrap();
-    let new_token = member.mint_token(&ns, "rotated", HOUR).await.unwrap();
-    plane.write_token(MEMBER, &new_token).await.unwrap();
+    member.create_service_account(&ns, "rotated").await?;
+    let new_token = member.mint_token(&ns, "rotated", HOUR).await?;
+    plane.write_token(MEMBER, &new_token).await?;
     let revoked = Instant::now();
-    member.revoke(&ns, AGENT, &old_token).await.unwrap();
+    member.revoke(&ns, AGENT, &old_token).await?;
     let metric = |name: &'static str| read_api::member_metric(&collector, name, MEMBER);
     let limit = REVOCATION_TIMEOUT + CONVERGE;
     eventually("the revoked token meets a 401", limit, || async {
         let unauthorized = metric("tether_unauthorized_responses_total").await;
         matching(unauthorized, |n| *n >= 1.0)
     })
-    .await
-    .unwrap();
+    .await?;
     let to_401 = revoked.elapsed();
     // The 401 invalidates the token: the plugin runs again, reads the rotated Secret, and the
     // rejected request is retried with what it returned.
@@ -106,9 +99,8 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
             *runs > runs_before && *retries >= 1.0
         })
     })
-    .await
-    .unwrap();
-    wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
+    .await?;
+    wait_healthy(&collector, MEMBER, CONVERGE).await?;
     let healthy_after = revoked.elapsed();
     let retries = metric("tether_retries_total").await;
     println!(
@@ -117,15 +109,14 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
         plane.plugin_runs()
     );
     read_api::create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "after", CONVERGE)
-        .await
-        .unwrap();
+        .await?;
     let credentials = condition(&collector, MEMBER, "CredentialsValid")
         .await
         .unwrap();
     assert_eq!(credentials.short(), "True/CredentialsAccepted");
 
     // A deleted profile is a removed member.
-    plane.delete(MEMBER).await.unwrap();
+    plane.delete(MEMBER).await?;
     let path = format!("/api/v1/clusters/{MEMBER}");
     eventually(
         &format!("{MEMBER} is no longer served"),
@@ -136,7 +127,7 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
             })
         },
     )
-    .await
-    .unwrap();
+    .await?;
     assert!(condition(&collector, "member2", "Ready").await.is_some());
+    Ok(())
 }

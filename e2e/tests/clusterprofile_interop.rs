@@ -23,21 +23,20 @@ const INVENTORY: &str = "fleet";
 const TTL: &str = "3s";
 
 #[tokio::test]
-async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotation() {
-    let credential = testkit::locate_binary("tether-credential").unwrap();
-    let mut scenario = Scenario::start(1, PROBE).await.unwrap();
-    let (_collector, profile) = start_publishing(&mut scenario, INVENTORY, MEMBER, PUBLISHED)
-        .await
-        .unwrap();
+async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotation()
+-> anyhow::Result<()> {
+    let credential = testkit::locate_binary("tether-credential")?;
+    let mut scenario = Scenario::start(1, PROBE).await?;
+    let (_collector, profile) =
+        start_publishing(&mut scenario, INVENTORY, MEMBER, PUBLISHED).await?;
     let control_plane = scenario.env.control_plane().clone();
     println!("published: {}", profile["status"]);
 
     // The consumer: its own ServiceAccount on the control plane, allowed to get the profile and
     // the member's Secret, and nothing else of either kind.
-    let dir = tempfile::tempdir().unwrap();
-    let consumer = Consumer::create(&control_plane, dir.path(), &credential, &["--ttl", TTL])
-        .await
-        .unwrap();
+    let dir = tempfile::tempdir()?;
+    let consumer =
+        Consumer::create(&control_plane, dir.path(), &credential, &["--ttl", TTL]).await?;
     grant_consumer(
         &control_plane,
         INVENTORY,
@@ -45,8 +44,7 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
         SECRET_NAMESPACE,
         &[MEMBER],
     )
-    .await
-    .unwrap();
+    .await?;
     let profile_ref = ProfileRef {
         kubeconfig: &consumer.kubeconfig,
         namespace: INVENTORY,
@@ -55,50 +53,40 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
     };
 
     // 1. It lists the member's Deployments through tether-credential.
-    scenario.create_deployment(1, "web", 1).await.unwrap();
+    scenario.create_deployment(1, "web", 1).await?;
     let ns = scenario.namespace.clone();
     let (web, after) = (format!("{ns}/web"), format!("{ns}/after"));
-    let (status, lines, stderr) = interop_client::run(
-        interop_client::command(&profile_ref, &["--once", "--namespace", &ns]).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (status, lines, stderr) = interop_client::run(interop_client::command(
+        &profile_ref,
+        &["--once", "--namespace", &ns],
+    )?)
+    .await?;
     assert!(status.success(), "{status}: {lines:?} {stderr}");
     assert!(is_list_with(&lines[0], &web), "{lines:?}");
 
     // 2. The token is rotated in the Secret and the old one revoked, while it lists every
     // 500 ms and watches.
-    let mut running = Running::spawn(
-        interop_client::command(
-            &profile_ref,
-            &["--namespace", &ns, "--list-interval", "500ms"],
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    running
-        .until("synced", |l| l["kind"] == "synced")
-        .await
-        .unwrap();
+    let mut running = Running::spawn(interop_client::command(
+        &profile_ref,
+        &["--namespace", &ns, "--list-interval", "500ms"],
+    )?)?;
+    running.until("synced", |l| l["kind"] == "synced").await?;
     let member = scenario.member(1).clone();
     let old_token = scenario.registered_tokens[0].clone();
-    let new_token = member.mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    let new_token = member.mint_token(&ns, "agent-b", HOUR).await?;
     scenario
         .karmada
         .write_secret(MEMBER, &new_token, member.ca_pem())
-        .await
-        .unwrap();
-    let revocation = member.revoke(&ns, "agent-a", &old_token).await.unwrap();
-    scenario.create_deployment(1, "after", 1).await.unwrap();
+        .await?;
+    let revocation = member.revoke(&ns, "agent-a", &old_token).await?;
+    scenario.create_deployment(1, "after", 1).await?;
     running
         .until("ADDED after", |l| is_added(l, &after))
-        .await
-        .unwrap();
+        .await?;
     running
         .until("a list with after", |l| is_list_with(l, &after))
-        .await
-        .unwrap();
-    let (status, seen, stderr) = running.terminate().await.unwrap();
+        .await?;
+    let (status, seen, stderr) = running.terminate().await?;
     println!(
         "the old token met 401 {revocation:?} after its ServiceAccount was deleted; {} lines \
          in all, none failed; stderr {stderr:?}",
@@ -116,4 +104,5 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
             "a token was printed"
         );
     }
+    Ok(())
 }

@@ -59,22 +59,19 @@ fn transition_time(profile: &ClusterProfile, type_: &str) -> Timestamp {
 }
 
 #[tokio::test]
-async fn a_member_is_published_follows_its_health_and_goes_with_it() {
+async fn a_member_is_published_follows_its_health_and_goes_with_it() -> anyhow::Result<()> {
     let (s, inventory) = start_with_inventory(&["--publish-clusterprofiles", FLEET]).await;
     let member = s.member(1).clone();
     let version = member
-        .admin_client()
-        .unwrap()
+        .admin_client()?
         .apiserver_version()
-        .await
-        .unwrap()
+        .await?
         .git_version;
 
     let served = tokio::time::Instant::now();
     let profile = inventory
         .wait_for("member1", "healthy", START, healthy)
-        .await
-        .unwrap()
+        .await?
         .unwrap();
     eprintln!("published {:?} after the CRD was served", served.elapsed());
     let labels = profile.metadata.labels.clone().unwrap_or_default();
@@ -93,16 +90,14 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     let provider = &status.access_providers[0];
     assert_eq!(provider.name, "tether");
     assert_eq!(provider.cluster.server, member.endpoint());
-    let ca = base64::engine::general_purpose::STANDARD
-        .decode(
-            provider
-                .cluster
-                .certificate_authority_data
-                .as_deref()
-                .unwrap(),
-        )
-        .unwrap();
-    assert_eq!(String::from_utf8(ca).unwrap(), member.ca_pem());
+    let ca = base64::engine::general_purpose::STANDARD.decode(
+        provider
+            .cluster
+            .certificate_authority_data
+            .as_deref()
+            .unwrap(),
+    )?;
+    assert_eq!(String::from_utf8(ca)?, member.ca_pem());
     assert_eq!(
         provider.cluster.extension(EXEC_EXTENSION),
         Some(&json!({
@@ -110,7 +105,7 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
             "secretRef": { "namespace": SECRET_NAMESPACE, "name": "member1" },
         }))
     );
-    let written = serde_json::to_string(&profile).unwrap();
+    let written = serde_json::to_string(&profile)?;
     assert!(
         !written.contains(&s.registered_tokens[0]),
         "the profile never holds the token"
@@ -119,22 +114,20 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     // Probes go on; a transition time moves only when the status does.
     let since = transition_time(&profile, CONTROL_PLANE_HEALTHY);
     tokio::time::sleep(3 * PROBE).await;
-    let again = inventory.get("member1").await.unwrap().unwrap();
+    let again = inventory.get("member1").await?.unwrap();
     assert_eq!(transition_time(&again, CONTROL_PLANE_HEALTHY), since);
 
     // A token the member rejects: ControlPlaneHealthy follows Ready to False.
     s.karmada
         .write_secret("member1", "not-a-token", member.ca_pem())
-        .await
-        .unwrap();
+        .await?;
     let rejected = tokio::time::Instant::now();
     let broken = inventory
         .wait_for("member1", "Unauthorized", CONVERGE, |p| {
             has_condition(p, CONTROL_PLANE_HEALTHY, "False", "Unauthorized")
                 && has_condition(p, "CredentialsValid", "False", "Unauthorized")
         })
-        .await
-        .unwrap()
+        .await?
         .unwrap();
     eprintln!(
         "ControlPlaneHealthy=False {:?} after the token was replaced",
@@ -148,10 +141,8 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     );
     // The Karmada Cluster says the same (its own writer may be a moment behind): both follow
     // one status.
-    s.karmada
-        .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
-        .await
-        .unwrap();
+    s.wait("member1", "Ready=False/Unauthorized", CONVERGE)
+        .await?;
     assert_eq!(
         condition(&broken, CONTROL_PLANE_HEALTHY),
         Some(("False".to_owned(), "Unauthorized".to_owned()))
@@ -160,34 +151,32 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() {
     // The Cluster is deleted: so is its profile.
     Api::<Cluster>::all(s.karmada.client().clone())
         .delete("member1", &DeleteParams::default())
-        .await
-        .unwrap();
+        .await?;
     let deleted = tokio::time::Instant::now();
     inventory
         .wait_for("member1", "deleted", CONVERGE, |p| p.is_none())
-        .await
-        .unwrap();
+        .await?;
     eprintln!("profile deleted {:?} after its Cluster", deleted.elapsed());
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garbage() {
+async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garbage()
+-> anyhow::Result<()> {
     // The scenario's own collector neither writes nor publishes.
     let (s, inventory) = start_with_inventory(&["--write-status=false"]).await;
     // Left by an earlier run for a member that is gone, and another manager's profiles, one
     // of them under member1's name.
-    inventory.create_as("ghost", "tether").await.unwrap();
+    inventory.create_as("ghost", "tether").await?;
     inventory
         .create_as("member1", "open-cluster-management")
-        .await
-        .unwrap();
+        .await?;
     inventory
         .create_as("elsewhere", "open-cluster-management")
-        .await
-        .unwrap();
+        .await?;
     // A Cluster Tether cannot use (plain http to loopback): it is published all the same.
-    s.add_broken_member().await.unwrap();
-    let holder = s.hold_the_lease(HELD).await.unwrap();
+    s.add_broken_member().await?;
+    let holder = s.hold_the_lease(HELD).await?;
 
     let lease = LEASE.as_secs().to_string();
     let mut b = s
@@ -200,18 +189,17 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
             "--leader-election-lease-seconds",
             &lease,
         ])
-        .await
-        .unwrap();
-    s.wait_sees_both(&b, START).await.unwrap();
+        .await?;
+    s.wait_sees_both(&b, START).await?;
     // Every member listed and probed, and more than a retry period: a follower writes nothing.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    assert_eq!(b.metric("tether_leader", "").await.unwrap(), 0.0);
+    assert_eq!(b.metric("tether_leader", "").await?, 0.0);
     assert!(
-        inventory.get("broken").await.unwrap().is_none(),
+        inventory.get("broken").await?.is_none(),
         "a follower published"
     );
     assert!(
-        inventory.get("ghost").await.unwrap().is_some(),
+        inventory.get("ghost").await?.is_some(),
         "a follower collected"
     );
 
@@ -222,8 +210,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         .wait_for("broken", "published", HELD + LEASE + CONVERGE, |p| {
             has_condition(p, CONTROL_PLANE_HEALTHY, "False", "EndpointForbidden")
         })
-        .await
-        .unwrap()
+        .await?
         .unwrap();
     eprintln!(
         "replica-b published {:?} after the holder stopped renewing (lease {HELD:?})",
@@ -240,11 +227,10 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
     );
     inventory
         .wait_for("ghost", "collected", CONVERGE, |p| p.is_none())
-        .await
-        .unwrap();
+        .await?;
     // Another manager's profiles stay as they were, even under a member's name.
     for name in ["member1", "elsewhere"] {
-        let kept = inventory.get(name).await.unwrap().unwrap();
+        let kept = inventory.get(name).await?.unwrap();
         assert_eq!(
             kept.spec.cluster_manager.name, "open-cluster-management",
             "{name}"
@@ -252,6 +238,7 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         assert!(kept.status.is_none(), "{name} was written");
     }
     b.stop().await;
+    Ok(())
 }
 
 fn condition_status<'a>(
@@ -265,12 +252,11 @@ fn condition_status<'a>(
 }
 
 #[tokio::test]
-async fn a_profile_another_manager_took_over_is_not_written_again() {
+async fn a_profile_another_manager_took_over_is_not_written_again() -> anyhow::Result<()> {
     let (s, inventory) = start_with_inventory(&["--publish-clusterprofiles", FLEET]).await;
     inventory
         .wait_for("member1", "healthy", START, healthy)
-        .await
-        .unwrap();
+        .await?;
     // Another manager takes the profile over after Tether wrote it.
     let takeover = json!({
         "metadata": { "labels": { CLUSTER_MANAGER_LABEL: "open-cluster-management" } },
@@ -279,20 +265,16 @@ async fn a_profile_another_manager_took_over_is_not_written_again() {
     inventory
         .api()
         .patch("member1", &PatchParams::default(), &Patch::Merge(takeover))
-        .await
-        .unwrap();
+        .await?;
     // The member's health changes: Tether has a new status to write.
     s.karmada
         .write_secret("member1", "not-a-token", s.member(1).ca_pem())
-        .await
-        .unwrap();
-    s.karmada
-        .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
-        .await
-        .unwrap();
+        .await?;
+    s.wait("member1", "Ready=False/Unauthorized", CONVERGE)
+        .await?;
     // More than a retry period after the status changed.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    let kept = inventory.get("member1").await.unwrap().unwrap();
+    let kept = inventory.get("member1").await?.unwrap();
     let labels = kept.metadata.labels.clone().unwrap_or_default();
     assert_eq!(
         labels.get(CLUSTER_MANAGER_LABEL).map(String::as_str),
@@ -305,4 +287,5 @@ async fn a_profile_another_manager_took_over_is_not_written_again() {
         "the status was written over: {:?}",
         kept.status
     );
+    Ok(())
 }

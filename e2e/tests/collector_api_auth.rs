@@ -19,15 +19,16 @@ const LIMIT: Duration = Duration::from_secs(30);
 const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
 
 #[tokio::test]
-async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
-    let s = Scenario::start(1, PROBE).await.unwrap();
-    s.karmada.wait_healthy("member1", LIMIT).await.unwrap();
+async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() -> anyhow::Result<()>
+{
+    let s = Scenario::start(1, PROBE).await?;
+    s.karmada.wait_healthy("member1", LIMIT).await?;
     let cp = s.env.control_plane();
-    let admin = cp.admin_client().unwrap();
+    let admin = cp.admin_client()?;
 
     // The shipped reader role, bound to `reader` only, as the docs say to.
-    let base = kustomize_build(&kustomize_dir("base")).unwrap();
-    let role = api_reader_role(&base).unwrap();
+    let base = kustomize_build(&kustomize_dir("base"))?;
+    let role = api_reader_role(&base)?;
     apply_rbac_for_real(
         &admin,
         &base
@@ -36,11 +37,10 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
             .cloned()
             .collect::<Vec<_>>(),
     )
-    .await
-    .unwrap();
-    let ns = cp.create_namespace("readers").await.unwrap();
+    .await?;
+    let ns = cp.create_namespace("readers").await?;
     for sa in ["reader", "stranger"] {
-        cp.create_service_account(&ns, sa).await.unwrap();
+        cp.create_service_account(&ns, sa).await?;
     }
     apply_object(
         &admin,
@@ -50,11 +50,9 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
             "subjects": [{ "kind": "ServiceAccount", "name": "reader", "namespace": ns }],
         }),
-    )
-    .await
-    .unwrap();
-    let reader = cp.mint_token(&ns, "reader", HOUR).await.unwrap();
-    let stranger = cp.mint_token(&ns, "stranger", HOUR).await.unwrap();
+    ).await?;
+    let reader = cp.mint_token(&ns, "reader", HOUR).await?;
+    let stranger = cp.mint_token(&ns, "stranger", HOUR).await?;
     let addr = s.collector.addr;
 
     // The binding reaches the apiserver's authorizer through an informer: wait for it. A 403
@@ -68,33 +66,28 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() {
                 Err(format!("{status} {body}"))
             }
         })
-        .await
-        .unwrap();
+        .await?;
     }
-    let (_, clusters) = get_as(addr, "/api/v1/clusters", Some(&reader))
-        .await
-        .unwrap();
+    let (_, clusters) = get_as(addr, "/api/v1/clusters", Some(&reader)).await?;
     assert!(clusters.contains("\"member1\""), "{clusters}");
 
     for path in PATHS {
-        let (status, body) = get_as(addr, path, Some(&stranger)).await.unwrap();
+        let (status, body) = get_as(addr, path, Some(&stranger)).await?;
         assert_eq!(status, 403, "stranger: {path} {body}");
         assert!(!body.contains("stranger") && !body.contains(&ns), "{body}");
-        let (status, _) = get_as(addr, path, None).await.unwrap();
+        let (status, _) = get_as(addr, path, None).await?;
         assert_eq!(status, 401, "no token: {path}");
         let forged = format!("{reader}x");
-        let (status, body) = get_as(addr, path, Some(&forged)).await.unwrap();
+        let (status, body) = get_as(addr, path, Some(&forged)).await?;
         assert_eq!(status, 401, "a forged token: {path}");
         assert!(!body.contains(&forged), "{body}");
     }
 
     // Open, and saying nothing about identities.
     assert_eq!(
-        get_as(addr, "/healthz", None).await.unwrap(),
+        get_as(addr, "/healthz", None).await?,
         (200, "ok".to_owned())
     );
-    assert_eq!(
-        get_as(addr, "/readyz", None).await.unwrap(),
-        (200, "ok".to_owned())
-    );
+    assert_eq!(get_as(addr, "/readyz", None).await?, (200, "ok".to_owned()));
+    Ok(())
 }

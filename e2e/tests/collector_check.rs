@@ -33,25 +33,24 @@ fn row<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 #[tokio::test]
-async fn each_member_gets_the_reason_the_collector_would_give() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn each_member_gets_the_reason_the_collector_would_give() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let karmada = Karmada::install(control_plane).await.unwrap();
+    let karmada = Karmada::install(control_plane).await?;
     let ns = format!("tether-check-{}", std::process::id());
-    member.create_namespace_named(&ns).await.unwrap();
-    member.create_service_account(&ns, "agent-a").await.unwrap();
-    member.create_service_account(&ns, "gone").await.unwrap();
+    member.create_namespace_named(&ns).await?;
+    member.create_service_account(&ns, "agent-a").await?;
+    member.create_service_account(&ns, "gone").await?;
     // Bound to nothing: the member accepts its token and lets it do nothing.
     let bare: ServiceAccount =
-        serde_json::from_value(json!({ "metadata": { "name": "bare", "namespace": ns } })).unwrap();
-    Api::<ServiceAccount>::namespaced(member.admin_client().unwrap(), &ns)
+        serde_json::from_value(json!({ "metadata": { "name": "bare", "namespace": ns } }))?;
+    Api::<ServiceAccount>::namespaced(member.admin_client()?, &ns)
         .create(&PostParams::default(), &bare)
-        .await
-        .unwrap();
-    let good = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
-    let revoked = member.mint_token(&ns, "gone", HOUR).await.unwrap();
-    let unbound = member.mint_token(&ns, "bare", HOUR).await.unwrap();
-    member.revoke(&ns, "gone", &revoked).await.unwrap();
+        .await?;
+    let good = member.mint_token(&ns, "agent-a", HOUR).await?;
+    let revoked = member.mint_token(&ns, "gone", HOUR).await?;
+    let unbound = member.mint_token(&ns, "bare", HOUR).await?;
+    member.revoke(&ns, "gone", &revoked).await?;
     let register = |name, ca_pem, token| {
         let karmada = karmada.clone();
         let endpoint = member.endpoint().to_owned();
@@ -70,8 +69,8 @@ async fn each_member_gets_the_reason_the_collector_would_give() {
     register("norbac", member.ca_pem(), &unbound).await;
     // Another cluster's CA: the member's serving certificate does not verify.
     register("wrongca", control_plane.ca_pem(), &good).await;
-    let admin_token = control_plane.admin_token().unwrap();
-    let flags = admin_args(control_plane).unwrap();
+    let admin_token = control_plane.admin_token()?;
+    let flags = admin_args(control_plane)?;
 
     let started = tokio::time::Instant::now();
     let mut alone = flags.clone();
@@ -151,4 +150,5 @@ async fn each_member_gets_the_reason_the_collector_would_give() {
     for token in [&good, &revoked, &unbound, &admin_token] {
         assert!(!everything.contains(token.as_str()), "a token was printed");
     }
+    Ok(())
 }

@@ -30,46 +30,42 @@ async fn unauthorized_reported(s: &Scenario, member: &str) -> bool {
 }
 
 #[tokio::test]
-async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collector() {
-    let mut s = Scenario::start(1, PROBE).await.unwrap();
+async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collector()
+-> anyhow::Result<()> {
+    let mut s = Scenario::start(1, PROBE).await?;
     let member = s.member(1).clone();
     let ns = s.namespace.clone();
-    s.create_deployment(1, "web", 1).await.unwrap();
-    s.wait_mirrored("member1", "web", 1, START).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
+    s.create_deployment(1, "web", 1).await?;
+    s.wait_mirrored("member1", "web", 1, START).await?;
+    s.karmada.wait_healthy("member1", START).await?;
 
-    let old_token = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
+    let old_token = member.mint_token(&ns, "agent-a", HOUR).await?;
     // A Deployment informer with the token baked in at start, as Karmada's was before PR #7663.
     let baked = Informer::start(Api::<Deployment>::namespaced(
-        member.client_with_token(&old_token).unwrap(),
+        member.client_with_token(&old_token)?,
         &ns,
     ));
 
     // Rotate: the Secret gets agent-b's token, agent-a is revoked, and the member apiserver
     // restarts so that every watch must reconnect.
-    let new_token = member.mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    let new_token = member.mint_token(&ns, "agent-b", HOUR).await?;
     s.karmada
         .write_secret("member1", &new_token, member.ca_pem())
-        .await
-        .unwrap();
-    member.revoke(&ns, "agent-a", &old_token).await.unwrap();
-    s.env.restart(1, RestartOptions::default()).await.unwrap();
-    s.set_ready(1, "web", 3).await.unwrap();
+        .await?;
+    member.revoke(&ns, "agent-a", &old_token).await?;
+    s.env.restart(1, RestartOptions::default()).await?;
+    s.set_ready(1, "web", 3).await?;
 
-    let took = s
-        .wait_mirrored("member1", "web", 3, CONVERGE)
-        .await
-        .unwrap();
+    let took = s.wait_mirrored("member1", "web", 3, CONVERGE).await?;
     eprintln!("collector mirrored the post-rotation status in {took:?}");
     // A probe that ran while member1 was down rightly said Unreachable, and the watches can be
     // back before the next probe, so the conditions are awaited rather than read. What must never
     // appear is an auth failure: the collector used the new token before the old one died.
-    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
+    s.karmada.wait_healthy("member1", CONVERGE).await?;
     assert_eq!(
         s.collector
             .metric("tether_watch_errors_total", r#"kind="unauthorized""#)
-            .await
-            .unwrap(),
+            .await?,
         0.0,
         "no watch was refused after the rotation"
     );
@@ -87,24 +83,25 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
         Some(3),
         "a baked-in token cannot follow the rotation"
     );
-    let err = Api::<Deployment>::namespaced(member.client_with_token(&old_token).unwrap(), &ns)
+    let err = Api::<Deployment>::namespaced(member.client_with_token(&old_token)?, &ns)
         .get("web")
         .await
         .unwrap_err();
     assert_eq!(testkit::status_code(&err), Some(401), "{err}");
+    Ok(())
 }
 
 #[tokio::test]
-async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_secret() {
+async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_secret()
+-> anyhow::Result<()> {
     let probe = Duration::from_secs(2);
-    let s = Scenario::start(2, probe).await.unwrap();
+    let s = Scenario::start(2, probe).await?;
     let member = s.member(1).clone();
     let ns = s.namespace.clone();
     for name in ["member1", "member2"] {
         s.karmada
             .wait_condition(name, "Ready", "True/MemberReady", START)
-            .await
-            .unwrap();
+            .await?;
     }
 
     // The KAI-Scheduler incident: delete and recreate the ServiceAccount; the Secret still holds
@@ -113,12 +110,10 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
     let stale = s.registered_tokens[0].clone();
     member
         .recreate_service_account(&ns, "agent-a", &stale)
-        .await
-        .unwrap();
+        .await?;
     member
         .wait_until_unauthorized(&stale, REVOCATION_TIMEOUT)
-        .await
-        .unwrap();
+        .await?;
     let took = s
         .karmada
         .wait_condition(
@@ -127,26 +122,19 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
             "False/Unauthorized",
             2 * probe + Duration::from_secs(1),
         )
-        .await
-        .unwrap();
+        .await?;
     eprintln!("CredentialsValid=False/Unauthorized {took:?} after the revocation was observable");
     s.karmada
         .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
-        .await
-        .unwrap();
+        .await?;
 
     // Loud: an Event on the Cluster, and /metrics.
     assert!(
         unauthorized_reported(&s, "member1").await,
         "an Unauthorized Event on Cluster member1"
     );
-    assert_eq!(
-        s.metric("tether_credential_state", "member1")
-            .await
-            .unwrap(),
-        1.0
-    );
-    let (_, metrics) = s.collector.get("/metrics").await.unwrap();
+    assert_eq!(s.metric("tether_credential_state", "member1").await?, 1.0);
+    let (_, metrics) = s.collector.get("/metrics").await?;
     assert!(
         metrics
             .lines()
@@ -158,20 +146,19 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
     );
     assert!(
         s.metric("tether_unauthorized_responses_total", "member1")
-            .await
-            .unwrap()
+            .await?
             >= 1.0
     );
 
     // The other member is unaffected.
     let ready = s.karmada.condition("member2", "Ready").await;
-    assert_eq!(ready.unwrap().unwrap().0, "True");
+    assert_eq!(ready?.unwrap().0, "True");
 
     // Writing a valid token into the Secret heals it, without a restart.
-    let fresh = member.mint_token(&ns, "agent-a", HOUR).await.unwrap();
+    let fresh = member.mint_token(&ns, "agent-a", HOUR).await?;
     s.karmada
         .write_secret("member1", &fresh, member.ca_pem())
-        .await
-        .unwrap();
-    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
+        .await?;
+    s.karmada.wait_healthy("member1", CONVERGE).await?;
+    Ok(())
 }

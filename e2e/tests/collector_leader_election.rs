@@ -45,7 +45,7 @@ async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
+async fn one_replica_writes_and_the_other_takes_over_within_the_lease() -> anyhow::Result<()> {
     let lease = LEASE.as_secs().to_string();
     let mut s = Scenario::start_with(
         1,
@@ -57,15 +57,11 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
             &lease,
         ],
     )
-    .await
-    .unwrap();
-    s.karmada
-        .wait_condition("member1", "Ready", "True/MemberReady", START)
-        .await
-        .unwrap();
+    .await?;
+    s.wait("member1", "Ready=True/MemberReady", START).await?;
     let mut b = start_replica_b(&s).await;
     // b watches and probes like a, but does not lead.
-    b.wait_member_ready("member1", START).await.unwrap();
+    b.wait_member_ready("member1", START).await?;
     assert!(
         leading(&s.collector).await,
         "replica-a started first and leads"
@@ -73,11 +69,9 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     assert!(!leading(&b).await, "replica-b follows");
 
     // A transition: only the leader writes it.
-    s.karmada.delete_secret("member1").await.unwrap();
-    s.karmada
-        .wait_condition("member1", "Ready", "False/SecretNotFound", CONVERGE)
-        .await
-        .unwrap();
+    s.karmada.delete_secret("member1").await?;
+    s.wait("member1", "Ready=False/SecretNotFound", CONVERGE)
+        .await?;
     tokio::time::sleep(2 * PROBE).await; // b has probed and seen it too
     let written = reporters(&s, "member1", "SecretNotFound").await;
     assert_eq!(
@@ -91,9 +85,7 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
     s.collector.stop().await;
     let stopped = tokio::time::Instant::now();
     let take_over = LEASE + Duration::from_secs(3);
-    eventually("replica-b takes over", take_over, || leading(&b))
-        .await
-        .unwrap();
+    eventually("replica-b takes over", take_over, || leading(&b)).await?;
     eprintln!(
         "replica-b took over {:?} after replica-a stopped (lease {LEASE:?})",
         stopped.elapsed()
@@ -101,16 +93,12 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() {
 
     let token = s.registered_tokens[0].clone();
     let ca = s.member(1).ca_pem().to_owned();
-    s.karmada
-        .write_secret("member1", &token, &ca)
-        .await
-        .unwrap();
-    s.karmada
-        .wait_condition("member1", "Ready", "True/MemberReady", CONVERGE)
-        .await
-        .unwrap();
+    s.karmada.write_secret("member1", &token, &ca).await?;
+    s.wait("member1", "Ready=True/MemberReady", CONVERGE)
+        .await?;
     wait_reported(&s, "member1", "MemberReady", "replica-b").await;
     b.stop().await;
+    Ok(())
 }
 
 /// Polls until an Event on Cluster `member` with `reason` was reported by `instance`.
@@ -125,23 +113,21 @@ async fn wait_reported(s: &Scenario, member: &str, reason: &str, instance: &str)
 }
 
 #[tokio::test]
-async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
+async fn a_new_leader_writes_and_records_what_it_saw_while_following() -> anyhow::Result<()> {
     // The scenario's own collector only watches; the Lease is held by someone else.
-    let s = Scenario::start_with(1, PROBE, &["--write-status=false"])
-        .await
-        .unwrap();
-    let holder = s.hold_the_lease(HELD).await.unwrap();
+    let s = Scenario::start_with(1, PROBE, &["--write-status=false"]).await?;
+    let holder = s.hold_the_lease(HELD).await?;
 
     let mut b = start_replica_b(&s).await;
     // While following, b probes member1 and learns of a Cluster it cannot use; it writes
     // neither.
-    s.add_broken_member().await.unwrap();
-    s.wait_sees_both(&b, START).await.unwrap();
+    s.add_broken_member().await?;
+    s.wait_sees_both(&b, START).await?;
     tokio::time::sleep(2 * PROBE).await;
     assert!(!leading(&b).await, "someone else holds the Lease");
     for name in ["member1", "broken"] {
         assert_eq!(
-            s.karmada.condition(name, "Ready").await.unwrap(),
+            s.karmada.condition(name, "Ready").await?,
             None,
             "a follower wrote {name}"
         );
@@ -150,20 +136,12 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() {
     // The holder dies: b leads once the Lease expires, writes both, and records both
     // transitions, which it saw while no one was writing.
     holder.abort();
-    s.karmada
-        .wait_condition(
-            "member1",
-            "Ready",
-            "True/MemberReady",
-            HELD + LEASE + CONVERGE,
-        )
-        .await
-        .unwrap();
-    s.karmada
-        .wait_condition("broken", "Ready", "False/EndpointForbidden", CONVERGE)
-        .await
-        .unwrap();
+    s.wait("member1", "Ready=True/MemberReady", HELD + LEASE + CONVERGE)
+        .await?;
+    s.wait("broken", "Ready=False/EndpointForbidden", CONVERGE)
+        .await?;
     wait_reported(&s, "member1", "MemberReady", "replica-b").await;
     wait_reported(&s, "broken", "EndpointForbidden", "replica-b").await;
     b.stop().await;
+    Ok(())
 }

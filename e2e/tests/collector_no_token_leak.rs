@@ -31,7 +31,7 @@ impl Write for Captured {
 }
 
 #[tokio::test]
-async fn no_output_of_the_collector_holds_a_token() {
+async fn no_output_of_the_collector_holds_a_token() -> anyhow::Result<()> {
     let captured = Captured::default();
     let writer = captured.clone();
     // Global, and bridging the `log` crate, so records of every thread and library land here.
@@ -42,58 +42,39 @@ async fn no_output_of_the_collector_holds_a_token() {
         .try_init()
         .unwrap();
 
-    let s = Scenario::start(1, PROBE).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
+    let s = Scenario::start(1, PROBE).await?;
+    s.karmada.wait_healthy("member1", START).await?;
     let ns = s.namespace.clone();
     let first = s.registered_tokens[0].clone();
     let ca = s.member(1).ca_pem().to_owned();
 
     // Rotation.
-    let second = s.member(1).mint_token(&ns, "agent-b", HOUR).await.unwrap();
-    s.karmada
-        .write_secret("member1", &second, &ca)
-        .await
-        .unwrap();
-    s.karmada.wait_healthy("member1", CONVERGE).await.unwrap();
+    let second = s.member(1).mint_token(&ns, "agent-b", HOUR).await?;
+    s.karmada.write_secret("member1", &second, &ca).await?;
+    s.karmada.wait_healthy("member1", CONVERGE).await?;
 
     // Garbage around the token: an inner newline, and the token where the CA should be.
     let doubled = format!("{second}\n{second}");
-    s.karmada
-        .write_secret("member1", &doubled, &second)
-        .await
-        .unwrap();
-    s.karmada
-        .wait_condition("member1", "Ready", "False/SecretInvalid", CONVERGE)
-        .await
-        .unwrap();
+    s.karmada.write_secret("member1", &doubled, &second).await?;
+    s.wait("member1", "Ready=False/SecretInvalid", CONVERGE)
+        .await?;
 
     // A token the member does not know: rejected.
     // The signature's first character carries six bits of it (its last may carry only padding).
     let (signed, signature) = first.rsplit_once('.').unwrap();
     let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
     let forged = format!("{signed}.{flipped}{}", &signature[1..]);
-    s.karmada
-        .write_secret("member1", &forged, &ca)
-        .await
-        .unwrap();
-    s.karmada
-        .wait_condition(
-            "member1",
-            "CredentialsValid",
-            "False/Unauthorized",
-            CONVERGE,
-        )
-        .await
-        .unwrap();
+    s.karmada.write_secret("member1", &forged, &ca).await?;
+    s.wait("member1", "CredentialsValid=False/Unauthorized", CONVERGE)
+        .await?;
 
     let mut outputs = Vec::new();
-    let status = s.karmada.status("member1").await.unwrap();
+    let status = s.karmada.status("member1").await?;
     outputs.push(("Cluster status", status.to_string()));
     let events = Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
-        .await
-        .unwrap();
-    outputs.push(("Events", serde_json::to_string(&events.items).unwrap()));
+        .await?;
+    outputs.push(("Events", serde_json::to_string(&events.items)?));
     for path in [
         "/api/v1/clusters",
         "/api/v1/clusters/member1",
@@ -101,7 +82,7 @@ async fn no_output_of_the_collector_holds_a_token() {
         "/readyz",
         "/metrics",
     ] {
-        let (_, body) = s.collector.get(path).await.unwrap();
+        let (_, body) = s.collector.get(path).await?;
         outputs.push((path, body));
     }
     let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
@@ -125,4 +106,5 @@ async fn no_output_of_the_collector_holds_a_token() {
             );
         }
     }
+    Ok(())
 }

@@ -41,22 +41,13 @@ fn written_by_owners(writers: &StatusWriters, owners: &BTreeMap<String, String>)
 }
 
 #[tokio::test]
-async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
-    let plane = ShardPlane::start(1, MEMBERS).await.unwrap();
+async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> anyhow::Result<()> {
+    let plane = ShardPlane::start(1, MEMBERS).await?;
     let writers = StatusWriters::start(plane.karmada.client().clone());
     let flags = ["--probe-period", "2", "--request-timeout", "2"];
-    let a = plane
-        .replica(IDENTITIES[0], LEASE_SECONDS, &flags)
-        .await
-        .unwrap();
-    let b = plane
-        .replica(IDENTITIES[1], LEASE_SECONDS, &flags)
-        .await
-        .unwrap();
-    let c = plane
-        .replica(IDENTITIES[2], LEASE_SECONDS, &flags)
-        .await
-        .unwrap();
+    let a = plane.replica(IDENTITIES[0], LEASE_SECONDS, &flags).await?;
+    let b = plane.replica(IDENTITIES[1], LEASE_SECONDS, &flags).await?;
+    let c = plane.replica(IDENTITIES[2], LEASE_SECONDS, &flags).await?;
     let all = [
         (IDENTITIES[0], &a),
         (IDENTITIES[1], &b),
@@ -69,8 +60,7 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
             .await
             .is_some_and(|owners| written_by_owners(&writers, &owners))
     })
-    .await
-    .unwrap();
+    .await?;
     let owners = partition(&all).await.unwrap();
     let bound = (1.25 * MEMBERS as f64 / 3.0).ceil() as usize;
     for identity in IDENTITIES {
@@ -82,22 +72,17 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
         let replica = all.iter().find(|(i, _)| *i == identity).unwrap().1;
         let label = format!("replica=\"{identity}\"");
         assert_eq!(
-            metric(replica, "tether_shard_members", &label)
-                .await
-                .unwrap(),
+            metric(replica, "tether_shard_members", &label).await?,
             held as f64
         );
     }
     for member in &plane.members {
-        let ready = plane.karmada.condition(member, "Ready").await.unwrap();
+        let ready = plane.karmada.condition(member, "Ready").await?;
         assert_eq!(ready.map(|(s, _)| s).as_deref(), Some("True"), "{member}");
     }
     // A replica sends a member it does not own to its owner.
     let (elsewhere, owner) = owners.iter().find(|(_, o)| *o != IDENTITIES[0]).unwrap();
-    let (status, body) = a
-        .get(&format!("/api/v1/clusters/{elsewhere}"))
-        .await
-        .unwrap();
+    let (status, body) = a.get(&format!("/api/v1/clusters/{elsewhere}")).await?;
     assert_eq!(status, 421, "{body}");
     assert!(body.contains(owner.as_str()), "{body}");
 
@@ -108,7 +93,7 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
         .filter(|(_, o)| *o == IDENTITIES[2])
         .map(|(m, _)| m.clone())
         .collect();
-    c.pause().unwrap();
+    c.pause()?;
     let two = [(IDENTITIES[0], &a), (IDENTITIES[1], &b)];
     eventually(
         "shard-a and shard-b take the frozen replica's members",
@@ -119,16 +104,14 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
                 .is_some_and(|owners| written_by_owners(&writers, &owners))
         },
     )
-    .await
-    .unwrap();
-    c.resume().unwrap();
+    .await?;
+    c.resume()?;
     eventually("shard-c is back with its members", LIMIT, || async {
         partition(&all).await.is_some_and(|owners| {
             owners.values().any(|o| o == IDENTITIES[2]) && written_by_owners(&writers, &owners)
         })
     })
-    .await
-    .unwrap();
+    .await?;
 
     // SIGKILL shard-c: its members must have an owner again within its Lease duration (the
     // bound allows 2 s more for a loaded machine, where starting the watches takes longer).
@@ -146,16 +129,14 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
         LIMIT,
         || async { partition(&two).await.is_some() },
     )
-    .await
-    .unwrap();
+    .await?;
     let without_owner = killed.elapsed();
     eventually("the new owners write the status", LIMIT, || async {
         partition(&two)
             .await
             .is_some_and(|owners| written_by_owners(&writers, &owners))
     })
-    .await
-    .unwrap();
+    .await?;
     let bound_two = (1.25 * MEMBERS as f64 / 2.0).ceil() as usize;
     let owners = partition(&two).await.unwrap();
     for (identity, _) in two {
@@ -169,12 +150,8 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
         without_owner <= Duration::from_secs(LEASE_SECONDS + 2),
         "the killed replica's members went {without_owner:?} without an owner (Lease {LEASE_SECONDS} s)"
     );
-    let moved_in = metric(&a, "tether_shard_moves_total", "direction=\"in\"")
-        .await
-        .unwrap()
-        + metric(&b, "tether_shard_moves_total", "direction=\"in\"")
-            .await
-            .unwrap();
+    let moved_in = metric(&a, "tether_shard_moves_total", "direction=\"in\"").await?
+        + metric(&b, "tether_shard_moves_total", "direction=\"in\"").await?;
     assert!(
         moved_in >= (c_members.len() + c_members_now.len()) as f64,
         "{moved_in} members moved in for two takeovers of {} and {}",
@@ -198,4 +175,5 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() {
          0 double writes",
         c_members_now.len()
     );
+    Ok(())
 }

@@ -21,14 +21,14 @@ async fn leading(collector: &RunningCollector) -> bool {
 }
 
 #[tokio::test]
-async fn sigterm_releases_the_lease_and_exits_promptly() {
-    let mut s = Scenario::start(1, PROBE).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
+async fn sigterm_releases_the_lease_and_exits_promptly() -> anyhow::Result<()> {
+    let mut s = Scenario::start(1, PROBE).await?;
+    s.karmada.wait_healthy("member1", START).await?;
     // The scenario's own replica stops: the process below is then the only candidate.
     s.collector.stop().await;
 
     let control_plane = s.env.control_plane();
-    let mut args = admin_args(control_plane).unwrap();
+    let mut args = admin_args(control_plane)?;
     args.extend(
         [
             "--probe-period",
@@ -42,21 +42,20 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
         ]
         .map(str::to_owned),
     );
-    let bin = testkit::locate_collector().unwrap();
-    let logs = temp_dir("shutdown").unwrap();
-    let mut process = CollectorProcess::spawn(&bin, &args, &logs).unwrap();
+    let bin = testkit::locate_collector()?;
+    let logs = temp_dir("shutdown")?;
+    let mut process = CollectorProcess::spawn(&bin, &args, &logs)?;
     // Its stdout is a pipe: keep it in a file, so that logging never blocks.
     let mut stdout = process.take_stdout().unwrap();
-    let mut log = std::fs::File::create(logs.join("collector.stdout")).unwrap();
+    let mut log = std::fs::File::create(logs.join("collector.stdout"))?;
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut log));
-    process.wait_until_healthy(START).await.unwrap();
+    process.wait_until_healthy(START).await?;
     eventually("the process leads", START, || async {
         let leader = process.metrics().await?;
         matching(metrics::sum(&leader, "tether_leader", ""), |n| *n == 1.0)
             .map_err(|now| anyhow::anyhow!("tether_leader {now}"))
     })
-    .await
-    .unwrap();
+    .await?;
 
     let follower = s
         .start_collector(&[
@@ -65,15 +64,13 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
             "--leader-election-lease-seconds",
             LEASE,
         ])
-        .await
-        .unwrap();
+        .await?;
     assert!(!leading(&follower).await, "replica-f follows");
 
-    let exited = process.terminate(Duration::from_secs(5)).await.unwrap();
+    let exited = process.terminate(Duration::from_secs(5)).await?;
     let lease = Api::<Lease>::namespaced(s.karmada.client().clone(), "tether-system")
         .get("tether-collector")
-        .await
-        .unwrap();
+        .await?;
     let holder = lease.spec.and_then(|spec| spec.holder_identity);
     assert_ne!(
         holder.as_deref(),
@@ -85,11 +82,10 @@ async fn sigterm_releases_the_lease_and_exits_promptly() {
     let since = Instant::now();
     let what =
         format!("replica-f takes over within {TAKEOVER:?} of the exit (the Lease lasts {LEASE} s)");
-    eventually(&what, TAKEOVER, || leading(&follower))
-        .await
-        .unwrap();
+    eventually(&what, TAKEOVER, || leading(&follower)).await?;
     println!(
         "SIGTERM → exit and Lease released in {exited:?}; the other replica led {:?} later",
         since.elapsed()
     );
+    Ok(())
 }

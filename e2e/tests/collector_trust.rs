@@ -50,16 +50,15 @@ async fn wait_ready_api(s: &Scenario, member: &str, ready: &str, limit: Duration
 }
 
 #[tokio::test]
-async fn a_frozen_member_turns_unready_and_resumes_without_relist_when_it_thaws() {
-    let s = Scenario::start_with(2, PROBE, &["--probe-timeout", PROBE_TIMEOUT])
-        .await
-        .unwrap();
-    s.create_deployment(1, "web", 1).await.unwrap();
-    s.wait_mirrored("member1", "web", 1, START).await.unwrap();
+async fn a_frozen_member_turns_unready_and_resumes_without_relist_when_it_thaws()
+-> anyhow::Result<()> {
+    let s = Scenario::start_with(2, PROBE, &["--probe-timeout", PROBE_TIMEOUT]).await?;
+    s.create_deployment(1, "web", 1).await?;
+    s.wait_mirrored("member1", "web", 1, START).await?;
     wait_ready_api(&s, "member2", "True/MemberReady", START).await;
-    let relists = s.metric("tether_relists_total", "member1").await.unwrap();
+    let relists = s.metric("tether_relists_total", "member1").await?;
 
-    s.env.apiserver(1).unwrap().freeze().unwrap();
+    s.env.apiserver(1).unwrap().freeze()?;
     let took = wait_ready_api(&s, "member1", "False/Unreachable", Duration::from_secs(10)).await;
     println!(
         "member1 frozen → Ready=False/Unreachable in {took:?} (probe period 1 s, probe timeout 2 s)"
@@ -73,32 +72,31 @@ async fn a_frozen_member_turns_unready_and_resumes_without_relist_when_it_thaws(
         "another member is not held up"
     );
 
-    s.env.apiserver(1).unwrap().thaw().unwrap();
+    s.env.apiserver(1).unwrap().thaw()?;
     wait_ready_api(&s, "member1", "True/MemberReady", CONVERGE).await;
-    s.set_ready(1, "web", 3).await.unwrap();
-    s.wait_mirrored("member1", "web", 3, CONVERGE)
-        .await
-        .unwrap();
+    s.set_ready(1, "web", 3).await?;
+    s.wait_mirrored("member1", "web", 3, CONVERGE).await?;
     assert_eq!(
-        s.metric("tether_relists_total", "member1").await.unwrap(),
+        s.metric("tether_relists_total", "member1").await?,
         relists,
         "the watches resumed where they were"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_frozen_control_plane_holds_up_no_member() {
+async fn a_frozen_control_plane_holds_up_no_member() -> anyhow::Result<()> {
     // Readers of the API are reviewed by the control plane, which fails closed while frozen:
     // this test reads what the collector sees, so it serves the API without reviews.
     let flags = ["--probe-timeout", PROBE_TIMEOUT, "--insecure-serve-api"];
-    let mut s = Scenario::start_with(2, PROBE, &flags).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
-    s.karmada.wait_healthy("member2", START).await.unwrap();
+    let mut s = Scenario::start_with(2, PROBE, &flags).await?;
+    s.karmada.wait_healthy("member1", START).await?;
+    s.karmada.wait_healthy("member2", START).await?;
 
     // Status writes now hang until their deadline; probes and the read API must not.
-    s.env.apiserver(0).unwrap().freeze().unwrap();
+    s.env.apiserver(0).unwrap().freeze()?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    s.env.stop(2).await.unwrap();
+    s.env.stop(2).await?;
     let took = wait_ready_api(&s, "member2", "False/Unreachable", Duration::from_secs(10)).await;
     println!("control plane frozen; member2 stopped → Unreachable on the read API in {took:?}");
     assert_eq!(
@@ -107,17 +105,18 @@ async fn a_frozen_control_plane_holds_up_no_member() {
     );
 
     // Thawed, the control plane gets the status it missed.
-    s.env.apiserver(0).unwrap().thaw().unwrap();
+    s.env.apiserver(0).unwrap().thaw()?;
     s.karmada
         .wait_condition("member2", "Ready", "False/Unreachable", CONVERGE)
-        .await
-        .unwrap();
+        .await?;
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_ready() {
-    let mut s = Scenario::start(1, PROBE).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
+async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_ready()
+-> anyhow::Result<()> {
+    let mut s = Scenario::start(1, PROBE).await?;
+    s.karmada.wait_healthy("member1", START).await?;
 
     // Rotate to an identity without any binding; the member's restart makes every watch start
     // again under it. /readyz stays open to it (system:public-info-viewer).
@@ -131,17 +130,13 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
         },
         ..ServiceAccount::default()
     };
-    Api::<ServiceAccount>::namespaced(member.admin_client().unwrap(), &ns)
+    Api::<ServiceAccount>::namespaced(member.admin_client()?, &ns)
         .create(&PostParams::default(), &unbound)
-        .await
-        .unwrap();
-    let token = member.mint_token(&ns, "agent-unbound", HOUR).await.unwrap();
+        .await?;
+    let token = member.mint_token(&ns, "agent-unbound", HOUR).await?;
     let ca = member.ca_pem().to_owned();
-    s.karmada
-        .write_secret("member1", &token, &ca)
-        .await
-        .unwrap();
-    s.env.restart(1, RestartOptions::default()).await.unwrap();
+    s.karmada.write_secret("member1", &token, &ca).await?;
+    s.env.restart(1, RestartOptions::default()).await?;
 
     s.karmada
         .wait_condition(
@@ -150,9 +145,8 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
             "False/Forbidden",
             Duration::from_secs(30),
         )
-        .await
-        .unwrap();
-    let conditions = s.karmada.conditions("member1").await.unwrap();
+        .await?;
+    let conditions = s.karmada.conditions("member1").await?;
     let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
     assert!(
         ready.message.contains("may not") && ready.message.contains("apps/v1/deployments"),
@@ -168,12 +162,14 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
         ("True", "CredentialsAccepted"),
         "a 403 says the credential was accepted"
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential() {
-    let mut s = Scenario::start(1, PROBE).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
+async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
+-> anyhow::Result<()> {
+    let mut s = Scenario::start(1, PROBE).await?;
+    s.karmada.wait_healthy("member1", START).await?;
 
     let (collector, env) = (&s.collector, &mut s.env);
     let sampling = async {
@@ -193,7 +189,7 @@ async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
         tokio::time::sleep(Duration::from_secs(2)).await;
         env.restart(1, RestartOptions::default()).await
     });
-    restarted.unwrap();
+    restarted?;
     println!("conditions of member1 through a restart (Ready, CredentialsValid): {samples:?}");
     assert!(
         samples
@@ -210,7 +206,7 @@ async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
         "{samples:?}"
     );
     let events = events_about(s.karmada.client(), None, "member1").await;
-    let refusals: Vec<_> = (events.unwrap().iter())
+    let refusals: Vec<_> = (events?.iter())
         .filter(|e| {
             let reason = e.reason.as_deref();
             matches!(reason, Some("Forbidden" | "Unauthorized" | "MirrorFailing"))
@@ -218,4 +214,5 @@ async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
         .map(|e| e.note.clone())
         .collect();
     assert!(refusals.is_empty(), "{refusals:?}");
+    Ok(())
 }

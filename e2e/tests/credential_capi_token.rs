@@ -22,20 +22,18 @@ use tokio::time::Instant;
 const CONVERGE: Duration = Duration::from_secs(10);
 
 #[tokio::test]
-async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
-    let (env, ns, old) = one_member_with_agent().await.unwrap();
+async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() -> anyhow::Result<()>
+{
+    let (env, ns, old) = one_member_with_agent().await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let plane = CapiPlane::create(control_plane).await.unwrap();
+    let plane = CapiPlane::create(control_plane).await?;
     plane
         .write(MEMBER, &Kubeconfig::token(member, &old))
-        .await
-        .unwrap();
+        .await?;
 
-    let collector = plane.start_collector(PROBE, &[]).await.unwrap();
-    wait_healthy(&collector, MEMBER, START).await.unwrap();
-    create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "before", CONVERGE)
-        .await
-        .unwrap();
+    let collector = plane.source.start_collector(PROBE, &[]).await?;
+    wait_healthy(&collector, MEMBER, START).await?;
+    create_and_wait_mirrored(&collector, (member, MEMBER), &ns, "before", CONVERGE).await?;
     assert_eq!(
         member_metric(&collector, "tether_relists_total", MEMBER).await,
         0.0
@@ -46,7 +44,7 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
             "cache=\"members\",kind=\"token\"",
         )
     };
-    let fetched_before = token_fetches().await.unwrap();
+    let fetched_before = token_fetches().await?;
 
     let done = AtomicBool::new(false);
     let rotation = async {
@@ -90,7 +88,7 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
     let relists = member_metric(&collector, "tether_relists_total", MEMBER).await;
     let unauthorized =
         member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await;
-    let fetched = token_fetches().await.unwrap() - fetched_before;
+    let fetched = token_fetches().await? - fetched_before;
     println!(
         "after the rotation: {relists} relists, {unauthorized} unauthorized responses, \
          {fetched} token fetches"
@@ -102,4 +100,5 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() {
         assert_eq!(samples, ["True/MemberReady"], "the member stayed Ready");
     }
     assert!(fetched >= 1.0, "the rewritten Secret's token was read");
+    Ok(())
 }

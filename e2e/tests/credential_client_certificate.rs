@@ -54,33 +54,29 @@ async fn relists(collector: &RunningCollector) -> f64 {
 }
 
 #[tokio::test]
-async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visibly() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visibly()
+-> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
     for user in ["alice", "bob"] {
-        member.grant_reader_to_user(user).await.unwrap();
+        member.grant_reader_to_user(user).await?;
     }
-    let workloads = member.create_namespace("workloads").await.unwrap();
-    let plane = CapiPlane::create(control_plane).await.unwrap();
-    let alice = member
-        .issue_client_cert("alice", &["tether-test"], HOUR)
-        .unwrap();
+    let workloads = member.create_namespace("workloads").await?;
+    let plane = CapiPlane::create(control_plane).await?;
+    let alice = member.issue_client_cert("alice", &["tether-test"], HOUR)?;
     plane
         .write(MEMBER, &Kubeconfig::client_cert(member, &alice))
-        .await
-        .unwrap();
+        .await?;
 
     // (a) The collector reaches the member as alice.
     let started = Instant::now();
-    let collector = plane.start_collector(PROBE, &[]).await.unwrap();
-    wait_healthy(&collector, MEMBER, START).await.unwrap();
+    let collector = plane.source.start_collector(PROBE, &[]).await?;
+    wait_healthy(&collector, MEMBER, START).await?;
     println!(
         "certificate member Ready on the read API {:?} after starting the collector",
         started.elapsed()
     );
-    create_and_wait_mirrored(&collector, (member, MEMBER), &workloads, "before", CONVERGE)
-        .await
-        .unwrap();
+    create_and_wait_mirrored(&collector, (member, MEMBER), &workloads, "before", CONVERGE).await?;
     wait_expiry(&collector, HOUR).await;
     println!(
         "credential expiry with alice's certificate: now + {:.0} s",
@@ -88,8 +84,7 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     );
     let fetched = collector
         .metric("tether_token_fetches_total", "kind=\"certificate\"")
-        .await
-        .unwrap();
+        .await?;
     assert!(fetched >= 1.0, "certificate fetches: {fetched}");
     assert_eq!(relists(&collector).await, 0.0, "nothing relisted yet");
 
@@ -97,28 +92,25 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     let (registry, mut events, driver) = RegistryBuilder::new()
         .endpoint_policy(loopback_policy())
         .kubeconfig_secrets(
-            control_plane.admin_client().unwrap(),
+            control_plane.admin_client()?,
             KubeconfigSecretsConfig::cluster_api(vec![plane.namespace.clone()]),
         )
         .build();
     let driver = tokio::spawn(driver.run());
-    let upserted = next_upserted(&mut events).await.unwrap();
+    let upserted = next_upserted(&mut events).await?;
     assert_eq!(upserted.0.name, MEMBER);
-    let client = member_client(&registry, &upserted).unwrap();
-    assert_eq!(whoami(&client).await.unwrap(), "alice");
+    let client = member_client(&registry, &upserted)?;
+    assert_eq!(whoami(&client).await?, "alice");
 
     // Cluster API renews the certificate by rewriting the Secret: bob, valid twice as long.
-    let bob = member
-        .issue_client_cert("bob", &["tether-test"], 2 * HOUR)
-        .unwrap();
+    let bob = member.issue_client_cert("bob", &["tether-test"], 2 * HOUR)?;
     plane
         .write(MEMBER, &Kubeconfig::client_cert(member, &bob))
-        .await
-        .unwrap();
+        .await?;
     let written = Instant::now();
     let mut asked = 0;
     loop {
-        let who = whoami(&client).await.unwrap();
+        let who = whoami(&client).await?;
         asked += 1;
         if who == "bob" {
             break;
@@ -137,7 +129,7 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
          write ({asked} reviews)"
     );
     assert!(switched < SWITCH, "{switched:?}");
-    assert_eq!(whoami(&client).await.unwrap(), "bob", "and stays bob");
+    assert_eq!(whoami(&client).await?, "bob", "and stays bob");
 
     // The collector presents bob's certificate too, and its watches survived: a Deployment
     // created now is mirrored, and nothing was listed again.
@@ -150,10 +142,9 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     );
     let mirrored =
         create_and_wait_mirrored(&collector, (member, MEMBER), &workloads, "after", CONVERGE)
-            .await
-            .unwrap();
+            .await?;
     println!("a Deployment created after the rotation was mirrored in {mirrored:?}");
-    wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
+    wait_healthy(&collector, MEMBER, CONVERGE).await?;
     let relisted = relists(&collector).await;
     println!("tether_relists_total{{member=\"{MEMBER}\"}} after the rotation: {relisted}");
     assert_eq!(
@@ -162,13 +153,10 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     );
 
     // (c) An expired certificate is reported as such, not as a rejected credential.
-    let expired = member
-        .issue_expired_client_cert("alice", &["tether-test"])
-        .unwrap();
+    let expired = member.issue_expired_client_cert("alice", &["tether-test"])?;
     plane
         .write(MEMBER, &Kubeconfig::client_cert(member, &expired))
-        .await
-        .unwrap();
+        .await?;
     let (took, ready) = wait_condition(
         &collector,
         MEMBER,
@@ -176,8 +164,7 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
         "False/CertificateExpired",
         CONVERGE,
     )
-    .await
-    .unwrap();
+    .await?;
     println!(
         "expired certificate → Ready=False/CertificateExpired in {took:?}: {}",
         ready.message
@@ -189,20 +176,19 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
         "False/CertificateExpired",
         CONVERGE,
     )
-    .await
-    .unwrap();
+    .await?;
     // Bob may not list namespaces (403) until the registry has the expired certificate too.
     let what = "the registry's client no longer gets 403";
     let refused = eventually(what, CONVERGE, || async {
         let now = list_namespaces(&client).await;
         matching(now, |now| *now != Err(FailureKind::Forbidden))
     })
-    .await
-    .unwrap();
+    .await?;
     assert_eq!(
         refused,
         Err(FailureKind::CredentialUnavailable),
         "the registry's client does not send an expired certificate either"
     );
     driver.abort();
+    Ok(())
 }

@@ -63,20 +63,20 @@ async fn wait_metric_at_least(
 }
 
 #[tokio::test]
-async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocation() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocation()
+-> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let ns = member.create_namespace("agents").await.unwrap();
-    member.create_service_account(&ns, AGENT).await.unwrap();
-    let plugin = TokenRequestPlugin::for_service_account(member, &ns, AGENT).unwrap();
-    let command = plugin_path("tokenrequest-plugin.py").unwrap();
-    let plane = CapiPlane::create(control_plane).await.unwrap();
+    let ns = member.create_namespace("agents").await?;
+    member.create_service_account(&ns, AGENT).await?;
+    let plugin = TokenRequestPlugin::for_service_account(member, &ns, AGENT)?;
+    let command = plugin_path("tokenrequest-plugin.py")?;
+    let plane = CapiPlane::create(control_plane).await?;
     plane
         .write(MEMBER, &Kubeconfig::exec(member, &command, plugin.env()))
-        .await
-        .unwrap();
+        .await?;
     // The definition passes the plugin its variables; the operator's declaration accepts them.
-    let declared = plugin.exec_plugins_file(&command).unwrap();
+    let declared = plugin.exec_plugins_file(&command)?;
     let allow = declared.display().to_string();
 
     // At 1 % of its remaining lifetime a 600 s token is fetched again after ~6 s.
@@ -86,8 +86,8 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
         "--credential-refresh-fraction",
         "0.01",
     ];
-    let mut refreshing = plane.start_collector(PROBE, &flags).await.unwrap();
-    wait_healthy(&refreshing, MEMBER, START).await.unwrap();
+    let mut refreshing = plane.source.start_collector(PROBE, &flags).await?;
+    wait_healthy(&refreshing, MEMBER, START).await?;
     let first = plugin.runs().len();
     assert!(first >= 1, "the plugin ran to make the member Ready");
     let started = Instant::now();
@@ -133,17 +133,17 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     // Revocation. The default fraction keeps a token for minutes, so the one in use outlives
     // the apiserver's ~10 s cache of its authentication and meets the 401.
     let collector = plane
+        .source
         .start_collector(PROBE, &["--exec-plugins", &allow])
-        .await
-        .unwrap();
-    wait_healthy(&collector, MEMBER, START).await.unwrap();
+        .await?;
+    wait_healthy(&collector, MEMBER, START).await?;
     let before = plugin.runs().len();
     assert_eq!(
         member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await,
         0.0
     );
-    member.delete_service_account(&ns, AGENT).await.unwrap();
-    member.create_service_account(&ns, AGENT).await.unwrap();
+    member.delete_service_account(&ns, AGENT).await?;
+    member.create_service_account(&ns, AGENT).await?;
     let recreated = Instant::now();
     let to_401 = wait_metric_at_least(
         &collector,
@@ -153,7 +153,7 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     )
     .await;
     wait_metric_at_least(&collector, "tether_retries_total", 1.0, CONVERGE).await;
-    wait_healthy(&collector, MEMBER, CONVERGE).await.unwrap();
+    wait_healthy(&collector, MEMBER, CONVERGE).await?;
     let healthy_after = recreated.elapsed();
     let after = plugin.runs().len();
     let unauthorized =
@@ -175,4 +175,5 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
         (TOKEN_LIFETIME - 60.0..=TOKEN_LIFETIME + 5.0).contains(&ahead),
         "expiry now + {ahead:.0} s, not ~{TOKEN_LIFETIME} s"
     );
+    Ok(())
 }

@@ -57,12 +57,13 @@ fn killed_in_time(runs: &str) -> usize {
 }
 
 #[tokio::test]
-async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_stay_ready() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_stay_ready()
+-> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let (_, token) = member.create_agent("agents", "agent", HOUR).await.unwrap();
+    let (_, token) = member.create_agent("agents", "agent", HOUR).await?;
 
-    let dir = temp_dir("exec-failures").unwrap();
+    let dir = temp_dir("exec-failures")?;
     let hang_runs = dir.join("hang-runs");
     let hang = script(
         &dir,
@@ -80,16 +81,15 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
     );
 
     // Three members, all on member1's apiserver: a token, and the two plugins.
-    let plane = CapiPlane::create(control_plane).await.unwrap();
+    let plane = CapiPlane::create(control_plane).await?;
     plane
         .write("healthy", &Kubeconfig::token(member, &token))
-        .await
-        .unwrap();
+        .await?;
     let hang_flag = hang.display().to_string();
     let timeout = EXEC_TIMEOUT.as_secs().to_string();
     let flags = ["--allow-exec", &hang_flag, "--exec-timeout", &timeout];
-    let collector = plane.start_collector(PROBE, &flags).await.unwrap();
-    wait_healthy(&collector, "healthy", START).await.unwrap();
+    let collector = plane.source.start_collector(PROBE, &flags).await?;
+    wait_healthy(&collector, "healthy", START).await?;
 
     let done = AtomicBool::new(false);
     let steps = async {
@@ -174,10 +174,10 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
     );
     let failures = collector
         .metric("tether_token_fetch_failures_total", "cache=\"members\"")
-        .await
-        .unwrap();
+        .await?;
     assert!(failures >= 2.0, "{failures} failed fetches");
     let killed = killed_in_time(&hang_runs);
     println!("runs of the hanging plugin older than the timeout, all killed: {killed}");
     assert!(killed >= 1, "no run old enough to check");
+    Ok(())
 }

@@ -74,23 +74,21 @@ async fn collector_as_the_base_service_account(
 /// base's RBAC and nothing else, with the Deployment's own arguments, so a request we did not
 /// think of fails here.
 #[tokio::test]
-async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn the_collector_does_its_job_with_exactly_the_base_rbac() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let (cp, member) = (env.control_plane(), env.cluster(1));
-    let admin = cp.admin_client().unwrap();
-    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
+    let admin = cp.admin_client()?;
+    let objects = kustomize_build(&kustomize_dir("base"))?;
     let (plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
     let sa_namespace = COLLECTOR_SA.0;
 
     // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
     plane
         .wait_condition("member1", "Ready", "True/MemberReady", LIMIT)
-        .await
-        .unwrap();
+        .await?;
     let lease = Api::<Lease>::namespaced(admin.clone(), sa_namespace)
         .get("tether-collector")
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(
         lease.spec.and_then(|s| s.holder_identity).as_deref(),
         Some("tether-collector-0")
@@ -102,8 +100,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
         let reasons = events.unwrap().into_iter().filter_map(|e| e.reason);
         reasons.into_iter().any(|r| r == "MemberReady")
     })
-    .await
-    .unwrap();
+    .await?;
 
     // A Cluster whose Secret is in a namespace the base grants nothing in: said so, on it.
     apply_object(
@@ -112,8 +109,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
             "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "elsewhere" },
         }),
     )
-    .await
-    .unwrap();
+    .await?;
     apply_object(
         &admin,
         &serde_json::json!({
@@ -126,64 +122,58 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() {
             },
         }),
     )
-    .await
-    .unwrap();
+    .await?;
     plane
         .wait_condition("member2", "Ready", "False/SecretForbidden", LIMIT)
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(
-        plane
-            .condition("member2", "CredentialsValid")
-            .await
-            .unwrap(),
+        plane.condition("member2", "CredentialsValid").await?,
         Some(("Unknown".to_owned(), "SecretForbidden".to_owned()))
     );
     assert_eq!(
-        plane.condition("member1", "Ready").await.unwrap(),
+        plane.condition("member1", "Ready").await?,
         Some(("True".to_owned(), "MemberReady".to_owned())),
         "member1 is unaffected"
     );
     collector.stop().await;
+    Ok(())
 }
 
 /// The same with the publishing overlay: its Role alone lets the collector publish, delete a
 /// removed member's profile and collect an earlier run's garbage.
 #[tokio::test]
-async fn the_collector_publishes_clusterprofiles_with_exactly_the_overlay_rbac() {
-    let env = Environment::with_members(1).await.unwrap();
-    let admin = env.control_plane().admin_client().unwrap();
-    let inventory = Inventory::install(&admin, "fleet").await.unwrap();
-    inventory.create_as("ghost", "tether").await.unwrap();
-    let objects = kustomize_build(&kustomize_dir("overlays/publish-clusterprofiles")).unwrap();
+async fn the_collector_publishes_clusterprofiles_with_exactly_the_overlay_rbac()
+-> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
+    let admin = env.control_plane().admin_client()?;
+    let inventory = Inventory::install(&admin, "fleet").await?;
+    inventory.create_as("ghost", "tether").await?;
+    let objects = kustomize_build(&kustomize_dir("overlays/publish-clusterprofiles"))?;
     let (_plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
 
     inventory
         .wait_for("member1", "healthy", LIMIT, |p| {
             has_condition(p, CONTROL_PLANE_HEALTHY, "True", "MemberReady")
         })
-        .await
-        .unwrap();
+        .await?;
     inventory
         .wait_for("ghost", "collected", LIMIT, |p| p.is_none())
-        .await
-        .unwrap();
+        .await?;
     Api::<Cluster>::all(admin.clone())
         .delete("member1", &DeleteParams::default())
-        .await
-        .unwrap();
+        .await?;
     inventory
         .wait_for("member1", "deleted", LIMIT, |p| p.is_none())
-        .await
-        .unwrap();
+        .await?;
     collector.stop().await;
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() {
-    let env = Environment::with_members(1).await.unwrap();
-    let admin = env.control_plane().admin_client().unwrap();
-    let objects = kustomize_build(&kustomize_dir("base")).unwrap();
+async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
+    let admin = env.control_plane().admin_client()?;
+    let objects = kustomize_build(&kustomize_dir("base"))?;
     // The base without the binding that lets the collector read Clusters.
     let (without, binding): (Vec<Value>, Vec<Value>) = objects.iter().cloned().partition(|o| {
         let id = id(o);
@@ -206,19 +196,18 @@ async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() {
             Err(format!("{status} ({full})"))
         }
     })
-    .await
-    .unwrap();
+    .await?;
     assert_eq!(short, "member definitions are not listed");
     let listed = || collector.metric("tether_member_source_listed", r#"source="karmada""#);
-    assert_eq!(listed().await.unwrap(), 0.0);
+    assert_eq!(listed().await?, 0.0);
 
     // Granted: the watch's retry lists, and the collector is ready without a restart.
-    apply_rbac_for_real(&admin, &binding).await.unwrap();
+    apply_rbac_for_real(&admin, &binding).await?;
     eventually("ready after the grant", 2 * LIMIT, || async {
         collector.get("/readyz").await.unwrap().0 == 200
     })
-    .await
-    .unwrap();
-    assert_eq!(listed().await.unwrap(), 1.0);
+    .await?;
+    assert_eq!(listed().await?, 1.0);
     collector.stop().await;
+    Ok(())
 }

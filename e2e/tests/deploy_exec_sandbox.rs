@@ -78,45 +78,41 @@ fn assert_sandbox(objects: &[Value], what: &str, declared: bool) {
 }
 
 #[test]
-fn the_chart_and_the_overlay_ship_the_plugin_sandbox() {
-    let version = kube_version().unwrap();
+fn the_chart_and_the_overlay_ship_the_plugin_sandbox() -> anyhow::Result<()> {
+    let version = kube_version()?;
     let declared = chart_dir().join("ci/exec-plugins-values.yaml");
     assert_sandbox(
-        &helm_template(&version, Some(&declared)).unwrap(),
+        &helm_template(&version, Some(&declared))?,
         "helm execPlugins",
         true,
     );
     let allowed = chart_dir().join("ci/capi-values.yaml");
     assert_sandbox(
-        &helm_template(&version, Some(&allowed)).unwrap(),
+        &helm_template(&version, Some(&allowed))?,
         "helm allowExec",
         false,
     );
     let overlay = kustomize_dir("overlays/exec-plugins");
-    assert_sandbox(
-        &kustomize_build(&overlay).unwrap(),
-        "kustomize exec-plugins",
-        true,
-    );
+    assert_sandbox(&kustomize_build(&overlay)?, "kustomize exec-plugins", true);
     // The defaults run no plugin, and keep the collector non-root.
-    let defaults = helm_template(&version, None).unwrap();
-    let deployment: Deployment = typed(of_kind(&defaults, "Deployment").next().unwrap()).unwrap();
+    let defaults = helm_template(&version, None)?;
+    let deployment: Deployment = typed(of_kind(&defaults, "Deployment").next().unwrap())?;
     let pod = deployment.spec.unwrap().template.spec.unwrap();
     assert_eq!(pod.automount_service_account_token, Some(true));
     let args = pod.containers[0].args.clone().unwrap();
     assert!(!args.iter().any(|a| a.starts_with("--exec")), "{args:?}");
+    Ok(())
 }
 
 /// The overlay's pod (the projected token, the capabilities, the memory-backed /tmp) passes a
 /// real apiserver's strict validation.
 #[tokio::test]
-async fn the_kustomize_exec_overlay_is_accepted_by_a_real_apiserver() {
-    let env = Environment::with_members(0).await.unwrap();
-    let client = env.control_plane().admin_client().unwrap();
-    let mut objects = load_documents(&generated_crd_path()).unwrap();
-    objects.extend(kustomize_build(&kustomize_dir("overlays/exec-plugins")).unwrap());
-    let accepted = apply(&client, &objects, &["karmada-cluster", "default"])
-        .await
-        .unwrap();
+async fn the_kustomize_exec_overlay_is_accepted_by_a_real_apiserver() -> anyhow::Result<()> {
+    let env = Environment::with_members(0).await?;
+    let client = env.control_plane().admin_client()?;
+    let mut objects = load_documents(&generated_crd_path())?;
+    objects.extend(kustomize_build(&kustomize_dir("overlays/exec-plugins"))?);
+    let accepted = apply(&client, &objects, &["karmada-cluster", "default"]).await?;
     assert_eq!(accepted.len(), objects.len());
+    Ok(())
 }

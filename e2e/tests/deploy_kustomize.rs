@@ -32,10 +32,11 @@ use serde_json::Value;
 use testkit::Environment;
 
 #[test]
-fn kustomize_rbac_is_least_privilege() {
+fn kustomize_rbac_is_least_privilege() -> anyhow::Result<()> {
     for (dir, writes) in INSTALLS {
-        assert_rbac(&kustomize_build(&kustomize_dir(dir)).unwrap(), writes, dir);
+        assert_rbac(&kustomize_build(&kustomize_dir(dir))?, writes, dir);
     }
+    Ok(())
 }
 
 /// The base publishing ClusterProfiles, through `components/publish-clusterprofiles`.
@@ -70,8 +71,8 @@ const INSTALLS: [(&str, Writes); 5] = [
 ];
 
 #[test]
-fn kustomize_deployments_match_the_collector_cli() {
-    let base = kustomize_build(&kustomize_dir("base")).unwrap();
+fn kustomize_deployments_match_the_collector_cli() -> anyhow::Result<()> {
+    let base = kustomize_build(&kustomize_dir("base"))?;
     let args = assert_collector_workload(&base, "base");
     assert_network_policy(&base, "base");
     assert!(args.write_status, "the base writes status");
@@ -80,7 +81,7 @@ fn kustomize_deployments_match_the_collector_cli() {
         "the CRD is applied from deploy/crds"
     );
 
-    let beside = kustomize_build(&kustomize_dir("overlays/beside-karmada")).unwrap();
+    let beside = kustomize_build(&kustomize_dir("overlays/beside-karmada"))?;
     let args = assert_collector_workload(&beside, "beside-karmada");
     assert_network_policy(&beside, "beside-karmada");
     assert!(!args.write_status, "beside Karmada, Karmada writes status");
@@ -91,7 +92,7 @@ fn kustomize_deployments_match_the_collector_cli() {
         "Karmada ships the CRD"
     );
 
-    let publishing = kustomize_build(&kustomize_dir(PUBLISH_OVERLAY)).unwrap();
+    let publishing = kustomize_build(&kustomize_dir(PUBLISH_OVERLAY))?;
     let args = assert_collector_workload(&publishing, PUBLISH_OVERLAY);
     assert!(
         args.write_status && args.leader_elect,
@@ -101,14 +102,11 @@ fn kustomize_deployments_match_the_collector_cli() {
         args.publish_clusterprofiles.as_deref(),
         Some(PROFILES_NAMESPACE)
     );
-    let mut base = kustomize_build(&kustomize_dir("base")).unwrap();
+    let mut base = kustomize_build(&kustomize_dir("base"))?;
     for roles in ["clusterprofiles-role.yaml", "secrets-mark-role.yaml"] {
-        base.extend(
-            load_documents(&kustomize_dir(&format!(
-                "components/publish-clusterprofiles/{roles}"
-            )))
-            .unwrap(),
-        );
+        base.extend(load_documents(&kustomize_dir(&format!(
+            "components/publish-clusterprofiles/{roles}"
+        )))?);
     }
     assert_eq!(
         publishing
@@ -119,17 +117,18 @@ fn kustomize_deployments_match_the_collector_cli() {
         "the component adds its Roles and RoleBindings and nothing else"
     );
 
-    let rotating = kustomize_build(&kustomize_dir(ROTATION_OVERLAY)).unwrap();
+    let rotating = kustomize_build(&kustomize_dir(ROTATION_OVERLAY))?;
     let args = assert_collector_workload(&rotating, ROTATION_OVERLAY);
     assert!(
         args.mint.mint_tokens && args.leader_elect,
         "only the leader mints"
     );
 
-    let sharded = kustomize_build(&kustomize_dir(SHARDED_OVERLAY)).unwrap();
+    let sharded = kustomize_build(&kustomize_dir(SHARDED_OVERLAY))?;
     let args = assert_collector_workload(&sharded, SHARDED_OVERLAY);
     assert_eq!(args.shard.shards, collector::cli::ShardMode::Auto);
     assert_sharded_workload(&sharded, SHARDED_OVERLAY);
+    Ok(())
 }
 
 /// Several replicas, and a PodDisruptionBudget over exactly the collector's pods that lets
@@ -149,12 +148,12 @@ fn assert_sharded_workload(objects: &[Value], what: &str) {
 }
 
 #[test]
-fn servicemonitor_component_scrapes_the_service() {
+fn servicemonitor_component_scrapes_the_service() -> anyhow::Result<()> {
     let dir = kustomize_dir("components/servicemonitor");
-    let monitors = load_documents(&dir.join("servicemonitor.yaml")).unwrap();
+    let monitors = load_documents(&dir.join("servicemonitor.yaml"))?;
     assert_eq!(monitors.len(), 1);
     let monitor = &monitors[0];
-    let base = kustomize_build(&kustomize_dir("base")).unwrap();
+    let base = kustomize_build(&kustomize_dir("base"))?;
     let service = of_kind(&base, "Service").next().unwrap();
     assert_eq!(id(monitor).namespace, id(service).namespace);
     let selector = monitor
@@ -173,10 +172,11 @@ fn servicemonitor_component_scrapes_the_service() {
         endpoint["bearerTokenFile"].is_string(),
         "Prometheus authenticates its scrapes"
     );
-    let kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+    let kustomization = std::fs::read_to_string(dir.join("kustomization.yaml"))?;
     assert!(
         kustomization.contains("kind: Component") && kustomization.contains("servicemonitor.yaml")
     );
+    Ok(())
 }
 
 /// Each install as documented, sent to a real apiserver: the CRDs it needs from deploy/crds

@@ -68,8 +68,9 @@ fn groups(info: &UserInfo) -> Vec<&str> {
 }
 
 #[tokio::test]
-async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rotation() {
-    let mut env = Environment::with_members(1).await.unwrap();
+async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rotation()
+-> anyhow::Result<()> {
+    let mut env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane().clone(), env.cluster(1).clone());
     assert_ne!(
         member.client_ca_pem().unwrap(),
@@ -77,23 +78,19 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
         "the client CA is not the serving CA"
     );
 
-    let alice = member
-        .issue_client_cert("alice", &["tether-test"], HOUR)
-        .unwrap();
+    let alice = member.issue_client_cert("alice", &["tether-test"], HOUR)?;
     assert_eq!(
         format!("{alice:?}"),
         "ClientCert { .. }",
         "Debug hides the key"
     );
-    let who = whoami_with_cert(&member, &alice).await.unwrap();
+    let who = whoami_with_cert(&member, &alice).await?;
     assert_eq!(who.username.as_deref(), Some("alice"));
     assert_eq!(groups(&who), ["tether-test", "system:authenticated"]);
 
     // Several O= are several groups.
-    let bob = member
-        .issue_client_cert("bob", &["tether-test", "tether-ops"], HOUR)
-        .unwrap();
-    let who = whoami_with_cert(&member, &bob).await.unwrap();
+    let bob = member.issue_client_cert("bob", &["tether-test", "tether-ops"], HOUR)?;
+    let who = whoami_with_cert(&member, &bob).await?;
     assert_eq!(who.username.as_deref(), Some("bob"));
     assert_eq!(
         groups(&who),
@@ -102,19 +99,14 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
 
     // Right CA, wrong time: the TLS handshake passes (the apiserver only requests a client
     // certificate) and authentication fails with 401, not as anonymous.
-    let expired = member
-        .issue_expired_client_cert("alice", &["tether-test"])
-        .unwrap();
+    let expired = member.issue_expired_client_cert("alice", &["tether-test"])?;
     assert_eq!(cert_rejection(&member, &expired).await, Some(401));
 
     // A well-formed, valid certificate from another cluster's client CA.
-    let foreign = control_plane
-        .issue_client_cert("alice", &["tether-test"], HOUR)
-        .unwrap();
+    let foreign = control_plane.issue_client_cert("alice", &["tether-test"], HOUR)?;
     assert_eq!(
         whoami_with_cert(&control_plane, &foreign)
-            .await
-            .unwrap()
+            .await?
             .username
             .as_deref(),
         Some("alice"),
@@ -124,13 +116,14 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
 
     // A new serving CA, the same client CA: alice's certificate still works.
     let client_ca = member.client_ca_pem().unwrap();
-    env.restart(1, RestartOptions::new_ca()).await.unwrap();
+    env.restart(1, RestartOptions::new_ca()).await?;
     let rotated = env.cluster(1);
     assert_ne!(rotated.ca_pem(), member.ca_pem(), "a new serving CA");
     assert_eq!(rotated.client_ca_pem().unwrap(), client_ca);
-    let who = whoami_with_cert(rotated, &alice).await.unwrap();
+    let who = whoami_with_cert(rotated, &alice).await?;
     assert_eq!(who.username.as_deref(), Some("alice"));
     assert_eq!(cert_rejection(rotated, &expired).await, Some(401));
+    Ok(())
 }
 
 /// Runs `e2e/plugins/<plugin>` with exactly `vars` (and `PATH`, for `python3`): no proxy
@@ -184,12 +177,12 @@ fn exec_info(cluster: Value) -> String {
 }
 
 #[tokio::test]
-async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let member = env.cluster(1);
-    let ns = member.create_namespace("plugin").await.unwrap();
-    member.create_service_account(&ns, "agent").await.unwrap();
-    let files = PluginFiles::for_cluster(member, "tokenrequest").unwrap();
+    let ns = member.create_namespace("plugin").await?;
+    member.create_service_account(&ns, "agent").await?;
+    let files = PluginFiles::for_cluster(member, "tokenrequest")?;
     let vars = files.env(&[
         ("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/agent")),
         (
@@ -206,7 +199,7 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
         let credential = credential(plugin, &out);
         let status = &credential["status"];
         let token = status["token"].as_str().unwrap().to_owned();
-        let expiry: Time = serde_json::from_value(status["expirationTimestamp"].clone()).unwrap();
+        let expiry: Time = serde_json::from_value(status["expirationTimestamp"].clone())?;
         let ahead = expiry.0.as_second() - started.as_second();
         assert!(
             (590..=610).contains(&ahead),
@@ -221,7 +214,7 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
     assert_ne!(tokens[0], tokens[1], "every exec mints a new token");
 
     // A ServiceAccount that does not exist: the apiserver's 404, in one line, no token.
-    let admin = member.admin_token().unwrap();
+    let admin = member.admin_token()?;
     let mut missing = vars.clone();
     missing.retain(|(k, _)| *k != "PLUGIN_SERVICE_ACCOUNT");
     missing.push(("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/nobody")));
@@ -232,33 +225,33 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() {
 
     // Another CA than the server's: a TLS failure, not a token.
     let other = env.control_plane();
-    std::fs::write(files.path("ca.crt"), other.ca_pem()).unwrap();
+    std::fs::write(files.path("ca.crt"), other.ca_pem())?;
     let out = run_plugin(plugin, &vars).await;
     let stderr = failure(plugin, &out, &[&admin]);
     assert!(stderr.contains("CERTIFICATE_VERIFY_FAILED"), "{stderr}");
+    Ok(())
 }
 
 #[tokio::test]
-async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() -> anyhow::Result<()>
+{
+    let env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
 
     // On the member: a ServiceAccount and a TokenRequest token for it.
-    let (member_ns, token) = member.create_agent("agent", "agent", HOUR).await.unwrap();
+    let (member_ns, token) = member.create_agent("agent", "agent", HOUR).await?;
 
     // On the control plane: Secret <ns>/member1 holding it under `token`.
-    let creds_ns = control_plane.create_namespace("creds").await.unwrap();
+    let creds_ns = control_plane.create_namespace("creds").await?;
     let secret: Secret = serde_json::from_value(json!({
         "metadata": { "name": member.name(), "namespace": creds_ns },
         "data": { "token": STANDARD.encode(&token) },
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(control_plane.admin_client().unwrap(), &creds_ns)
+    }))?;
+    Api::<Secret>::namespaced(control_plane.admin_client()?, &creds_ns)
         .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
+        .await?;
 
-    let files = PluginFiles::for_cluster(control_plane, "secretreader").unwrap();
+    let files = PluginFiles::for_cluster(control_plane, "secretreader")?;
     let vars = files.env(&[("PLUGIN_SECRET_NAMESPACE", creds_ns.clone())]);
     let cluster_info = |name: &str| {
         exec_info(json!({
@@ -288,7 +281,7 @@ async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
     assert_eq!(files.runs().len(), 1);
 
     // No Secret for that cluster name: the control plane's 404.
-    let admin = control_plane.admin_token().unwrap();
+    let admin = control_plane.admin_token()?;
     let out = run_plugin(plugin, &with_info(cluster_info("member9"))).await;
     let stderr = failure(plugin, &out, &[&admin, &token]);
     assert!(stderr.contains("HTTP 404"), "{stderr}");
@@ -298,4 +291,5 @@ async fn secretreader_plugin_returns_the_cluster_secret_token_without_expiry() {
     let stderr = failure(plugin, &out, &[&admin, &token]);
     assert!(stderr.contains("provideClusterInfo"), "{stderr}");
     assert_eq!(files.runs().len(), 3, "failed runs are counted too");
+    Ok(())
 }

@@ -74,31 +74,28 @@ impl Consumer {
 }
 
 #[tokio::test]
-async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() -> anyhow::Result<()>
+{
+    let env = Environment::with_members(1).await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
 
     // The member: a Deployment, and a reader token for it.
-    let apps = member.create_namespace("apps").await.unwrap();
-    let deployments = Api::<Deployment>::namespaced(member.admin_client().unwrap(), &apps);
+    let apps = member.create_namespace("apps").await?;
+    let deployments = Api::<Deployment>::namespaced(member.admin_client()?, &apps);
     deployments
         .create(&PostParams::default(), &deployment(&apps, "web", 1))
-        .await
-        .unwrap();
-    let (_, token) = member
-        .create_agent("readers", "reader", HOUR)
-        .await
-        .unwrap();
+        .await?;
+    let (_, token) = member.create_agent("readers", "reader", HOUR).await?;
 
     // The control plane: the CRD, and the member published twice the way OCM does, once with
     // its token and once with a token the member rejects.
-    let plane = ProfilePlane::create(control_plane).await.unwrap();
+    let plane = ProfilePlane::create(control_plane).await?;
     for (name, token) in [(member.name(), token.as_str()), ("revoked", "not-a-token")] {
-        plane.write_token(name, token).await.unwrap();
-        plane.publish(name, member, None).await.unwrap();
+        plane.write_token(name, token).await?;
+        plane.publish(name, member, None).await?;
     }
     let consumer = Consumer::new(&plane, control_plane);
-    let secrets = [token.clone(), control_plane.admin_token().unwrap()];
+    let secrets = [token.clone(), control_plane.admin_token()?];
     let assert_no_secret = |text: &str| {
         for secret in &secrets {
             assert!(
@@ -145,31 +142,25 @@ async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() 
         &consumer.providers,
         member.name(),
         &["--list-interval", "500ms"],
-    ))
-    .unwrap();
+    ))?;
     out.until("the first list", |l| is_list_with(l, &web))
-        .await
-        .unwrap();
-    out.until("ADDED web", |l| is_added(l, &web)).await.unwrap();
-    out.until("synced", |l| l["kind"] == "synced")
-        .await
-        .unwrap();
+        .await?;
+    out.until("ADDED web", |l| is_added(l, &web)).await?;
+    out.until("synced", |l| l["kind"] == "synced").await?;
     let created = Instant::now();
     deployments
         .create(&PostParams::default(), &deployment(&apps, "api", 1))
-        .await
-        .unwrap();
-    out.until("ADDED api", |l| is_added(l, &api)).await.unwrap();
+        .await?;
+    out.until("ADDED api", |l| is_added(l, &api)).await?;
     let seen_after = created.elapsed();
     out.until("a list with api", |l| is_list_with(l, &api))
-        .await
-        .unwrap();
+        .await?;
     println!(
         "ADDED {api} {seen_after:?} after its creation; lines: {:?}",
         out.seen
     );
 
-    let (status, seen, stderr) = out.terminate().await.unwrap();
+    let (status, seen, stderr) = out.terminate().await?;
     assert!(status.success(), "exit after SIGTERM: {status}; {stderr}");
     assert!(
         !seen.iter().any(|l| l.contains("watch-error")),
@@ -179,4 +170,5 @@ async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() 
     // the lists, the informer's list and its watch.
     assert_eq!(plane.plugin_runs() - runs_before, 1, "{stderr}");
     assert_no_secret(&format!("{seen:?}{stderr}"));
+    Ok(())
 }

@@ -35,21 +35,21 @@ async fn expect_tls_rejection(endpoint: &str, ca_pem: &str) -> String {
 }
 
 #[tokio::test]
-async fn control_plane_and_two_members_come_up_with_distinct_cas() {
+async fn control_plane_and_two_members_come_up_with_distinct_cas() -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = Environment::with_members(2).await.unwrap();
+    let env = Environment::with_members(2).await?;
     eprintln!("control plane + 2 members ready in {:?}", started.elapsed());
 
     let names: Vec<&str> = env.clusters().iter().map(Cluster::name).collect();
     assert_eq!(names, ["control-plane", "member1", "member2"]);
     for (i, cluster) in env.clusters().iter().enumerate() {
-        let body = cluster.readyz().await.unwrap();
+        let body = cluster.readyz().await?;
         assert!(
             body.contains("ok"),
             "{}: /readyz said {body:?}",
             cluster.name()
         );
-        let rss = env.apiserver(i).unwrap().rss_bytes().unwrap();
+        let rss = env.apiserver(i).unwrap().rss_bytes()?;
         eprintln!("{}: apiserver RSS {} MiB", cluster.name(), rss >> 20);
     }
     let cas: HashSet<&str> = env.clusters().iter().map(Cluster::ca_pem).collect();
@@ -57,19 +57,19 @@ async fn control_plane_and_two_members_come_up_with_distinct_cas() {
 
     let (m1, m2) = (&env.members()[0], &env.members()[1]);
     expect_tls_rejection(m2.endpoint(), m1.ca_pem()).await;
+    Ok(())
 }
 
 #[tokio::test]
-async fn minted_token_works_on_its_member_only_and_gets_401_after_revoke() {
-    let env = Environment::with_members(2).await.unwrap();
+async fn minted_token_works_on_its_member_only_and_gets_401_after_revoke() -> anyhow::Result<()> {
+    let env = Environment::with_members(2).await?;
     let (m1, m2) = (&env.members()[0], &env.members()[1]);
-    let (ns, token) = m1.create_agent("smoke", "agent", HOUR).await.unwrap();
+    let (ns, token) = m1.create_agent("smoke", "agent", HOUR).await?;
 
     // A plain kube client with only the token and member1's CA sees member1's namespaces.
-    let listed = Api::<Namespace>::all(m1.client_with_token(&token).unwrap())
+    let listed = Api::<Namespace>::all(m1.client_with_token(&token)?)
         .list(&ListParams::default())
-        .await
-        .unwrap();
+        .await?;
     assert!(
         listed
             .iter()
@@ -78,53 +78,52 @@ async fn minted_token_works_on_its_member_only_and_gets_401_after_revoke() {
     );
 
     // member2 has its own signing key and issuer: the token is not even authenticated there.
-    let err = Api::<Namespace>::all(m2.client_with_token(&token).unwrap())
+    let err = Api::<Namespace>::all(m2.client_with_token(&token)?)
         .list_metadata(&ListParams::default().limit(1))
         .await
         .expect_err("member2 must reject member1's token");
     assert_eq!(status_code(&err), Some(401), "{err}");
 
-    let took = m1.revoke(&ns, "agent", &token).await.unwrap();
+    let took = m1.revoke(&ns, "agent", &token).await?;
     eprintln!("revocation observed after {took:?}");
-    let err = Api::<Namespace>::all(m1.client_with_token(&token).unwrap())
+    let err = Api::<Namespace>::all(m1.client_with_token(&token)?)
         .list_metadata(&ListParams::default().limit(1))
         .await
         .expect_err("a revoked token must be rejected");
     assert_eq!(status_code(&err), Some(401), "{err}");
+    Ok(())
 }
 
 #[tokio::test]
-async fn deployment_status_patched_through_the_subresource_reads_back() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn deployment_status_patched_through_the_subresource_reads_back() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let member = &env.members()[0];
-    let ns = member.create_namespace("workload").await.unwrap();
-    let client = member.admin_client().unwrap();
+    let ns = member.create_namespace("workload").await?;
+    let client = member.admin_client()?;
     let api = Api::<Deployment>::namespaced(client.clone(), &ns);
     api.create(&PostParams::default(), &testkit::deployment(&ns, "web", 3))
-        .await
-        .unwrap();
+        .await?;
 
-    let patched = testkit::set_deployment_status(&client, &ns, "web", 2)
-        .await
-        .unwrap();
+    let patched = testkit::set_deployment_status(&client, &ns, "web", 2).await?;
     assert_eq!(patched.status.unwrap().ready_replicas, Some(2));
 
-    let read = api.get_status("web").await.unwrap();
+    let read = api.get_status("web").await?;
     let status = read.status.unwrap();
     assert_eq!(status.ready_replicas, Some(2));
     assert_eq!(status.replicas, Some(3));
     assert_eq!(status.observed_generation, read.metadata.generation);
+    Ok(())
 }
 
 #[tokio::test]
-async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() {
-    let mut env = Environment::with_members(1).await.unwrap();
+async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() -> anyhow::Result<()> {
+    let mut env = Environment::with_members(1).await?;
     let member = env.cluster(1).clone();
-    let (_ns, token) = member.create_agent("smoke", "agent", HOUR).await.unwrap();
+    let (_ns, token) = member.create_agent("smoke", "agent", HOUR).await?;
     let old_pid = env.apiserver(1).unwrap().pid();
 
     let began = Instant::now();
-    env.restart(1, RestartOptions::new_ca()).await.unwrap();
+    env.restart(1, RestartOptions::new_ca()).await?;
     let restart = began.elapsed();
 
     let rotated = env.cluster(1);
@@ -137,7 +136,7 @@ async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() {
     assert_ne!(env.apiserver(1).unwrap().pid(), old_pid, "a new process");
     expect_tls_rejection(rotated.endpoint(), member.ca_pem()).await;
     assert_eq!(
-        rotated.token_status(&token).await.unwrap(),
+        rotated.token_status(&token).await?,
         200,
         "the old token still works"
     );
@@ -145,7 +144,7 @@ async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() {
 
     // Stopped: unreachable (no HTTP answer at all). Started again: the token works.
     let rotated = rotated.clone();
-    env.stop(1).await.unwrap();
+    env.stop(1).await?;
     assert!(env.apiserver(1).is_none());
     let err = rotated
         .token_status(&token)
@@ -155,6 +154,7 @@ async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() {
         format!("{err:#}").contains("onnect"),
         "expected a connect error: {err:#}"
     );
-    env.start(1).await.unwrap();
-    assert_eq!(rotated.token_status(&token).await.unwrap(), 200);
+    env.start(1).await?;
+    assert_eq!(rotated.token_status(&token).await?, 200);
+    Ok(())
 }

@@ -110,39 +110,41 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
 }
 
 #[tokio::test]
-async fn watch_survives_rotation_announced_by_the_secret_watch() {
+async fn watch_survives_rotation_announced_by_the_secret_watch() -> anyhow::Result<()> {
     rotate_revoke_restart(true).await;
+    Ok(())
 }
 
 #[tokio::test]
-async fn watch_survives_rotation_the_cache_missed_through_401_refresh() {
+async fn watch_survives_rotation_the_cache_missed_through_401_refresh() -> anyhow::Result<()> {
     rotate_revoke_restart(false).await;
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn a_revoked_credential_still_in_the_secret_is_reported_as_rejected() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let cluster = env.members()[0].clone();
-    let ns = cluster.create_namespace("revoked").await.unwrap();
-    cluster.create_service_account(&ns, "agent").await.unwrap();
-    let token = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
+    let ns = cluster.create_namespace("revoked").await?;
+    cluster.create_service_account(&ns, "agent").await?;
+    let token = cluster.mint_token(&ns, "agent", HOUR).await?;
     let (secret, member) = member_client(&cluster, &token);
-    list_configmaps(&member, &ns).await.unwrap();
+    list_configmaps(&member, &ns).await?;
 
     // The KAI-Scheduler incident: the ServiceAccount is deleted and recreated, the Secret is not
     // updated. Its token is dead, and must be reported as an auth failure.
     cluster
         .recreate_service_account(&ns, "agent", &token)
-        .await
-        .unwrap();
+        .await?;
     let err = list_configmaps(&member, &ns).await.unwrap_err();
     assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err}");
     assert_eq!(member.health.current(), CredentialState::Unauthorized);
 
     // Updating the Secret heals it, with the same client.
-    let fresh = cluster.mint_token(&ns, "agent", HOUR).await.unwrap();
+    let fresh = cluster.mint_token(&ns, "agent", HOUR).await?;
     secret.set_token(fresh);
     member.tokens.invalidate(&member.key).await;
-    list_configmaps(&member, &ns).await.unwrap();
+    list_configmaps(&member, &ns).await?;
     assert_eq!(member.health.current(), CredentialState::Valid);
+    Ok(())
 }

@@ -18,10 +18,10 @@ use testkit::metrics::Exposition;
 const START: Duration = Duration::from_secs(30);
 
 #[tokio::test]
-async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
-    let s = Scenario::start(1, PROBE).await.unwrap();
-    s.karmada.wait_healthy("member1", START).await.unwrap();
-    let (status, text) = s.collector.get("/metrics").await.unwrap();
+async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() -> anyhow::Result<()> {
+    let s = Scenario::start(1, PROBE).await?;
+    s.karmada.wait_healthy("member1", START).await?;
+    let (status, text) = s.collector.get("/metrics").await?;
     assert_eq!(status, 200, "{text}");
 
     // What this scenario must show of its own member: the samples behind the new panels.
@@ -50,7 +50,7 @@ async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
 
     // Every name a query selects, and where.
     let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let rules = rules().unwrap();
+    let rules = rules()?;
     for rule in rule_list(&rules) {
         for name in metric_names(rule["expr"].as_str().unwrap()) {
             used.entry(name)
@@ -58,7 +58,7 @@ async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
                 .push(format!("alert {}", rule["alert"]));
         }
     }
-    for (at, query) in dashboard_queries(&dashboard().unwrap()) {
+    for (at, query) in dashboard_queries(&dashboard()?) {
         for name in metric_names(&query) {
             used.entry(name)
                 .or_default()
@@ -88,4 +88,5 @@ async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() {
     if let Err(err) = checked {
         panic!("{err:#}\n{text}");
     }
+    Ok(())
 }

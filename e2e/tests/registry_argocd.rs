@@ -29,12 +29,12 @@ fn config(token: &str, ca_pem: &str) -> String {
 }
 
 #[tokio::test]
-async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let (cp, member) = (env.control_plane(), env.cluster(1));
-    let admin = cp.admin_client().unwrap();
-    let agents = Agents::create(member).await.unwrap();
-    let ns = cp.create_namespace("argocd").await.unwrap();
+    let admin = cp.admin_client()?;
+    let agents = Agents::create(member).await?;
+    let ns = cp.create_namespace("argocd").await?;
     let secrets = Api::<Secret>::namespaced(admin.clone(), &ns);
     let cluster_secret: Secret = serde_json::from_value(json!({
         "metadata": {
@@ -46,22 +46,16 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
             "server": member.endpoint(),
             "config": config(&agents.token_a, member.ca_pem()),
         },
-    }))
-    .unwrap();
+    }))?;
     secrets
         .create(&PostParams::default(), &cluster_secret)
-        .await
-        .unwrap();
+        .await?;
     // An unlabelled Secret beside it is not a cluster.
     let unlabelled: Secret = serde_json::from_value(json!({
         "metadata": { "name": "not-a-cluster" },
         "stringData": { "name": "ghost", "server": member.endpoint(), "config": "{}" },
-    }))
-    .unwrap();
-    secrets
-        .create(&PostParams::default(), &unlabelled)
-        .await
-        .unwrap();
+    }))?;
+    secrets.create(&PostParams::default(), &unlabelled).await?;
 
     let argocd = ArgoCdConfig {
         namespaces: vec![ns.clone()],
@@ -72,12 +66,12 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
         .build();
     let driver = tokio::spawn(driver.run());
 
-    let upserted = next_upserted(&mut events).await.unwrap();
+    let upserted = next_upserted(&mut events).await?;
     let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
     assert_eq!(spec.secret_ref, CredentialKey::new(&ns, "cluster-member1"));
-    let client = member_client(&registry, &upserted).unwrap();
-    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
+    let client = member_client(&registry, &upserted)?;
+    assert_eq!(whoami(&client).await?, agents.user("agent-a"));
     assert_eq!(registry.state("ghost"), None);
 
     // Rotate to agent-b inside the config JSON.
@@ -93,18 +87,18 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
     };
     set_config(config(&agents.token_b, member.ca_pem())).await;
     assert_eq!(
-        next_event(&mut events).await.unwrap(),
+        next_event(&mut events).await?,
         RegistryEvent::CredentialsRotated {
             name: "member1".into(),
             secret: CredentialKey::new(&ns, "cluster-member1"),
         }
     );
-    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
+    assert_eq!(whoami(&client).await?, agents.user("agent-b"));
 
     // Garbage JSON in config.
     set_config("{not json".into()).await;
-    let event = next_event(&mut events).await.unwrap();
-    expect_invalid(&event, "member1", "SecretInvalid").unwrap();
+    let event = next_event(&mut events).await?;
+    expect_invalid(&event, "member1", "SecretInvalid")?;
     assert_eq!(
         list_namespaces(&client).await,
         Err(FailureKind::CredentialUnavailable)
@@ -112,14 +106,13 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
 
     // Repaired, then deleted: for Argo CD the Secret *is* the definition, so it is Removed.
     set_config(config(&agents.token_b, member.ca_pem())).await;
-    let event = next_event(&mut events).await.unwrap();
-    expect_usable_again(event, &client).await.unwrap();
+    let event = next_event(&mut events).await?;
+    expect_usable_again(event, &client).await?;
     secrets
         .delete("cluster-member1", &DeleteParams::default())
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(
-        next_event(&mut events).await.unwrap(),
+        next_event(&mut events).await?,
         RegistryEvent::Removed("member1".into())
     );
     assert_eq!(
@@ -127,4 +120,5 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() {
         Err(FailureKind::CredentialUnavailable)
     );
     driver.abort();
+    Ok(())
 }

@@ -23,11 +23,11 @@ fn write_atomically(path: &Path, content: impl AsRef<[u8]>) {
 }
 
 #[tokio::test]
-async fn member_files_follow_token_file_rotation_garbage_and_deletion() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn member_files_follow_token_file_rotation_garbage_and_deletion() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let member = env.cluster(1);
-    let agents = Agents::create(member).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let agents = Agents::create(member).await?;
+    let dir = tempfile::tempdir()?;
     let token_file = dir.path().join("member1.token");
     write_atomically(&token_file, format!("{}\n", agents.token_a));
     write_atomically(&dir.path().join("member1-ca.crt"), member.ca_pem());
@@ -50,39 +50,40 @@ async fn member_files_follow_token_file_rotation_garbage_and_deletion() {
     let driver = tokio::spawn(driver.run());
 
     // Files are read in name order: broken.yaml first.
-    let event = next_event(&mut events).await.unwrap();
-    expect_invalid(&event, "broken", "DefinitionInvalid").unwrap();
-    let upserted = next_upserted(&mut events).await.unwrap();
+    let event = next_event(&mut events).await?;
+    expect_invalid(&event, "broken", "DefinitionInvalid")?;
+    let upserted = next_upserted(&mut events).await?;
     let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
-    let client = member_client(&registry, &upserted).unwrap();
-    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
+    let client = member_client(&registry, &upserted)?;
+    assert_eq!(whoami(&client).await?, agents.user("agent-a"));
 
     // A new token file: rotated, and the next request carries it.
     write_atomically(&token_file, &agents.token_b);
     assert!(matches!(
-        next_event(&mut events).await.unwrap(),
+        next_event(&mut events).await?,
         RegistryEvent::CredentialsRotated { name, .. } if name == "member1"
     ));
-    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
+    assert_eq!(whoami(&client).await?, agents.user("agent-b"));
 
     // Garbage (an empty token file), then no token file at all.
     write_atomically(&token_file, " \n");
-    let event = next_event(&mut events).await.unwrap();
-    expect_invalid(&event, "member1", "SecretInvalid").unwrap();
-    std::fs::remove_file(&token_file).unwrap();
-    let event = next_event(&mut events).await.unwrap();
-    expect_invalid(&event, "member1", "SecretNotFound").unwrap();
+    let event = next_event(&mut events).await?;
+    expect_invalid(&event, "member1", "SecretInvalid")?;
+    std::fs::remove_file(&token_file)?;
+    let event = next_event(&mut events).await?;
+    expect_invalid(&event, "member1", "SecretNotFound")?;
     assert_eq!(
         list_namespaces(&client).await,
         Err(FailureKind::CredentialUnavailable)
     );
 
     // The member file removed: Removed.
-    std::fs::remove_file(&member_file).unwrap();
+    std::fs::remove_file(&member_file)?;
     assert_eq!(
-        next_event(&mut events).await.unwrap(),
+        next_event(&mut events).await?,
         RegistryEvent::Removed("member1".into())
     );
     driver.abort();
+    Ok(())
 }

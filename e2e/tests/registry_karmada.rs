@@ -16,43 +16,41 @@ use registry_support::{
 use serde_json::json;
 
 #[tokio::test]
-async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
-    let setup = KarmadaSetup::start().await.unwrap();
+async fn karmada_cluster_follows_rotation_deletion_and_garbage() -> anyhow::Result<()> {
+    let setup = KarmadaSetup::start().await?;
     let (member, agents, ns) = (setup.member(), &setup.agents, &setup.ns);
     let (secrets, clusters) = (setup.secrets(), setup.clusters());
     let pp = PostParams::default();
-    setup.define_member1(member.ca_pem()).await.unwrap();
+    setup.define_member1(member.ca_pem()).await?;
 
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
 
     // Upserted, and a working client that authenticates as agent-a.
-    let upserted = next_upserted(&mut events).await.unwrap();
+    let upserted = next_upserted(&mut events).await?;
     let spec = &upserted.0;
     assert_eq!(spec.name, "member1");
-    assert_eq!(spec.api_endpoint, member.endpoint());
+    assert_eq!(spec.endpoint.url, member.endpoint());
     assert_eq!(spec.secret_ref, CredentialKey::new(ns, "member1"));
     assert_eq!(
         upserted.1.as_deref(),
         Some(member.ca_pem().as_bytes()),
         "the CA travels with the member"
     );
-    let client = member_client(&registry, &upserted).unwrap();
+    let client = member_client(&registry, &upserted)?;
     assert_eq!(list_namespaces(&client).await, Ok(()));
-    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-a"));
+    assert_eq!(whoami(&client).await?, agents.user("agent-a"));
 
     // Bad definitions are reported and leave member1 alone.
     clusters
         .create(&pp, &cluster("pulled", "Pull", member.endpoint(), ns))
-        .await
-        .unwrap();
+        .await?;
     clusters
         .create(
             &pp,
             &cluster("plain-http", "Push", "http://127.0.0.1:1", ns),
         )
-        .await
-        .unwrap();
+        .await?;
     // Never dialled: the registry refuses these before any client exists.
     for (name, endpoint, secret_ns) in [
         ("metadata", "https://169.254.169.254", ns.as_str()),
@@ -61,20 +59,19 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
     ] {
         clusters
             .create(&pp, &cluster(name, "Push", endpoint, secret_ns))
-            .await
-            .unwrap();
+            .await?;
     }
-    let event = next_event_of(&mut events, "pulled").await.unwrap();
-    expect_invalid(&event, "pulled", "PullMode").unwrap();
-    let event = next_event_of(&mut events, "plain-http").await.unwrap();
-    expect_invalid(&event, "plain-http", "EndpointForbidden").unwrap();
+    let event = next_event_of(&mut events, "pulled").await?;
+    expect_invalid(&event, "pulled", "PullMode")?;
+    let event = next_event_of(&mut events, "plain-http").await?;
+    expect_invalid(&event, "plain-http", "EndpointForbidden")?;
     for (name, reason) in [
         ("metadata", "EndpointForbidden"),
         ("userinfo", "EndpointForbidden"),
         ("elsewhere", "SecretForbidden"),
     ] {
-        let event = next_event_of(&mut events, name).await.unwrap();
-        expect_invalid(&event, name, reason).unwrap();
+        let event = next_event_of(&mut events, name).await?;
+        expect_invalid(&event, name, reason)?;
         assert!(!format!("{event:?}").contains("hunter2"), "{event:?}");
     }
     assert!(
@@ -88,21 +85,20 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
 
     // Rotate to agent-b: the same client's next request carries the new token.
     let mut rotated = secret("member1", agents.token_b.as_bytes(), member.ca_pem());
-    rotated.metadata = secrets.get("member1").await.unwrap().metadata;
-    secrets.replace("member1", &pp, &rotated).await.unwrap();
+    rotated.metadata = secrets.get("member1").await?.metadata;
+    secrets.replace("member1", &pp, &rotated).await?;
     assert_eq!(
-        next_event_of(&mut events, "member1").await.unwrap(),
+        next_event_of(&mut events, "member1").await?,
         RegistryEvent::CredentialsRotated {
             name: "member1".into(),
             secret: CredentialKey::new(ns, "member1"),
         }
     );
-    assert_eq!(whoami(&client).await.unwrap(), agents.user("agent-b"));
+    assert_eq!(whoami(&client).await?, agents.user("agent-b"));
     // ...and the old token is not needed any more.
     member
         .revoke(&agents.ns, "agent-a", &agents.token_a)
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(list_namespaces(&client).await, Ok(()));
 
     // Garbage: a token that is not UTF-8.
@@ -117,8 +113,8 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
         }
     };
     patch_token(&[0xff, 0xfe, 0x00]).await;
-    let event = next_event_of(&mut events, "member1").await.unwrap();
-    expect_invalid(&event, "member1", "SecretInvalid").unwrap();
+    let event = next_event_of(&mut events, "member1").await?;
+    expect_invalid(&event, "member1", "SecretInvalid")?;
     assert_eq!(
         list_namespaces(&client).await,
         Err(FailureKind::CredentialUnavailable)
@@ -126,47 +122,39 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() {
 
     // Fixed again: Upserted (the collector resumes the member).
     patch_token(agents.token_b.as_bytes()).await;
-    let event = next_event_of(&mut events, "member1").await.unwrap();
-    expect_usable_again(event, &client).await.unwrap();
+    let event = next_event_of(&mut events, "member1").await?;
+    expect_usable_again(event, &client).await?;
 
     // The Secret deleted: SecretNotFound, and requests fail as CredentialUnavailable.
-    secrets
-        .delete("member1", &DeleteParams::default())
-        .await
-        .unwrap();
-    let event = next_event_of(&mut events, "member1").await.unwrap();
-    expect_invalid(&event, "member1", "SecretNotFound").unwrap();
+    secrets.delete("member1", &DeleteParams::default()).await?;
+    let event = next_event_of(&mut events, "member1").await?;
+    expect_invalid(&event, "member1", "SecretNotFound")?;
     assert_eq!(
         list_namespaces(&client).await,
         Err(FailureKind::CredentialUnavailable)
     );
 
     // The Cluster deleted: Removed.
-    clusters
-        .delete("member1", &DeleteParams::default())
-        .await
-        .unwrap();
+    clusters.delete("member1", &DeleteParams::default()).await?;
     assert_eq!(
-        next_event_of(&mut events, "member1").await.unwrap(),
+        next_event_of(&mut events, "member1").await?,
         RegistryEvent::Removed("member1".into())
     );
     assert_eq!(registry.state("member1"), None);
     driver.abort();
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() {
-    let setup = KarmadaSetup::start().await.unwrap();
+async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() -> anyhow::Result<()> {
+    let setup = KarmadaSetup::start().await?;
     let (member, agents) = (setup.member(), &setup.agents);
     // The Secret of member1 references the *control plane's* CA: TLS must fail.
-    setup
-        .define_member1(setup.control_plane().ca_pem())
-        .await
-        .unwrap();
+    setup.define_member1(setup.control_plane().ca_pem()).await?;
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
-    let upserted = next_upserted(&mut events).await.unwrap();
-    let wrong_ca = member_client(&registry, &upserted).unwrap();
+    let upserted = next_upserted(&mut events).await?;
+    let wrong_ca = member_client(&registry, &upserted)?;
     assert_eq!(
         list_namespaces(&wrong_ca).await,
         Err(FailureKind::Unreachable)
@@ -190,10 +178,11 @@ async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() {
     .await;
     // ...which the next event proves: it is the CA change that follows.
     merge(json!({ "stringData": { "caBundle": member.ca_pem() } })).await;
-    let upserted = next_upserted(&mut events).await.unwrap();
+    let upserted = next_upserted(&mut events).await?;
     assert_eq!(upserted.1.as_deref(), Some(member.ca_pem().as_bytes()));
     assert_eq!(registry.tokens().stats().invalidations, invalidations + 1);
-    let right_ca = member_client(&registry, &upserted).unwrap();
-    assert_eq!(whoami(&right_ca).await.unwrap(), agents.user("agent-a"));
+    let right_ca = member_client(&registry, &upserted)?;
+    assert_eq!(whoami(&right_ca).await?, agents.user("agent-a"));
     driver.abort();
+    Ok(())
 }

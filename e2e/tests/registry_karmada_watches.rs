@@ -15,26 +15,21 @@ use serde_json::json;
 use support::karmada::{KarmadaSetup, secret};
 
 #[tokio::test]
-async fn secrets_are_watched_only_in_referenced_namespaces() {
-    let setup = KarmadaSetup::start().await.unwrap();
+async fn secrets_are_watched_only_in_referenced_namespaces() -> anyhow::Result<()> {
+    let setup = KarmadaSetup::start().await?;
     let member = setup.member();
-    let other = setup
-        .control_plane()
-        .create_namespace("unrelated")
-        .await
-        .unwrap();
+    let other = setup.control_plane().create_namespace("unrelated").await?;
     Api::<Secret>::namespaced(setup.admin.clone(), &other)
         .create(
             &PostParams::default(),
             &secret("member1", setup.agents.token_a.as_bytes(), member.ca_pem()),
         )
-        .await
-        .unwrap();
-    setup.define_member1(member.ca_pem()).await.unwrap();
+        .await?;
+    setup.define_member1(member.ca_pem()).await?;
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
     assert!(matches!(
-        support::next_event(&mut events).await.unwrap(),
+        support::next_event(&mut events).await?,
         RegistryEvent::Upserted { .. }
     ));
     let stored = |ns: &str| registry.secrets().get(&CredentialKey::new(ns, "member1"));
@@ -44,21 +39,21 @@ async fn secrets_are_watched_only_in_referenced_namespaces() {
         "a namespace no member references is not watched"
     );
     driver.abort();
+    Ok(())
 }
 
 #[tokio::test]
-async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secret() {
-    let setup = KarmadaSetup::start().await.unwrap();
+async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secret()
+-> anyhow::Result<()> {
+    let setup = KarmadaSetup::start().await?;
     let member = setup.member();
     let pp = PostParams::default();
     // member2's Secret exists before any Cluster names it.
-    setup.write_agent_b_secret("member2").await.unwrap();
-    setup.define_member1(member.ca_pem()).await.unwrap();
+    setup.write_agent_b_secret("member2").await?;
+    setup.define_member1(member.ca_pem()).await?;
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
-    let first = support::next_event_of(&mut events, "member1")
-        .await
-        .unwrap();
+    let first = support::next_event_of(&mut events, "member1").await?;
     assert!(matches!(first, RegistryEvent::Upserted { .. }), "{first:?}");
     let stored = |name: &str| registry.secrets().get(&CredentialKey::new(&setup.ns, name));
     assert!(stored("member1").is_some());
@@ -66,10 +61,8 @@ async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secre
 
     // A Cluster that names it now: the namespace is listed again and member2 is Ready.
     let member2 = support::karmada::cluster("member2", "Push", member.endpoint(), &setup.ns);
-    setup.clusters().create(&pp, &member2).await.unwrap();
-    let second = support::next_event_of(&mut events, "member2")
-        .await
-        .unwrap();
+    setup.clusters().create(&pp, &member2).await?;
+    let second = support::next_event_of(&mut events, "member2").await?;
     assert!(
         matches!(second, RegistryEvent::Upserted { .. }),
         "{second:?}"
@@ -80,44 +73,39 @@ async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secre
         "the relist keeps what was kept"
     );
     driver.abort();
+    Ok(())
 }
 
 #[tokio::test]
-async fn watches_resume_after_a_control_plane_restart() {
-    let mut setup = KarmadaSetup::start().await.unwrap();
+async fn watches_resume_after_a_control_plane_restart() -> anyhow::Result<()> {
+    let mut setup = KarmadaSetup::start().await?;
     let member = setup.member().clone();
-    setup.define_member1(member.ca_pem()).await.unwrap();
+    setup.define_member1(member.ca_pem()).await?;
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
     let driver = tokio::spawn(driver.run());
-    let client = support::member_client(
-        &registry,
-        &support::next_upserted(&mut events).await.unwrap(),
-    )
-    .unwrap();
+    let client = support::member_client(&registry, &support::next_upserted(&mut events).await?)?;
 
     // Every watch of the registry ends with the control plane; it must reconnect by itself.
     setup
         .env
         .restart(testkit::CONTROL_PLANE, Default::default())
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(
         registry.state("member1"),
         Some(MemberState::Ready),
         "an outage of the control plane changes no member"
     );
-    setup.write_agent_b_secret("member1").await.unwrap();
+    setup.write_agent_b_secret("member1").await?;
     assert!(matches!(
-        support::next_event_of(&mut events, "member1")
-            .await
-            .unwrap(),
+        support::next_event_of(&mut events, "member1").await?,
         RegistryEvent::CredentialsRotated { .. }
     ));
     assert_eq!(
-        support::whoami(&client).await.unwrap(),
+        support::whoami(&client).await?,
         setup.agents.user("agent-b")
     );
     driver.abort();
+    Ok(())
 }
 
 /// Server-side applies `object` through `api` (the admin's).
@@ -141,18 +129,19 @@ where
 }
 
 #[tokio::test]
-async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_allows_it() {
+async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_allows_it()
+-> anyhow::Result<()> {
     use k8s_openapi::api::{
         core::v1::ServiceAccount,
         rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     };
 
-    let setup = KarmadaSetup::start().await.unwrap();
+    let setup = KarmadaSetup::start().await?;
     let (cp, admin, ns) = (setup.control_plane(), &setup.admin, &setup.ns);
-    setup.define_member1(setup.member().ca_pem()).await.unwrap();
+    setup.define_member1(setup.member().ca_pem()).await?;
 
     // The registry's identity may read Clusters, and nothing else.
-    let home = cp.create_namespace("tether-system").await.unwrap();
+    let home = cp.create_namespace("tether-system").await?;
     let subject = json!([{ "kind": "ServiceAccount", "name": "registry", "namespace": home }]);
     apply(
         Api::<ServiceAccount>::namespaced(admin.clone(), &home),
@@ -163,27 +152,22 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": { "name": "e2e-cluster-reader" },
         "rules": [{ "apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["get", "list", "watch"] }],
-    }))
-    .await;
+    })).await;
     apply(Api::<ClusterRoleBinding>::all(admin.clone()), json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": { "name": "e2e-cluster-reader" },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-cluster-reader" },
         "subjects": subject,
-    }))
-    .await;
+    })).await;
     let token = cp
         .mint_token(&home, "registry", Duration::from_secs(3600))
-        .await
-        .unwrap();
-    let limited = cp.client_with_token(&token).unwrap();
+        .await?;
+    let limited = cp.client_with_token(&token)?;
 
     let (registry, mut events, driver) = setup.registry(limited).build();
     let driver = tokio::spawn(driver.run());
-    let event = support::next_event_of(&mut events, "member1")
-        .await
-        .unwrap();
-    support::expect_invalid(&event, "member1", "SecretForbidden").unwrap();
+    let event = support::next_event_of(&mut events, "member1").await?;
+    support::expect_invalid(&event, "member1", "SecretForbidden")?;
     let RegistryEvent::Invalid { reason, .. } = event else {
         unreachable!("expect_invalid checked it");
     };
@@ -199,15 +183,13 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": { "name": "tether-secrets" },
         "rules": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"] }],
-    }))
-    .await;
+    })).await;
     apply(Api::<RoleBinding>::namespaced(admin.clone(), ns), json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": { "name": "tether-secrets" },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tether-secrets" },
         "subjects": subject,
-    }))
-    .await;
+    })).await;
     // The registry's watch backoff tops out at 10 s between retries; allow several.
     let event = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
@@ -217,8 +199,7 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
             }
         }
     })
-    .await
-    .unwrap();
+    .await?;
     assert!(
         matches!(event, RegistryEvent::Upserted { .. }),
         "expected Upserted, got {event:?}"
@@ -231,4 +212,5 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         "the Clusters were readable throughout"
     );
     driver.abort();
+    Ok(())
 }

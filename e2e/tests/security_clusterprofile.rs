@@ -43,23 +43,20 @@ const CONVERGE: Duration = Duration::from_secs(20);
 const VICTIM: &str = "member1";
 
 #[tokio::test]
-async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing() {
-    let (env, _, token) = one_member_with_agent().await.unwrap();
+async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing()
+-> anyhow::Result<()> {
+    let (env, _, token) = one_member_with_agent().await?;
     let (control_plane, member) = (env.control_plane(), env.cluster(1));
-    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-        .await
-        .unwrap();
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
 
-    let plane = ProfilePlane::create(control_plane).await.unwrap();
-    plane
-        .pin_provider(&json!({
-            "profileConfigPins": {"clusterName": "$(PROFILE_NAME)"},
-            "serverPatterns": ["^https://127\\.0\\.0\\.1:[0-9]+$"],
-        }))
-        .unwrap();
-    plane.write_token(VICTIM, &token).await.unwrap();
-    plane.write_token("decoy", "decoy-own-token").await.unwrap();
-    plane.publish(VICTIM, member, None).await.unwrap();
+    let plane = ProfilePlane::create(control_plane).await?;
+    plane.pin_provider(&json!({
+        "profileConfigPins": {"clusterName": "$(PROFILE_NAME)"},
+        "serverPatterns": ["^https://127\\.0\\.0\\.1:[0-9]+$"],
+    }))?;
+    plane.write_token(VICTIM, &token).await?;
+    plane.write_token("decoy", "decoy-own-token").await?;
+    plane.publish(VICTIM, member, None).await?;
     // The thief asks the plugin for member1's Secret; the decoy asks for its own, but sends
     // it to the hostile endpoint: one pin each.
     plane
@@ -72,8 +69,7 @@ async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing
                 VICTIM
             )])),
         )
-        .await
-        .unwrap();
+        .await?;
     plane
         .publish(
             "decoy",
@@ -84,16 +80,15 @@ async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing
                 "decoy"
             )])),
         )
-        .await
-        .unwrap();
+        .await?;
 
     // The endpoint policy lets 127.0.0.2 in: only the pins stand in the way.
     let allow = hostile.allow_endpoint_arg();
     let collector = plane
+        .source
         .start_collector(PROBE, &["--allow-endpoint", &allow])
-        .await
-        .unwrap();
-    wait_healthy(&collector, VICTIM, START).await.unwrap();
+        .await?;
+    wait_healthy(&collector, VICTIM, START).await?;
     let thief = wait_condition(
         &collector,
         "thief",
@@ -128,20 +123,21 @@ async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing
         "nothing is dialled for a refused profile: {:?}",
         hostile.request_lines()
     );
-    let (_, thief) = thief.unwrap();
+    let (_, thief) = thief?;
     println!("thief: {}: {}", thief.short(), thief.message);
     assert!(
         thief.message.contains("\"clusterName\" to \"thief\"")
             && thief.message.contains("\"member1\""),
         "{thief:?}"
     );
-    let (_, decoy) = decoy.unwrap();
+    let (_, decoy) = decoy?;
     println!("decoy: {}: {}", decoy.short(), decoy.message);
     assert!(
         decoy.message.contains("serverPatterns") && decoy.message.contains("127.0.0.2"),
         "{decoy:?}"
     );
-    wait_healthy(&collector, VICTIM, CONVERGE).await.unwrap();
+    wait_healthy(&collector, VICTIM, CONVERGE).await?;
+    Ok(())
 }
 
 /// The server recorded on member1's Secret, as the collector records its published profile's.
@@ -177,13 +173,14 @@ fn run(binary: &Path, kubeconfig: &Path, exec_info: &str) -> Output {
 }
 
 #[tokio::test]
-async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_recorded_server() {
-    let binary = testkit::locate_binary("tether-credential").unwrap();
-    let env = Environment::with_members(0).await.unwrap();
+async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_recorded_server()
+-> anyhow::Result<()> {
+    let binary = testkit::locate_binary("tether-credential")?;
+    let env = Environment::with_members(0).await?;
     let plane = env.control_plane();
-    let admin = plane.admin_client().unwrap();
-    let ns = plane.create_namespace("fleet").await.unwrap();
-    plane.create_service_account(&ns, AGENT).await.unwrap();
+    let admin = plane.admin_client()?;
+    let ns = plane.create_namespace("fleet").await?;
+    plane.create_service_account(&ns, AGENT).await?;
     let secrets: Api<Secret> = Api::namespaced(admin, &ns);
     let marked = |member: &str| {
         json!({"labels": {"tether.io/member": member},
@@ -208,20 +205,14 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
         let secret: Secret = serde_json::from_value(json!({
             "metadata": metadata, "type": type_,
             "stringData": {"token": SECRET_TOKEN},
-        }))
-        .unwrap();
-        secrets
-            .create(&PostParams::default(), &secret)
-            .await
-            .unwrap();
+        }))?;
+        secrets.create(&PostParams::default(), &secret).await?;
     }
     // The caller may read every Secret: only the Secret's own marks stand in the way.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("caller.kubeconfig");
-    let yaml = Kubeconfig::token(plane, &plane.admin_token().unwrap())
-        .to_yaml()
-        .unwrap();
-    std::fs::write(&kubeconfig, yaml).unwrap();
+    let yaml = Kubeconfig::token(plane, &plane.admin_token()?).to_yaml()?;
+    std::fs::write(&kubeconfig, yaml)?;
 
     let served = run(
         &binary,
@@ -233,7 +224,7 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
         "the member's own marked Secret for its recorded server: {}",
         String::from_utf8_lossy(&served.stderr)
     );
-    let doc: Value = serde_json::from_slice(&served.stdout).unwrap();
+    let doc: Value = serde_json::from_slice(&served.stdout)?;
     assert_eq!(doc["status"]["token"], SECRET_TOKEN);
 
     for (attack, info, says) in [
@@ -272,22 +263,20 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
         assert!(stdout.is_empty(), "{attack}: {stdout}");
         assert!(stderr.contains(says), "{attack}: {stderr}");
     }
+    Ok(())
 }
 
 const INVENTORY: &str = "fleet";
 
 #[tokio::test]
-async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential() {
-    let credential = testkit::locate_binary("tether-credential").unwrap();
-    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-        .await
-        .unwrap();
-    let mut scenario = Scenario::start(1, PROBE).await.unwrap();
-    let (_collector, published) = start_publishing(&mut scenario, INVENTORY, VICTIM, START)
-        .await
-        .unwrap();
+async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential()
+-> anyhow::Result<()> {
+    let credential = testkit::locate_binary("tether-credential")?;
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
+    let mut scenario = Scenario::start(1, PROBE).await?;
+    let (_collector, published) = start_publishing(&mut scenario, INVENTORY, VICTIM, START).await?;
     let control_plane = scenario.env.control_plane().clone();
-    let admin = control_plane.admin_client().unwrap();
+    let admin = control_plane.admin_client()?;
     let server = published["status"]["accessProviders"][0]["cluster"]["server"].clone();
 
     // The collector marked member1's Secret with the member and the server it published.
@@ -304,8 +293,7 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
             label.as_deref() == Some(VICTIM) && noted.as_deref() == server.as_str()
         })
     })
-    .await
-    .unwrap();
+    .await?;
 
     // The attacker may write ClusterProfiles: a profile of another manager (so the collector
     // leaves it alone) naming member1's Secret, with the hostile endpoint and its CA.
@@ -326,19 +314,15 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     let apply = PatchParams::apply("attacker").force();
     profiles
         .patch("forged", &apply, &Patch::Apply(&forged))
-        .await
-        .unwrap();
+        .await?;
     profiles
         .patch_status("forged", &apply, &Patch::Apply(&forged))
-        .await
-        .unwrap();
+        .await?;
 
     // The consumer may read the forged profile and member1's Secret: as much RBAC as a
     // legitimate consumer of member1 has.
-    let dir = tempfile::tempdir().unwrap();
-    let consumer = Consumer::create(&control_plane, dir.path(), &credential, &[])
-        .await
-        .unwrap();
+    let dir = tempfile::tempdir()?;
+    let consumer = Consumer::create(&control_plane, dir.path(), &credential, &[]).await?;
     grant_consumer(
         &control_plane,
         INVENTORY,
@@ -346,8 +330,7 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
         SECRET_NAMESPACE,
         &[VICTIM],
     )
-    .await
-    .unwrap();
+    .await?;
     let member_token = scenario.registered_tokens[0].clone();
     let profile_ref = |name| ProfileRef {
         kubeconfig: &consumer.kubeconfig,
@@ -357,11 +340,11 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     };
     let ns = scenario.namespace.clone();
 
-    let (status, lines, stderr) = interop_client::run(
-        interop_client::command(&profile_ref("forged"), &["--once", "--namespace", &ns]).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (status, lines, stderr) = interop_client::run(interop_client::command(
+        &profile_ref("forged"),
+        &["--once", "--namespace", &ns],
+    )?)
+    .await?;
     println!("forged: {status}: {lines:?} {stderr}");
     assert!(
         !hostile.saw_bearer(&member_token),
@@ -379,10 +362,11 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     );
 
     // The published profile still works for the same consumer: the refusal is the forgery's.
-    let (status, lines, stderr) = interop_client::run(
-        interop_client::command(&profile_ref(VICTIM), &["--once", "--namespace", &ns]).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (status, lines, stderr) = interop_client::run(interop_client::command(
+        &profile_ref(VICTIM),
+        &["--once", "--namespace", &ns],
+    )?)
+    .await?;
     assert!(status.success(), "{status}: {lines:?} {stderr}");
+    Ok(())
 }

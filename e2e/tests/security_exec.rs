@@ -161,14 +161,14 @@ fn pth_runs_under(home: &Path, marker: &Path) -> bool {
 }
 
 #[tokio::test]
-async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() {
+async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() -> anyhow::Result<()> {
     let fleet = Fleet::new("security-exec").await;
     // What the operator's plugin reads for the members: a token file of its own.
     let own_token = fleet.dir.join("member.token");
-    std::fs::write(&own_token, MEMBER_TOKEN).unwrap();
+    std::fs::write(&own_token, MEMBER_TOKEN)?;
     // Outside the members directory, standing for the collector's ServiceAccount token.
     let sa_token = fleet.dir.join("sa-token");
-    std::fs::write(&sa_token, SA_TOKEN).unwrap();
+    std::fs::write(&sa_token, SA_TOKEN)?;
     // The attacker's HOME, with a Python user-site `.pth` that leaves a marker.
     let evil_home = fleet.members().join("home");
     let marker = fleet.dir.join("pth-ran");
@@ -247,29 +247,27 @@ async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() {
         .map(str::to_owned),
         CHECK_LIMIT,
     )
-    .await
-    .unwrap();
+    .await?;
     assert_eq!(check.code, 1, "{}", check.output);
     // Each names what it refused, never the value the definition gave it.
     for (member, named, value) in [
         ("args", "argument 0", sa_token.display().to_string()),
         ("home", "\"HOME\"", evil_home.display().to_string()),
     ] {
-        let row = check.row(member).unwrap();
+        let row = check.row(member)?;
         assert_eq!(row["reason"], "ExecNotAllowed", "{row:#}");
         let message = row["message"].as_str().unwrap_or_default();
         assert!(message.contains(named), "{row:#}");
         assert!(!message.contains(&value), "{row:#}");
     }
     assert!(!check.output.contains(SA_TOKEN), "{}", check.output);
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
+async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() -> anyhow::Result<()> {
     assert_eq!(
-        std::fs::metadata("/proc/self")
-            .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
-            .unwrap(),
+        std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m))?,
         0,
         "switching the plugin's user needs root (CAP_SETUID) in this test"
     );
@@ -277,8 +275,8 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
     // Owned by the collector's user (root here), mode 0600: the ServiceAccount token as the
     // chart mounts it.
     let sa_token = fleet.dir.join("sa-token");
-    std::fs::write(&sa_token, SA_TOKEN).unwrap();
-    std::fs::set_permissions(&sa_token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(&sa_token, SA_TOKEN)?;
+    std::fs::set_permissions(&sa_token, std::fs::Permissions::from_mode(0o600))?;
     // The operator's declaration runs the plugin on that file: the worst an operator's
     // plugin could be made to do.
     let declaration = fleet.declaration(&[&sa_token]);
@@ -300,4 +298,5 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
     let sandboxed = wait_credentials(&collector, "sandboxed", "False/ExecFailed").await;
     println!("sandboxed: CredentialsValid {sandboxed}");
     assert!(sandboxed.contains("Permission denied"), "{sandboxed}");
+    Ok(())
 }

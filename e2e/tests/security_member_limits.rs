@@ -29,7 +29,10 @@ use e2e::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use testkit::{CollectorProcess, Environment, HostileEndpoint, Misbehaviour, eventually, matching};
+use testkit::{
+    CollectorProcess, Environment, HostileEndpoint, Misbehaviour, eventually, matching,
+    proc_status_bytes,
+};
 use tokio::time::Instant;
 
 const START: Duration = Duration::from_secs(60);
@@ -43,25 +46,6 @@ const HOSTILE_BYTES: u64 = 300 * MIB;
 const RSS_GROWTH_BOUND: u64 = 250 * MIB;
 /// A cap on objects small enough to reach in seconds (the default is 100,000).
 const MAX_OBJECTS: &str = "20000";
-
-/// `VmRSS` and `VmHWM` of process `pid`, in bytes.
-fn memory_of(pid: u32) -> (u64, u64) {
-    let status = testkit::proc_file(pid, "status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-            .map_or(0, |kib| kib * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 /// `status/reason: message` of `member`'s `Ready` condition, if the read API shows one.
 async fn ready(process: &CollectorProcess, member: &str) -> Option<(String, String, String)> {
@@ -97,28 +81,25 @@ fn attacks() -> Vec<(&'static str, Misbehaviour, &'static str)> {
 }
 
 #[tokio::test]
-async fn hostile_members_cannot_exhaust_the_collectors_memory() {
-    let env = Environment::with_members(1).await.unwrap();
+async fn hostile_members_cannot_exhaust_the_collectors_memory() -> anyhow::Result<()> {
+    let env = Environment::with_members(1).await?;
     let member = env.cluster(1);
     let ns = format!("limits-{}", std::process::id());
-    member.create_namespace_named(&ns).await.unwrap();
-    let deployments: Api<Deployment> = Api::namespaced(member.admin_client().unwrap(), &ns);
+    member.create_namespace_named(&ns).await?;
+    let deployments: Api<Deployment> = Api::namespaced(member.admin_client()?, &ns);
     deployments
         .create(&PostParams::default(), &testkit::deployment(&ns, "web", 1))
-        .await
-        .unwrap();
+        .await?;
 
-    let dir = temp_dir("member-limits").unwrap();
+    let dir = temp_dir("member-limits")?;
     let members: PathBuf = dir.join("members");
-    std::fs::create_dir(&members).unwrap();
-    let token = member.admin_token().unwrap();
+    std::fs::create_dir(&members)?;
+    let token = member.admin_token()?;
     write_member(&members, "real", member.endpoint(), member.ca_pem(), &token);
 
     let mut hostiles = Vec::new();
     for (name, misbehaviour, reason) in attacks() {
-        let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-            .await
-            .unwrap();
+        let endpoint = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
         endpoint.misbehave(misbehaviour);
         hostiles.push((name, endpoint, reason));
     }
@@ -138,8 +119,8 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
     .map(str::to_owned)
     .to_vec();
     let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs).unwrap();
-    let mut collector = spawn_healthy(&args, &logs, START).await.unwrap();
+    std::fs::create_dir_all(&logs)?;
+    let mut collector = spawn_healthy(&args, &logs, START).await?;
     let pid = collector.pid();
 
     // The baseline: the real member mirrored, nothing hostile yet.
@@ -148,10 +129,9 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
         let now = ready(&collector, "real").await;
         matching(now, |now| now.as_ref().is_some_and(|r| r.0 == "True"))
     })
-    .await
-    .unwrap();
+    .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (baseline, _) = memory_of(pid);
+    let baseline = proc_status_bytes(pid, "VmRSS")?;
     eprintln!("baseline RSS: {} MiB", baseline / MIB);
 
     // The attack.
@@ -177,7 +157,7 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
                 logs.display()
             );
         }
-        peak = peak.max(memory_of(pid).0);
+        peak = peak.max(proc_status_bytes(pid, "VmRSS")?);
         for (name, _, _) in &hostiles {
             reasons.insert(name, ready(&collector, name).await);
         }
@@ -191,8 +171,7 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
             let patch = serde_json::json!({"spec": {"replicas": 3}});
             deployments
                 .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .unwrap();
+                .await?;
             scaled = true;
         }
         if scaled && !mirrored {
@@ -210,7 +189,10 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (rss, hwm) = memory_of(pid);
+    let (rss, hwm) = (
+        proc_status_bytes(pid, "VmRSS")?,
+        proc_status_bytes(pid, "VmHWM")?,
+    );
     eprintln!(
         "RSS under attack: baseline {} MiB, peak sampled {} MiB, now {} MiB, VmHWM {} MiB",
         baseline / MIB,
@@ -248,4 +230,5 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() {
         Some(("True".to_owned(), "MemberReady".to_owned())),
         "the real member is untouched"
     );
+    Ok(())
 }

@@ -29,39 +29,38 @@ async fn collector(plane: &RotationPlane, flags: &[&str]) -> RunningCollector {
 }
 
 #[tokio::test]
-async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request() {
+async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request()
+-> anyhow::Result<()> {
     // m00 says `tether.io/mint-tokens: "true"`; the collector runs as the single replica
     // the attack needed (no leader election to hold minting back), without --mint-tokens.
-    let plane = RotationPlane::start(1, 1).await.unwrap();
-    let seeded = plane.karmada.secret_token("m00").await.unwrap();
-    let before = plane.token_requests(1).await.unwrap();
+    let plane = RotationPlane::start(1, 1).await?;
+    let seeded = plane.karmada.secret_token("m00").await?;
+    let before = plane.token_requests(1).await?;
     let collector = collector(&plane, &["--leader-elect=false"]).await;
     plane
         .karmada
         .wait_condition("m00", "Ready", "True/MemberReady", START)
-        .await
-        .unwrap();
+        .await?;
 
     tokio::time::sleep(WOULD_HAVE_MINTED).await;
     assert_eq!(
-        plane.token_requests(1).await.unwrap(),
+        plane.token_requests(1).await?,
         before,
         "no TokenRequest was sent"
     );
-    assert_eq!(plane.karmada.secret_token("m00").await.unwrap(), seeded);
+    assert_eq!(plane.karmada.secret_token("m00").await?, seeded);
     assert_eq!(rotations(&collector, "m00", "success").await, 0.0);
-    let message = plane
-        .refusal("m00", "RotationNotAllowed", START)
-        .await
-        .unwrap();
+    let message = plane.refusal("m00", "RotationNotAllowed", START).await?;
     assert!(message.contains("--mint-tokens"), "{message}");
     assert!(!message.contains(&seeded), "no token in a condition");
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_definition_naming_another_service_account_than_its_token_is_refused_unminted() {
-    let mut plane = RotationPlane::start(1, 1).await.unwrap();
-    let others = plane.karmada.secret_token("m00").await.unwrap();
+async fn a_definition_naming_another_service_account_than_its_token_is_refused_unminted()
+-> anyhow::Result<()> {
+    let mut plane = RotationPlane::start(1, 1).await?;
+    let others = plane.karmada.secret_token("m00").await?;
     plane
         .add(RotatingMember::new(
             "impostor",
@@ -69,22 +68,19 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
             "tether-rotation",
             "rot-x",
         ))
-        .await
-        .unwrap();
+        .await?;
     // Its Secret holds rot-0's token, which may mint rot-x's: minting would switch identities.
     let member = plane.env.cluster(1);
     plane
         .karmada
         .write_secret("impostor", &others, member.ca_pem())
-        .await
-        .unwrap();
-    let before = plane.token_requests(1).await.unwrap();
+        .await?;
+    let before = plane.token_requests(1).await?;
     let collector = collector(&plane, &["--mint-tokens-for", "impostor"]).await;
 
     let message = plane
         .refusal("impostor", "RotationServiceAccountMismatch", START)
-        .await
-        .unwrap();
+        .await?;
     assert!(
         message.contains("\"system:serviceaccount:tether-rotation:rot-0\" (its sub)")
             && message.contains("nothing was minted")
@@ -92,27 +88,24 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
         "{message}"
     );
     tokio::time::sleep(WOULD_HAVE_MINTED).await;
-    assert_eq!(plane.token_requests(1).await.unwrap(), before);
+    assert_eq!(plane.token_requests(1).await?, before);
     assert_eq!(rotations(&collector, "impostor", "success").await, 0.0);
-    assert_eq!(
-        plane.karmada.secret_token("impostor").await.unwrap(),
-        others
-    );
+    assert_eq!(plane.karmada.secret_token("impostor").await?, others);
     // The member itself is left alone: its token works, it is Ready, and m00 (not allowed
     // by the operator, asking with "true") mints nothing either.
     assert_eq!(
-        plane.karmada.condition("impostor", "Ready").await.unwrap(),
+        plane.karmada.condition("impostor", "Ready").await?,
         Some(("True".to_owned(), "MemberReady".to_owned()))
     );
     assert_eq!(
         plane
             .karmada
             .condition("m00", "CredentialsValid")
-            .await
-            .unwrap()
+            .await?
             .map(|(_, reason)| reason),
         Some("RotationNotAllowed".to_owned())
     );
+    Ok(())
 }
 
 #[tokio::test]
@@ -216,11 +209,9 @@ fn token(sub: &str, iss: &str) -> String {
 }
 
 #[tokio::test]
-async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
-    let plane = RotationPlane::start(1, 0).await.unwrap();
-    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-        .await
-        .unwrap();
+async fn a_minted_token_of_another_issuer_or_subject_is_not_written() -> anyhow::Result<()> {
+    let plane = RotationPlane::start(1, 0).await?;
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
     // The member's own token, of the ServiceAccount its apiserver says it is, which is the
     // one the definition names: everything but the minted token is in order.
     let current = token(HOSTILE_USERNAME, "https://member.example");
@@ -232,8 +223,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
             &current,
             &rotation_annotations("hostile/hostile", &[(MINT_ANNOTATION, "true")]),
         )
-        .await
-        .unwrap();
+        .await?;
     let other_issuer = token(HOSTILE_USERNAME, "https://attacker.example");
     hostile.set_minted_token(&other_issuer);
     let allow = hostile.allow_endpoint_arg();
@@ -256,18 +246,13 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
             .iter()
             .any(|line| line.starts_with(token_request))
     })
-    .await
-    .unwrap();
+    .await?;
     // A write would follow the answer within milliseconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(
-        plane.karmada.secret_token("hostile").await.unwrap(),
-        current
-    );
+    assert_eq!(plane.karmada.secret_token("hostile").await?, current);
     let message = plane
         .refusal("hostile", "MintedTokenMismatch", START)
-        .await
-        .unwrap();
+        .await?;
     assert!(
         message.contains("iss \"https://attacker.example\"") && !message.contains(&other_issuer),
         "{message}"
@@ -276,10 +261,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
         !hostile.saw_bearer(&other_issuer),
         "the minted token was not even verified with"
     );
-    assert_eq!(
-        plane.karmada.secret_token("hostile").await.unwrap(),
-        current
-    );
+    assert_eq!(plane.karmada.secret_token("hostile").await?, current);
 
     // Same issuer, another subject.
     let other_subject = token(
@@ -296,26 +278,22 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() {
             .unwrap_or_default()
             .contains("sub is \"system:serviceaccount:kube-system:admin\"")
     })
-    .await
-    .unwrap();
+    .await?;
     assert!(!hostile.saw_bearer(&other_subject));
-    assert_eq!(
-        plane.karmada.secret_token("hostile").await.unwrap(),
-        current
-    );
+    assert_eq!(plane.karmada.secret_token("hostile").await?, current);
     assert_eq!(rotations(&collector, "hostile", "success").await, 0.0);
     assert!(rotations(&collector, "hostile", "refused").await >= 2.0);
+    Ok(())
 }
 
 #[tokio::test]
-async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vouches_for_it() {
+async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vouches_for_it()
+-> anyhow::Result<()> {
     // The endpoint's SelfSubjectReview says the token is hostile/hostile, the ServiceAccount
     // the definition names; the token itself says it is another one. Only the claims check
     // stands between them and a TokenRequest.
-    let plane = RotationPlane::start(1, 0).await.unwrap();
-    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-        .await
-        .unwrap();
+    let plane = RotationPlane::start(1, 0).await?;
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
     let current = token(
         "system:serviceaccount:kube-system:admin",
         "https://member.example",
@@ -328,8 +306,7 @@ async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vou
             &current,
             &rotation_annotations("hostile/hostile", &[]),
         )
-        .await
-        .unwrap();
+        .await?;
     hostile.set_minted_token(&token(HOSTILE_USERNAME, "https://member.example"));
     let allow = hostile.allow_endpoint_arg();
     let collector = collector(
@@ -349,13 +326,10 @@ async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vou
         !lines.iter().any(|line| line.contains("/token")),
         "no TokenRequest: {lines:?}"
     );
-    assert_eq!(
-        plane.karmada.secret_token("vouched").await.unwrap(),
-        current
-    );
+    assert_eq!(plane.karmada.secret_token("vouched").await?, current);
     plane
         .refusal("vouched", "RotationServiceAccountMismatch", START)
-        .await
-        .unwrap();
+        .await?;
     assert_eq!(rotations(&collector, "vouched", "success").await, 0.0);
+    Ok(())
 }

@@ -26,27 +26,23 @@ const WINDOW: Duration = Duration::from_secs(5);
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
 #[tokio::test]
-async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
-    let (env, plane) = karmada_environment(2).await.unwrap();
+async fn a_cluster_naming_another_members_secret_never_gets_its_token() -> anyhow::Result<()> {
+    let (env, plane) = karmada_environment(2).await?;
     let control_plane = env.control_plane();
     let ns = format!("tether-binding-{}", std::process::id());
     let mut tokens = Vec::new();
     for member in env.members() {
-        member.create_namespace_named(&ns).await.unwrap();
-        member.create_service_account(&ns, "agent-a").await.unwrap();
-        tokens.push(member.mint_token(&ns, "agent-a", HOUR).await.unwrap());
+        member.create_namespace_named(&ns).await?;
+        member.create_service_account(&ns, "agent-a").await?;
+        tokens.push(member.mint_token(&ns, "agent-a", HOUR).await?);
     }
     let (member1, member2) = (env.cluster(1), env.cluster(2));
     // member1 as `karmadactl join` makes it: the Secret is named after the Cluster.
-    plane
-        .register(&PushMember::of(member1, &tokens[0]))
-        .await
-        .unwrap();
+    plane.register(&PushMember::of(member1, &tokens[0])).await?;
     // member2's Secret has another name, and no label yet: it serves no member2.
     plane
         .write_secret("member2-creds", &tokens[1], member2.ca_pem())
-        .await
-        .unwrap();
+        .await?;
     plane
         .create_cluster(
             "member2",
@@ -55,14 +51,11 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
             false,
             &BTreeMap::new(),
         )
-        .await
-        .unwrap();
+        .await?;
 
-    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2))
-        .await
-        .unwrap();
-    let admin_token = control_plane.admin_token().unwrap();
-    let mut args = admin_args(control_plane).unwrap();
+    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
+    let admin_token = control_plane.admin_token()?;
+    let mut args = admin_args(control_plane)?;
     args.extend([
         "--probe-period".to_owned(),
         PROBE.as_secs().to_string(),
@@ -72,13 +65,10 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         // The operator allows minting: still only for a member's own Secret.
         "--mint-tokens".to_owned(),
     ]);
-    let mut collector = spawn_healthy(&args, &temp_dir("binding").unwrap(), START)
-        .await
-        .unwrap();
+    let mut collector = spawn_healthy(&args, &temp_dir("binding")?, START).await?;
     plane
         .wait_condition("member1", "Ready", "True/MemberReady", START)
-        .await
-        .unwrap();
+        .await?;
 
     // The attack: a second Cluster with member1's Secret, sent to an endpoint of its own, which
     // also asks to rotate "its" token (the TokenRequest would go to that endpoint, and the
@@ -87,8 +77,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
     let rotation = rotation_annotations(&format!("{ns}/agent-a"), &[(MINT_NOW_ANNOTATION, "1")]);
     plane
         .create_cluster("evil", &hostile.url(), "member1", true, &rotation)
-        .await
-        .unwrap();
+        .await?;
     let refused = plane
         .wait_condition("evil", "Ready", "False/SecretForbidden", CONVERGE)
         .await;
@@ -103,7 +92,7 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         "member1's token reached the hostile endpoint in {carried} of {} requests",
         hostile.requests()
     );
-    refused.unwrap();
+    refused?;
     assert_eq!(
         hostile.requests(),
         0,
@@ -111,22 +100,18 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         hostile.request_lines()
     );
     assert_eq!(
-        plane.secret_token("member1").await.unwrap(),
+        plane.secret_token("member1").await?,
         tokens[0],
         "member1's Secret was overwritten"
     );
-    let message = plane
-        .condition_message("evil", "Ready")
-        .await
-        .unwrap()
-        .unwrap();
+    let message = plane.condition_message("evil", "Ready").await?.unwrap();
     assert!(
         message.contains("Secret karmada-cluster/member1 ")
             && message.contains(&format!("{MEMBER_LABEL}=evil")),
         "{message}"
     );
     assert_eq!(
-        plane.condition("member1", "Ready").await.unwrap(),
+        plane.condition("member1", "Ready").await?,
         Some(("True".to_owned(), "MemberReady".to_owned())),
         "member1 is untouched"
     );
@@ -135,12 +120,12 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
         .await;
 
     // `collector check` names both refused Secrets, and probes neither.
-    let checked = collector_check(&args, CHECK_LIMIT).await.unwrap();
+    let checked = collector_check(&args, CHECK_LIMIT).await?;
     eprintln!("{:#}", checked.report);
     assert_eq!(checked.code, 1);
-    assert_eq!(checked.row("member1").unwrap()["reason"], "MemberReady");
+    assert_eq!(checked.row("member1")?["reason"], "MemberReady");
     for (member, secret) in [("evil", "member1"), ("member2", "member2-creds")] {
-        let row = checked.row(member).unwrap();
+        let row = checked.row(member)?;
         assert_eq!(row["reason"], "SecretForbidden", "{row:#}");
         let says = row["message"].as_str().unwrap();
         assert!(
@@ -159,25 +144,24 @@ async fn a_cluster_naming_another_members_secret_never_gets_its_token() {
             "a token was printed"
         );
     }
-    unlabelled.unwrap();
+    unlabelled?;
 
     // The migration: labelling member2's Secret binds it, with no restart.
     plane
         .label_secret("member2-creds", MEMBER_LABEL, "member2")
-        .await
-        .unwrap();
+        .await?;
     plane
         .wait_condition("member2", "Ready", "True/MemberReady", CONVERGE)
-        .await
-        .unwrap();
+        .await?;
 
     assert!(
         !hostile.saw_bearer(&tokens[0]) && !hostile.saw_bearer(&tokens[1]),
         "a member's token reached the hostile endpoint"
     );
     assert_eq!(
-        plane.condition("member1", "Ready").await.unwrap(),
+        plane.condition("member1", "Ready").await?,
         Some(("True".to_owned(), "MemberReady".to_owned())),
     );
-    collector.terminate(Duration::from_secs(10)).await.unwrap();
+    collector.terminate(Duration::from_secs(10)).await?;
+    Ok(())
 }

@@ -104,8 +104,9 @@ async fn probe(addr: SocketAddr) -> (bool, Duration) {
 }
 
 #[tokio::test]
-async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do() {
-    let (env, _) = karmada_environment(0).await.unwrap();
+async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do()
+-> anyhow::Result<()> {
+    let (env, _) = karmada_environment(0).await?;
     let collector = start_collector(&env).await;
     let (api, probes) = (collector.addr, collector.probe_addr);
 
@@ -113,7 +114,7 @@ async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do(
     let stop = Arc::new(AtomicBool::new(false));
     let mut flood = tokio::task::JoinSet::new();
     for n in 0..SLOW_CONNECTIONS {
-        let last = 10 + u8::try_from(n % usize::from(SLOW_SOURCES)).unwrap();
+        let last = 10 + u8::try_from(n % usize::from(SLOW_SOURCES))?;
         let source = SocketAddr::from(([127, 0, 0, last], 0));
         flood.spawn(slowloris(source, api, Arc::clone(&stop)));
     }
@@ -154,12 +155,11 @@ async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do(
 
     // 2. Random tokens, while the Lease is watched.
     let control_plane = env.control_plane();
-    let leases: Api<Lease> =
-        Api::namespaced(control_plane.admin_client().unwrap(), "tether-system");
+    let leases: Api<Lease> = Api::namespaced(control_plane.admin_client()?, "tether-system");
     let reviews_before = token_reviews(control_plane).await;
     let renewals = tokio::spawn(watch_renewals(leases, Duration::from_secs(15)));
     let (statuses, took) = random_token_flood(api).await;
-    let renewals = renewals.await.unwrap();
+    let renewals = renewals.await?;
     let reviews = token_reviews(control_plane).await - reviews_before;
     let unauthorized = statuses.get(&401).copied().unwrap_or(0);
     let throttled = statuses.get(&429).copied().unwrap_or(0);
@@ -185,6 +185,7 @@ async fn probes_answer_and_the_lease_renews_whatever_callers_of_the_api_port_do(
         "the Lease was renewed too rarely during the flood: {renewals:?}"
     );
     assert!(collector_alive(&collector));
+    Ok(())
 }
 
 fn collector_alive(collector: &CollectorProcess) -> bool {
@@ -291,15 +292,16 @@ async fn scrape(addr: SocketAddr, cas: &[&str]) -> Result<(), String> {
 }
 
 #[tokio::test]
-async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restart() {
-    let one = testkit::CollectorServingCert::generate("tether test CA one").unwrap();
-    let two = testkit::CollectorServingCert::generate("tether test CA two").unwrap();
-    let dir = temp_dir("serving-tls").unwrap();
+async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restart()
+-> anyhow::Result<()> {
+    let one = testkit::CollectorServingCert::generate("tether test CA one")?;
+    let two = testkit::CollectorServingCert::generate("tether test CA two")?;
+    let dir = temp_dir("serving-tls")?;
     let (cert, key) = (dir.join("tls.crt"), dir.join("tls.key"));
-    std::fs::write(&cert, &one.cert_pem).unwrap();
-    std::fs::write(&key, &one.key_pem).unwrap();
+    std::fs::write(&cert, &one.cert_pem)?;
+    std::fs::write(&key, &one.key_pem)?;
     let members = dir.join("members");
-    std::fs::create_dir_all(&members).unwrap();
+    std::fs::create_dir_all(&members)?;
     let args = [
         "--members-from",
         "directory",
@@ -312,7 +314,7 @@ async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restar
         key.to_str().unwrap(),
     ]
     .map(str::to_owned);
-    let mut collector = spawn_healthy(&args, &dir, START).await.unwrap();
+    let mut collector = spawn_healthy(&args, &dir, START).await?;
     let (api, pid) = (collector.addr, collector.pid());
 
     // TLS only: a cleartext request gets no answer.
@@ -339,9 +341,9 @@ async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restar
     };
     tokio::time::sleep(Duration::from_secs(1)).await;
     // Written in place, one file after the other: for a moment the pair does not match.
-    std::fs::write(&cert, &two.cert_pem).unwrap();
+    std::fs::write(&cert, &two.cert_pem)?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    std::fs::write(&key, &two.key_pem).unwrap();
+    std::fs::write(&key, &two.key_pem)?;
     let swapped = Instant::now();
     while scrape(api, &[&two.ca_pem]).await.is_err() {
         assert!(
@@ -353,7 +355,7 @@ async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restar
     let took = swapped.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
     stop.store(true, Ordering::Relaxed);
-    let results = scraper.await.unwrap();
+    let results = scraper.await?;
     let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     eprintln!(
         "the new certificate was served {took:?} after the swap; {} scrapes, {} failed",
@@ -373,4 +375,5 @@ async fn the_serving_certificate_rotates_under_a_running_scrape_without_a_restar
         collector.running() && collector.pid() == pid,
         "the collector restarted"
     );
+    Ok(())
 }

@@ -34,20 +34,19 @@ async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_others_rotate() {
-    let mut plane = RotationPlane::start(1, 1).await.unwrap();
+async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_others_rotate()
+-> anyhow::Result<()> {
+    let mut plane = RotationPlane::start(1, 1).await?;
     let token = plane
         .add_unminting("refused", "no-minting", "plain")
-        .await
-        .unwrap();
+        .await?;
     let collector = start_collector(&plane, FAST).await;
 
     plane
         .karmada
         .wait_condition("refused", "CredentialsValid", "False/RotationFailed", START)
-        .await
-        .unwrap();
-    let conditions = plane.karmada.conditions("refused").await.unwrap();
+        .await?;
+    let conditions = plane.karmada.conditions("refused").await?;
     let credentials = conditions
         .iter()
         .find(|c| c.type_ == "CredentialsValid")
@@ -63,35 +62,27 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
         ("True", "MemberReady"),
         "its current token still works"
     );
-    assert_eq!(plane.karmada.secret_token("refused").await.unwrap(), token);
-    assert_eq!(
-        plane.env.cluster(1).token_status(&token).await.unwrap(),
-        200
-    );
+    assert_eq!(plane.karmada.secret_token("refused").await?, token);
+    assert_eq!(plane.env.cluster(1).token_status(&token).await?, 200);
     eventually("a RotationFailed Event on the Secret", START, || async {
         secret_events(&plane, "refused")
             .await
             .iter()
             .any(|r| r == "RotationFailed")
     })
-    .await
-    .unwrap();
+    .await?;
     assert!(rotations(&collector, "refused", "failed").await >= 1.0);
 
     // The other member is unaffected: it rotates and stays accepted.
     eventually("m00 rotates twice", START, || async {
         rotations(&collector, "m00", "success").await >= 2.0
     })
-    .await
-    .unwrap();
+    .await?;
     assert_eq!(
-        plane
-            .karmada
-            .condition("m00", "CredentialsValid")
-            .await
-            .unwrap(),
+        plane.karmada.condition("m00", "CredentialsValid").await?,
         Some(("True".to_owned(), "CredentialsAccepted".to_owned()))
     );
+    Ok(())
 }
 
 /// A JWT-shaped token whose `exp` has passed, as a Secret holds after Tether was down past it.
@@ -102,21 +93,19 @@ fn expired_token() -> String {
 }
 
 #[tokio::test]
-async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
-    let plane = RotationPlane::start(1, 1).await.unwrap();
+async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() -> anyhow::Result<()> {
+    let plane = RotationPlane::start(1, 1).await?;
     let member = plane.env.cluster(1);
     plane
         .karmada
         .write_secret("m00", &expired_token(), member.ca_pem())
-        .await
-        .unwrap();
+        .await?;
     let collector = start_collector(&plane, FAST).await;
 
     plane
         .karmada
         .wait_condition("m00", "CredentialsValid", "False/TokenExpired", START)
-        .await
-        .unwrap();
+        .await?;
     assert!(rotations(&collector, "m00", "expired").await >= 1.0);
     assert_eq!(
         rotations(&collector, "m00", "success").await,
@@ -129,68 +118,62 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() {
             .iter()
             .any(|r| r == "TokenExpired")
     })
-    .await
-    .unwrap();
+    .await?;
 
     // Re-seed: a fresh token written by hand restarts the chain.
     let fresh = member
         .mint_token("tether-rotation", "rot-0", testkit::MIN_TOKEN_EXPIRY)
-        .await
-        .unwrap();
+        .await?;
     plane
         .karmada
         .write_secret("m00", &fresh, member.ca_pem())
-        .await
-        .unwrap();
+        .await?;
     // The re-seeded chain rotates.
     plane
         .wait_rotated_from(&collector, "m00", &fresh, START)
-        .await
-        .unwrap();
+        .await?;
+    Ok(())
 }
 
 #[tokio::test]
-async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothing() {
-    let mut plane = RotationPlane::start(1, 0).await.unwrap();
+async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothing()
+-> anyhow::Result<()> {
+    let mut plane = RotationPlane::start(1, 0).await?;
     let seeded = plane
         .add_unminting("shipped", "tether-member", "tether")
-        .await
-        .unwrap();
-    let admin = plane.env.cluster(1).admin_client().unwrap();
-    for object in parse_documents(MEMBER_RBAC_YAML, "token-rotation.yaml").unwrap() {
-        apply_object(&admin, &object).await.unwrap();
+        .await?;
+    let admin = plane.env.cluster(1).admin_client()?;
+    for object in parse_documents(MEMBER_RBAC_YAML, "token-rotation.yaml")? {
+        apply_object(&admin, &object).await?;
     }
     // At 0.8 of 600 s nothing is due for 8 minutes: only the request can mint.
     let collector = start_collector(&plane, "0.8").await;
     plane
         .karmada
         .wait_condition("shipped", "Ready", "True/MemberReady", START)
-        .await
-        .unwrap();
+        .await?;
     // Past the new leader's wait before its first mint (3 × 3 s + 1 s), nothing was minted.
     tokio::time::sleep(Duration::from_secs(11)).await;
-    assert_eq!(plane.karmada.secret_token("shipped").await.unwrap(), seeded);
+    assert_eq!(plane.karmada.secret_token("shipped").await?, seeded);
 
     for (request, minted) in [("1", 1.0), ("1", 1.0), ("2", 2.0)] {
         plane
             .karmada
             .annotate("shipped", MINT_NOW_ANNOTATION, request)
-            .await
-            .unwrap();
+            .await?;
         // Well within that wait: the running chain takes the request, nothing restarts.
         let quick = Duration::from_secs(5);
         eventually(&format!("mint-now={request}"), quick, || async {
             rotations(&collector, "shipped", "success").await >= minted
         })
-        .await
-        .unwrap();
+        .await?;
         // A request already handled asks for nothing more.
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(rotations(&collector, "shipped", "success").await, minted);
     }
-    assert_ne!(plane.karmada.secret_token("shipped").await.unwrap(), seeded);
+    assert_ne!(plane.karmada.secret_token("shipped").await?, seeded);
     assert_eq!(
-        collector.metric("tether_relists_total", "").await.unwrap(),
+        collector.metric("tether_relists_total", "").await?,
         0.0,
         "a mint-now annotation rebuilds no client"
     );
@@ -202,6 +185,6 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
             "True/CredentialsAccepted",
             START,
         )
-        .await
-        .unwrap();
+        .await?;
+    Ok(())
 }

@@ -16,32 +16,29 @@ const START: Duration = Duration::from_secs(60);
 const PERIOD: Duration = Duration::from_secs(6);
 
 #[tokio::test]
-async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_write_each() {
+async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_write_each()
+-> anyhow::Result<()> {
     const MEMBERS: usize = 50;
     const WINDOW: Duration = Duration::from_secs(120);
-    let plane = RotationPlane::start(2, MEMBERS).await.unwrap();
-    let args = plane
-        .collector_args(&[
-            "--mint-tokens",
-            "--mint-at-fraction",
-            "0.01",
-            "--probe-period",
-            "2",
-            "--request-timeout",
-            "3",
-        ])
-        .unwrap();
+    let plane = RotationPlane::start(2, MEMBERS).await?;
+    let args = plane.collector_args(&[
+        "--mint-tokens",
+        "--mint-at-fraction",
+        "0.01",
+        "--probe-period",
+        "2",
+        "--request-timeout",
+        "3",
+    ])?;
     let collector = RunningCollector::start(&args)
-        .await
-        .unwrap()
+        .await?
         .with_reader(plane.admin_token());
     let names: Vec<String> = plane.members.iter().map(|m| m.name.clone()).collect();
     for name in &names {
         plane
             .karmada
             .wait_condition(name, "Ready", "True/MemberReady", START)
-            .await
-            .unwrap();
+            .await?;
     }
     // Every chain has turned once before the window opens.
     eventually("every member rotated once", START, || async {
@@ -51,8 +48,7 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
         }
         all
     })
-    .await
-    .unwrap();
+    .await?;
 
     let writes = plane.count_secret_writes();
     let mut before = Vec::new();
@@ -65,11 +61,7 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
         tokio::time::sleep(Duration::from_secs(10)).await;
         samples += 1;
         for name in &names {
-            let credentials = plane
-                .karmada
-                .condition(name, "CredentialsValid")
-                .await
-                .unwrap();
+            let credentials = plane.karmada.condition(name, "CredentialsValid").await?;
             assert_eq!(
                 credentials,
                 Some(("True".to_owned(), "CredentialsAccepted".to_owned())),
@@ -80,8 +72,7 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
         assert_eq!(
             collector
                 .metric("tether_member_source_listed", r#"source="karmada""#)
-                .await
-                .unwrap(),
+                .await?,
             1.0,
             "the collector's own watches of the control plane stay listed"
         );
@@ -116,7 +107,7 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
         ("tether_relists_total", "relists"),
         ("tether_watch_errors_total", "failed watches"),
     ] {
-        assert_eq!(collector.metric(metric, "").await.unwrap(), 0.0, "{what}");
+        assert_eq!(collector.metric(metric, "").await?, 0.0, "{what}");
     }
     eprintln!(
         "{MEMBERS} members, {window:?}: {minted} rotations ({:.2}/s), {written} Secret writes \
@@ -124,4 +115,5 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
         minted / window.as_secs_f64(),
         f64::from(written) / minted
     );
+    Ok(())
 }

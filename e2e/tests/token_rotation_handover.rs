@@ -38,23 +38,21 @@ async fn metric(process: &CollectorProcess, name: &str, label: &str) -> f64 {
 }
 
 #[tokio::test]
-async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() {
-    let plane = RotationPlane::start(1, MEMBERS).await.unwrap();
+async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() -> anyhow::Result<()> {
+    let plane = RotationPlane::start(1, MEMBERS).await?;
     let a = replica(&plane, "replica-a").await;
     eventually("replica-a leads", START, || async {
         metric(&a, "tether_leader", "").await == 1.0
     })
-    .await
-    .unwrap();
+    .await?;
     let b = replica(&plane, "replica-b").await;
     eventually("every member rotated once", START, || async {
         metric(&a, "tether_token_mints_total", r#"result="success""#).await >= MEMBERS as f64
     })
-    .await
-    .unwrap();
+    .await?;
 
     let writes = plane.count_secret_writes();
-    let requests_before = plane.token_requests(1).await.unwrap();
+    let requests_before = plane.token_requests(1).await?;
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert_eq!(
         metric(&b, "tether_token_mints_total", "").await,
@@ -68,7 +66,7 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() {
     // goes on with every chain.
     tokio::time::sleep(Duration::from_secs(30)).await;
     let at_end = writes.counts();
-    let requests = plane.token_requests(1).await.unwrap() - requests_before;
+    let requests = plane.token_requests(1).await? - requests_before;
     drop(writes);
     assert_eq!(
         metric(&b, "tether_leader", "").await,
@@ -98,4 +96,5 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() {
         "handover: {written} tokens written for {requests} TokenRequests across the SIGKILL of \
          the leader; every chain went on"
     );
+    Ok(())
 }

@@ -35,16 +35,14 @@ async fn start_with_account(account: &str) -> (RotationPlane, String) {
 }
 
 #[tokio::test]
-async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest() {
+async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
+-> anyhow::Result<()> {
     let (plane, seeded) = start_with_account("argocd-manager").await;
     let member = plane.env.cluster(1);
     let ca_data = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
     let control_plane = plane.env.control_plane();
-    control_plane
-        .create_namespace_named("argocd")
-        .await
-        .unwrap();
-    let secrets = Api::<Secret>::namespaced(control_plane.admin_client().unwrap(), "argocd");
+    control_plane.create_namespace_named("argocd").await?;
+    let secrets = Api::<Secret>::namespaced(control_plane.admin_client()?, "argocd");
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {
             "name": "cluster-argo1",
@@ -64,15 +62,10 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
                 "tlsClientConfig": { "caData": ca_data, "insecure": false },
             }).to_string(),
         },
-    }))
-    .unwrap();
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
-    let mut args = plane
-        .collector_args(&["--members-from", "argocd", "--argocd-namespace", "argocd"])
-        .unwrap();
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let mut args =
+        plane.collector_args(&["--members-from", "argocd", "--argocd-namespace", "argocd"])?;
     args.extend(
         [
             "--mint-tokens",
@@ -84,18 +77,16 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
         .map(str::to_owned),
     );
     let collector = RunningCollector::start(&args)
-        .await
-        .unwrap()
+        .await?
         .with_reader(plane.admin_token());
 
     eventually("argo1 rotates twice", START, || async {
         rotations(&collector, "argo1", "success").await >= 2.0
     })
-    .await
-    .unwrap();
-    let written = secrets.get("cluster-argo1").await.unwrap();
+    .await?;
+    let written = secrets.get("cluster-argo1").await?;
     let data = written.data.unwrap();
-    let config: serde_json::Value = serde_json::from_slice(&data["config"].0).unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&data["config"].0)?;
     let token = config["bearerToken"].as_str().unwrap();
     assert_ne!(token, seeded);
     assert_eq!(
@@ -104,27 +95,27 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
         "the rest is kept"
     );
     assert_eq!(data["project"].0, b"platform");
-    assert_eq!(member.token_status(token).await.unwrap(), 200);
+    assert_eq!(member.token_status(token).await?, 200);
     let record = &written.metadata.annotations.unwrap()[RECORD_ANNOTATION];
     assert!(record.contains("mintedAt"), "{record}");
     // Ready on its new token.
-    collector.wait_member_ready("argo1", START).await.unwrap();
+    collector.wait_member_ready("argo1", START).await?;
     assert_eq!(
         collector
             .metric("tether_unauthorized_responses_total", "")
-            .await
-            .unwrap(),
+            .await?,
         0.0
     );
+    Ok(())
 }
 
 #[tokio::test]
-async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
+async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() -> anyhow::Result<()> {
     let (plane, seeded) = start_with_account("filed").await;
     let member = plane.env.cluster(1);
-    let dir = temp_dir("members").unwrap();
-    std::fs::write(dir.join("filed.token"), &seeded).unwrap();
-    std::fs::write(dir.join("filed-ca.crt"), member.ca_pem()).unwrap();
+    let dir = temp_dir("members")?;
+    std::fs::write(dir.join("filed.token"), &seeded)?;
+    std::fs::write(dir.join("filed-ca.crt"), member.ca_pem())?;
     std::fs::write(
         dir.join("filed.yaml"),
         format!(
@@ -133,8 +124,7 @@ async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
              expirationSeconds: 600\n",
             member.endpoint()
         ),
-    )
-    .unwrap();
+    )?;
     let members_dir = dir.display().to_string();
     let collector = RunningCollector::start(
         &[
@@ -153,19 +143,18 @@ async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() {
         ]
         .map(str::to_owned),
     )
-    .await
-    .unwrap();
+    .await?;
 
     eventually("filed rotates", START, || async {
         rotations(&collector, "filed", "success").await >= 1.0
     })
-    .await
-    .unwrap();
-    let token = std::fs::read_to_string(dir.join("filed.token")).unwrap();
+    .await?;
+    let token = std::fs::read_to_string(dir.join("filed.token"))?;
     assert_ne!(token, seeded);
-    assert_eq!(member.token_status(&token).await.unwrap(), 200);
-    let record = std::fs::read_to_string(dir.join(".filed.token.rotation")).unwrap();
+    assert_eq!(member.token_status(&token).await?, 200);
+    let record = std::fs::read_to_string(dir.join(".filed.token.rotation"))?;
     assert!(record.contains("mintedAt"), "{record}");
     // Ready on its new token.
-    collector.wait_member_ready("filed", START).await.unwrap();
+    collector.wait_member_ready("filed", START).await?;
+    Ok(())
 }

@@ -15,7 +15,7 @@ pub use crate::{
     mirror::MirroredResource,
     shard::{ShardArgs, ShardMode},
 };
-pub use choices::{EndpointMode, LogFormat, MembersFrom};
+pub use choices::{EndpointMode, LogColor, LogFormat, MembersFrom};
 pub use sources::SourceArgs;
 
 /// Watches every member cluster with credentials that survive rotation, and reports their
@@ -255,6 +255,12 @@ pub struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TETHER_LOG_FORMAT")]
     pub log_format: LogFormat,
+
+    /// Colour the text log: `auto` colours it only on a terminal, and not when the `NO_COLOR`
+    /// environment variable is set to anything but an empty value; a file, a pipe and
+    /// `kubectl logs` get plain text.
+    #[arg(long, value_enum, default_value_t = LogColor::Auto, env = "TETHER_COLOR")]
+    pub color: LogColor,
 
     /// Elect a leader through a Lease so that of several replicas exactly one writes status
     /// and Events; the others watch and serve the read API, ready to take over.

@@ -1,5 +1,5 @@
-//! The collector's log subscriber: `RUST_LOG` (or a default level), text or JSON, and never
-//! a member's response body.
+//! The collector's log subscriber: `RUST_LOG` (or a default level), text or JSON, coloured
+//! only where `--color` says, and never a member's response body.
 //!
 //! kube-client logs the whole body of a response it could not parse, and of an error it
 //! could not read as a `Status`, under its own target [`KUBE_BODY_TARGET`] (at `warn` for a
@@ -24,13 +24,21 @@ fn loggable(meta: &Metadata<'_>) -> bool {
     meta.target() != KUBE_BODY_TARGET
 }
 
-/// The subscriber: `RUST_LOG`, else `default` (e.g. `info`), in `format`, to `writer`.
-pub fn subscriber<W>(format: LogFormat, default: &str, writer: W) -> impl Subscriber + Send + Sync
+/// The subscriber: `RUST_LOG`, else `default` (e.g. `info`), in `format`, to `writer`, with
+/// ANSI colour codes in text lines only if `ansi` (see [`crate::cli::LogColor::enabled`]).
+pub fn subscriber<W>(
+    format: LogFormat,
+    ansi: bool,
+    default: &str,
+    writer: W,
+) -> impl Subscriber + Send + Sync
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(writer);
     let fmt = match format {
         LogFormat::Text => fmt.boxed(),
         LogFormat::Json => fmt.json().boxed(),
@@ -67,7 +75,7 @@ mod tests {
         for format in [LogFormat::Text, LogFormat::Json] {
             let captured = LogBuffer::default();
             let writer = captured.clone();
-            let subscriber = subscriber(format, "trace", move || writer.clone());
+            let subscriber = subscriber(format, true, "trace", move || writer.clone());
             let _guard = tracing::subscriber::set_default(subscriber);
             tracing::warn!(target: "tether_probe", "the log works");
             for status in [200, 500] {

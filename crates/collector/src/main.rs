@@ -1,10 +1,10 @@
 //! The `collector` binary: see `collector --help`.
 
-use std::process::ExitCode;
+use std::{io::IsTerminal as _, process::ExitCode};
 
 use clap::Parser as _;
 use collector::{
-    cli::LogFormat,
+    cli::{Args, LogFormat},
     command::{Cli, Command},
     logs,
 };
@@ -22,7 +22,7 @@ async fn main() -> ExitCode {
         None => collect(cli.args).await,
         Some(Command::Check(check)) => {
             // The report goes to stdout; logs go to stderr, and only warnings by default.
-            init_logs(check.args.log_format, "warn", true);
+            init_logs(&check.args, "warn", true);
             match collector::check::run(check).await {
                 Ok(outcome) => {
                     print!("{}", outcome.rendered);
@@ -38,11 +38,20 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_logs(format: LogFormat, default: &str, to_stderr: bool) {
-    let installed = if to_stderr {
-        logs::subscriber(format, default, std::io::stderr).try_init()
+fn init_logs(args: &Args, default: &str, to_stderr: bool) {
+    let terminal = if to_stderr {
+        std::io::stderr().is_terminal()
     } else {
-        logs::subscriber(format, default, std::io::stdout).try_init()
+        std::io::stdout().is_terminal()
+    };
+    let ansi = args.log_format == LogFormat::Text
+        && args
+            .color
+            .enabled(terminal, std::env::var_os("NO_COLOR").as_deref());
+    let installed = if to_stderr {
+        logs::subscriber(args.log_format, ansi, default, std::io::stderr).try_init()
+    } else {
+        logs::subscriber(args.log_format, ansi, default, std::io::stdout).try_init()
     };
     if let Err(err) = installed {
         eprintln!("collector: logs: {err}");
@@ -50,7 +59,7 @@ fn init_logs(format: LogFormat, default: &str, to_stderr: bool) {
 }
 
 async fn collect(args: collector::cli::Args) -> ExitCode {
-    init_logs(args.log_format, "info", false);
+    init_logs(&args, "info", false);
     // SIGTERM is what kubelet sends; SIGINT is Ctrl-C.
     let shutdown = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

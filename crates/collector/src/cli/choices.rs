@@ -55,3 +55,27 @@ pub enum LogFormat {
     /// One JSON object per line.
     Json,
 }
+
+/// When text logs are coloured (`--color`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogColor {
+    /// Only when the log goes to a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always, even into a file or a pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl LogColor {
+    /// Whether a log written to a stream that `is_terminal` is, with `NO_COLOR` set to
+    /// `no_color` (if at all), carries ANSI colour codes.
+    pub fn enabled(self, is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+        match self {
+            Self::Always => true,
+            Self::Never => false,
+            // https://no-color.org: any non-empty value turns colour off.
+            Self::Auto => is_terminal && no_color.is_none_or(|value| value.is_empty()),
+        }
+    }
+}
