@@ -121,20 +121,17 @@ impl ProfilesApi {
         Ok(written.metadata.resource_version.unwrap_or_default())
     }
 
-    /// Deletes the profile `name` if Tether manages it; `Ok` also when there is none (or it
-    /// is another manager's, which stays).
-    pub(crate) async fn delete_ours(&self, name: &str) -> Result<(), kube::Error> {
+    /// Deletes the profile `name` if Tether manages it, and says whose it was: only
+    /// [`Owner::Tether`]'s was deleted; another manager's stays, and the caller logs which.
+    pub(crate) async fn delete_ours(&self, name: &str) -> Result<Owner, kube::Error> {
         let Some(found) = self.api.get_metadata_opt(name).await? else {
-            return Ok(());
+            return Ok(Owner::Absent);
         };
-        if owner_of(&found.metadata) != Owner::Tether {
-            tracing::info!(
-                profile = name,
-                "not deleting a ClusterProfile Tether does not manage"
-            );
-            return Ok(());
+        let owner = owner_of(&found.metadata);
+        if owner == Owner::Tether {
+            self.delete_unchanged(&found.metadata).await?;
         }
-        self.delete_unchanged(&found.metadata).await
+        Ok(owner)
     }
 
     /// Deletes the profile `meta` describes if it is still that very version: a profile

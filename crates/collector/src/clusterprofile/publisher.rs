@@ -294,8 +294,16 @@ impl Writes {
         .await;
         for (outcome, member) in done {
             match outcome {
-                Ok(()) => {
-                    tracing::info!(member, "ClusterProfile deleted");
+                Ok(owner) => {
+                    match owner {
+                        Owner::Tether => tracing::info!(member, "ClusterProfile deleted"),
+                        Owner::Other(manager) => tracing::info!(
+                            member,
+                            manager = manager.as_deref().unwrap_or(""),
+                            "not deleting a ClusterProfile Tether does not manage"
+                        ),
+                        Owner::Absent => tracing::debug!(member, "no ClusterProfile to delete"),
+                    }
                     self.queue.deleted(&member);
                     self.written.remove(&member);
                     self.refused.remove(&member);

@@ -145,6 +145,59 @@ async fn writes_once_per_change_and_deletes_a_forgotten_member() {
     );
 }
 
+/// An apiserver whose profile member1 is another manager's, for a member Tether forgets.
+fn scripted_foreign() -> (kube::Client, Log) {
+    let log = Log::default();
+    let seen = log.clone();
+    let service = tower::service_fn(move |req: http::Request<Body>| {
+        seen.lock()
+            .unwrap()
+            .push(format!("{} {}", req.method(), req.uri().path()));
+        let profile = json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": { "name": "member1", "namespace": "fleet", "uid": "u1",
+                          "resourceVersion": "1",
+                          "labels": { "x-k8s.io/cluster-manager": "other-manager" } },
+        });
+        let body = serde_json::to_vec(&profile).unwrap_or_default();
+        async move { http::Response::builder().status(200).body(Body::from(body)) }
+    });
+    (kube::Client::new(service, "default"), log)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_foreign_profile_left_alone_is_logged_once_and_not_as_deleted() {
+    let logs = member_client::test_util::LogBuffer::default();
+    let writer = logs.clone();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let (client, log) = scripted_foreign();
+    let profiles = publisher(client, None);
+    profiles.define("member1", None);
+    profiles.forget("member1");
+    settle().await;
+    assert_eq!(
+        taken(&log),
+        [format!("GET {PROFILE}")],
+        "read, never deleted"
+    );
+    let logged = logs.text();
+    assert_eq!(
+        logged
+            .matches("not deleting a ClusterProfile Tether does not manage")
+            .count(),
+        1,
+        "{logged}"
+    );
+    assert!(logged.contains("manager=\"other-manager\""), "{logged}");
+    assert!(!logged.contains("ClusterProfile deleted"), "{logged}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_follower_writes_nothing_until_it_leads() {
     let (client, log) = scripted();
