@@ -10,9 +10,10 @@ pub(crate) const PENDING: &str = "Pending";
 
 /// The remedy for `reason`.
 pub(crate) fn remedy(reason: &str) -> &'static str {
-    Reason::named(reason).map_or("see the README's Troubleshooting", |reason| {
-        reason.doc().remedy
-    })
+    Reason::named(reason).map_or(
+        "see Troubleshooting, docs/src/operations/troubleshooting.md",
+        |reason| reason.doc().remedy,
+    )
 }
 
 #[cfg(test)]
@@ -45,7 +46,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_reason_points_to_the_readme() {
-        assert!(remedy("Whatever").contains("Troubleshooting"));
+    fn an_unknown_reason_points_to_the_books_troubleshooting() {
+        assert!(remedy("Whatever").contains("docs/src/operations/troubleshooting.md"));
     }
 }

@@ -7,7 +7,7 @@
 //! alone, so adding or removing one replica disturbs only the members whose first choice it
 //! was, plus the few the load bound pushes on. Rendezvous rather than a ring of virtual nodes:
 //! no ring to build or tune, and the moves measured by `hack/bench.sh --sharded` stay within a
-//! few percent of the ideal `1/N` (see the README's "Sharding").
+//! few percent of the ideal `1/N` (see the book's docs/src/features/sharding.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 
