@@ -25,7 +25,8 @@ pub(crate) const MAX_GROUP: usize = 256;
 /// When each Lease's `resourceVersion` was last seen to change, and how long Leases last.
 pub(crate) struct Liveness {
     lease_duration: Duration,
-    poll: Duration,
+    /// How long after its last change a Lease counts as expired ([`expiry`]).
+    expiry: Duration,
     seen: BTreeMap<String, (String, Instant)>,
 }
 
@@ -41,9 +42,10 @@ pub(crate) struct Live {
 impl Liveness {
     /// Judges Leases of `lease_duration`, read every `poll`.
     pub(crate) fn new(lease_duration: Duration, poll: Duration) -> Self {
+        let expiry = expiry(lease_duration, poll);
         Self {
             lease_duration,
-            poll,
+            expiry,
             seen: BTreeMap::new(),
         }
     }
@@ -87,7 +89,7 @@ impl Liveness {
                     at
                 }
             };
-            if now.saturating_duration_since(changed) < expiry(duration, self.poll) {
+            if now.saturating_duration_since(changed) < self.expiry {
                 replicas.insert(holder.clone());
             }
         }
