@@ -67,13 +67,8 @@ impl Admission {
                     .join(", ")
             )));
         }
-        validation::route(
-            &self.policy,
-            &spec.api_endpoint,
-            spec.proxy_url.as_deref(),
-            spec.insecure_skip_tls_verify,
-        )?;
-        if spec.insecure_skip_tls_verify {
+        validation::route(&self.policy, &spec.endpoint)?;
+        if spec.endpoint.insecure_skip_tls_verify {
             tracing::warn!(
                 member = %spec.name,
                 "the member skips TLS verification (allowed by --allow-insecure-members): \
@@ -113,7 +108,7 @@ fn stand_in_name(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::CredentialKey;
+    use member_client::{CredentialKey, MemberEndpoint};
     use rstest::rstest;
 
     fn definition(name: &str, endpoint: &str, namespace: &str, insecure: bool) -> MemberDefinition {
@@ -121,11 +116,13 @@ mod tests {
             name: name.into(),
             spec: Ok(MemberSpec {
                 name: name.into(),
-                api_endpoint: endpoint.into(),
+                endpoint: MemberEndpoint {
+                    url: endpoint.into(),
+                    insecure_skip_tls_verify: insecure,
+                    proxy_url: None,
+                    tls_server_name: None,
+                },
                 secret_ref: CredentialKey::new(namespace, name),
-                insecure_skip_tls_verify: insecure,
-                proxy_url: None,
-                tls_server_name: None,
                 mint_request: None,
             }),
         }

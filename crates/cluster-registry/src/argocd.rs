@@ -136,7 +136,7 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
             config.tls_client_config.insecure,
             None,
         )?;
-        spec.tls_server_name = config
+        spec.endpoint.tls_server_name = config
             .tls_client_config
             .server_name
             .filter(|n| !n.trim().is_empty());

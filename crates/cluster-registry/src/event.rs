@@ -90,17 +90,15 @@ impl fmt::Debug for RegistryEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use member_client::MemberEndpoint;
 
     #[test]
     fn debug_shows_the_size_of_a_ca_bundle_not_its_text() {
         let event = RegistryEvent::Upserted {
             spec: MemberSpec {
                 name: "m1".into(),
-                api_endpoint: "https://h".into(),
+                endpoint: MemberEndpoint::new("https://h"),
                 secret_ref: CredentialKey::new("ns", "m1"),
-                insecure_skip_tls_verify: false,
-                proxy_url: None,
-                tls_server_name: None,
                 mint_request: None,
             },
             ca_bundle: Some(Bytes::from_static(b"-----BEGIN CERTIFICATE-----")),

@@ -210,6 +210,7 @@ pub fn crd_yaml() -> Result<String> {
 mod tests {
     use super::*;
     use crate::test_ca::ca_pem;
+    use member_client::MemberEndpoint;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
     use serde_json::json;
@@ -252,11 +253,13 @@ mod tests {
         assert_eq!(def.name, "member1");
         let want = crate::MemberSpec {
             name: "member1".into(),
-            api_endpoint: "https://10.0.0.1:6443".into(),
+            endpoint: MemberEndpoint {
+                url: "https://10.0.0.1:6443".into(),
+                insecure_skip_tls_verify: insecure,
+                proxy_url: proxy.map(str::to_owned),
+                tls_server_name: None,
+            },
             secret_ref: CredentialKey::new("karmada-cluster", "member1"),
-            insecure_skip_tls_verify: insecure,
-            proxy_url: proxy.map(str::to_owned),
-            tls_server_name: None,
             mint_request: None,
         };
         assert_eq!(def.spec, Ok(want));

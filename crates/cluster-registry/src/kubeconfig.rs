@@ -118,9 +118,10 @@ pub(crate) fn parse(key: &CredentialKey, raw: &[u8]) -> Result<KubeconfigMember,
         cluster.insecure_skip_tls_verify.unwrap_or(false),
         cluster.proxy_url.clone(),
     )
-    .map(|spec| MemberSpec {
-        tls_server_name: (cluster.tls_server_name.clone()).filter(|n| !n.trim().is_empty()),
-        ..spec
+    .map(|mut spec| {
+        spec.endpoint.tls_server_name =
+            (cluster.tls_server_name.clone()).filter(|n| !n.trim().is_empty());
+        spec
     });
     Ok(KubeconfigMember {
         endpoint,

@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(def.name, "wl1");
         let spec = def.spec.unwrap();
         assert_eq!(spec.name, "wl1");
-        assert_eq!(spec.api_endpoint, SERVER);
+        assert_eq!(spec.endpoint.url, SERVER);
         assert_eq!(
             spec.secret_ref,
             CredentialKey::new("fleet", "wl1-kubeconfig")
@@ -183,7 +183,7 @@ mod tests {
         );
         let def = flux().member_from_secret(&secret);
         assert_eq!(def.name, "prod-eu");
-        assert_eq!(def.spec.unwrap().api_endpoint, SERVER);
+        assert_eq!(def.spec.unwrap().endpoint.url, SERVER);
         assert_eq!(token_of(&flux(), &secret), "flux-tok");
     }
 
@@ -220,10 +220,13 @@ mod tests {
             )}),
         );
         let spec = capi().member_from_secret(&secret).spec.unwrap();
-        assert_eq!(spec.tls_server_name.as_deref(), Some("api.wl1.internal"));
-        assert_eq!(spec.proxy_url.as_deref(), Some("http://p:3128"));
         assert_eq!(
-            spec.client_config(None).tls_server_name.as_deref(),
+            spec.endpoint.tls_server_name.as_deref(),
+            Some("api.wl1.internal")
+        );
+        assert_eq!(spec.endpoint.proxy_url.as_deref(), Some("http://p:3128"));
+        assert_eq!(
+            spec.client_config(None).endpoint.tls_server_name.as_deref(),
             Some("api.wl1.internal")
         );
     }

@@ -1,7 +1,7 @@
 //! [`MemberSpec`]: one member cluster as a source defines it.
 
 use bytes::Bytes;
-use member_client::{CredentialKey, MemberClientConfig, validation};
+use member_client::{CredentialKey, MemberClientConfig, MemberEndpoint, validation};
 
 use crate::{InvalidReason, minting::MintRequest};
 
@@ -12,15 +12,12 @@ use crate::{InvalidReason, minting::MintRequest};
 ///
 /// ```
 /// use cluster_registry::MemberSpec;
-/// use member_client::CredentialKey;
+/// use member_client::{CredentialKey, MemberEndpoint};
 ///
 /// let spec = MemberSpec {
 ///     name: "member1".into(),
-///     api_endpoint: "https://10.0.0.1:6443".into(),
+///     endpoint: MemberEndpoint::new("https://10.0.0.1:6443"),
 ///     secret_ref: CredentialKey::new("karmada-cluster", "member1"),
-///     insecure_skip_tls_verify: false,
-///     proxy_url: None,
-///     tls_server_name: None,
 ///     mint_request: None,
 /// };
 /// let config = spec.client_config(None);
@@ -30,17 +27,10 @@ use crate::{InvalidReason, minting::MintRequest};
 pub struct MemberSpec {
     /// The member's name, unique in the registry.
     pub name: String,
-    /// The member apiserver's URL, `https://host[:port][/path]`.
-    pub api_endpoint: String,
+    /// How to reach it.
+    pub endpoint: MemberEndpoint,
     /// Where its token and CA bundle live; the [`CredentialCache`](member_client::CredentialCache) key.
     pub secret_ref: CredentialKey,
-    /// Skip verifying the member's serving certificate.
-    pub insecure_skip_tls_verify: bool,
-    /// An `http://` or `https://` proxy to reach the member through.
-    pub proxy_url: Option<String>,
-    /// The name its serving certificate is verified against, when it is not the endpoint's
-    /// host (a kubeconfig's `tls-server-name`, Argo CD's `tlsClientConfig.serverName`).
-    pub tls_server_name: Option<String>,
     /// Whether Tether mints this member's tokens, and where it writes them
     /// ([`mint_request`](crate::minting)); `None` when the definition does not ask.
     pub mint_request: Option<Box<MintRequest>>,
@@ -51,16 +41,14 @@ impl MemberSpec {
     /// system roots when `None`): the one an [`Upserted`](crate::RegistryEvent::Upserted)
     /// event carries.
     pub fn client_config(&self, ca_bundle: Option<Bytes>) -> MemberClientConfig {
-        let mut config = MemberClientConfig::new(
-            self.name.clone(),
-            self.api_endpoint.clone(),
-            self.secret_ref.clone(),
-        );
-        config.ca_bundle = ca_bundle;
-        config.insecure_skip_tls_verify = self.insecure_skip_tls_verify;
-        config.proxy_url = self.proxy_url.clone();
-        config.tls_server_name = self.tls_server_name.clone();
-        config
+        MemberClientConfig {
+            ca_bundle,
+            ..MemberClientConfig::new(
+                self.name.clone(),
+                self.endpoint.clone(),
+                self.secret_ref.clone(),
+            )
+        }
     }
 }
 
@@ -93,11 +81,12 @@ pub(crate) fn checked_spec(
     }
     Ok(MemberSpec {
         name,
-        api_endpoint,
+        endpoint: MemberEndpoint {
+            insecure_skip_tls_verify,
+            proxy_url,
+            ..MemberEndpoint::new(api_endpoint)
+        },
         secret_ref,
-        insecure_skip_tls_verify,
-        proxy_url,
-        tls_server_name: None,
         mint_request: None,
     })
 }
@@ -136,15 +125,21 @@ mod tests {
     fn client_config_carries_every_field() {
         let spec = spec_with("https://h:1", Some("http://p:3128")).unwrap();
         let config = spec.client_config(Some(Bytes::from_static(b"pem")));
-        assert_eq!(config.api_endpoint, "https://h:1");
-        assert!(config.insecure_skip_tls_verify);
-        assert_eq!(config.proxy_url.as_deref(), Some("http://p:3128"));
+        assert_eq!(config.endpoint.url, "https://h:1");
+        assert!(config.endpoint.insecure_skip_tls_verify);
+        assert_eq!(config.endpoint.proxy_url.as_deref(), Some("http://p:3128"));
         assert_eq!(config.secret_ref, CredentialKey::new("ns", "s"));
         assert_eq!(config.ca_bundle.as_deref(), Some(&b"pem"[..]));
     }
 
     #[test]
     fn empty_proxy_means_none() {
-        assert_eq!(spec_with("https://h", Some(" ")).unwrap().proxy_url, None);
+        assert_eq!(
+            spec_with("https://h", Some(" "))
+                .unwrap()
+                .endpoint
+                .proxy_url,
+            None
+        );
     }
 }

@@ -228,7 +228,11 @@ impl Registry {
         self.read(|views| {
             views
                 .values()
-                .filter(|v| v.spec.as_ref().is_some_and(|s| s.insecure_skip_tls_verify))
+                .filter(|v| {
+                    v.spec
+                        .as_ref()
+                        .is_some_and(|s| s.endpoint.insecure_skip_tls_verify)
+                })
                 .count()
         })
     }

@@ -7,8 +7,8 @@ use kube::{Client, client::ClientBuilder};
 use tower::limit::ConcurrencyLimitLayer;
 
 use crate::{
-    CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error, RequestDeadlineLayer,
-    ResponseLimits, Result,
+    CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error, MemberEndpoint,
+    RequestDeadlineLayer, ResponseLimits, Result,
     guarded_resolver::{self, GuardedResolver, Lookup},
     transport,
     validation::{self, EndpointPolicy},
@@ -32,18 +32,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct MemberClientConfig {
     /// The member cluster's name; used in errors and logs.
     pub member: String,
-    /// The member apiserver's URL, `https://host[:port][/path]` (`http` for local tests).
-    pub api_endpoint: String,
+    /// How to reach it.
+    pub endpoint: MemberEndpoint,
     /// PEM CA bundle that verifies the apiserver's serving certificate; the system roots are
     /// used when `None`.
     pub ca_bundle: Option<Bytes>,
-    /// Skip verifying the serving certificate (Karmada's `insecureSkipTLSVerification`).
-    pub insecure_skip_tls_verify: bool,
-    /// An `http://` or `https://` proxy to tunnel through.
-    pub proxy_url: Option<String>,
-    /// The name to verify the serving certificate against (and send as SNI), when it is not
-    /// the endpoint's host (a kubeconfig's `tls-server-name`).
-    pub tls_server_name: Option<String>,
     /// Where the credential comes from; the [`CredentialCache`] key.
     pub secret_ref: CredentialKey,
     /// Requests in flight to this member at once; more wait. Watches hold a slot only until
@@ -61,19 +54,17 @@ pub struct MemberClientConfig {
 }
 
 impl MemberClientConfig {
-    /// A config with no CA bundle (system roots), TLS verified, no proxy.
+    /// A config with no CA bundle (system roots) that reaches `endpoint`: a URL alone means
+    /// directly, TLS verified against its host.
     pub fn new(
         member: impl Into<String>,
-        api_endpoint: impl Into<String>,
+        endpoint: impl Into<MemberEndpoint>,
         secret_ref: CredentialKey,
     ) -> Self {
         Self {
             member: member.into(),
-            api_endpoint: api_endpoint.into(),
+            endpoint: endpoint.into(),
             ca_bundle: None,
-            insecure_skip_tls_verify: false,
-            proxy_url: None,
-            tls_server_name: None,
             secret_ref,
             max_concurrent_requests: 64,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -134,6 +125,11 @@ impl ClientFactory {
         self
     }
 
+    /// Where this factory's clients may connect.
+    pub fn policy(&self) -> &EndpointPolicy {
+        &self.policy
+    }
+
     /// Resolve host names with `lookup` instead of the system resolver (tests).
     #[cfg(test)]
     pub(crate) fn with_lookup(mut self, lookup: Lookup) -> Self {
@@ -165,17 +161,11 @@ impl ClientFactory {
             member: config.member.clone(),
             source,
         };
-        let route = validation::route(
-            &self.policy,
-            &config.api_endpoint,
-            config.proxy_url.as_deref(),
-            config.insecure_skip_tls_verify,
-        )
-        .map_err(invalid)?;
+        let route = validation::route(&self.policy, &config.endpoint).map_err(invalid)?;
         let mut kube_config = kube::Config::new(route.endpoint);
         kube_config.proxy_url = route.proxy;
-        kube_config.tls_server_name = config.tls_server_name.clone();
-        if config.insecure_skip_tls_verify {
+        kube_config.tls_server_name = config.endpoint.tls_server_name.clone();
+        if config.endpoint.insecure_skip_tls_verify {
             kube_config.accept_invalid_certs = true;
         } else if let Some(pem) = &config.ca_bundle {
             kube_config.root_cert = Some(validation::ca_bundle(pem).map_err(invalid)?);
@@ -245,7 +235,7 @@ mod tests {
 
     fn with_proxy(proxy: &str) -> MemberClientConfig {
         let mut config = config("https://127.0.0.1:6443");
-        config.proxy_url = Some(proxy.to_owned());
+        config.endpoint.proxy_url = Some(proxy.to_owned());
         config
     }
 
@@ -285,7 +275,7 @@ mod tests {
     #[rstest]
     #[case::insecure_skip_ignores_the_ca_bundle({
         let mut config = config("https://127.0.0.1:6443").with_ca_bundle(&b"garbage"[..]);
-        config.insecure_skip_tls_verify = true;
+        config.endpoint.insecure_skip_tls_verify = true;
         config
     })]
     #[case::http_proxy(with_proxy("http://127.0.0.1:3128"))]

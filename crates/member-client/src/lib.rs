@@ -55,6 +55,7 @@ mod failure_kind;
 mod file_source;
 mod guarded_resolver;
 mod jwt_claims;
+mod member_endpoint;
 mod request_deadline;
 mod response_limit;
 mod secret_ref;
@@ -81,6 +82,7 @@ pub use exec::{
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use jwt_claims::JwtClaims;
+pub use member_endpoint::MemberEndpoint;
 pub use request_deadline::{
     DeadlineBody, DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
 };

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use base64::Engine as _;
 use member_client::{
-    Credential, EndpointPolicy, JwtClaims, SourceError, Text, ValidationError,
+    Credential, EndpointPolicy, JwtClaims, MemberEndpoint, SourceError, Text, ValidationError,
     exec::{ExecPluginsFile, ExecPluginsFileError},
     test_util::proptest_config,
     validation::{self, Cidr},
@@ -96,7 +96,8 @@ proptest! {
         insecure in any::<bool>(),
         policy in policy(),
     ) {
-        match validation::route(&policy, &endpoint, proxy.as_deref(), insecure) {
+        let member = MemberEndpoint { insecure_skip_tls_verify: insecure, proxy_url: proxy, ..MemberEndpoint::new(endpoint) };
+        match validation::route(&policy, &member) {
             Ok(route) => {
                 prop_assert!(matches!(route.endpoint.scheme_str(), Some("https" | "http")));
                 prop_assert!(!route.endpoint.to_string().contains(PASSWORD));

@@ -46,8 +46,8 @@ fn definitions_parse(
     let spec = def.spec.unwrap();
     assert_eq!(spec.name, want_name);
     assert_eq!(spec.secret_ref, key());
-    assert_eq!(spec.insecure_skip_tls_verify, want_insecure);
-    assert_eq!(spec.proxy_url, None);
+    assert_eq!(spec.endpoint.insecure_skip_tls_verify, want_insecure);
+    assert_eq!(spec.endpoint.proxy_url, None);
 }
 
 #[rstest]
@@ -129,7 +129,7 @@ fn server_name_reaches_the_spec() {
         "config": json!({"bearerToken": "t", "tlsClientConfig": {"serverName": "api.internal"}}).to_string(),
     })));
     assert_eq!(
-        def.spec.unwrap().tls_server_name.as_deref(),
+        def.spec.unwrap().endpoint.tls_server_name.as_deref(),
         Some("api.internal")
     );
 }

@@ -107,13 +107,13 @@ impl ClusterProfileConfig {
             cluster.insecure_skip_tls_verify,
             cluster.proxy_url.clone(),
         )?;
-        spec.tls_server_name = tls_server_name.clone();
+        spec.endpoint.tls_server_name = tls_server_name.clone();
         let exec_cluster = ExecCluster {
             server: cluster.server.clone(),
             certificate_authority_data: ca_bundle.as_ref().map(|ca| ca.to_vec()),
             tls_server_name,
             insecure_skip_tls_verify: cluster.insecure_skip_tls_verify,
-            proxy_url: spec.proxy_url.clone(),
+            proxy_url: spec.endpoint.proxy_url.clone(),
             config: cluster.extension(EXEC_EXTENSION).cloned(),
         };
         let mut config =

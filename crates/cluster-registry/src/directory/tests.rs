@@ -6,7 +6,7 @@ mod rotation;
 
 use super::*;
 use crate::{stored_credential::StoredCredential, test_ca::ca_pem};
-use member_client::SourceError;
+use member_client::{MemberEndpoint, SourceError};
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use std::os::unix::fs::symlink;
@@ -74,11 +74,13 @@ fn member_files_become_members(
     dir.write("t", "tok").write("ca.crt", ca_pem());
     let want = crate::MemberSpec {
         name: "m1".into(),
-        api_endpoint: "https://h:6443".into(),
+        endpoint: MemberEndpoint {
+            url: "https://h:6443".into(),
+            insecure_skip_tls_verify: insecure,
+            proxy_url: proxy.map(str::to_owned),
+            tls_server_name: None,
+        },
         secret_ref: dir.key(),
-        insecure_skip_tls_verify: insecure,
-        proxy_url: proxy.map(str::to_owned),
-        tls_server_name: None,
         mint_request: None,
     };
     assert_eq!(dir.member(yaml).definition.spec, Ok(want));

@@ -19,7 +19,7 @@ fn parsed(yaml: &str) -> Result<KubeconfigMember, SourceError> {
 /// What `yaml` makes: the server and token of the member, or the error text.
 fn outcome(yaml: &str) -> Result<(String, String), String> {
     let member = parsed(yaml).map_err(|err| err.to_string())?;
-    let server = member.spec(String::new(), key()).unwrap().api_endpoint;
+    let server = member.spec(String::new(), key()).unwrap().endpoint.url;
     let credential = member.credential.map_err(|err| err.to_string())?;
     let token = credential.static_credential().token().unwrap();
     Ok((server, token.expose_secret().to_owned()))
@@ -102,10 +102,13 @@ fn a_token_user_is_a_token_with_the_clusters_ca_and_settings() {
     );
     let member = parsed(&yaml).unwrap();
     let spec = member.spec("m".into(), key()).unwrap();
-    assert_eq!(spec.api_endpoint, SERVER);
-    assert_eq!(spec.tls_server_name.as_deref(), Some("api.internal"));
-    assert_eq!(spec.proxy_url.as_deref(), Some("http://p:3128"));
-    assert!(!spec.insecure_skip_tls_verify);
+    assert_eq!(spec.endpoint.url, SERVER);
+    assert_eq!(
+        spec.endpoint.tls_server_name.as_deref(),
+        Some("api.internal")
+    );
+    assert_eq!(spec.endpoint.proxy_url.as_deref(), Some("http://p:3128"));
+    assert!(!spec.endpoint.insecure_skip_tls_verify);
     let stored = member.credential.unwrap();
     let credential = stored.static_credential();
     assert_eq!(credential.kind(), CredentialKind::Token);

@@ -4,14 +4,14 @@
 use std::{sync::Arc, time::Duration};
 
 use cluster_registry::{InvalidReason, MemberState, Registry};
-use member_client::{ClientFactory, CredentialHealth, CredentialKey, EndpointPolicy};
+use member_client::{ClientFactory, CredentialHealth, CredentialKey};
 
 use super::{
     credential::CredentialSummary,
     probe::{self, Access},
     remedy::{self, NOT_DEFINED, PENDING},
     report::{MemberReport, Readyz},
-    tls::{self, TlsTarget},
+    tls,
 };
 use crate::{member::health::MemberHealth, mirror::MirroredResource};
 
@@ -19,10 +19,9 @@ use crate::{member::health::MemberHealth, mirror::MirroredResource};
 pub(crate) struct Checker {
     /// The registry the flags built, listed.
     pub(crate) registry: Registry,
-    /// Builds member clients exactly as the collector's supervisor does.
+    /// Builds member clients exactly as the collector's supervisor does; its policy says
+    /// where they may connect, and the TLS handshake dials nothing else.
     pub(crate) factory: ClientFactory,
-    /// Where member clients may connect; the TLS handshake dials nothing else.
-    pub(crate) policy: EndpointPolicy,
     /// The mirrored kinds and nodes, whose `list` and `watch` are reviewed.
     pub(crate) resources: Arc<[MirroredResource]>,
     /// `--request-timeout`: each request's bound, as in the collector.
@@ -55,14 +54,14 @@ impl Checker {
                 return concluded(report, PENDING, why.into());
             }
         };
-        report.endpoint = Some(spec.api_endpoint.clone());
+        report.endpoint = Some(spec.endpoint.url.clone());
         let stored = self.registry.secrets().get(&spec.secret_ref);
         let ca_bundle = stored.as_ref().and_then(|s| s.ca_bundle().cloned());
         let from = credential_origin(
             &spec.secret_ref,
             stored.as_ref().and_then(|s| s.exec_command()),
         );
-        let mut config = spec.client_config(ca_bundle.clone());
+        let mut config = spec.client_config(ca_bundle);
         config.request_timeout = self.request_timeout;
         let client = match self.factory.build(&config, &CredentialHealth::new()) {
             Ok(client) => client,
@@ -74,12 +73,6 @@ impl Checker {
                 };
                 return judged(report, &MemberHealth::Invalid(reason));
             }
-        };
-        let target = TlsTarget {
-            endpoint: &spec.api_endpoint,
-            tls_server_name: spec.tls_server_name.as_deref(),
-            ca_bundle: ca_bundle.as_ref(),
-            proxied: spec.proxy_url.is_some(),
         };
         let checks = async {
             let credential = async {
@@ -106,7 +99,7 @@ impl Checker {
                 probe::whoami(&client),
                 access,
                 probe::readyz(&client),
-                tls::probe(&target, &self.policy, self.request_timeout),
+                tls::probe(&config, self.factory.policy()),
             )
         };
         let Ok((credential, whoami, access, readyz, tls)) =

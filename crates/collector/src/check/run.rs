@@ -49,7 +49,6 @@ pub async fn run(check: CheckArgs) -> anyhow::Result<CheckOutcome> {
     };
     let checker = Checker {
         factory: ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),
-        policy: args.endpoint_policy(),
         resources: reviewed_resources(&args.mirror),
         request_timeout: args.request_timeout(),
         deadline: check.check_timeout(),

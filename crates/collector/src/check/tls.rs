@@ -10,7 +10,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::EndpointPolicy;
+use member_client::{EndpointPolicy, MemberClientConfig};
 use rustls::{
     DigitallySignedStruct, RootCertStore, SignatureScheme,
     client::{
@@ -44,48 +44,38 @@ pub(crate) struct TlsReport {
     pub(crate) error: Option<String>,
 }
 
-/// Where and how to shake hands.
-pub(crate) struct TlsTarget<'a> {
-    /// The member's API endpoint.
-    pub(crate) endpoint: &'a str,
-    /// Its `tls-server-name`, if set.
-    pub(crate) tls_server_name: Option<&'a str>,
-    /// Its PEM CA bundle; the system roots when `None`.
-    pub(crate) ca_bundle: Option<&'a Bytes>,
-    /// Whether it is reached through a proxy (then no direct handshake is tried).
-    pub(crate) proxied: bool,
-}
-
-/// Shakes hands with `target`, dialling only addresses `policy` allows, within `timeout`.
-pub(crate) async fn probe(
-    target: &TlsTarget<'_>,
-    policy: &EndpointPolicy,
-    timeout: Duration,
-) -> TlsReport {
+/// Shakes hands with the member `config` reaches, as its client would, dialling only addresses
+/// `policy` allows, within the config's request timeout. A member reached through a proxy is
+/// not shaken hands with directly.
+pub(crate) async fn probe(config: &MemberClientConfig, policy: &EndpointPolicy) -> TlsReport {
     let mut report = TlsReport {
-        trusted_ca: trusted_ca(target.ca_bundle),
+        trusted_ca: trusted_ca(config.ca_bundle.as_ref()),
         ..TlsReport::default()
     };
-    if let Err(why) = handshake(target, policy, timeout, &mut report).await {
+    if let Err(why) = handshake(config, policy, &mut report).await {
         report.error = Some(why);
     }
     report
 }
 
 async fn handshake(
-    target: &TlsTarget<'_>,
+    config: &MemberClientConfig,
     policy: &EndpointPolicy,
-    timeout: Duration,
     report: &mut TlsReport,
 ) -> Result<(), String> {
-    let uri: http::Uri = (target.endpoint.parse()).map_err(|_| "the endpoint is not a URL")?;
+    let (endpoint, timeout) = (&config.endpoint, config.request_timeout);
+    let uri: http::Uri = (endpoint.url.parse()).map_err(|_| "the endpoint is not a URL")?;
     let host = uri.host().ok_or("the endpoint names no host")?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    report.server_name = target.tls_server_name.unwrap_or(host).to_owned();
+    report.server_name = endpoint
+        .tls_server_name
+        .as_deref()
+        .unwrap_or(host)
+        .to_owned();
     if uri.scheme_str() != Some("https") {
         return Err("not https: no TLS to check".to_owned());
     }
-    if target.proxied {
+    if endpoint.proxy_url.is_some() {
         return Err("not checked: the member is reached through a proxy".to_owned());
     }
     let server_name = ServerName::try_from(report.server_name.clone())
@@ -94,7 +84,7 @@ async fn handshake(
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let seen = Arc::new(Mutex::new(None));
     let verifier = Recording {
-        inner: verifier(target.ca_bundle, &provider)?,
+        inner: verifier(config.ca_bundle.as_ref(), &provider)?,
         seen: Arc::clone(&seen),
     };
     let config = rustls::ClientConfig::builder_with_provider(provider)

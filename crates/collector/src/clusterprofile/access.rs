@@ -31,12 +31,12 @@ impl ProfileAccess {
     /// it decides otherwise itself.
     pub(crate) fn of(spec: &MemberSpec, ca_bundle: Option<&[u8]>) -> Self {
         Self {
-            server: spec.api_endpoint.clone(),
+            server: spec.endpoint.url.clone(),
             certificate_authority_data: ca_bundle
                 .filter(|pem| !pem.is_empty())
                 .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem)),
-            tls_server_name: spec.tls_server_name.clone(),
-            proxy_url: spec.proxy_url.clone(),
+            tls_server_name: spec.endpoint.tls_server_name.clone(),
+            proxy_url: spec.endpoint.proxy_url.clone(),
             secret_ref: secret_in_control_plane(&spec.secret_ref),
         }
     }
@@ -79,17 +79,19 @@ fn is_dns1123_part(part: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::CredentialKey;
+    use member_client::{CredentialKey, MemberEndpoint};
     use rstest::rstest;
 
     fn spec(secret_ref: CredentialKey) -> MemberSpec {
         MemberSpec {
             name: "member1".into(),
-            api_endpoint: "https://10.0.0.1:6443".into(),
+            endpoint: MemberEndpoint {
+                url: "https://10.0.0.1:6443".into(),
+                insecure_skip_tls_verify: true,
+                proxy_url: Some("http://proxy:3128".into()),
+                tls_server_name: Some("api.member1".into()),
+            },
             secret_ref,
-            insecure_skip_tls_verify: true,
-            proxy_url: Some("http://proxy:3128".into()),
-            tls_server_name: Some("api.member1".into()),
             mint_request: None,
         }
     }

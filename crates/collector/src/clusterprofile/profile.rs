@@ -98,17 +98,19 @@ mod tests {
     use super::*;
     use crate::member::health::MemberHealth;
     use cluster_registry::{InvalidReason, MemberSpec};
-    use member_client::CredentialKey;
+    use member_client::{CredentialKey, MemberEndpoint};
     use serde_json::json;
 
     fn access(secret_ref: CredentialKey) -> ProfileAccess {
         let spec = MemberSpec {
             name: "member1".into(),
-            api_endpoint: "https://10.0.0.1:6443".into(),
+            endpoint: MemberEndpoint {
+                url: "https://10.0.0.1:6443".into(),
+                insecure_skip_tls_verify: false,
+                proxy_url: None,
+                tls_server_name: Some("api.member1".into()),
+            },
             secret_ref,
-            insecure_skip_tls_verify: false,
-            proxy_url: None,
-            tls_server_name: Some("api.member1".into()),
             mint_request: None,
         };
         ProfileAccess::of(&spec, Some(b"-----BEGIN CERTIFICATE-----\n"))

@@ -7,7 +7,7 @@ use std::{
 
 use cluster_registry::{DirectoryConfig, MemberSpec, RegistryBuilder};
 use kube::client::Body;
-use member_client::CredentialKey;
+use member_client::{CredentialKey, MemberEndpoint};
 use rstest::rstest;
 use serde_json::json;
 use tokio::sync::watch;
@@ -71,11 +71,8 @@ fn publisher(client: kube::Client, leader: Option<watch::Receiver<bool>>) -> Pro
 fn access() -> ProfileAccess {
     let spec = MemberSpec {
         name: "member1".into(),
-        api_endpoint: "https://10.0.0.1:6443".into(),
+        endpoint: MemberEndpoint::new("https://10.0.0.1:6443"),
         secret_ref: CredentialKey::new("karmada-cluster", "member1"),
-        insecure_skip_tls_verify: false,
-        proxy_url: None,
-        tls_server_name: None,
         mint_request: None,
     };
     ProfileAccess::of(&spec, None)

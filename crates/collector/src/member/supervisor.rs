@@ -119,7 +119,7 @@ impl Supervisor {
             None => false,
         };
         let mut status = self.last_status(&spec.name).unwrap_or_default();
-        status.set_tls_unverified(spec.insecure_skip_tls_verify);
+        status.set_tls_unverified(spec.endpoint.insecure_skip_tls_verify);
         let health = CredentialHealth::new();
         let access = self
             .context
@@ -132,7 +132,7 @@ impl Supervisor {
         config.response_limits = self.context.response_limits;
         match self.factory.build(&config, &health) {
             Ok(client) => {
-                tracing::info!(member = %spec.name, endpoint = %spec.api_endpoint, "member client started");
+                tracing::info!(member = %spec.name, endpoint = %spec.endpoint.url, "member client started");
                 self.clientless.remove(&spec.name);
                 if let Some(profiles) = &self.context.profiles {
                     profiles.define(&spec.name, access);

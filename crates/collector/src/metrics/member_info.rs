@@ -77,7 +77,7 @@ impl Collector for MemberInfo {
         let defined_by = read(&self.defined_by);
         let samples = match &*defined_by {
             Some(DefinedBy { registry, source }) => info_labels(&self.watched, source, |name| {
-                registry.spec(name).map(|spec| spec.api_endpoint)
+                registry.spec(name).map(|spec| spec.endpoint.url)
             }),
             // Members come from the registry; before there is one there is nothing to label.
             None => Vec::new(),

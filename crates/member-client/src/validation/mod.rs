@@ -7,16 +7,17 @@
 //! gets the same answer. One function per rule, one error type.
 //!
 //! ```
-//! use member_client::validation::{self, EndpointPolicy, ValidationError};
+//! use member_client::{MemberEndpoint, validation::{self, EndpointPolicy, ValidationError}};
 //!
 //! let policy = EndpointPolicy::default();
-//! assert!(validation::route(&policy, "https://10.0.0.1:6443", None, false).is_ok());
+//! let route = |url| validation::route(&policy, &MemberEndpoint::new(url));
+//! assert!(route("https://10.0.0.1:6443").is_ok());
 //! assert!(matches!(
-//!     validation::route(&policy, "http://10.0.0.1", None, false),
+//!     route("http://10.0.0.1"),
 //!     Err(ValidationError::Forbidden(_))
 //! ));
 //! assert!(matches!(
-//!     validation::route(&policy, "https://169.254.169.254", None, false),
+//!     route("https://169.254.169.254"),
 //!     Err(ValidationError::Forbidden(_))
 //! ));
 //! assert!(validation::proxy_url("socks5://proxy:1080").is_err());
@@ -30,7 +31,7 @@ pub use endpoint_policy::EndpointPolicy;
 
 use rustls_pki_types::{CertificateDer, pem::PemObject as _};
 
-use crate::Text;
+use crate::{MemberEndpoint, Text};
 
 /// A member's endpoint, proxy URL or CA bundle broke its rule. The `String` says what is wrong
 /// for a human; it quotes a URL (sanitized, and never one holding user info) but never a
@@ -84,16 +85,11 @@ pub struct Route {
 /// # Errors
 /// [`ValidationError::Endpoint`], [`ValidationError::Proxy`] or
 /// [`ValidationError::Forbidden`].
-pub fn route(
-    policy: &EndpointPolicy,
-    endpoint: &str,
-    proxy: Option<&str>,
-    insecure_skip_tls_verify: bool,
-) -> Result<Route, ValidationError> {
-    let endpoint = self::endpoint(endpoint)?;
+pub fn route(policy: &EndpointPolicy, member: &MemberEndpoint) -> Result<Route, ValidationError> {
+    let endpoint = self::endpoint(&member.url)?;
     policy.check_uri(&endpoint)?;
-    policy.check_insecure(insecure_skip_tls_verify)?;
-    let proxy = proxy.map(proxy_url).transpose()?;
+    policy.check_insecure(member.insecure_skip_tls_verify)?;
+    let proxy = member.proxy_url.as_deref().map(proxy_url).transpose()?;
     if let Some(proxy) = &proxy {
         policy.check_proxy(proxy)?;
     }
@@ -212,13 +208,22 @@ mod tests {
         assert!(detail.contains(want), "{detail}");
     }
 
+    /// `url` reached through `proxy`, skipping TLS verification when `insecure`.
+    fn at(url: &str, proxy: Option<&str>, insecure: bool) -> MemberEndpoint {
+        MemberEndpoint {
+            insecure_skip_tls_verify: insecure,
+            proxy_url: proxy.map(str::to_owned),
+            ..MemberEndpoint::new(url)
+        }
+    }
+
     #[rstest]
     #[case::endpoint_userinfo("https://admin:hunter2@10.0.0.1", None)]
     #[case::unparsable_userinfo("https://admin:hunter2@exa mple", None)]
     #[case::proxy_userinfo("https://10.0.0.1", Some("http://u:hunter2@proxy:3128"))]
     #[case::unparsable_proxy_userinfo("https://10.0.0.1", Some("socks5://u:hunter2@p"))]
     fn user_info_is_refused_and_never_echoed(#[case] url: &str, #[case] proxy: Option<&str>) {
-        let err = route(&EndpointPolicy::default(), url, proxy, false).unwrap_err();
+        let err = route(&EndpointPolicy::default(), &at(url, proxy, false)).unwrap_err();
         assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
     }
 
@@ -227,7 +232,7 @@ mod tests {
         let strict = EndpointPolicy::default();
         let refused = |url, proxy, insecure| {
             matches!(
-                route(&strict, url, proxy, insecure),
+                route(&strict, &at(url, proxy, insecure)),
                 Err(ValidationError::Forbidden(_))
             )
         };
@@ -240,11 +245,9 @@ mod tests {
         assert!(refused("https://10.0.0.1", None, true));
         let route = route(
             &strict,
-            "https://10.0.0.1",
-            Some("http://proxy:3128"),
-            false,
-        )
-        .unwrap();
+            &at("https://10.0.0.1", Some("http://proxy:3128"), false),
+        );
+        let route = route.unwrap();
         assert_eq!(route.proxy.unwrap().host(), Some("proxy"));
     }
 

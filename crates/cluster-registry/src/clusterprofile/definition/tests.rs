@@ -83,8 +83,8 @@ fn an_ocm_profile_becomes_a_member_run_by_the_providers_plugin() {
     );
     let spec = member.definition.spec.as_ref().unwrap();
     assert_eq!(member.definition.name, "cluster1");
-    assert_eq!(spec.api_endpoint, SERVER);
-    assert_eq!(spec.tls_server_name.as_deref(), Some("api.c1"));
+    assert_eq!(spec.endpoint.url, SERVER);
+    assert_eq!(spec.endpoint.tls_server_name.as_deref(), Some("api.c1"));
     assert_eq!(
         spec.secret_ref,
         CredentialKey::new("clusterprofile:inventory", "cluster1")

@@ -8,6 +8,7 @@ use crate::{
     },
     test_ca::b64,
 };
+use member_client::MemberEndpoint;
 
 const MEMBER: &str = "name: m1\nkubeconfig: m1.kubeconfig\n";
 
@@ -29,11 +30,13 @@ fn a_kubeconfig_file_defines_the_member_and_holds_its_credential() {
     let member = dir.member(MEMBER);
     let want = crate::MemberSpec {
         name: "m1".into(),
-        api_endpoint: SERVER.into(),
+        endpoint: MemberEndpoint {
+            url: SERVER.into(),
+            insecure_skip_tls_verify: false,
+            proxy_url: Some("http://p:3128".into()),
+            tls_server_name: Some("api.internal".into()),
+        },
         secret_ref: dir.key(),
-        insecure_skip_tls_verify: false,
-        proxy_url: Some("http://p:3128".into()),
-        tls_server_name: Some("api.internal".into()),
         mint_request: None,
     };
     assert_eq!(member.definition.spec, Ok(want));

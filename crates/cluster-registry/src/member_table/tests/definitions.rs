@@ -114,7 +114,7 @@ async fn two_definitions_of_one_name_are_both_invalid_whatever_the_order(#[case]
     define_member1_twice(&mut h, file_first).await;
     h.expect_invalid("member1");
     h.undefine("member1").await;
-    assert_eq!(h.expect_upserted().api_endpoint, "https://10.9.9.9");
+    assert_eq!(h.expect_upserted().endpoint.url, "https://10.9.9.9");
     assert_eq!(h.origin("member1"), Some(file));
 }
 

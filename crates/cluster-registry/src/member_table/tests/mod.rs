@@ -9,7 +9,7 @@ mod secrets;
 
 use std::collections::BTreeMap;
 
-use member_client::CredentialCacheConfig;
+use member_client::{CredentialCacheConfig, MemberEndpoint};
 
 use super::*;
 use crate::karmada;
@@ -116,11 +116,8 @@ fn key(name: &str) -> CredentialKey {
 fn spec(name: &str, endpoint: &str) -> MemberSpec {
     MemberSpec {
         name: name.to_owned(),
-        api_endpoint: endpoint.to_owned(),
+        endpoint: MemberEndpoint::new(endpoint),
         secret_ref: key(name),
-        insecure_skip_tls_verify: false,
-        proxy_url: None,
-        tls_server_name: None,
         mint_request: None,
     }
 }
