@@ -28,7 +28,7 @@ impl Collector for InsecureMembers {
         let gauge = ConstGauge::new(i64::try_from(count).unwrap_or(i64::MAX));
         let metric = encoder.encode_descriptor(
             "insecure_members",
-            "Members admitted with insecureSkipTLSVerification (--allow-insecure-members)",
+            "Members admitted with insecureSkipTLSVerification (--allow-insecure-members).",
             None,
             MetricType::Gauge,
         )?;

@@ -49,9 +49,12 @@ pub(super) struct InfoLabels<'a> {
     pub(super) kind: &'static str,
 }
 
-const HELP: &str = "1 for each member: the kind of source that defines it, the host of its \
-                    API endpoint (no scheme, port or path) and the kind of credential its \
-                    requests carry (token, exec, certificate; unknown before the first)";
+const HELP: &str = "1 for each member. source: the kind of source that defines it \
+                    (karmada, argocd, directory, clusterprofile, or kubeconfig for Cluster \
+                    API's and Flux's Secrets alike); endpoint_host: the host of its API \
+                    endpoint (no scheme, port, path or user info; empty without a usable \
+                    endpoint); kind: the credential its requests carry (token, exec, \
+                    certificate; unknown before the first).";
 
 impl MemberInfo {
     pub(super) fn new(watched: Arc<Watched>) -> Self {

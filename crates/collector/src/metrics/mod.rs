@@ -68,7 +68,7 @@ impl Metrics {
         let rotation_to_use = Histogram::new(ROTATION_BUCKETS);
         registry.register_with_unit(
             "rotation_to_use",
-            "Time from a credential rotation being noticed to the first request that used the new token",
+            "Time from a credential rotation being noticed to the first request that used the new credential",
             Unit::Seconds,
             rotation_to_use.clone(),
         );
@@ -84,7 +84,9 @@ impl Metrics {
         let source_listed = Family::<Vec<(String, String)>, Gauge>::default();
         registry.register(
             "member_source_listed",
-            "1 while a source of member definitions is listed, 0 while its list fails or has not run yet",
+            "1 while a source of member definitions is listed, 0 while its list fails or has not run \
+             yet: source is its kind (as in tether_member_info), location the namespace or \
+             directory it reads (empty for Karmada Clusters)",
             source_listed.clone(),
         );
         let watched = Arc::new(Watched::default());

@@ -123,8 +123,11 @@ impl Watched {
 fn leader_family(leader: Option<bool>) -> Family<'static> {
     Family {
         name: "leader",
-        help: "1 while this replica holds the leader-election Lease and writes status (1 \
-               without leader election); absent while it writes no status",
+        help: "1 while this replica is the single writer of Cluster status, published \
+               ClusterProfiles and minted tokens (it holds the leader-election Lease, or runs \
+               without --leader-elect), 0 while another replica holds the Lease. No sample \
+               while it writes none of them, nor with --shards auto, where each replica writes \
+               for its own members.",
         kind: MetricType::Gauge,
         samples: leader
             .map(|leader| (Vec::new(), u64::from(leader)))
@@ -159,8 +162,9 @@ fn credential_cache_families<'a>(caches: &'a BTreeMap<String, CredentialCache>) 
     vec![
         Family {
             name: "token_fetches",
-            help: "Credentials read from their source (a Secret, a file, an exec plugin), by \
-                   the kind read: token, exec or certificate.",
+            help: "Credentials read from their source, by cache (members: the members' \
+                   Secrets, files and exec plugins; self: the collector's own token file) and \
+                   by the kind read: token, exec or certificate.",
             kind: MetricType::Counter,
             samples: fetches_by_kind,
         },
@@ -174,17 +178,18 @@ fn credential_cache_families<'a>(caches: &'a BTreeMap<String, CredentialCache>) 
         ),
         counter(
             "credential_cache_hits",
-            "Token reads answered from the cache.",
+            "Credential reads answered from the cache (tokens, certificates and exec output \
+             alike).",
             |s| s.hits,
         ),
         counter(
             "credential_cache_misses",
-            "Token reads that found no valid entry.",
+            "Credential reads that found no valid entry in the cache, and so read its source.",
             |s| s.misses,
         ),
         counter(
             "token_invalidations",
-            "Cached tokens dropped because their Secret changed or a 401 rejected them.",
+            "Cached credentials dropped because their source changed or a 401 rejected them.",
             |s| s.invalidations,
         ),
     ]
@@ -280,19 +285,21 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
         },
         Family {
             name: "unauthorized_responses",
-            help: "401 responses from a member, before and after token refreshes.",
+            help: "401 responses from a member, before and after a credential refresh.",
             kind: MetricType::Counter,
             samples: per_watched(|h| h.stats().unauthorized_responses),
         },
         Family {
             name: "retries",
-            help: "Requests sent again with a refreshed token after a 401.",
+            help: "Requests sent again, once, with a refreshed credential after a 401.",
             kind: MetricType::Counter,
             samples: per_watched(|h| h.stats().retries),
         },
         Family {
             name: "credential_state",
-            help: "1 for what the member last said of its credential, 0 for the other states.",
+            help: "1 for what the member last said of its credential, 0 for the other states: \
+                   unknown, valid, unauthorized (a 401 after a refresh; formerly rejected), \
+                   unavailable.",
             kind: MetricType::Gauge,
             samples: credential_state,
         },
@@ -304,13 +311,17 @@ fn member_families<'a>(members: &'a BTreeMap<String, MemberEntry>) -> Vec<Family
         },
         Family {
             name: "relists",
-            help: "Full relists of a mirrored resource on a member.",
+            help: "Full relists of a mirrored resource on a member; a credential rotation \
+                   causes none.",
             kind: MetricType::Counter,
             samples: relists,
         },
         Family {
             name: "watch_errors",
-            help: "Failed lists and watches of a mirrored resource on a member, by failure kind.",
+            help: "Failed lists and watches of a mirrored resource on a member, by failure \
+                   kind: unauthorized, forbidden, not_found, credential_unavailable, \
+                   unreachable, limit_exceeded (the member sent more than it may, or too \
+                   slowly), other.",
             kind: MetricType::Counter,
             samples: watch_errors,
         },
