@@ -21,6 +21,10 @@ echo "test: using helm, kustomize and promtool from $tools_bin" >&2
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 
+# The book (docs/): built with the pinned mdbook (built on first use), no warnings, no broken
+# internal link, and its Rust snippets compiled against member-client.
+hack/docs.sh
+
 # Doctests must compile; an `ignore`d one would rot unseen.
 if grep -rn --include='*.rs' '```ignore' crates e2e tests 2>/dev/null; then
   echo "test: ignored doctests are not allowed (use no_run)" >&2
