@@ -78,5 +78,7 @@ mod minting;
 mod mirror;
 mod readiness;
 pub mod reason;
+#[cfg(test)]
+mod reference;
 mod registry_builder;
 mod shard;

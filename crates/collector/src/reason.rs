@@ -3,10 +3,10 @@
 //!
 //! The table is the one source: a member's condition statuses
 //! ([`MemberHealth`](crate::member::health::MemberHealth)), `collector check`'s remedies and
-//! the README's table of reasons come from it, and tests hold the registry's
-//! ([`InvalidReason`]) and member-client's ([`LimitExceeded`]) reasons to it. The README's
-//! table is rendered by [`Reason::markdown_table`]; a test fails while the two differ
-//! (`BLESS=1 cargo test -p collector --lib reason` rewrites it).
+//! the book's reasons page come from it, and tests hold the registry's ([`InvalidReason`]) and
+//! member-client's ([`LimitExceeded`]) reasons to it. The page,
+//! `docs/src/reference/reasons.md`, is rendered by [`Reason::markdown_table`]; a test fails
+//! while it differs (`BLESS=1 cargo test -p collector --lib reason` rewrites it).
 
 mod table;
 
@@ -73,7 +73,7 @@ impl Reason {
             .find(|reason| reason.name() == name)
     }
 
-    /// The README's table of reasons.
+    /// The table of reasons, in Markdown.
     pub fn markdown_table() -> String {
         let mut table = String::from(
             "| reason | `Ready` | `CredentialsValid` | when | what to do |\n\

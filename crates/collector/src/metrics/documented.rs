@@ -1,23 +1,26 @@
-//! Every family `/metrics` serves is in the README's metrics table with its labels, and every
-//! `tether_` name the README mentions is one `/metrics` serves, or the former name of one that
-//! the table gives.
-//!
-//! The families are read from an encoded registry with a sample in each, never from a list
-//! kept here.
+//! `docs/src/reference/metrics.md`: every family `/metrics` serves, with its type, labels and
+//! HELP text, read from an encoded registry with a sample in each, never from a list kept here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fmt::Write as _,
+};
 
 use super::*;
+use crate::reference::{assert_page_current, escape};
 
-#[path = "../../tests/readme/mod.rs"]
-#[allow(dead_code, reason = "its flag helpers serve tests/documented.rs")]
-mod readme;
-
-/// The README section that documents the families.
-const METRICS: &str = "Metrics (`/metrics`, OpenMetrics)";
-
-/// A family's name as a query writes it, with its labels.
-type Families = BTreeMap<String, BTreeSet<String>>;
+/// Families renamed in this release, by their name now and the one they had.
+const FORMER_NAMES: &[(&str, &str)] = &[
+    (
+        "tether_credential_cache_hits_total",
+        "tether_token_cache_hits_total",
+    ),
+    (
+        "tether_credential_cache_misses_total",
+        "tether_token_cache_misses_total",
+    ),
+    ("tether_token_mints_total", "tether_token_rotations_total"),
+];
 
 /// Metrics with a sample in every family, so that each shows its labels.
 fn every_family_sampled() -> Metrics {
@@ -49,28 +52,47 @@ fn every_family_sampled() -> Metrics {
     metrics
 }
 
-/// The families of `text` (OpenMetrics) by the name a query uses (a counter's with `_total`),
-/// with the labels of their samples (a histogram's `le` left out).
-fn families(text: &str) -> Families {
-    let mut families = Families::new();
-    let mut samples = BTreeMap::new();
+/// One family as a query names it (a counter's with `_total`).
+#[derive(Default)]
+struct Family {
+    kind: String,
+    help: String,
+    labels: BTreeSet<String>,
+}
+
+/// The families of `text` (OpenMetrics) by the name a query uses, with the labels of their
+/// samples (a histogram's `le` left out).
+fn families(text: &str) -> BTreeMap<String, Family> {
+    let (mut families, mut samples, mut helps) =
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for line in text.lines() {
-        if let Some(typed) = line.strip_prefix("# TYPE ") {
-            let (name, kind) = typed.split_once(' ').expect("# TYPE name type");
+        if let Some(help) = line.strip_prefix("# HELP ") {
+            let (name, help) = help.split_once(' ').unwrap();
+            helps.insert(name.to_owned(), help.to_owned());
+        } else if let Some(typed) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = typed.split_once(' ').unwrap();
             let queried = match kind {
                 "counter" => format!("{name}_total"),
                 _ => name.to_owned(),
             };
-            families.insert(queried.clone(), BTreeSet::new());
+            let help = helps.get(name).cloned().unwrap_or_default();
+            families.insert(
+                queried.clone(),
+                Family {
+                    kind: kind.to_owned(),
+                    help,
+                    ..Family::default()
+                },
+            );
             for suffix in ["", "_total", "_bucket", "_sum", "_count", "_created"] {
                 samples.insert(format!("{name}{suffix}"), queried.clone());
             }
         } else if !line.starts_with('#') {
             let sample = line.split(['{', ' ']).next().unwrap_or(line);
             let labels = line.split_once('{').map_or("", |(_, labels)| labels);
-            let family = samples.get(sample).expect("a sample of a typed family");
+            let family = families.get_mut(&samples[sample]).unwrap();
             let labels = labels.split(',').filter_map(|pair| pair.split_once('='));
-            families.entry(family.clone()).or_default().extend(
+            family.labels.extend(
                 labels
                     .map(|(label, _)| label.to_owned())
                     .filter(|label| label != "le"),
@@ -80,99 +102,51 @@ fn families(text: &str) -> Families {
     families
 }
 
-/// `cell` split into what is outside parentheses and what is inside them.
-fn parenthesized(cell: &str) -> (String, String) {
-    let (mut outside, mut inside, mut depth) = (String::new(), String::new(), 0_u32);
-    for c in cell.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            c if depth == 0 => outside.push(c),
-            c => inside.push(c),
-        }
+fn render(families: &BTreeMap<String, Family>) -> String {
+    let mut page = String::from(
+        "# Metrics\n\n\
+         The collector serves these families on `/metrics` (`--listen`), as OpenMetrics text. \
+         A counter is named here as a query names it, with `_total`.\n\n\
+         | metric | type | labels | meaning |\n| --- | --- | --- | --- |\n",
+    );
+    for (name, family) in families {
+        let former = FORMER_NAMES.iter().find(|(now, _)| now == name);
+        let former = former
+            .map(|(_, old)| format!(" (formerly `{old}`)"))
+            .unwrap_or_default();
+        let labels: Vec<String> = family
+            .labels
+            .iter()
+            .map(|label| format!("`{label}`"))
+            .collect();
+        let _ = writeln!(
+            page,
+            "| `{name}`{former} | {} | {} | {} |",
+            family.kind,
+            labels.join(", "),
+            escape(&family.help)
+        );
     }
-    (outside, inside)
-}
-
-/// The metrics table: each family's name with the labels its row names, and the former names
-/// of renamed families. Inside parentheses a row gives a label's values, or a family's former
-/// name (`` `tether_new_total` (formerly `tether_old_total`) ``).
-fn documented(section: &str) -> (Families, BTreeSet<String>) {
-    let (mut documented, mut former) = (Families::new(), BTreeSet::new());
-    for row in readme::rows(section) {
-        let (names, labels) = (row.first().copied(), row.get(1).copied());
-        let (names, old) = parenthesized(names.unwrap_or_default());
-        let labels: BTreeSet<String> =
-            readme::code_spans(&parenthesized(labels.unwrap_or_default()).0)
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-        for name in readme::code_spans(&names) {
-            documented.insert(name.to_owned(), labels.clone());
-        }
-        former.extend(readme::code_spans(&old).into_iter().map(str::to_owned));
-    }
-    (documented, former)
+    page
 }
 
 #[test]
-fn every_family_is_documented_with_its_labels_and_every_documented_one_is_served() {
-    let served = families(&every_family_sampled().encode().expect("encoded"));
+fn the_metrics_page_is_current() {
+    let families = families(&every_family_sampled().encode().unwrap());
     assert!(
-        served.len() > 20 && served.values().any(|labels| !labels.is_empty()),
-        "the registry lost its families: {served:?}"
+        families.len() > 20 && families.values().any(|family| !family.labels.is_empty()),
+        "the registry lost its families"
     );
-    let readme = readme::text();
-    let (documented, former) = documented(readme::section(&readme, METRICS));
-    let mut problems = Vec::new();
-    for (name, labels) in &served {
-        match documented.get(name) {
-            None => problems.push(format!("{name} (labels {labels:?}) is not in the table")),
-            Some(written) if written != labels => problems.push(format!(
-                "{name}: the table says labels {written:?}, /metrics has {labels:?}"
-            )),
-            Some(_) => {}
-        }
+    for (now, old) in FORMER_NAMES {
+        assert!(
+            families.contains_key(*now),
+            "{now}, renamed from {old}, is not served"
+        );
+        assert!(
+            !families.contains_key(*old),
+            "{old} is given as a former name, but is served"
+        );
     }
-    for name in documented.keys().filter(|name| !served.contains_key(*name)) {
-        problems.push(format!(
-            "{name} is in the table, but /metrics has no such family"
-        ));
-    }
-    for name in former.iter().filter(|name| served.contains_key(*name)) {
-        problems.push(format!(
-            "{name} is given as a former name, but /metrics serves it"
-        ));
-    }
-    assert!(
-        problems.is_empty(),
-        "the README's \"{METRICS}\" table does not match /metrics:\n{}",
-        problems.join("\n")
-    );
-}
-
-#[test]
-fn every_tether_name_the_readme_mentions_is_served() {
-    let text = every_family_sampled().encode().expect("encoded");
-    let served = families(&text);
-    let samples: BTreeSet<&str> = text
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| line.split(['{', ' ']).next())
-        .collect();
-    let readme = readme::text();
-    let (_, former) = documented(readme::section(&readme, METRICS));
-    let mentioned = readme::names(&readme, "tether_", |c| {
-        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'
-    });
-    assert!(mentioned.len() > 20, "no metric names found: {mentioned:?}");
-    let unknown: Vec<_> = mentioned
-        .iter()
-        .filter(|name| !served.contains_key(**name) && !samples.contains(**name))
-        .filter(|name| !former.contains(**name))
-        .collect();
-    assert!(
-        unknown.is_empty(),
-        "the README names metrics /metrics does not serve: {unknown:?}"
-    );
+    let source = "the collector's metrics registry by crates/collector/src/metrics/documented.rs";
+    assert_page_current("metrics.md", source, "metrics", &render(&families));
 }

@@ -124,10 +124,10 @@ fn leader_family(leader: Option<bool>) -> Family<'static> {
     Family {
         name: "leader",
         help: "1 while this replica is the single writer of Cluster status, published \
-               ClusterProfiles and minted tokens (it holds the leader-election Lease, or runs \
-               without --leader-elect), 0 while another replica holds the Lease. No sample \
-               while it writes none of them, nor with --shards auto, where each replica writes \
-               for its own members.",
+               ClusterProfiles and minted tokens: it holds the leader-election Lease, or \
+               writes status or ClusterProfiles without --leader-elect; 0 while it waits for \
+               the Lease. No sample while it writes none of them, nor with --shards auto, \
+               where each replica writes for its own members.",
         kind: MetricType::Gauge,
         samples: leader
             .map(|leader| (Vec::new(), u64::from(leader)))

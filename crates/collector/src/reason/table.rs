@@ -110,7 +110,7 @@ reasons! {
     /// The member may not use the Secret it names.
     SecretForbidden {
         ready: False, credentials_valid: Unknown,
-        when: "the `secretRef` names a Secret bound to another member, or to none of this name (see [One Secret, one member](#one-secret-one-member)); or a namespace outside `--secret-namespace` (nothing is read from it); or the collector may not list Secrets there (403: the message quotes the apiserver, and it clears at the watch's next retry once RBAC allows it)",
+        when: "the `secretRef` names a Secret bound to another member, or to none of this name (a Secret serves one member: the one its `tether.io/member` label names, else its Karmada `Cluster` owner, else the one its name is); or a namespace outside `--secret-namespace` (nothing is read from it); or the collector may not list Secrets there (403: the message quotes the apiserver, and it clears at the watch's next retry once RBAC allows it)",
         remedy: "the message says which: the Secret is bound to another member (a Secret serves one member only: its tether.io/member label, else its Karmada Cluster owner, else its name), so if it really is this member's credential, label it tether.io/member=<member>; or the secretRef points to a namespace the collector has no Role in: add it to --secret-namespace (the chart's secretNamespaces) and grant get, list and watch on Secrets there",
     }
     /// The Secret's credential is unusable.

@@ -4,53 +4,18 @@ use super::*;
 use crate::member::health::MemberHealth;
 use crate::minting::{MintState, RefusalKind};
 
-const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-const BEGIN: &str = "<!-- reasons: generated from crates/collector/src/reason/table.rs -->\n";
-const END: &str = "<!-- end of reasons -->";
-
-/// The README's table between its markers.
-fn readme_table(readme: &str) -> Option<(usize, usize)> {
-    let start = readme.find(BEGIN)? + BEGIN.len();
-    let end = start + readme[start..].find(END)?;
-    Some((start, end))
-}
-
+/// `docs/src/reference/reasons.md`: the table, under a heading and what the columns mean.
 #[test]
-fn the_readme_lists_every_reason_as_the_code_does() {
-    let readme = std::fs::read_to_string(README).unwrap();
-    let (start, end) = readme_table(&readme).expect("the README's reasons markers");
-    let want = Reason::markdown_table();
-    if std::env::var_os("BLESS").is_some() {
-        let blessed = format!("{}{want}{}", &readme[..start], &readme[end..]);
-        std::fs::write(README, blessed).unwrap();
-        return;
-    }
-    assert_eq!(
-        readme[start..end],
-        want,
-        "the README's table of reasons is not the code's; BLESS=1 cargo test -p collector --lib \
-         reason rewrites it"
+fn the_reasons_page_is_current() {
+    let page = format!(
+        "# Reasons\n\n\
+         Every reason Tether gives a member: in its `Ready` and `CredentialsValid` conditions, \
+         its Events, the read API and `collector check`, with the status each condition gets, \
+         when it happens and what to do.\n\n{}",
+        Reason::markdown_table()
     );
-}
-
-/// Every `` `Name` `` in the README that looks like a reason (a `Ready` or `CredentialsValid`
-/// reason mentioned in prose, in Troubleshooting, say) is one.
-#[test]
-fn every_reason_the_readme_names_exists() {
-    let readme = std::fs::read_to_string(README).unwrap();
-    let mut seen = 0;
-    for (at, _) in readme.match_indices("reason `") {
-        let rest = &readme[at + "reason `".len()..];
-        let name = &rest[..rest.find('`').unwrap_or(0)];
-        if name.starts_with(|c: char| c.is_ascii_uppercase()) {
-            assert!(
-                Reason::named(name).is_some(),
-                "the README names reason {name} that no code gives"
-            );
-            seen += 1;
-        }
-    }
-    assert!(seen > 0, "the README names no reason in prose");
+    let source = "the table of reasons, crates/collector/src/reason/table.rs";
+    crate::reference::assert_page_current("reasons.md", source, "reason", &page);
 }
 
 /// Whatever the registry, member-client, the probe and minting say is in the table, and the
