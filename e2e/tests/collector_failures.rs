@@ -9,11 +9,8 @@ use e2e::{
     limits::{HOUR, PROBE, START},
     scenario::{MEMBER, Scenario},
 };
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
-use kube::{
-    Api,
-    api::{ObjectMeta, PostParams},
-};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::{Api, api::PostParams};
 use testkit::{Environment, Karmada, REVOCATION_TIMEOUT, RestartOptions, eventually, matching};
 
 const CONVERGE: Duration = Duration::from_secs(10);
@@ -124,23 +121,13 @@ async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() -> a
     control_plane
         .create_service_account(&ns, "collector")
         .await?;
-    let binding = ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some("tether-collector-e2e".to_owned()),
-            ..ObjectMeta::default()
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "tether-collector-e2e" },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin",
         },
-        role_ref: RoleRef {
-            api_group: Some("rbac.authorization.k8s.io".to_owned()),
-            kind: "ClusterRole".to_owned(),
-            name: "cluster-admin".to_owned(),
-        },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: "collector".to_owned(),
-            namespace: Some(ns.clone()),
-            ..Subject::default()
-        }]),
-    };
+        "subjects": [{ "kind": "ServiceAccount", "name": "collector", "namespace": ns }],
+    }))?;
     Api::<ClusterRoleBinding>::all(control_plane.admin_client()?)
         .create(&PostParams::default(), &binding)
         .await?;

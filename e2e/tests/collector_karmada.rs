@@ -99,9 +99,7 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
     let member = s.member(1).clone();
     let ns = s.namespace.clone();
     for name in ["member1", "member2"] {
-        s.karmada
-            .wait_condition(name, "Ready", "True/MemberReady", START)
-            .await?;
+        s.wait(name, "Ready=True/MemberReady", START).await?;
     }
 
     // The KAI-Scheduler incident: delete and recreate the ServiceAccount; the Secret still holds
@@ -115,17 +113,14 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
         .wait_until_unauthorized(&stale, REVOCATION_TIMEOUT)
         .await?;
     let took = s
-        .karmada
-        .wait_condition(
+        .wait(
             "member1",
-            "CredentialsValid",
-            "False/Unauthorized",
+            "CredentialsValid=False/Unauthorized",
             2 * probe + Duration::from_secs(1),
         )
         .await?;
     eprintln!("CredentialsValid=False/Unauthorized {took:?} after the revocation was observable");
-    s.karmada
-        .wait_condition("member1", "Ready", "False/Unauthorized", CONVERGE)
+    s.wait("member1", "Ready=False/Unauthorized", CONVERGE)
         .await?;
 
     // Loud: an Event on the Cluster, and /metrics.

@@ -10,10 +10,7 @@ use e2e::{
     scenario::{Scenario, events_about},
 };
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::{
-    Api,
-    api::{ObjectMeta, PostParams},
-};
+use kube::{Api, api::PostParams};
 use testkit::{RestartOptions, eventually, matching};
 
 const PROBE_TIMEOUT: &str = "2";
@@ -106,8 +103,7 @@ async fn a_frozen_control_plane_holds_up_no_member() -> anyhow::Result<()> {
 
     // Thawed, the control plane gets the status it missed.
     s.env.apiserver(0).unwrap().thaw()?;
-    s.karmada
-        .wait_condition("member2", "Ready", "False/Unreachable", CONVERGE)
+    s.wait("member2", "Ready=False/Unreachable", CONVERGE)
         .await?;
     Ok(())
 }
@@ -122,14 +118,9 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
     // again under it. /readyz stays open to it (system:public-info-viewer).
     let ns = s.namespace.clone();
     let member = s.member(1);
-    let unbound = ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some("agent-unbound".into()),
-            namespace: Some(ns.clone()),
-            ..ObjectMeta::default()
-        },
-        ..ServiceAccount::default()
-    };
+    let unbound: ServiceAccount = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "agent-unbound", "namespace": ns },
+    }))?;
     Api::<ServiceAccount>::namespaced(member.admin_client()?, &ns)
         .create(&PostParams::default(), &unbound)
         .await?;
@@ -138,13 +129,7 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
     s.karmada.write_secret("member1", &token, &ca).await?;
     s.env.restart(1, RestartOptions::default()).await?;
 
-    s.karmada
-        .wait_condition(
-            "member1",
-            "Ready",
-            "False/Forbidden",
-            Duration::from_secs(30),
-        )
+    s.wait("member1", "Ready=False/Forbidden", Duration::from_secs(30))
         .await?;
     let conditions = s.karmada.conditions("member1").await?;
     let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();

@@ -91,17 +91,22 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
     let collector = plane.source.start_collector(PROBE, &flags).await?;
     wait_healthy(&collector, "healthy", START).await?;
 
+    // Writes member `name` running `plugin`, polls until its `Ready` is `want`, and then its
+    // `CredentialsValid` must be too: how long that took after the write, and `Ready`.
+    let failing = async |name: &str, plugin: &Path, want: &str| {
+        let kubeconfig = Kubeconfig::exec(member, plugin, &[]);
+        plane.write(name, &kubeconfig).await.unwrap();
+        let ready = wait_condition(&collector, name, "Ready", want, CONVERGE)
+            .await
+            .unwrap();
+        let credentials = condition(&collector, name, "CredentialsValid").await;
+        assert_eq!(credentials.unwrap().short(), want, "{name}");
+        ready
+    };
     let done = AtomicBool::new(false);
     let steps = async {
         // The hanging plugin is killed at the timeout, and the member says why.
-        plane
-            .write("hanging", &Kubeconfig::exec(member, &hang, &[]))
-            .await
-            .unwrap();
-        let (took, ready) =
-            wait_condition(&collector, "hanging", "Ready", "False/ExecFailed", CONVERGE)
-                .await
-                .unwrap();
+        let (took, ready) = failing("hanging", &hang, "False/ExecFailed").await;
         println!(
             "hanging plugin (--exec-timeout 2, probe period 1 s) → Ready=False/ExecFailed \
              {took:?} after its Secret was written: {}",
@@ -116,35 +121,15 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
             "{}",
             ready.message
         );
-        let credentials = condition(&collector, "hanging", "CredentialsValid")
-            .await
-            .unwrap();
-        assert_eq!(credentials.short(), "False/ExecFailed");
         let runs = std::fs::read_to_string(&hang_runs).unwrap_or_default();
         assert!(runs.lines().count() >= 1, "the allowed plugin did run");
 
         // A command off the allow-list is refused before anything runs.
-        plane
-            .write("unlisted", &Kubeconfig::exec(member, &unlisted, &[]))
-            .await
-            .unwrap();
-        let (took, ready) = wait_condition(
-            &collector,
-            "unlisted",
-            "Ready",
-            "False/ExecNotAllowed",
-            CONVERGE,
-        )
-        .await
-        .unwrap();
+        let (took, ready) = failing("unlisted", &unlisted, "False/ExecNotAllowed").await;
         println!(
             "plugin off the allow-list → Ready=False/ExecNotAllowed in {took:?}: {}",
             ready.message
         );
-        let credentials = condition(&collector, "unlisted", "CredentialsValid")
-            .await
-            .unwrap();
-        assert_eq!(credentials.short(), "False/ExecNotAllowed");
         // Three more probe periods in which it still must not run.
         tokio::time::sleep(3 * PROBE).await;
         assert!(
