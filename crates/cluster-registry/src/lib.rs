@@ -47,13 +47,7 @@
 //! ```
 //!
 //! # Secret formats
-//! | source | where the credential is | keys |
-//! | --- | --- | --- |
-//! | Karmada `Cluster` (`spec.syncMode: Push`) | the Secret `spec.secretRef{namespace,name}` | `token` (required), `caBundle` (PEM, optional) |
-//! | Argo CD Secret (label `argocd.argoproj.io/secret-type=cluster`) | the same Secret | `name`, `server`, `config` JSON: `bearerToken`, `tlsClientConfig.caData` (base64 PEM), `tlsClientConfig.insecure` |
-//! | member file (`*.yaml` in a directory) | the files it names, or its exec plugin | one of: `tokenFile`; `clientCertFile` + `clientKeyFile` (PEM, with or without `tokenFile`); `exec` (kubeconfig's shape); `kubeconfig` (a kubeconfig file that also gives the endpoint and TLS settings); and `caFile` (PEM, optional) |
-//! | `ClusterProfile` (`multicluster.x-k8s.io/v1alpha1`) | no Secret: the exec plugin the provider file names for the first served access provider | the provider's `cluster`: `server`, `certificate-authority-data`, `tls-server-name`, `proxy-url`, and the `client.authentication.k8s.io/exec` extension for the plugin |
-//!
+//! Each source's keys and files are listed in the book (`docs/src/reference/secret-formats.md`).
 //! Tokens are trimmed of surrounding whitespace; a JWT's `exp` bounds its cache lifetime.
 //! Which format a Secret has is decided by the Argo CD label: with
 //! `argocd.argoproj.io/secret-type=cluster` it is read as Argo CD's, else as Karmada's.
@@ -76,10 +70,10 @@
 //! watch per configured namespace, with the cluster label selector. No Secret is listed
 //! cluster-wide.
 //!
-//! # Token rotation
+//! # Minting
 //! A definition may ask Tether to mint its tokens ([`minting::MintRequest`], in
 //! [`MemberSpec::mint_request`]): Karmada `Cluster` and Argo CD Secret annotations, or a
-//! member file's `rotation:` block. [`minting::TokenHome`] reads the token where the
+//! member file's `mint:` block. [`minting::TokenHome`] reads the token where the
 //! member's credential lives and writes a new one back there, conditionally.
 //!
 //! # Sources

@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use member_client::{Credential, CredentialKind, JwtClaims, exec::wire::format_rfc3339};
+use member_client::{Credential, JwtClaims, exec::wire::format_rfc3339};
 use secrecy::ExposeSecret as _;
 use serde::Serialize;
 
@@ -62,7 +62,7 @@ impl CredentialSummary {
         let expires_at = credential.expires_at();
         Self {
             from,
-            kind: Some(kind_name(credential.kind())),
+            kind: Some(credential.kind().as_str()),
             jwt,
             certificate,
             expires_at: expires_at.map(rfc3339),
@@ -70,10 +70,6 @@ impl CredentialSummary {
             error: None,
         }
     }
-}
-
-fn kind_name(kind: CredentialKind) -> &'static str {
-    kind.as_str()
 }
 
 /// The `iss`, `aud` and `exp` of a JWT's payload; `None` for a token that is not a JWT.
