@@ -105,3 +105,29 @@ pub fn helm_lint(kube_version: &str, values: Option<&Path>) -> anyhow::Result<St
     let output = helm(&mut lint).context("helm lint")?;
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
+
+/// `helm install --dry-run=server` of the chart as release `tether` into `namespace`
+/// (`--create-namespace`), with `values` if given, on the cluster of `kubeconfig`: helm reads
+/// the cluster's version and the release's history, and the apiserver validates what would be
+/// installed; nothing is. Returns helm's report, the manifest included.
+///
+/// # Errors
+/// No helm, or helm refusing the install (its report is in the error).
+pub fn helm_install_dry_run(
+    kubeconfig: &Path,
+    namespace: &str,
+    values: Option<&Path>,
+) -> anyhow::Result<String> {
+    let mut install = command()?;
+    install
+        .args(["install", "tether"])
+        .arg(chart_dir())
+        .args(["--namespace", namespace, "--create-namespace"])
+        .args(["--dry-run=server", "--kubeconfig"])
+        .arg(kubeconfig);
+    if let Some(values) = values {
+        install.arg("--values").arg(values);
+    }
+    let output = helm(&mut install).context("helm install --dry-run=server")?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}

@@ -17,6 +17,7 @@ use deploy_support::{
 };
 use e2e::{
     helm::{self, helm_template},
+    kubeconfig_plane::Kubeconfig,
     manifest::{chart_dir, generated_crd_path, kustomize_dir, load_documents, of_kind, typed},
     manifest_apply::{apply, prerequisite_namespaces},
     rbac_grants::{COLLECTOR_SA, api_reader_role, rbac_grants},
@@ -43,6 +44,26 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     let client = env.control_plane().admin_client().unwrap();
     let version = client.apiserver_version().await.unwrap().git_version;
     let version = version.trim_start_matches('v');
+
+    // What a new user runs first: `helm install`, here as a server-side dry run (Helm 4's
+    // `--dry-run=server`), with the defaults and beside Karmada, before anything below
+    // creates objects that no release owns.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let admin = Kubeconfig::token(
+        env.control_plane(),
+        &env.control_plane().admin_token().unwrap(),
+    );
+    std::fs::write(&kubeconfig, admin.to_yaml().unwrap()).unwrap();
+    for values in [
+        None,
+        Some(chart_dir().join("ci/beside-karmada-values.yaml")),
+    ] {
+        let report =
+            helm::helm_install_dry_run(&kubeconfig, COLLECTOR_SA.0, values.as_deref()).unwrap();
+        assert!(report.contains("STATUS: pending-install"), "{report}");
+        assert!(report.contains("kind: Deployment"), "{report}");
+    }
 
     // Defaults: the CRD, status writing; `helm install --create-namespace` makes the namespace.
     let objects = helm_template(version, None).unwrap();
