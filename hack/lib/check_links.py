@@ -68,22 +68,24 @@ class Book:
         md = os.path.join(self.src, os.path.splitext(rel)[0] + ".md")
         return os.path.relpath(md) if os.path.exists(md) else os.path.relpath(html_path)
 
-    def check_target(self, base_dir, href):
-        """Why href, relative to base_dir inside the book, is broken; None if it is not."""
+    def check_link(self, page_path, href):
+        """Why href on page_path is broken; None if it is not."""
         parsed = urllib.parse.urlsplit(href)
-        path = urllib.parse.unquote(parsed.path)
-        target = os.path.realpath(os.path.join(base_dir, path)) if path else None
-        if target is not None:
+        target = page_path  # a fragment alone: this page
+        if parsed.path:
+            base = os.path.dirname(page_path)
+            target = os.path.realpath(os.path.join(base, urllib.parse.unquote(parsed.path)))
             if os.path.commonpath([target, self.root]) != self.root:
                 return "leaves the book (link to the repository by its URL instead)"
             if os.path.isdir(target):
                 target = os.path.join(target, "index.html")
             if not os.path.isfile(target):
                 return "no such page or file"
-        return None if not parsed.fragment else self.check_fragment(target, parsed.fragment)
+        return self.check_fragment(target, parsed.fragment)
 
     def check_fragment(self, page_path, fragment):
-        if not page_path.endswith(".html"):
+        """Why #fragment names nothing on page_path; None if it does (or is empty)."""
+        if not fragment or not page_path.endswith(".html"):
             return None
         if urllib.parse.unquote(fragment) not in self.page(page_path).ids:
             return f"no heading or id #{fragment} on {os.path.relpath(page_path, self.root)}"
@@ -97,13 +99,7 @@ class Book:
                     continue
                 path = os.path.join(dirpath, name)
                 for href in self.page(path).links:
-                    if is_external(href) or href == "":
-                        continue
-                    parsed = urllib.parse.urlsplit(href)
-                    if parsed.path:
-                        why = self.check_target(dirpath, href)
-                    else:  # a fragment alone: this page
-                        why = parsed.fragment and self.check_fragment(path, parsed.fragment)
+                    why = None if is_external(href) else self.check_link(path, href)
                     if why:
                         broken.append(f"{self.source_of(path)}: {href}: {why}")
         return broken
