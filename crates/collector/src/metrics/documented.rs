@@ -52,51 +52,35 @@ fn every_family_sampled() -> Metrics {
     metrics
 }
 
-/// One family as a query names it (a counter's with `_total`).
-#[derive(Default)]
-struct Family {
-    kind: String,
-    help: String,
-    labels: BTreeSet<String>,
-}
+/// A family's type, HELP text and the labels of its samples.
+type Family = (String, String, BTreeSet<String>);
 
-/// The families of `text` (OpenMetrics) by the name a query uses, with the labels of their
-/// samples (a histogram's `le` left out).
+/// The families of `text` (OpenMetrics) by the name a query uses (a counter's with `_total`),
+/// with the labels of their samples (a histogram's `le` left out). A HELP line comes just
+/// before its TYPE line.
 fn families(text: &str) -> BTreeMap<String, Family> {
-    let (mut families, mut samples, mut helps) =
-        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let (mut families, mut samples, mut help) = (BTreeMap::new(), BTreeMap::new(), "");
     for line in text.lines() {
-        if let Some(help) = line.strip_prefix("# HELP ") {
-            let (name, help) = help.split_once(' ').unwrap();
-            helps.insert(name.to_owned(), help.to_owned());
+        if let Some(described) = line.strip_prefix("# HELP ") {
+            help = described.split_once(' ').map_or("", |(_, help)| help);
         } else if let Some(typed) = line.strip_prefix("# TYPE ") {
             let (name, kind) = typed.split_once(' ').unwrap();
-            let queried = match kind {
-                "counter" => format!("{name}_total"),
-                _ => name.to_owned(),
-            };
-            let help = helps.get(name).cloned().unwrap_or_default();
-            families.insert(
-                queried.clone(),
-                Family {
-                    kind: kind.to_owned(),
-                    help,
-                    ..Family::default()
-                },
-            );
+            let queried = format!("{name}{}", if kind == "counter" { "_total" } else { "" });
+            let family = (kind.to_owned(), help.to_owned(), BTreeSet::new());
+            families.insert(queried.clone(), family);
             for suffix in ["", "_total", "_bucket", "_sum", "_count", "_created"] {
                 samples.insert(format!("{name}{suffix}"), queried.clone());
             }
         } else if !line.starts_with('#') {
             let sample = line.split(['{', ' ']).next().unwrap_or(line);
             let labels = line.split_once('{').map_or("", |(_, labels)| labels);
+            let labels = labels
+                .split(',')
+                .filter_map(|pair| Some(pair.split_once('=')?.0));
             let family = families.get_mut(&samples[sample]).unwrap();
-            let labels = labels.split(',').filter_map(|pair| pair.split_once('='));
-            family.labels.extend(
-                labels
-                    .map(|(label, _)| label.to_owned())
-                    .filter(|label| label != "le"),
-            );
+            family
+                .2
+                .extend(labels.filter(|label| *label != "le").map(str::to_owned));
         }
     }
     families
@@ -109,23 +93,12 @@ fn render(families: &BTreeMap<String, Family>) -> String {
          A counter is named here as a query names it, with `_total`.\n\n\
          | metric | type | labels | meaning |\n| --- | --- | --- | --- |\n",
     );
-    for (name, family) in families {
+    for (name, (kind, help, labels)) in families {
         let former = FORMER_NAMES.iter().find(|(now, _)| now == name);
-        let former = former
-            .map(|(_, old)| format!(" (formerly `{old}`)"))
-            .unwrap_or_default();
-        let labels: Vec<String> = family
-            .labels
-            .iter()
-            .map(|label| format!("`{label}`"))
-            .collect();
-        let _ = writeln!(
-            page,
-            "| `{name}`{former} | {} | {} | {} |",
-            family.kind,
-            labels.join(", "),
-            escape(&family.help)
-        );
+        let former = former.map(|(_, old)| format!(" (formerly `{old}`)"));
+        let labels: Vec<String> = labels.iter().map(|label| format!("`{label}`")).collect();
+        let (former, labels, help) = (former.unwrap_or_default(), labels.join(", "), escape(help));
+        let _ = writeln!(page, "| `{name}`{former} | {kind} | {labels} | {help} |");
     }
     page
 }
@@ -134,7 +107,7 @@ fn render(families: &BTreeMap<String, Family>) -> String {
 fn the_metrics_page_is_current() {
     let families = families(&every_family_sampled().encode().unwrap());
     assert!(
-        families.len() > 20 && families.values().any(|family| !family.labels.is_empty()),
+        families.len() > 20 && families.values().any(|family| !family.2.is_empty()),
         "the registry lost its families"
     );
     for (now, old) in FORMER_NAMES {
@@ -144,7 +117,7 @@ fn the_metrics_page_is_current() {
         );
         assert!(
             !families.contains_key(*old),
-            "{old} is given as a former name, but is served"
+            "{old} is a former name, but is served"
         );
     }
     let source = "the collector's metrics registry by crates/collector/src/metrics/documented.rs";

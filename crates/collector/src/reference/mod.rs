@@ -43,6 +43,30 @@ pub(crate) fn assert_page_current(page: &str, source: &str, filter: &str, body: 
     );
 }
 
+/// The files under `dirs` whose names end in `ext`, with their text, by path.
+pub(crate) fn files(mut dirs: Vec<PathBuf>, ext: &str) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for path in std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+        {
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|found| found == ext) {
+                let text = std::fs::read_to_string(&path).unwrap();
+                files.push((path, text));
+            }
+        }
+    }
+    files
+}
+
+/// The repository's root.
+pub(crate) fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
 /// The words of `text` that start with `prefix`, followed by at least one character `tail`
 /// accepts and as many more as follow; a word glued to a letter, digit, `_` or `-` before
 /// it (`non--flag`, `a_tether_x`) is not one.
