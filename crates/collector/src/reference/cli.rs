@@ -171,6 +171,14 @@ fn render() -> String {
          list.\n\n| variable | read by | what it sets |\n| --- | --- | --- |\n{}",
         variables.join("\n")
     );
+    page.push_str(
+        "\n## Renamed annotations\n\n\
+         A definition's minting annotations were named for rotation; the former spelling is read, \
+         for one release, where the new one is absent.\n\n| annotation | formerly |\n| --- | --- |\n",
+    );
+    for (now, former) in cluster_registry::minting::FORMER_ANNOTATIONS {
+        let _ = writeln!(page, "| `{now}` | `{former}` |");
+    }
     page
 }
 
