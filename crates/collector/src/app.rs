@@ -110,9 +110,8 @@ pub async fn run(
         profiles,
         probe_period: args.probe_period(),
         probe_timeout: args.probe_timeout(),
-        request_timeout: args.request_timeout(),
+        client_limits: args.member_client_limits(),
         resources: Arc::from(args.mirror.clone()),
-        response_limits: args.member_response_limits(),
         max_objects: args.member_max_objects(),
         minter,
     };

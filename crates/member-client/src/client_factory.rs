@@ -1,21 +1,18 @@
 //! Builds a member's `kube::Client` on kube's own stack, with the token coming from the cache.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use kube::{Client, client::ClientBuilder};
 use tower::limit::ConcurrencyLimitLayer;
 
 use crate::{
-    CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error, MemberEndpoint,
-    RequestDeadlineLayer, ResponseLimits, Result,
+    ClientLimits, CredentialCache, CredentialHealth, CredentialKey, CredentialLayer, Error,
+    MemberEndpoint, RequestDeadlineLayer, Result,
     guarded_resolver::{self, GuardedResolver, Lookup},
     transport,
     validation::{self, EndpointPolicy},
 };
-
-/// The default [`MemberClientConfig::request_timeout`].
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything needed to reach one member cluster.
 ///
@@ -39,14 +36,8 @@ pub struct MemberClientConfig {
     pub ca_bundle: Option<Bytes>,
     /// Where the credential comes from; the [`CredentialCache`] key.
     pub secret_ref: CredentialKey,
-    /// Requests in flight to this member at once; more wait. Watches hold a slot only until
-    /// their response headers arrive. Default: 64.
-    pub max_concurrent_requests: usize,
-    /// How long a request that is not a watch may wait for its response headers before it
-    /// fails as unreachable. Default: 10 s.
-    pub request_timeout: Duration,
-    /// How much the member may send back ([`ResponseLimits`]).
-    pub response_limits: ResponseLimits,
+    /// Its in-flight cap, request timeout and response limits.
+    pub limits: ClientLimits,
     /// The user to act as (`Impersonate-User`, a kubeconfig's `as`). Default: none.
     pub impersonate: Option<String>,
     /// The groups to act as (`Impersonate-Group`, a kubeconfig's `as-groups`). Default: none.
@@ -66,9 +57,7 @@ impl MemberClientConfig {
             endpoint: endpoint.into(),
             ca_bundle: None,
             secret_ref,
-            max_concurrent_requests: 64,
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            response_limits: ResponseLimits::default(),
+            limits: ClientLimits::default(),
             impersonate: None,
             impersonate_groups: Vec::new(),
         }
@@ -182,20 +171,21 @@ impl ClientFactory {
             self.tokens.clone(),
             health.clone(),
         )
-        .with_server_retries(config.request_timeout);
+        .with_server_retries(config.limits.request_timeout);
         // A Semaphore panics above MAX_PERMITS, and no slot at all would hold every request.
         let in_flight = config
+            .limits
             .max_concurrent_requests
             .clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
         let resolver = GuardedResolver::new(Arc::clone(&self.policy), Arc::clone(&self.lookup));
-        let service = transport::service(&kube_config, resolver, config.response_limits).map_err(
+        let service = transport::service(&kube_config, resolver, config.limits.response).map_err(
             |source| Error::BuildClient {
                 member: config.member.clone(),
                 source,
             },
         )?;
         let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
-            .with_layer(&RequestDeadlineLayer::new(config.request_timeout))
+            .with_layer(&RequestDeadlineLayer::new(config.limits.request_timeout))
             .with_layer(&ConcurrencyLimitLayer::new(in_flight))
             .with_layer(&bearer)
             .build();

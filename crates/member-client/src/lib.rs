@@ -45,6 +45,7 @@
 mod bounded_read;
 mod client_factory;
 mod client_identity;
+mod client_limits;
 mod credential;
 mod credential_cache;
 mod credential_layer;
@@ -68,7 +69,8 @@ pub mod validation;
 mod watch_backoff;
 
 pub use bounded_read::read_bounded;
-pub use client_factory::{ClientFactory, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig};
+pub use client_factory::{ClientFactory, MemberClientConfig};
+pub use client_limits::{ClientLimits, DEFAULT_REQUEST_TIMEOUT};
 pub use client_identity::{ClientIdentity, IdentityError};
 pub use credential::{Credential, CredentialKind};
 pub use credential_cache::{CredentialCache, CredentialCacheConfig, CredentialCacheStats};

@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use cluster_registry::{InvalidReason, MemberState, Registry};
-use member_client::{ClientFactory, CredentialHealth, CredentialKey};
+use member_client::{ClientFactory, ClientLimits, CredentialHealth, CredentialKey};
 
 use super::{
     credential::CredentialSummary,
@@ -24,8 +24,8 @@ pub(crate) struct Checker {
     pub(crate) factory: ClientFactory,
     /// The mirrored kinds and nodes, whose `list` and `watch` are reviewed.
     pub(crate) resources: Arc<[MirroredResource]>,
-    /// `--request-timeout`: each request's bound, as in the collector.
-    pub(crate) request_timeout: Duration,
+    /// `--request-timeout` and the member response limits, as in the collector.
+    pub(crate) client_limits: ClientLimits,
     /// The most one member's checks may take.
     pub(crate) deadline: Duration,
 }
@@ -62,7 +62,7 @@ impl Checker {
             stored.as_ref().and_then(|s| s.exec_command()),
         );
         let mut config = spec.client_config(ca_bundle);
-        config.request_timeout = self.request_timeout;
+        config.limits = self.client_limits;
         let client = match self.factory.build(&config, &CredentialHealth::new()) {
             Ok(client) => client,
             Err(err) => {

@@ -50,7 +50,7 @@ pub async fn run(check: CheckArgs) -> anyhow::Result<CheckOutcome> {
     let checker = Checker {
         factory: ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),
         resources: reviewed_resources(&args.mirror),
-        request_timeout: args.request_timeout(),
+        client_limits: args.member_client_limits(),
         deadline: check.check_timeout(),
         registry,
     };

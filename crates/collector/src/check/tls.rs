@@ -63,7 +63,7 @@ async fn handshake(
     policy: &EndpointPolicy,
     report: &mut TlsReport,
 ) -> Result<(), String> {
-    let (endpoint, timeout) = (&config.endpoint, config.request_timeout);
+    let (endpoint, timeout) = (&config.endpoint, config.limits.request_timeout);
     let uri: http::Uri = (endpoint.url.parse()).map_err(|_| "the endpoint is not a URL")?;
     let host = uri.host().ok_or("the endpoint names no host")?;
     let host = host.trim_start_matches('[').trim_end_matches(']');

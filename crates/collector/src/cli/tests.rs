@@ -176,3 +176,24 @@ fn exec_flags_build_the_policy() {
     assert!(err.contains("absolute path"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn every_member_client_gets_the_request_timeout_and_the_response_limits() {
+    let limits = parse(&[
+        "--request-timeout",
+        "3",
+        "--member-response-limit-mib",
+        "2",
+        "--member-watch-line-limit-mib",
+        "1",
+    ])
+    .unwrap()
+    .member_client_limits();
+    assert_eq!(limits.request_timeout, Duration::from_secs(3));
+    assert_eq!(limits.response.response_bytes, 2 * 1024 * 1024);
+    assert_eq!(limits.response.watch_line_bytes, 1024 * 1024);
+    assert_eq!(
+        limits.max_concurrent_requests,
+        member_client::ClientLimits::default().max_concurrent_requests
+    );
+}

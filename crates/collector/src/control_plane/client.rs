@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::{Client, client::ClientBuilder, config::KubeConfigOptions};
 use member_client::{
-    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, EndpointPolicy,
-    FileSource, MemberClientConfig, RequestDeadlineLayer, validation::Cidr,
+    ClientFactory, ClientLimits, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    EndpointPolicy, FileSource, MemberClientConfig, RequestDeadlineLayer, validation::Cidr,
 };
 
 use crate::{
@@ -92,13 +92,16 @@ impl ControlPlane {
         metrics.watch_credential_cache("self", tokens.clone());
         let health = CredentialHealth::new();
         let mut config = MemberClientConfig::new("control-plane", url, secret).with_ca_bundle(ca);
-        config.request_timeout = args.request_timeout();
+        config.limits.request_timeout = args.request_timeout();
         let factory = ClientFactory::new(tokens).with_policy(control_plane_policy(args));
         let client = factory.build(&config, &health)?;
         // Same credential and health, its own connection pool and in-flight limit.
         let reviews = factory.build(
             &MemberClientConfig {
-                max_concurrent_requests: MAX_REVIEWS_IN_FLIGHT,
+                limits: ClientLimits {
+                    max_concurrent_requests: MAX_REVIEWS_IN_FLIGHT,
+                    ..config.limits
+                },
                 ..config
             },
             &health,

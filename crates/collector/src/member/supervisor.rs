@@ -106,7 +106,7 @@ impl Supervisor {
         {
             // Only the mint request changed (a `tether.io/mint-now`, say): keep the client
             // and its watches.
-            let plan = mint_plan(&spec, ca_bundle, self.context.request_timeout);
+            let plan = mint_plan(&spec, ca_bundle, self.context.client_limits);
             task.set_mint(plan);
             return;
         }
@@ -126,10 +126,9 @@ impl Supervisor {
             .profiles
             .as_ref()
             .map(|_| ProfileAccess::of(&spec, ca_bundle.as_deref()));
-        let plan = mint_plan(&spec, ca_bundle.clone(), self.context.request_timeout);
+        let plan = mint_plan(&spec, ca_bundle.clone(), self.context.client_limits);
         let mut config = spec.client_config(ca_bundle.clone());
-        config.request_timeout = self.context.request_timeout;
-        config.response_limits = self.context.response_limits;
+        config.limits = self.context.client_limits;
         match self.factory.build(&config, &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.endpoint.url, "member client started");
@@ -208,10 +207,10 @@ impl Supervisor {
 fn mint_plan(
     spec: &MemberSpec,
     ca_bundle: Option<Bytes>,
-    request_timeout: std::time::Duration,
+    limits: member_client::ClientLimits,
 ) -> Option<MintPlan> {
     let request = spec.mint_request.as_deref()?.clone();
     let mut config = spec.client_config(ca_bundle);
-    config.request_timeout = request_timeout;
+    config.limits = limits;
     Some(MintPlan { request, config })
 }

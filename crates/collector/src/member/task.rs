@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use bytes::Bytes;
 use cluster_registry::{MemberSpec, minting::MintRequest};
 use kube::Client;
-use member_client::{CredentialHealth, LimitExceeded, MemberClientConfig, ResponseLimits};
+use member_client::{ClientLimits, CredentialHealth, LimitExceeded, MemberClientConfig};
 use tokio::{
     sync::{Notify, watch},
     time::{Instant, MissedTickBehavior},
@@ -41,12 +41,10 @@ pub(crate) struct MemberContext {
     pub(crate) probe_period: Duration,
     /// How long a probe may wait for `/readyz` before the member counts as unreachable.
     pub(crate) probe_timeout: Duration,
-    /// How long any other request to a member may wait for its response.
-    pub(crate) request_timeout: Duration,
+    /// How long any other request to a member may wait, and how much a member may send back.
+    pub(crate) client_limits: ClientLimits,
     /// The kinds mirrored from every member.
     pub(crate) resources: Arc<[MirroredResource]>,
-    /// How much each member may send back.
-    pub(crate) response_limits: ResponseLimits,
     /// The most objects of one kind mirrored from one member.
     pub(crate) max_objects: usize,
     /// Mints the tokens of members that ask for it.

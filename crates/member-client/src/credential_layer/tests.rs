@@ -109,7 +109,7 @@ async fn member_answering(
         server.url(),
         CredentialKey::new("karmada-cluster", "member1"),
     );
-    config.request_timeout = std::time::Duration::from_secs(2);
+    config.limits.request_timeout = std::time::Duration::from_secs(2);
     let member = TestMember::build(&source, config, crate::CredentialCacheConfig::default());
     (server, member, count)
 }

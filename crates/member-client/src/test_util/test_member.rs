@@ -41,7 +41,7 @@ impl TestMember {
     /// [`new`](Self::new), letting `n` requests be in flight at once.
     pub fn with_in_flight_limit(url: &str, source: &Arc<FakeSource>, n: usize) -> Self {
         let mut config = Self::config(url);
-        config.max_concurrent_requests = n;
+        config.limits.max_concurrent_requests = n;
         Self::build(source, config, CredentialCacheConfig::default())
     }
 
