@@ -42,7 +42,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     args.mint = (args.mint).with_former_variables(|name| std::env::var(name).ok());
     let metrics = Metrics::new();
-    let readiness = Readiness::new();
+    let readiness = Readiness::default();
     let control_plane = ControlPlane::connect(&args, &metrics).await?;
     let gate = access_gate(&args, control_plane.as_ref())?;
 

@@ -194,7 +194,7 @@ mod tests {
         #[case] steps: Vec<(Step, Then)>,
     ) {
         let health = CredentialHealth::new();
-        let readiness = Readiness::new();
+        let readiness = Readiness::default();
         if let Some(state) = before {
             health.report(state);
         }

@@ -159,7 +159,7 @@ pub(super) mod tests {
     pub(crate) fn state() -> HttpState {
         HttpState {
             metrics: Metrics::new(),
-            readiness: Readiness::new(),
+            readiness: Readiness::default(),
             clusters: Arc::new(FakeClusters),
             shard: None,
         }

@@ -30,9 +30,9 @@ pub(crate) enum ReadyState {
 /// the first blocker's, else the credential's state.
 ///
 /// # Concurrent calls
-/// Cloning is cheap (one `Arc`); every clone sets and reads the same state.
-///
-#[derive(Clone, Debug)]
+/// Cloning is cheap (one `Arc`); every clone sets and reads the same state. A new handle is
+/// [`ReadyState::Starting`], with no blockers.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Readiness {
     inputs: Arc<Mutex<Inputs>>,
 }
@@ -44,13 +44,6 @@ struct Inputs {
 }
 
 impl Readiness {
-    /// A handle in [`ReadyState::Starting`], with no blockers.
-    pub(crate) fn new() -> Self {
-        Self {
-            inputs: Arc::new(Mutex::new(Inputs::default())),
-        }
-    }
-
     /// Sets the credential's state to [`ReadyState::Ready`].
     pub(crate) fn mark_ready(&self) {
         self.set_credential(ReadyState::Ready);
@@ -101,19 +94,13 @@ impl Readiness {
     }
 }
 
-impl Default for Readiness {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_rejected_credential_outranks_blockers_and_blockers_outrank_ready() {
-        let readiness = Readiness::new();
+        let readiness = Readiness::default();
         readiness.block("members", "cannot list");
         assert_eq!(
             readiness.state(),

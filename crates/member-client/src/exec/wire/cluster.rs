@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// `Debug` shows the CA bundle's length, and neither a proxy URL that holds user info nor the
 /// extension `config`.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ExecCluster {
     /// The apiserver URL.
@@ -47,11 +47,7 @@ impl ExecCluster {
     pub fn new(server: impl Into<String>) -> Self {
         Self {
             server: server.into(),
-            tls_server_name: None,
-            insecure_skip_tls_verify: false,
-            certificate_authority_data: None,
-            proxy_url: None,
-            config: None,
+            ..Self::default()
         }
     }
 }
