@@ -9,9 +9,9 @@
 # The pinned mdbook (mdbook_version below) is built from crates.io into .tools/mdbook
 # (git-ignored) with `cargo install --locked` (mdbook's own Cargo.lock), and rebuilt only when
 # its stamp, the version and features, changes; a cold build takes about three minutes. The
-# snippets link against member-client and its dependencies (`cargo build -p member-client`); a
-# snippet names each crate it uses with a hidden `# extern crate member_client;` line, since
-# `mdbook test` gives rustdoc library directories (-L), not --extern.
+# snippets link against member-client, cluster-registry and their dependencies; a snippet names
+# each crate it uses with a hidden `# extern crate member_client;` line, since `mdbook test`
+# gives rustdoc library directories (-L), not --extern.
 set -euo pipefail
 
 log_prefix=docs
@@ -71,14 +71,15 @@ mdbook_strict() { # <what> <mdbook args...>
   fi
 }
 
-# A directory holding exactly the rlibs of one build of member-client and its dependencies:
-# target/debug/deps may hold several builds of a crate (other features, other versions), and
-# rustdoc refuses a crate name with "multiple candidates".
+# A directory holding exactly the libraries of one build: target/debug/deps may hold several
+# builds of a crate (other features, other versions), and rustdoc refuses a crate name with
+# "multiple candidates". The build is the one hack/test.sh makes next anyway (the binaries the
+# e2e tests run, which link member-client and cluster-registry), so that CI compiles the
+# workspace's dependencies once, not once more with member-client's features alone.
 snippet_libs() {
   local artifacts
-  # Libraries enable no Kubernetes version for k8s-openapi; the binaries' one is picked here.
-  artifacts="$(cargo build --quiet -p member-client --lib --features k8s-openapi/v1_36 \
-    --message-format=json-render-diagnostics |
+  artifacts="$(cargo build --quiet -p collector --bin collector \
+    -p tether-credential --bin tether-credential --message-format=json-render-diagnostics |
     python3 -c 'import json, sys
 for line in sys.stdin:
     msg = json.loads(line)
@@ -92,6 +93,8 @@ for line in sys.stdin:
   while IFS= read -r rlib; do
     ln -s "$rlib" "$deps_dir/"
   done <<<"$artifacts"
+  [[ -n $(compgen -G "$deps_dir/libmember_client-*.rlib") ]] ||
+    die "the build made no member-client library for the snippets"
 }
 
 ensure_mdbook

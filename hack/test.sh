@@ -22,7 +22,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 
 # The book (docs/): built with the pinned mdbook (built on first use), no warnings, no broken
-# internal link, and its Rust snippets compiled against member-client.
+# internal link, and its Rust snippets compiled against the libraries of the binaries built
+# below (it builds them first).
 hack/docs.sh
 
 # Doctests must compile; an `ignore`d one would rot unseen.
