@@ -10,7 +10,7 @@ use serde::Serialize;
 
 /// A credential as the check reports it.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub(crate) struct CredentialSummary {
     /// Where it comes from: a Secret, an exec plugin's command, a member file.
     pub(crate) from: String,
@@ -30,7 +30,7 @@ pub(crate) struct CredentialSummary {
 
 /// The claims of a JWT that say who issued it, for whom, and until when.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct JwtSummary {
     /// `iss`.
     pub(crate) iss: Option<String>,
@@ -41,7 +41,7 @@ pub(crate) struct JwtSummary {
 }
 
 /// A client certificate's subject and end of validity.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Debug, Serialize)]
 pub(crate) struct CertificateSummary {
     /// The subject, as an RFC 4514 string.
     pub(crate) subject: String,

@@ -13,7 +13,7 @@ use crate::{member::health::describe, mirror::MirroredResource};
 
 /// Who the member says the credential is.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub(crate) struct Whoami {
     /// The user name, once the review answered.
     pub(crate) user: Option<String>,
@@ -25,7 +25,7 @@ pub(crate) struct Whoami {
 }
 
 /// Whether the credential may list and watch one kind, cluster-wide, as the informers do.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Debug, Serialize)]
 pub(crate) struct Access {
     /// `group/version/resource`.
     pub(crate) resource: String,

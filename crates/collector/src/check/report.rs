@@ -9,7 +9,7 @@ use super::{
 };
 
 /// Everything the check found.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub(crate) struct Report {
     /// Whether every source listed and every member checked is fully usable: exit code 0.
     pub(crate) usable: bool,
@@ -21,7 +21,7 @@ pub(crate) struct Report {
 
 /// One source of member definitions.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Debug, Serialize)]
 pub(crate) struct SourceReport {
     /// What it is (`Karmada Clusters`, `member files in /etc/tether/members`, ...).
     pub(crate) source: String,
@@ -33,7 +33,7 @@ pub(crate) struct SourceReport {
 
 /// One member's findings.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub(crate) struct MemberReport {
     /// The member's name.
     pub(crate) name: String,
@@ -64,7 +64,7 @@ pub(crate) struct MemberReport {
 }
 
 /// What `/readyz` answered.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Debug, Serialize)]
 pub(crate) struct Readyz {
     /// It answered 200.
     pub(crate) ok: bool,

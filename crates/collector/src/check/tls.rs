@@ -26,7 +26,7 @@ use super::credential::rfc3339;
 
 /// What the handshake showed.
 #[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub(crate) struct TlsReport {
     /// The subjects of the CA bundle's certificates, or `system roots`.
     pub(crate) trusted_ca: Vec<String>,
