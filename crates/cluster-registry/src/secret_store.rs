@@ -250,7 +250,7 @@ impl fmt::Debug for SecretStore {
 impl CredentialSource for SecretStore {
     /// # Errors
     /// [`SourceError::NotFound`] when the store has no such Secret, else as
-    /// [`StoredSecret::credential`].
+    /// `StoredSecret::credential`.
     async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
         self.credential(key).await
     }

@@ -132,7 +132,7 @@ impl ClientFactory {
     /// The stack, outermost first: kube's buffer (from `Client::new`) → [`CredentialLayer`]
     /// (which also retries 429/503/504 as kube does, for up to the request timeout) →
     /// the member's in-flight limit
-    /// ([`max_concurrent_requests`](MemberClientConfig::max_concurrent_requests), tower's
+    /// ([`max_concurrent_requests`](ClientLimits::max_concurrent_requests), tower's
     /// `ConcurrencyLimitLayer`) → a deadline for requests that are not watches
     /// ([`RequestDeadlineLayer`]) → kube's default stack (base URI,
     /// impersonation and extra headers, request spans, TLS, timeouts), rebuilt cloneable: the

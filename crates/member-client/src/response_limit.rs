@@ -46,7 +46,9 @@ pub const DEFAULT_WATCH_LINE_BYTES: u64 = 16 * 1024 * 1024;
 /// The default [`ResponseLimits::list_pages`].
 pub const DEFAULT_LIST_PAGES: u32 = 2_010;
 
-/// How much a member may send back; see the [module](self) docs.
+/// How much a member may send back: the whole body of a response that is not a watch, one
+/// watch line, and the pages of one list. Every body is counted as it arrives, below kube,
+/// which would otherwise buffer it whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResponseLimits {
     /// Bytes in one response that is neither a health check nor a watch (a list page, say).

@@ -11,7 +11,7 @@ use k8s_openapi::jiff::SignedDuration;
 /// The longest lifetime `--mint-max-expiration` may allow: the TokenRequest API's own cap.
 const MAX_CAP_SECONDS: u64 = 1 << 32;
 
-/// How Tether mints member tokens ([`crate::minting`]).
+/// How Tether mints member tokens.
 #[derive(Clone, Debug, Args)]
 #[command(mut_args(with_former_name))]
 pub struct MintArgs {
@@ -89,7 +89,7 @@ pub const FORMER_VARIABLES: [(&str, &str); 2] = [
 ];
 
 impl MintArgs {
-    /// These flags with what the former variables ([`FORMER_VARIABLES`]) say, where neither
+    /// These flags with what the former variables (`FORMER_VARIABLES`) say, where neither
     /// a flag nor its new variable said anything: a deployment that set only the former ones
     /// must not silently stop minting. `var` reads a variable.
     pub fn with_former_variables(mut self, var: impl Fn(&str) -> Option<String>) -> Self {
