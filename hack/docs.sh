@@ -110,6 +110,9 @@ if grep -rnE '^[[:space:]]*```+[^`]*\bignore\b' "$book_dir/src" >&2; then
 fi
 mdbook_strict build build "$book_dir"
 [[ -f $out_dir/index.html ]] || die "no $out_dir/index.html: is book.toml's build-dir ../target/book?"
+# The link check's own test first: a check that finds nothing would pass any book.
+PYTHONDONTWRITEBYTECODE=1 python3 "$script_dir/lib/check_links_test.py" 2>&1 | tail -n 1 >&2 ||
+  die "the link check's own test failed: python3 hack/lib/check_links_test.py -v"
 python3 "$script_dir/lib/check_links.py" --book "$out_dir" --src "$book_dir/src" "$repo_root/README.md"
 snippet_libs
 mdbook_strict test test "$book_dir" --library-path "$deps_dir"
