@@ -7,7 +7,7 @@ use std::time::Duration;
 use testkit::{CollectorProcess, Environment, Karmada, MIN_TOKEN_EXPIRY, PushMember};
 
 use crate::{
-    collector_run::{admin_args, temp_dir},
+    collector_run::{admin_args, spawn_healthy, temp_dir},
     scenario::karmada_environment,
 };
 
@@ -92,14 +92,7 @@ impl ShardPlane {
             .chain(extra)
             .map(|a| (*a).to_owned()),
         );
-        let mut process =
-            CollectorProcess::spawn(&testkit::locate_collector()?, &args, &temp_dir(identity)?)?;
-        // Its stdout is a pipe: keep it drained.
-        if let Some(mut stdout) = process.take_stdout() {
-            std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        }
-        process.wait_until_healthy(Duration::from_secs(60)).await?;
-        Ok(process)
+        spawn_healthy(&args, &temp_dir(identity)?, Duration::from_secs(60)).await
     }
 }
 

@@ -9,7 +9,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, ChildStdout, Command, Stdio},
+    process::{ChildStdout, Command},
     time::{Duration, Instant},
 };
 
@@ -20,6 +20,7 @@ use crate::{
     eventually::{Step, eventually},
     plain_http::http_get,
     ports::free_loopback_addr,
+    process::ServerProcess,
 };
 
 /// The environment variable that names the collector binary, overriding the search of
@@ -122,7 +123,7 @@ impl CollectorServingCert {
 /// A running collector child process; killed (SIGKILL) and reaped when dropped.
 #[derive(Debug)]
 pub struct CollectorProcess {
-    child: Child,
+    process: ServerProcess,
     /// Its HTTP address (`/healthz`, `/metrics`, `/api/v1/clusters`).
     pub addr: SocketAddr,
     /// Its probe address (`/healthz`, `/readyz` only).
@@ -146,12 +147,8 @@ impl CollectorProcess {
     pub fn spawn(bin: &Path, args: &[String], log_dir: &Path) -> Result<Self> {
         let addr = free_loopback_addr()?;
         let probe_addr = free_loopback_addr()?;
-        let stderr_path = log_dir.join("collector.stderr");
-        let stderr = std::fs::File::create(&stderr_path)
-            .with_context(|| format!("creating {}", stderr_path.display()))?;
-        let started = Instant::now();
-        let child = Command::new(bin)
-            .arg("--listen")
+        let mut cmd = Command::new(bin);
+        cmd.arg("--listen")
             .arg(addr.to_string())
             .arg("--probe-listen")
             .arg(probe_addr.to_string())
@@ -163,14 +160,12 @@ impl CollectorProcess {
             // The test apiservers listen on loopback, which members may not name by default.
             .args(["--allow-endpoint", "127.0.0.1/32"])
             .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .with_context(|| format!("spawning {}", bin.display()))?;
+            .env("RUST_LOG", "info");
+        let started = Instant::now();
+        let stderr = log_dir.join("collector.stderr");
+        let process = ServerProcess::spawn_piped(cmd, stderr, "the collector".to_owned())?;
         Ok(Self {
-            child,
+            process,
             addr,
             probe_addr,
             started,
@@ -180,7 +175,7 @@ impl CollectorProcess {
 
     /// Its stdout, the first time this is called.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.child.stdout.take()
+        self.process.take_stdout()
     }
 
     /// Polls `GET /healthz` on the probe port until it answers.
@@ -205,12 +200,12 @@ impl CollectorProcess {
 
     /// Its process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// Whether it is still running.
     pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.process.running()
     }
 
     /// Sends SIGTERM, as kubelet does, and waits up to `limit` for the process to exit.
@@ -220,7 +215,7 @@ impl CollectorProcess {
     /// The signal failing, or the process still running after `limit`.
     pub async fn terminate(&mut self, limit: Duration) -> Result<Duration> {
         let sent = Instant::now();
-        self.signal(rustix::process::Signal::TERM)?;
+        self.process.signal(rustix::process::Signal::TERM)?;
         let exited = eventually("the collector exits after SIGTERM", limit, || {
             let running = self.running();
             async move { !running }
@@ -236,7 +231,7 @@ impl CollectorProcess {
     /// # Errors
     /// The signal failing.
     pub fn pause(&self) -> Result<()> {
-        self.signal(rustix::process::Signal::STOP)
+        self.process.signal(rustix::process::Signal::STOP)
     }
 
     /// Sends SIGCONT after [`pause`](Self::pause).
@@ -244,12 +239,7 @@ impl CollectorProcess {
     /// # Errors
     /// The signal failing.
     pub fn resume(&self) -> Result<()> {
-        self.signal(rustix::process::Signal::CONT)
-    }
-
-    fn signal(&self, signal: rustix::process::Signal) -> Result<()> {
-        rustix::process::kill_process(rustix::process::Pid::from_child(&self.child), signal)
-            .with_context(|| format!("sending {signal:?} to the collector"))
+        self.process.signal(rustix::process::Signal::CONT)
     }
 
     /// `GET path`: status and body.
@@ -268,12 +258,5 @@ impl CollectorProcess {
         let (status, body) = self.get("/metrics").await?;
         anyhow::ensure!(status == 200, "GET /metrics: {status}");
         Ok(body)
-    }
-}
-
-impl Drop for CollectorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

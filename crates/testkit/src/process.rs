@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -23,13 +23,29 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     /// Spawns `cmd` with stdout and stderr appended to `log`.
-    pub(crate) fn spawn(mut cmd: Command, log: PathBuf, what: String) -> Result<Self> {
-        let out = File::options()
+    pub(crate) fn spawn(cmd: Command, log: PathBuf, what: String) -> Result<Self> {
+        Self::spawn_with(cmd, log, what, false)
+    }
+
+    /// Spawns `cmd` with stderr appended to `log` and stdout a pipe for
+    /// [`take_stdout`](Self::take_stdout).
+    pub(crate) fn spawn_piped(cmd: Command, log: PathBuf, what: String) -> Result<Self> {
+        Self::spawn_with(cmd, log, what, true)
+    }
+
+    fn spawn_with(mut cmd: Command, log: PathBuf, what: String, piped: bool) -> Result<Self> {
+        let err = File::options()
             .create(true)
             .append(true)
             .open(&log)
             .with_context(|| format!("opening log file {}", log.display()))?;
-        let err = out.try_clone().context("duplicating the log file handle")?;
+        let out = match piped {
+            true => Stdio::piped(),
+            false => err
+                .try_clone()
+                .context("duplicating the log file handle")?
+                .into(),
+        };
         let child = cmd
             .stdin(Stdio::null())
             .stdout(out)
@@ -49,6 +65,16 @@ impl ServerProcess {
     /// The process id (stays the same after the process exits).
     pub(crate) fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Its stdout, if it is a pipe ([`spawn_piped`](Self::spawn_piped)), the first time.
+    pub(crate) fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.as_mut()?.stdout.take()
+    }
+
+    /// Whether it has been spawned and has not exited.
+    pub(crate) fn running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)))
     }
 
     /// Where its stdout and stderr go.
