@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 
 use crate::{
     collector_run::{RunningCollector, start_probing},
-    limits::HOUR,
+    limits::{HOUR, START},
 };
 
 /// The harness, the Karmada objects, and a running collector.
@@ -98,6 +98,19 @@ impl Scenario {
     /// Any step failing.
     pub async fn start(members: usize, probe_period: Duration) -> anyhow::Result<Self> {
         Self::start_with(members, probe_period, &[]).await
+    }
+
+    /// As [`start`](Self::start), and returns once every member is healthy
+    /// ([`Karmada::wait_healthy`]), each within [`START`].
+    ///
+    /// # Errors
+    /// Any step failing.
+    pub async fn start_healthy(members: usize, probe_period: Duration) -> anyhow::Result<Self> {
+        let s = Self::start(members, probe_period).await?;
+        for member in s.env.members() {
+            s.karmada.wait_healthy(member.name(), START).await?;
+        }
+        Ok(s)
     }
 
     /// As [`start`](Self::start), with `extra_args` for the collector.

@@ -21,8 +21,7 @@ const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
 #[tokio::test]
 async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() -> anyhow::Result<()>
 {
-    let s = Scenario::start(1, PROBE).await?;
-    s.karmada.wait_healthy("member1", LIMIT).await?;
+    let s = Scenario::start_healthy(1, PROBE).await?;
     let cp = s.env.control_plane();
     let admin = cp.admin_client()?;
 

@@ -9,7 +9,7 @@ use std::{
 };
 
 use e2e::{
-    limits::{HOUR, PROBE, START},
+    limits::{HOUR, PROBE},
     scenario::Scenario,
 };
 use k8s_openapi::api::events::v1::Event;
@@ -42,8 +42,7 @@ async fn no_output_of_the_collector_holds_a_token() -> anyhow::Result<()> {
         .try_init()
         .unwrap();
 
-    let s = Scenario::start(1, PROBE).await?;
-    s.karmada.wait_healthy("member1", START).await?;
+    let s = Scenario::start_healthy(1, PROBE).await?;
     let ns = s.namespace.clone();
     let first = s.registered_tokens[0].clone();
     let ca = s.member(1).ca_pem().to_owned();

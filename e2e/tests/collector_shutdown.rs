@@ -22,8 +22,7 @@ async fn leading(collector: &RunningCollector) -> bool {
 
 #[tokio::test]
 async fn sigterm_releases_the_lease_and_exits_promptly() -> anyhow::Result<()> {
-    let mut s = Scenario::start(1, PROBE).await?;
-    s.karmada.wait_healthy("member1", START).await?;
+    let mut s = Scenario::start_healthy(1, PROBE).await?;
     // The scenario's own replica stops: the process below is then the only candidate.
     s.collector.stop().await;
 

@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 
 use e2e::{
     collector_run::RunningCollector,
+    kubeconfig_plane::read_api::wait_condition,
     limits::{HOUR, PROBE, START},
     scenario::{Scenario, events_about},
 };
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{Api, api::PostParams};
-use testkit::{RestartOptions, eventually, matching};
+use testkit::RestartOptions;
 
 const PROBE_TIMEOUT: &str = "2";
 const CONVERGE: Duration = Duration::from_secs(15);
@@ -36,14 +37,8 @@ async fn conditions(collector: &RunningCollector, member: &str) -> Option<(Strin
 /// Polls the read API until `member`'s `Ready` is `ready` (`status/reason`); returns how long
 /// that took.
 async fn wait_ready_api(s: &Scenario, member: &str, ready: &str, limit: Duration) -> Duration {
-    let started = Instant::now();
-    eventually(&format!("{member} is {ready}"), limit, || async {
-        let now = conditions(&s.collector, member).await;
-        matching(now, |now| now.as_ref().is_some_and(|(r, _)| r == ready))
-    })
-    .await
-    .unwrap();
-    started.elapsed()
+    let waited = wait_condition(&s.collector, member, "Ready", ready, limit).await;
+    waited.unwrap().0
 }
 
 #[tokio::test]
@@ -111,8 +106,7 @@ async fn a_frozen_control_plane_holds_up_no_member() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_ready()
 -> anyhow::Result<()> {
-    let mut s = Scenario::start(1, PROBE).await?;
-    s.karmada.wait_healthy("member1", START).await?;
+    let mut s = Scenario::start_healthy(1, PROBE).await?;
 
     // Rotate to an identity without any binding; the member's restart makes every watch start
     // again under it. /readyz stays open to it (system:public-info-viewer).
@@ -153,8 +147,7 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
 #[tokio::test]
 async fn a_restarting_member_with_a_valid_token_is_never_a_rejected_credential()
 -> anyhow::Result<()> {
-    let mut s = Scenario::start(1, PROBE).await?;
-    s.karmada.wait_healthy("member1", START).await?;
+    let mut s = Scenario::start_healthy(1, PROBE).await?;
 
     let (collector, env) = (&s.collector, &mut s.env);
     let sampling = async {

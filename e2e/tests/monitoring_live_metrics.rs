@@ -5,7 +5,7 @@
 
 mod monitoring_support;
 
-use std::{collections::BTreeMap, time::Duration};
+use std::collections::BTreeMap;
 
 use e2e::{limits::PROBE, scenario::Scenario};
 use monitoring_support::{
@@ -14,13 +14,9 @@ use monitoring_support::{
 };
 use testkit::metrics::Exposition;
 
-/// Start-up: the registry lists, the member client connects, the watches list.
-const START: Duration = Duration::from_secs(30);
-
 #[tokio::test]
 async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() -> anyhow::Result<()> {
-    let s = Scenario::start(1, PROBE).await?;
-    s.karmada.wait_healthy("member1", START).await?;
+    let s = Scenario::start_healthy(1, PROBE).await?;
     let (status, text) = s.collector.get("/metrics").await?;
     assert_eq!(status, 200, "{text}");
 
