@@ -155,18 +155,22 @@ impl Scenario {
     }
 
     /// Polls until Cluster `member` has `condition`, `Type=Status/Reason` (as
-    /// `Ready=True/MemberReady`).
+    /// `Ready=True/MemberReady`), and returns how long that took.
     ///
     /// # Errors
     /// A `condition` without `=`, or not within `limit`.
-    pub async fn wait(&self, member: &str, condition: &str, limit: Duration) -> anyhow::Result<()> {
+    pub async fn wait(
+        &self,
+        member: &str,
+        condition: &str,
+        limit: Duration,
+    ) -> anyhow::Result<Duration> {
         let (type_, want) = condition
             .split_once('=')
             .context("not Type=Status/Reason")?;
         self.karmada
             .wait_condition(member, type_, want, limit)
-            .await?;
-        Ok(())
+            .await
     }
 
     /// Member `i` (1-based, as in the environment).
