@@ -8,7 +8,8 @@
 #
 # The pinned mdbook (mdbook_version below) is built from crates.io into .tools/mdbook
 # (git-ignored) with `cargo install --locked` (mdbook's own Cargo.lock), and rebuilt only when
-# its stamp, the version and features, changes; a cold build takes about three minutes. The
+# its stamp, the version and features, changes; a cold build takes about three minutes, one
+# whose build dir (~/.cache/tether/mdbook-target, or TETHER_MDBOOK_CACHE) is warm seconds. The
 # snippets link against member-client, cluster-registry and their dependencies; a snippet names
 # each crate it uses with a hidden `# extern crate member_client;` line, since `mdbook test`
 # gives rustdoc library directories (-L), not --extern.
@@ -23,6 +24,7 @@ mdbook_version=0.5.4
 # `build` and `test` never use.
 mdbook_features=search
 mdbook_root="$repo_root/.tools/mdbook"
+mdbook_cache="${TETHER_MDBOOK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether/mdbook-target}"
 mdbook="$mdbook_root/bin/mdbook"
 book_dir="$repo_root/docs"
 out_dir="$repo_root/target/book"    # book.toml's build-dir
@@ -30,7 +32,7 @@ deps_dir="$repo_root/target/book-deps"
 
 mode=all
 case "${1:-}" in
-  -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+  -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
   --mdbook) mode=mdbook ;;
   "") ;;
   *) die "unknown argument: $1 (try --help)" ;;
@@ -49,10 +51,11 @@ ensure_mdbook() {
   log "building mdbook $mdbook_version from crates.io; a cold build takes minutes"
   local start=$SECONDS
   rm -f "$mdbook_root/bin/.mdbook.stamp"
-  # A target dir of its own (cargo's temporary one, unless CARGO_TARGET_DIR says otherwise),
-  # so that mdbook's dependencies never mix with the workspace's.
+  # A target dir of its own, never the workspace's, kept outside the clone like Go's build
+  # cache: a fresh clone on the same machine (CI's) then installs in seconds, not minutes.
   cargo install mdbook --version "=$mdbook_version" --locked --force --quiet \
-    --root "$mdbook_root" --no-default-features --features "$mdbook_features" >&2 ||
+    --root "$mdbook_root" --no-default-features --features "$mdbook_features" \
+    --target-dir "$mdbook_cache" >&2 ||
     die "building mdbook $mdbook_version failed"
   printf '%s\n' "$stamp" >"$mdbook_root/bin/.mdbook.stamp"
   log "built mdbook in $((SECONDS - start))s"
