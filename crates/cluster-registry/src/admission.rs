@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use member_client::{EndpointPolicy, Text, validation};
 
-use crate::{InvalidReason, MemberDefinition, MemberSpec};
+use crate::{InvalidReason, MemberDefinition, MemberSpec, names::is_dns1123_subdomain};
 
 /// The Secret namespace a Karmada `secretRef` may name by default: where `karmadactl join`
 /// puts member Secrets.
@@ -77,22 +77,6 @@ impl Admission {
         }
         Ok(spec)
     }
-}
-
-/// RFC 1123 subdomain, as Kubernetes object names are: what may become a metric label, a log
-/// field and an Event's subject without escaping.
-pub(crate) fn is_dns1123_subdomain(name: &str) -> bool {
-    let label_ok = |label: &str| {
-        let bytes = label.as_bytes();
-        !bytes.is_empty()
-            && bytes.len() <= 63
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-            && bytes.first() != Some(&b'-')
-            && bytes.last() != Some(&b'-')
-    };
-    name.len() <= 253 && name.split('.').all(label_ok)
 }
 
 /// The name an invalid-named definition is reported under: stable for the same input, safe,
@@ -212,15 +196,5 @@ mod tests {
         assert_ne!(a.name, admit("evil2").name);
         let detail = a.spec.unwrap_err().to_string();
         assert!(!detail.contains('\n'), "{detail}");
-    }
-
-    #[test]
-    fn dns1123() {
-        for name in ["a", "member-1.example"] {
-            assert!(is_dns1123_subdomain(name), "{name:?}");
-        }
-        for name in ["", "-a", "a-", "a..b", "a_b", "é", &"a".repeat(254)] {
-            assert!(!is_dns1123_subdomain(name), "{name:?}");
-        }
     }
 }

@@ -99,6 +99,7 @@ mod member;
 mod member_table;
 mod members_dir;
 pub mod minting;
+pub mod names;
 #[cfg(test)]
 mod parser_properties;
 mod registry;

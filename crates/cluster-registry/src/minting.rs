@@ -31,7 +31,10 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde::Deserialize;
 
-use crate::{InvalidReason, admission::is_dns1123_subdomain};
+use crate::{
+    InvalidReason,
+    names::{is_dns1123_label, is_dns1123_subdomain},
+};
 
 mod home;
 mod record;
@@ -99,7 +102,7 @@ impl ServiceAccountRef {
             .trim()
             .split_once('/')
             .ok_or_else(|| format!("{value:?} is not namespace/name"))?;
-        if !is_dns1123_subdomain(namespace) || namespace.contains('.') {
+        if !is_dns1123_label(namespace) {
             return Err(format!("{namespace:?} is not a namespace name"));
         }
         if !is_dns1123_subdomain(name) {

@@ -15,9 +15,10 @@ mod provider_file;
 
 use crate::{
     InvalidReason, MemberDefinition,
-    admission::{Admission, is_dns1123_subdomain},
+    admission::Admission,
     argocd,
     karmada::{self, Cluster, ClusterSpec, LocalSecretReference, SyncMode},
+    names::is_dns1123_subdomain,
     secret_store::StoredSecret,
 };
 

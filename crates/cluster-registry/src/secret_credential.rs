@@ -29,10 +29,9 @@ use k8s_openapi::api::core::v1::Secret;
 use member_client::{Credential, CredentialKey, SourceError};
 
 use crate::{
-    KubeconfigSecretsConfig,
-    admission::is_dns1123_subdomain,
-    argocd, karmada,
+    KubeconfigSecretsConfig, argocd, karmada,
     karmada::LocalSecretReference,
+    names::{is_dns1123_label, is_dns1123_subdomain},
     secret_store::{SecretFormat, secret_data},
     stored_credential::StoredCredential,
 };
@@ -87,7 +86,7 @@ pub fn secret_ref(reference: &LocalSecretReference) -> Result<CredentialKey, Sou
         key: key.clone(),
         reason: format!("the {what}"),
     };
-    if !is_dns1123_subdomain(&reference.namespace) || reference.namespace.contains('.') {
+    if !is_dns1123_label(&reference.namespace) {
         return Err(invalid("namespace is not a DNS-1123 label"));
     }
     if !is_dns1123_subdomain(&reference.name) {

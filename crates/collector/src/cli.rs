@@ -289,7 +289,7 @@ pub struct Args {
 
 /// A namespace name (a DNS-1123 label).
 fn namespace_name(raw: &str) -> Result<String, String> {
-    if crate::clusterprofile::is_namespace_name(raw) {
+    if cluster_registry::names::is_dns1123_label(raw) {
         Ok(raw.to_owned())
     } else {
         Err(format!(

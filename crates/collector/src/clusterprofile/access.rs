@@ -2,7 +2,11 @@
 //! hands it on. It holds no credential, only where the credential is.
 
 use base64::Engine as _;
-use cluster_registry::{MemberSpec, karmada::LocalSecretReference};
+use cluster_registry::{
+    MemberSpec,
+    karmada::LocalSecretReference,
+    names::{is_dns1123_label, is_dns1123_subdomain},
+};
 
 /// Where a member's apiserver is, how to verify it, and which control-plane Secret holds its
 /// credential: the `tether` access provider of its profile.
@@ -48,32 +52,12 @@ impl ProfileAccess {
 /// profile members. Handing those on would send `tether-credential` after a Secret that does
 /// not exist, or worse, one that happens to.
 fn secret_in_control_plane(key: &member_client::CredentialKey) -> Option<LocalSecretReference> {
-    (is_namespace_name(&key.namespace) && is_object_name(&key.name)).then(|| LocalSecretReference {
-        namespace: key.namespace.clone(),
-        name: key.name.clone(),
+    (is_dns1123_label(&key.namespace) && is_dns1123_subdomain(&key.name)).then(|| {
+        LocalSecretReference {
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        }
     })
-}
-
-/// Whether `name` can name a namespace: a DNS-1123 label (lower-case alphanumerics and `-`,
-/// starting and ending alphanumeric, at most 63 characters).
-pub(crate) fn is_namespace_name(name: &str) -> bool {
-    name.len() <= 63 && is_dns1123_part(name)
-}
-
-/// Whether `name` can name a Secret: a DNS-1123 subdomain (labels joined by `.`, at most 253
-/// characters).
-fn is_object_name(name: &str) -> bool {
-    name.len() <= 253
-        && name
-            .split('.')
-            .all(|label| label.len() <= 63 && is_dns1123_part(label))
-}
-
-fn is_dns1123_part(part: &str) -> bool {
-    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    part.starts_with(alphanumeric)
-        && part.ends_with(alphanumeric)
-        && part.chars().all(|c| alphanumeric(c) || c == '-')
 }
 
 #[cfg(test)]
@@ -127,16 +111,5 @@ mod tests {
         if let Some(secret) = access.secret_ref {
             assert_eq!((secret.namespace, secret.name), (key.namespace, key.name));
         }
-    }
-
-    #[rstest]
-    #[case("fleet", true)]
-    #[case("a-1", true)]
-    #[case("", false)]
-    #[case("-a", false)]
-    #[case("a.b", false)]
-    #[case("a_b", false)]
-    fn namespace_names_are_dns1123_labels(#[case] name: &str, #[case] want: bool) {
-        assert_eq!(is_namespace_name(name), want);
     }
 }

@@ -22,7 +22,7 @@ mod publisher;
 mod queue;
 mod start;
 
-pub(crate) use access::{ProfileAccess, is_namespace_name};
+pub(crate) use access::ProfileAccess;
 pub(crate) use publisher::ProfilePublisher;
 pub(crate) use start::start;
 

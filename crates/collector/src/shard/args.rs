@@ -93,17 +93,10 @@ fn group_name(raw: &str) -> Result<String, String> {
 /// Whether `identity` makes a valid Lease name `tether-shard-<identity>` (a DNS-1123
 /// subdomain), as a pod name does.
 pub(crate) fn is_lease_identity(identity: &str) -> bool {
-    let name = format!("{}{identity}", super::membership::LEASE_PREFIX);
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
+    cluster_registry::names::is_dns1123_subdomain(&format!(
+        "{}{identity}",
+        super::membership::LEASE_PREFIX
+    ))
 }
 
 #[cfg(test)]
