@@ -108,6 +108,7 @@ fi
 
 start=$SECONDS
 # A snippet marked `ignore` is never compiled and rots unseen, as in the crates' doctests.
+# shellcheck disable=SC2016 # the backticks are a code fence's, not a command substitution
 if grep -rnE '^[[:space:]]*```+[^`]*\bignore\b' "$book_dir/src" >&2; then
   die "ignored Rust snippets are not allowed in the book (use no_run, or text for non-Rust)"
 fi
