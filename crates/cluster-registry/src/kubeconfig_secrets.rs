@@ -110,6 +110,7 @@ impl KubeconfigSecretsConfig {
 mod tests {
     use super::*;
     use crate::kubeconfig::fixtures::{SERVER, kubeconfig};
+    use member_client::MemberEndpoint;
     use secrecy::ExposeSecret as _;
     use serde_json::json;
 
@@ -151,12 +152,21 @@ mod tests {
 
     #[test]
     fn a_cluster_api_secret_is_named_after_its_cluster_and_read_from_value() {
-        let secret = wl1(json!({"value": kubeconfig(&[], &["token: capi-tok"])}));
+        let secret = wl1(json!({"value": kubeconfig(
+            &["tls-server-name: api.wl1.internal", "proxy-url: http://p:3128"],
+            &["token: capi-tok"],
+        )}));
         let def = capi().member_from_secret(&secret);
         assert_eq!(def.name, "wl1");
         let spec = def.spec.unwrap();
         assert_eq!(spec.name, "wl1");
-        assert_eq!(spec.endpoint.url, SERVER);
+        let endpoint = MemberEndpoint {
+            tls_server_name: Some("api.wl1.internal".into()),
+            proxy_url: Some("http://p:3128".into()),
+            ..MemberEndpoint::new(SERVER)
+        };
+        assert_eq!(spec.endpoint, endpoint);
+        assert_eq!(spec.client_config(None).endpoint, endpoint);
         assert_eq!(
             spec.secret_ref,
             CredentialKey::new("fleet", "wl1-kubeconfig")
@@ -206,28 +216,6 @@ mod tests {
         assert!(
             matches!(&err, SourceError::MissingKey { field, .. } if field == "value or value.yaml"),
             "{err:?}"
-        );
-    }
-
-    #[test]
-    fn tls_server_name_and_proxy_reach_the_spec() {
-        let secret = secret(
-            "wl1-kubeconfig",
-            json!({CAPI_CLUSTER_NAME_LABEL: "wl1"}),
-            json!({"value": kubeconfig(
-                &["tls-server-name: api.wl1.internal", "proxy-url: http://p:3128"],
-                &["token: t"],
-            )}),
-        );
-        let spec = capi().member_from_secret(&secret).spec.unwrap();
-        assert_eq!(
-            spec.endpoint.tls_server_name.as_deref(),
-            Some("api.wl1.internal")
-        );
-        assert_eq!(spec.endpoint.proxy_url.as_deref(), Some("http://p:3128"));
-        assert_eq!(
-            spec.client_config(None).endpoint.tls_server_name.as_deref(),
-            Some("api.wl1.internal")
         );
     }
 }

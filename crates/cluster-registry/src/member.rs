@@ -128,6 +128,7 @@ mod tests {
         assert_eq!(config.endpoint.url, "https://h:1");
         assert!(config.endpoint.insecure_skip_tls_verify);
         assert_eq!(config.endpoint.proxy_url.as_deref(), Some("http://p:3128"));
+        assert_eq!(config.endpoint, spec.endpoint);
         assert_eq!(config.secret_ref, CredentialKey::new("ns", "s"));
         assert_eq!(config.ca_bundle.as_deref(), Some(&b"pem"[..]));
     }
