@@ -132,6 +132,18 @@ impl From<ValidationError> for InvalidReason {
     }
 }
 
+impl InvalidReason {
+    /// Why a member has no client: the [`validation`](member_client::validation) rule that
+    /// [`ClientFactory::build`](member_client::ClientFactory::build) found broken, else an
+    /// endpoint kube could not make a client for.
+    pub fn of_build_error(err: member_client::Error) -> Self {
+        match err {
+            member_client::Error::Invalid { source, .. } => source.into(),
+            other => Self::EndpointInvalid(Text::new(&other.to_string()).into()),
+        }
+    }
+}
+
 /// The one mapping from a credential source's failure to a reason: a missing Secret (or token
 /// file) is `SecretNotFound`, an exec plugin's and a client certificate's failures have reasons
 /// of their own, anything else about the Secret is `SecretInvalid`.
@@ -176,6 +188,25 @@ mod tests {
     use super::*;
     use member_client::CredentialKey;
     use rstest::rstest;
+
+    #[test]
+    fn a_client_that_cannot_be_built_is_invalid_by_the_rule_it_broke() {
+        let broke = |source| {
+            let err = member_client::Error::Invalid {
+                member: "m".into(),
+                source,
+            };
+            InvalidReason::of_build_error(err).condition_reason()
+        };
+        assert_eq!(
+            broke(ValidationError::CaBundle("not PEM".into())),
+            "SecretInvalid"
+        );
+        assert_eq!(
+            broke(ValidationError::Forbidden("loopback".into())),
+            "EndpointForbidden"
+        );
+    }
 
     #[rstest]
     #[case(InvalidReason::SecretNotFound, "SecretNotFound")]

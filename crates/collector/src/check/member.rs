@@ -66,11 +66,7 @@ impl Checker {
         let client = match self.factory.build(&config, &CredentialHealth::new()) {
             Ok(client) => client,
             Err(err) => {
-                // As the supervisor classifies a client it cannot build.
-                let reason = match err {
-                    member_client::Error::Invalid { source, .. } => InvalidReason::from(source),
-                    other => InvalidReason::EndpointInvalid(other.to_string()),
-                };
+                let reason = InvalidReason::of_build_error(err);
                 return judged(report, &MemberHealth::Invalid(reason));
             }
         };

@@ -149,10 +149,7 @@ impl Supervisor {
                 self.tasks.insert(name, task);
             }
             Err(err) => {
-                let reason = match err {
-                    member_client::Error::Invalid { source, .. } => InvalidReason::from(source),
-                    other => InvalidReason::EndpointInvalid(other.to_string()),
-                };
+                let reason = InvalidReason::of_build_error(err);
                 // No client, so no way in to publish either.
                 if let Some(profiles) = &self.context.profiles {
                     profiles.define(&spec.name, None);
