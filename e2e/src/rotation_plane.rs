@@ -110,28 +110,23 @@ impl RotationPlane {
         member.grant_reader_to_namespace(ns).await?;
         if minting {
             let client = member.admin_client()?;
-            apply_object(
-                &client,
-                &json!({
-                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                    "metadata": { "name": "mint-own-tokens", "namespace": ns },
-                    "rules": [{ "apiGroups": [""], "resources": ["serviceaccounts/token"],
-                                "verbs": ["create"] }],
-                }),
-            )
-            .await?;
-            apply_object(
-                &client,
-                &json!({
-                    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                    "metadata": { "name": "mint-own-tokens", "namespace": ns },
-                    "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                                 "name": "mint-own-tokens" },
-                    "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                                   "name": format!("system:serviceaccounts:{ns}") }],
-                }),
-            )
-            .await?;
+            let role = json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": { "name": "mint-own-tokens", "namespace": ns },
+                "rules": [{ "apiGroups": [""], "resources": ["serviceaccounts/token"],
+                            "verbs": ["create"] }],
+            });
+            let binding = json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": { "name": "mint-own-tokens", "namespace": ns },
+                "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                             "name": "mint-own-tokens" },
+                "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                               "name": format!("system:serviceaccounts:{ns}") }],
+            });
+            for object in [role, binding] {
+                apply_object(&client, &object).await?;
+            }
         }
         Ok(())
     }

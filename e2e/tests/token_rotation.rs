@@ -25,6 +25,17 @@ async fn start_collector(plane: &RotationPlane, fraction: &str) -> RunningCollec
     plane.start_collector(&flags).await.unwrap()
 }
 
+/// A plane with `minting` members that may mint and member `name` whose ServiceAccount
+/// `ns/account` may not ([`RotationPlane::add_unminting`]), and `name`'s token.
+async fn with_unminting(
+    minting: usize,
+    (name, ns, account): (&str, &str, &str),
+) -> anyhow::Result<(RotationPlane, String)> {
+    let mut plane = RotationPlane::start(1, minting).await?;
+    let token = plane.add_unminting(name, ns, account).await?;
+    Ok((plane, token))
+}
+
 /// Reasons of the Events on member `name`'s Secret.
 async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
     let events = events_about(plane.karmada.client(), Some(SECRET_NAMESPACE), name).await;
@@ -36,10 +47,7 @@ async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_others_rotate()
 -> anyhow::Result<()> {
-    let mut plane = RotationPlane::start(1, 1).await?;
-    let token = plane
-        .add_unminting("refused", "no-minting", "plain")
-        .await?;
+    let (plane, token) = with_unminting(1, ("refused", "no-minting", "plain")).await?;
     let collector = start_collector(&plane, FAST).await;
 
     plane
@@ -138,10 +146,7 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() -> a
 #[tokio::test]
 async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothing()
 -> anyhow::Result<()> {
-    let mut plane = RotationPlane::start(1, 0).await?;
-    let seeded = plane
-        .add_unminting("shipped", "tether-member", "tether")
-        .await?;
+    let (plane, seeded) = with_unminting(0, ("shipped", "tether-member", "tether")).await?;
     let admin = plane.env.cluster(1).admin_client()?;
     for object in parse_documents(MEMBER_RBAC_YAML, "token-rotation.yaml")? {
         apply_object(&admin, &object).await?;
