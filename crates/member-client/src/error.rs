@@ -58,3 +58,17 @@ pub enum Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `err`, then each of its causes in turn. An `io::Error`'s `source` skips the error it wraps,
+/// and connectors and kube's watch bodies wrap errors in one: the wrapped error is the next
+/// cause here.
+pub(crate) fn causes<'e>(
+    err: &'e (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'e (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(err), |&cause| {
+        match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as _),
+            None => cause.source(),
+        }
+    })
+}

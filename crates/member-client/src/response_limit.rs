@@ -145,17 +145,7 @@ impl LimitExceeded {
     /// The limit `err` or one of its causes is, looking inside `io::Error`s too (kube wraps a
     /// watch body's error in one).
     pub fn find_in<'e>(err: &'e (dyn std::error::Error + 'static)) -> Option<&'e Self> {
-        let mut source = Some(err);
-        while let Some(cause) = source {
-            if let Some(limit) = cause.downcast_ref::<Self>() {
-                return Some(limit);
-            }
-            source = match cause.downcast_ref::<std::io::Error>() {
-                Some(io) => io.get_ref().map(|inner| inner as _),
-                None => cause.source(),
-            };
-        }
-        None
+        crate::error::causes(err).find_map(|cause| cause.downcast_ref::<Self>())
     }
 }
 

@@ -100,18 +100,10 @@ pub fn route(policy: &EndpointPolicy, member: &MemberEndpoint) -> Result<Route, 
 /// failed because its host name resolved to a forbidden address is told from an unreachable
 /// member.
 pub fn refusal_in<'e>(err: &'e (dyn std::error::Error + 'static)) -> Option<&'e ValidationError> {
-    let mut source = Some(err);
-    while let Some(cause) = source {
-        if let Some(refusal @ ValidationError::Forbidden(_)) = cause.downcast_ref() {
-            return Some(refusal);
-        }
-        // io::Error's `source` skips the error it wraps; connectors wrap in io::Error.
-        source = match cause.downcast_ref::<std::io::Error>() {
-            Some(io) => io.get_ref().map(|inner| inner as _),
-            None => cause.source(),
-        };
-    }
-    None
+    crate::error::causes(err).find_map(|cause| match cause.downcast_ref() {
+        Some(refusal @ ValidationError::Forbidden(_)) => Some(refusal),
+        _ => None,
+    })
 }
 
 /// `url` as an error message may quote it: sanitized, or not at all if it holds user info.
@@ -225,6 +217,15 @@ mod tests {
     fn user_info_is_refused_and_never_echoed(#[case] url: &str, #[case] proxy: Option<&str>) {
         let err = route(&EndpointPolicy::default(), &at(url, proxy, false)).unwrap_err();
         assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+    }
+
+    #[test]
+    fn a_refusal_is_found_inside_the_io_error_a_connector_wraps_it_in() {
+        let io = std::io::Error::other(ValidationError::Forbidden("loopback".into()));
+        assert!(matches!(
+            refusal_in(&io),
+            Some(ValidationError::Forbidden(_))
+        ));
     }
 
     #[test]
