@@ -290,20 +290,8 @@ pub(crate) fn exec_config(
                 "{field}.apiVersion is not client.authentication.k8s.io/v1 or /v1beta1"
             ))
         })?;
-    let env = exec
-        .env
-        .iter()
-        .flatten()
-        .map(|pair| match (pair.get("name"), pair.get("value")) {
-            (Some(name), Some(value)) => Ok(ExecEnvVar {
-                name: name.clone(),
-                value: value.clone(),
-            }),
-            _ => Err(invalid(format!(
-                "an entry of {field}.env lacks name or value"
-            ))),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let env = env_vars(exec.env.as_ref())
+        .ok_or_else(|| invalid(format!("an entry of {field}.env lacks name or value")))?;
     Ok(ExecConfig {
         command,
         args: exec.args.clone().unwrap_or_default(),
@@ -325,6 +313,18 @@ pub(crate) fn exec_env<'a>(
         ])
     };
     vars.into_iter().map(pair).collect()
+}
+
+/// A kubeconfig's `exec.env` as plugin variables; `None` when an entry lacks its name or
+/// value.
+pub(crate) fn env_vars(env: Option<&Vec<HashMap<String, String>>>) -> Option<Vec<ExecEnvVar>> {
+    let var = |pair: &HashMap<String, String>| {
+        Some(ExecEnvVar {
+            name: pair.get("name")?.clone(),
+            value: pair.get("value")?.clone(),
+        })
+    };
+    env.into_iter().flatten().map(var).collect()
 }
 
 fn exec_extension(extensions: Option<&[NamedExtension]>) -> Option<serde_json::Value> {

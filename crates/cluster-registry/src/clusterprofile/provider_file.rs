@@ -9,7 +9,7 @@
 use std::{collections::BTreeSet, fmt, path::Path, sync::Arc};
 
 use member_client::{
-    exec::{DefinitionRules, ExecEnvVar, PluginDeclaration},
+    exec::{DefinitionRules, PluginDeclaration},
     read_bounded,
 };
 use serde::Deserialize;
@@ -113,15 +113,8 @@ impl Provider {
 /// `provider`'s `execConfig` and `definition*` rules as one declaration.
 fn declaration(provider: &Provider) -> Result<PluginDeclaration, String> {
     let exec = &provider.exec_config;
-    let env = (exec.env.iter().flatten())
-        .map(|pair| match (pair.get("name"), pair.get("value")) {
-            (Some(name), Some(value)) => Ok(ExecEnvVar {
-                name: name.clone(),
-                value: value.clone(),
-            }),
-            _ => Err("an execConfig.env entry lacks name or value".to_owned()),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let env = crate::kubeconfig::env_vars(exec.env.as_ref())
+        .ok_or("an execConfig.env entry lacks name or value")?;
     PluginDeclaration::new(
         exec.command.clone().unwrap_or_default(),
         exec.args.clone().unwrap_or_default(),

@@ -289,3 +289,19 @@ fn debug_of_a_parsed_member_shows_no_token_and_no_env_value() {
     );
     assert!(!printed.contains("tok-s3cr3t"), "{printed}");
 }
+
+#[test]
+fn an_exec_env_entry_needs_its_name_and_its_value() {
+    let pair = |entries: &[(&str, &str)]| {
+        (entries.iter())
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<HashMap<_, _>>()
+    };
+    let env = vec![pair(&[("name", "A"), ("value", "1")])];
+    let vars = env_vars(Some(&env)).unwrap();
+    assert_eq!((vars[0].name.as_str(), vars[0].value.as_str()), ("A", "1"));
+    assert_eq!(env_vars(None).map(|v| v.len()), Some(0));
+    for lacking in [pair(&[("name", "A")]), pair(&[("value", "1")])] {
+        assert!(env_vars(Some(&vec![lacking])).is_none());
+    }
+}
