@@ -100,10 +100,7 @@ impl RunningCollector {
     /// # Errors
     /// Connection errors.
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        match &self.reader {
-            Some(token) => get_as(self.addr, path, Some(token)).await,
-            None => testkit::http_get(self.addr, path).await,
-        }
+        testkit::http_get_as(self.addr, path, self.reader.as_deref()).await
     }
 
     /// `GET path` as JSON, expecting 200.
@@ -170,30 +167,6 @@ impl Drop for RunningCollector {
             task.abort();
         }
     }
-}
-
-/// `GET path` from `addr` over HTTP/1.0 with `Authorization: Bearer <token>` when `token` is
-/// given: the status code and body ([`testkit::http_get`] plus the header).
-///
-/// # Errors
-/// Connection errors, or a response without a status line.
-pub async fn get_as(
-    addr: SocketAddr,
-    path: &str,
-    token: Option<&str>,
-) -> anyhow::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let authorization = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n{authorization}\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await?;
-    let (head, body) = raw.split_once("\r\n\r\n").context("no header end")?;
-    let status = head.split(' ').nth(1).context("no status code")?.parse()?;
-    Ok((status, body.to_owned()))
 }
 
 /// The flags that point a collector at `control_plane` with `token` as its own credential

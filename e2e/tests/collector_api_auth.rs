@@ -6,14 +6,13 @@
 use std::time::Duration;
 
 use e2e::{
-    collector_run::get_as,
     limits::{HOUR, PROBE},
     manifest::{kustomize_build, kustomize_dir},
     manifest_apply::{apply_object, apply_rbac_for_real},
     rbac_grants::api_reader_role,
     scenario::Scenario,
 };
-use testkit::eventually;
+use testkit::{eventually, http_get_as};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
@@ -58,7 +57,7 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() ->
     // seen meanwhile is cached for the gate's TTL, so this can take that long.
     for path in PATHS {
         eventually(&format!("the reader gets {path}"), LIMIT, || async {
-            let (status, body) = get_as(addr, path, Some(&reader)).await.unwrap();
+            let (status, body) = http_get_as(addr, path, Some(&reader)).await.unwrap();
             if status == 200 {
                 Ok(())
             } else {
@@ -67,26 +66,29 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() ->
         })
         .await?;
     }
-    let (_, clusters) = get_as(addr, "/api/v1/clusters", Some(&reader)).await?;
+    let (_, clusters) = http_get_as(addr, "/api/v1/clusters", Some(&reader)).await?;
     assert!(clusters.contains("\"member1\""), "{clusters}");
 
     for path in PATHS {
-        let (status, body) = get_as(addr, path, Some(&stranger)).await?;
+        let (status, body) = http_get_as(addr, path, Some(&stranger)).await?;
         assert_eq!(status, 403, "stranger: {path} {body}");
         assert!(!body.contains("stranger") && !body.contains(&ns), "{body}");
-        let (status, _) = get_as(addr, path, None).await?;
+        let (status, _) = http_get_as(addr, path, None).await?;
         assert_eq!(status, 401, "no token: {path}");
         let forged = format!("{reader}x");
-        let (status, body) = get_as(addr, path, Some(&forged)).await?;
+        let (status, body) = http_get_as(addr, path, Some(&forged)).await?;
         assert_eq!(status, 401, "a forged token: {path}");
         assert!(!body.contains(&forged), "{body}");
     }
 
     // Open, and saying nothing about identities.
     assert_eq!(
-        get_as(addr, "/healthz", None).await?,
+        http_get_as(addr, "/healthz", None).await?,
         (200, "ok".to_owned())
     );
-    assert_eq!(get_as(addr, "/readyz", None).await?, (200, "ok".to_owned()));
+    assert_eq!(
+        http_get_as(addr, "/readyz", None).await?,
+        (200, "ok".to_owned())
+    );
     Ok(())
 }

@@ -19,12 +19,12 @@ use std::{
 };
 
 use e2e::{
-    collector_run::{admin_args, get_as, spawn_healthy, temp_dir},
+    collector_run::{admin_args, spawn_healthy, temp_dir},
     scenario::karmada_environment,
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use testkit::{CollectorProcess, Environment, http_get};
+use testkit::{CollectorProcess, Environment, http_get, http_get_as};
 use tokio::io::AsyncWriteExt as _;
 
 const START: Duration = Duration::from_secs(60);
@@ -208,7 +208,7 @@ async fn random_token_flood(api: SocketAddr) -> (std::collections::BTreeMap<u16,
                 let token = format!("random-{}-{round}-{n}", std::process::id());
                 let answer = tokio::time::timeout(
                     Duration::from_secs(20),
-                    get_as(api, "/metrics", Some(&token)),
+                    http_get_as(api, "/metrics", Some(&token)),
                 )
                 .await;
                 done.fetch_add(1, Ordering::Relaxed);

@@ -120,7 +120,7 @@ pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
 pub use karmada::{Condition, Karmada, PushMember};
-pub use plain_http::http_get;
+pub use plain_http::{http_get, http_get_as};
 pub use ports::free_loopback_addr;
 pub use proc_dir::{proc_dir, proc_file, proc_status_bytes};
 pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};

@@ -17,10 +17,24 @@ use tokio::{
 /// # Errors
 /// Connection errors, a body that is not UTF-8, or a malformed status line.
 pub async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
+    http_get_as(addr, path, None).await
+}
+
+/// [`http_get`] with `Authorization: Bearer <token>` when `token` is given.
+///
+/// # Errors
+/// As [`http_get`].
+pub async fn http_get_as(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> Result<(u16, String)> {
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let mut stream = TcpStream::connect(addr).await?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-        .await?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n{authorization}\r\n");
+    stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response).await?;
     let response = String::from_utf8(response)?;
