@@ -86,12 +86,26 @@ impl Reason {
                 reason.name(),
                 doc.ready.cell(),
                 doc.credentials_valid.cell(),
-                doc.when,
-                doc.remedy
+                markdown_cell(doc.when),
+                markdown_cell(doc.remedy)
             ));
         }
         table
     }
+}
+
+/// `text` for a Markdown table cell: a `<` outside a code span is escaped, so that a
+/// placeholder such as `<member>` reads as text rather than as an unclosed HTML tag.
+fn markdown_cell(text: &str) -> String {
+    let parts: Vec<String> = text
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| match i % 2 {
+            0 => part.replace('<', "&lt;"),
+            _ => part.to_owned(),
+        })
+        .collect();
+    parts.join("`")
 }
 
 /// The registry's reasons are named as the table names them; a test holds every one of

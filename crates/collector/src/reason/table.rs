@@ -212,7 +212,7 @@ reasons! {
     /// A mint could not be done or written.
     RotationFailed {
         ready: AsProbe, credentials_valid: False,
-        when: "[token minting](#token-rotation) could not mint or write the next token (the message quotes the member's or the control plane's refusal); the current token stays in use until its `exp`",
+        when: "[token minting](../features/minting.md) could not mint or write the next token (the message quotes the member's or the control plane's refusal); the current token stays in use until its `exp`",
         remedy: "the message says why: (403) the member's identity may not create serviceaccounts/token for the ServiceAccount it names (apply deploy/member-rbac/token-rotation.yaml on the member); control plane refused: the collector may not update Secrets there; attempts repeat every --mint-retry-seconds",
     }
     /// The definition asks to mint, the operator does not.
