@@ -36,12 +36,17 @@ async fn with_unminting(
     Ok((plane, token))
 }
 
-/// Reasons of the Events on member `name`'s Secret.
-async fn secret_events(plane: &RotationPlane, name: &str) -> Vec<String> {
-    let events = events_about(plane.karmada.client(), Some(SECRET_NAMESPACE), name).await;
-    (events.unwrap().into_iter())
-        .filter_map(|e| e.reason)
-        .collect()
+/// Polls until an Event with `reason` is on member `name`'s Secret.
+async fn wait_secret_event(plane: &RotationPlane, name: &str, reason: &str) -> anyhow::Result<()> {
+    eventually(
+        &format!("a {reason} Event on {name}'s Secret"),
+        START,
+        || async {
+            let events = events_about(plane.karmada.client(), Some(SECRET_NAMESPACE), name).await;
+            (events.unwrap().iter()).any(|e| e.reason.as_deref() == Some(reason))
+        },
+    )
+    .await
 }
 
 #[tokio::test]
@@ -72,13 +77,7 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
     );
     assert_eq!(plane.karmada.secret_token("refused").await?, token);
     assert_eq!(plane.env.cluster(1).token_status(&token).await?, 200);
-    eventually("a RotationFailed Event on the Secret", START, || async {
-        secret_events(&plane, "refused")
-            .await
-            .iter()
-            .any(|r| r == "RotationFailed")
-    })
-    .await?;
+    wait_secret_event(&plane, "refused", "RotationFailed").await?;
     assert!(rotations(&collector, "refused", "failed").await >= 1.0);
 
     // The other member is unaffected: it rotates and stays accepted.
@@ -120,13 +119,7 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() -> a
         0.0,
         "nothing minted"
     );
-    eventually("a TokenExpired Event on the Secret", START, || async {
-        secret_events(&plane, "m00")
-            .await
-            .iter()
-            .any(|r| r == "TokenExpired")
-    })
-    .await?;
+    wait_secret_event(&plane, "m00", "TokenExpired").await?;
 
     // Re-seed: a fresh token written by hand restarts the chain.
     let fresh = member
