@@ -98,17 +98,16 @@ mod tests {
     fn definition(name: &str, endpoint: &str, namespace: &str, insecure: bool) -> MemberDefinition {
         MemberDefinition {
             name: name.into(),
-            spec: Ok(MemberSpec {
-                name: name.into(),
-                endpoint: MemberEndpoint {
+            spec: Ok(MemberSpec::new(
+                name,
+                MemberEndpoint {
                     url: endpoint.into(),
                     insecure_skip_tls_verify: insecure,
                     proxy_url: None,
                     tls_server_name: None,
                 },
-                secret_ref: CredentialKey::new(namespace, name),
-                mint_request: None,
-            }),
+                CredentialKey::new(namespace, name),
+            )),
         }
     }
 

@@ -251,17 +251,16 @@ mod tests {
     ) {
         let def = member_from_cluster(&cluster(spec));
         assert_eq!(def.name, "member1");
-        let want = crate::MemberSpec {
-            name: "member1".into(),
-            endpoint: MemberEndpoint {
+        let want = crate::MemberSpec::new(
+            "member1",
+            MemberEndpoint {
                 url: "https://10.0.0.1:6443".into(),
                 insecure_skip_tls_verify: insecure,
                 proxy_url: proxy.map(str::to_owned),
                 tls_server_name: None,
             },
-            secret_ref: CredentialKey::new("karmada-cluster", "member1"),
-            mint_request: None,
-        };
+            CredentialKey::new("karmada-cluster", "member1"),
+        );
         assert_eq!(def.spec, Ok(want));
     }
 

@@ -9,7 +9,7 @@ mod secrets;
 
 use std::collections::BTreeMap;
 
-use member_client::{CredentialCacheConfig, MemberEndpoint};
+use member_client::CredentialCacheConfig;
 
 use super::*;
 use crate::karmada;
@@ -114,12 +114,7 @@ fn key(name: &str) -> CredentialKey {
 }
 
 fn spec(name: &str, endpoint: &str) -> MemberSpec {
-    MemberSpec {
-        name: name.to_owned(),
-        endpoint: MemberEndpoint::new(endpoint),
-        secret_ref: key(name),
-        mint_request: None,
-    }
+    MemberSpec::new(name, endpoint, key(name))
 }
 
 fn def(name: &str) -> MemberDefinition {
