@@ -98,16 +98,17 @@ mod tests {
     fn definition(name: &str, endpoint: &str, namespace: &str, insecure: bool) -> MemberDefinition {
         MemberDefinition {
             name: name.into(),
-            spec: Ok(MemberSpec::new(
-                name,
-                MemberEndpoint {
+            spec: Ok(MemberSpec {
+                name: name.into(),
+                endpoint: MemberEndpoint {
                     url: endpoint.into(),
                     insecure_skip_tls_verify: insecure,
                     proxy_url: None,
                     tls_server_name: None,
                 },
-                CredentialKey::new(namespace, name),
-            )),
+                secret_ref: CredentialKey::new(namespace, name),
+                mint_request: None,
+            }),
         }
     }
 

@@ -90,11 +90,17 @@ impl fmt::Debug for RegistryEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use member_client::MemberEndpoint;
 
     #[test]
     fn debug_shows_the_size_of_a_ca_bundle_not_its_text() {
         let event = RegistryEvent::Upserted {
-            spec: MemberSpec::new("m1", "https://h", CredentialKey::new("ns", "m1")),
+            spec: MemberSpec {
+                name: "m1".into(),
+                endpoint: MemberEndpoint::new("https://h"),
+                secret_ref: CredentialKey::new("ns", "m1"),
+                mint_request: None,
+            },
             ca_bundle: Some(Bytes::from_static(b"-----BEGIN CERTIFICATE-----")),
         };
         let printed = format!("{event:?}");

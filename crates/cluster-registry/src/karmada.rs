@@ -251,16 +251,17 @@ mod tests {
     ) {
         let def = member_from_cluster(&cluster(spec));
         assert_eq!(def.name, "member1");
-        let want = crate::MemberSpec::new(
-            "member1",
-            MemberEndpoint {
+        let want = crate::MemberSpec {
+            name: "member1".into(),
+            endpoint: MemberEndpoint {
                 url: "https://10.0.0.1:6443".into(),
                 insecure_skip_tls_verify: insecure,
                 proxy_url: proxy.map(str::to_owned),
                 tls_server_name: None,
             },
-            CredentialKey::new("karmada-cluster", "member1"),
-        );
+            secret_ref: CredentialKey::new("karmada-cluster", "member1"),
+            mint_request: None,
+        };
         assert_eq!(def.spec, Ok(want));
     }
 

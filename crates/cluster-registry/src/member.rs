@@ -12,10 +12,14 @@ use crate::{InvalidReason, minting::MintRequest};
 ///
 /// ```
 /// use cluster_registry::MemberSpec;
-/// use member_client::CredentialKey;
+/// use member_client::{CredentialKey, MemberEndpoint};
 ///
-/// let key = CredentialKey::new("karmada-cluster", "member1");
-/// let spec = MemberSpec::new("member1", "https://10.0.0.1:6443", key);
+/// let spec = MemberSpec {
+///     name: "member1".into(),
+///     endpoint: MemberEndpoint::new("https://10.0.0.1:6443"),
+///     secret_ref: CredentialKey::new("karmada-cluster", "member1"),
+///     mint_request: None,
+/// };
 /// let config = spec.client_config(None);
 /// assert_eq!(config.member, "member1");
 /// ```
@@ -33,21 +37,6 @@ pub struct MemberSpec {
 }
 
 impl MemberSpec {
-    /// The member `name` at `endpoint`, its credential stored under `secret_ref`, asking for no
-    /// minting.
-    pub fn new(
-        name: impl Into<String>,
-        endpoint: impl Into<MemberEndpoint>,
-        secret_ref: CredentialKey,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            endpoint: endpoint.into(),
-            secret_ref,
-            mint_request: None,
-        }
-    }
-
     /// The [`MemberClientConfig`] for this member, verifying it with `ca_bundle` (PEM; the
     /// system roots when `None`): the one an [`Upserted`](crate::RegistryEvent::Upserted)
     /// event carries.
@@ -90,12 +79,16 @@ pub(crate) fn checked_spec(
     if let Some(proxy) = &proxy_url {
         validation::proxy_url(proxy)?;
     }
-    let endpoint = MemberEndpoint {
-        insecure_skip_tls_verify,
-        proxy_url,
-        ..MemberEndpoint::new(api_endpoint)
-    };
-    Ok(MemberSpec::new(name, endpoint, secret_ref))
+    Ok(MemberSpec {
+        name,
+        endpoint: MemberEndpoint {
+            insecure_skip_tls_verify,
+            proxy_url,
+            ..MemberEndpoint::new(api_endpoint)
+        },
+        secret_ref,
+        mint_request: None,
+    })
 }
 
 #[cfg(test)]

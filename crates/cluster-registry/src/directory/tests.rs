@@ -72,16 +72,17 @@ fn member_files_become_members(
 ) {
     let dir = Dir::new();
     dir.write("t", "tok").write("ca.crt", ca_pem());
-    let want = crate::MemberSpec::new(
-        "m1",
-        MemberEndpoint {
+    let want = crate::MemberSpec {
+        name: "m1".into(),
+        endpoint: MemberEndpoint {
             url: "https://h:6443".into(),
             insecure_skip_tls_verify: insecure,
             proxy_url: proxy.map(str::to_owned),
             tls_server_name: None,
         },
-        dir.key(),
-    );
+        secret_ref: dir.key(),
+        mint_request: None,
+    };
     assert_eq!(dir.member(yaml).definition.spec, Ok(want));
 }
 

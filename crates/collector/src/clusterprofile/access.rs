@@ -67,16 +67,17 @@ mod tests {
     use rstest::rstest;
 
     fn spec(secret_ref: CredentialKey) -> MemberSpec {
-        MemberSpec::new(
-            "member1",
-            MemberEndpoint {
+        MemberSpec {
+            name: "member1".into(),
+            endpoint: MemberEndpoint {
                 url: "https://10.0.0.1:6443".into(),
                 insecure_skip_tls_verify: true,
                 proxy_url: Some("http://proxy:3128".into()),
                 tls_server_name: Some("api.member1".into()),
             },
             secret_ref,
-        )
+            mint_request: None,
+        }
     }
 
     #[test]

@@ -102,16 +102,17 @@ mod tests {
     use serde_json::json;
 
     fn access(secret_ref: CredentialKey) -> ProfileAccess {
-        let spec = MemberSpec::new(
-            "member1",
-            MemberEndpoint {
+        let spec = MemberSpec {
+            name: "member1".into(),
+            endpoint: MemberEndpoint {
                 url: "https://10.0.0.1:6443".into(),
                 insecure_skip_tls_verify: false,
                 proxy_url: None,
                 tls_server_name: Some("api.member1".into()),
             },
             secret_ref,
-        );
+            mint_request: None,
+        };
         ProfileAccess::of(&spec, Some(b"-----BEGIN CERTIFICATE-----\n"))
     }
 

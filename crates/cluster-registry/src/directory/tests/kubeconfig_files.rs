@@ -28,16 +28,17 @@ fn a_kubeconfig_file_defines_the_member_and_holds_its_credential() {
         ),
     );
     let member = dir.member(MEMBER);
-    let want = crate::MemberSpec::new(
-        "m1",
-        MemberEndpoint {
+    let want = crate::MemberSpec {
+        name: "m1".into(),
+        endpoint: MemberEndpoint {
             url: SERVER.into(),
             insecure_skip_tls_verify: false,
             proxy_url: Some("http://p:3128".into()),
             tls_server_name: Some("api.internal".into()),
         },
-        dir.key(),
-    );
+        secret_ref: dir.key(),
+        mint_request: None,
+    };
     assert_eq!(member.definition.spec, Ok(want));
     let cred = member.stored().unwrap().static_credential();
     assert_eq!(cred.token().unwrap().expose_secret(), "kube-tok");

@@ -9,7 +9,7 @@ mod secrets;
 
 use std::collections::BTreeMap;
 
-use member_client::CredentialCacheConfig;
+use member_client::{CredentialCacheConfig, MemberEndpoint};
 
 use super::*;
 use crate::karmada;
@@ -114,7 +114,12 @@ fn key(name: &str) -> CredentialKey {
 }
 
 fn spec(name: &str, endpoint: &str) -> MemberSpec {
-    MemberSpec::new(name, endpoint, key(name))
+    MemberSpec {
+        name: name.to_owned(),
+        endpoint: MemberEndpoint::new(endpoint),
+        secret_ref: key(name),
+        mint_request: None,
+    }
 }
 
 fn def(name: &str) -> MemberDefinition {
