@@ -70,8 +70,8 @@ mod watch_backoff;
 
 pub use bounded_read::read_bounded;
 pub use client_factory::{ClientFactory, MemberClientConfig};
-pub use client_limits::{ClientLimits, DEFAULT_REQUEST_TIMEOUT};
 pub use client_identity::{ClientIdentity, IdentityError};
+pub use client_limits::{ClientLimits, DEFAULT_REQUEST_TIMEOUT};
 pub use credential::{Credential, CredentialKind};
 pub use credential_cache::{CredentialCache, CredentialCacheConfig, CredentialCacheStats};
 pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
