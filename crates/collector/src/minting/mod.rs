@@ -44,9 +44,9 @@ use kube::Client;
 use member_client::EndpointPolicy;
 use tokio::sync::watch;
 
-pub use args::MintArgs;
 #[cfg(test)]
 pub(crate) use args::FORMER_VARIABLES;
+pub use args::MintArgs;
 pub(crate) use chain::TokenChain;
 pub(crate) use policy::{Permit, permit};
 pub(crate) use start::minter;
