@@ -173,9 +173,10 @@ pub struct Args {
 
     /// The share of a member credential's remaining lifetime (JWT `exp`, an exec plugin's
     /// `expirationTimestamp`, a certificate's `notAfter`), counted from when it was fetched,
-    /// after which Tether fetches it again: a Secret is read again, a plugin runs again. At
-    /// 0.8 a 24 h EKS token is read again after 19.2 h; no request has to meet a 401 first.
-    /// Not when Tether mints a new token (`--mint-at-fraction`).
+    /// after which Tether fetches it again: a Secret is read again, a plugin runs again. Every
+    /// credential is fetched again within 5 minutes anyway, so this decides for short-lived
+    /// ones: at 0.8 a token with 4 minutes left is fetched again after 3.2 minutes, before any
+    /// request meets a 401. Not when Tether mints a new token (`--mint-at-fraction`).
     #[arg(long, default_value_t = 0.8, value_parser = refresh_fraction)]
     pub credential_refresh_fraction: f64,
 
