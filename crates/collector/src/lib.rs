@@ -34,7 +34,7 @@
 //!
 //! | noun | type | what it is |
 //! | --- | --- | --- |
-//! | credential state | `member_client::CredentialState` | what the member last said of the credential: unknown, valid, rejected (401 after a refresh), unavailable (no credential could be read) |
+//! | credential state | `member_client::CredentialState` | what the member last said of the credential: unknown, valid, unauthorized (401 after a refresh), unavailable (no credential could be read) |
 //! | member state | `cluster_registry::MemberState` | what the registry thinks of a member's definition: pending (its Secrets not listed yet), ready (a usable definition and credential), or invalid with its invalid reason |
 //! | invalid reason | `cluster_registry::InvalidReason` | why a definition or its credential cannot be used; its name is the member's reason |
 //! | failure kind | `member_client::FailureKind` | what one failed request to a member means: unauthorized (401), forbidden (403), not found, unreachable, a broken limit, a credential that could not be read; 401 and 403 are never folded together |
