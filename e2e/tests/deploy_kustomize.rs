@@ -61,7 +61,7 @@ const SHARDED: Writes = Writes {
     ..Writes::status(true)
 };
 
-/// Every install the README documents, with what its collector writes.
+/// Every install the kustomize page of the book documents, with what its collector writes.
 const INSTALLS: [(&str, Writes); 5] = [
     ("base", Writes::status(true)),
     ("overlays/beside-karmada", Writes::status(false)),
