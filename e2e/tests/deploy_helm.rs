@@ -188,37 +188,25 @@ struct Case {
     grants: &'static [&'static str],
 }
 
+impl Case {
+    /// A Karmada case: Clusters are cluster-scoped, and what the collector writes decides the
+    /// grants.
+    const fn karmada(file: &'static str) -> Self {
+        Case {
+            file,
+            members_from: MembersFrom::Karmada,
+            namespaces: &[],
+            grants: &[],
+        }
+    }
+}
+
 const CASES: &[Case] = &[
-    Case {
-        file: "beside-karmada-values.yaml",
-        members_from: MembersFrom::Karmada,
-        namespaces: &[],
-        grants: &[],
-    },
-    Case {
-        file: "publish-clusterprofiles-values.yaml",
-        members_from: MembersFrom::Karmada,
-        namespaces: &[],
-        grants: &[],
-    },
-    Case {
-        file: "token-rotation-values.yaml",
-        members_from: MembersFrom::Karmada,
-        namespaces: &[],
-        grants: &[],
-    },
-    Case {
-        file: "token-rotation-members-values.yaml",
-        members_from: MembersFrom::Karmada,
-        namespaces: &[],
-        grants: &[],
-    },
-    Case {
-        file: "sharded-values.yaml",
-        members_from: MembersFrom::Karmada,
-        namespaces: &[],
-        grants: &[],
-    },
+    Case::karmada("beside-karmada-values.yaml"),
+    Case::karmada("publish-clusterprofiles-values.yaml"),
+    Case::karmada("token-rotation-values.yaml"),
+    Case::karmada("token-rotation-members-values.yaml"),
+    Case::karmada("sharded-values.yaml"),
     Case {
         file: "argocd-values.yaml",
         members_from: MembersFrom::Argocd,
