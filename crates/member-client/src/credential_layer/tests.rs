@@ -1,14 +1,14 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use super::*;
-use crate::test_util::TestMember;
+use crate::test_util::{FakeSource, LoopbackServer, Reply, TestMember, TestPki};
 
 fn identity(cn: &str) -> ClientIdentity {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(vec!["client".to_owned()]).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    let cert = params.self_signed(&key).unwrap();
-    ClientIdentity::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap()
+    TestPki::new().identity(cn)
+}
+
+fn subject(request: &Request<Body>) -> Option<&str> {
+    Some(request.extensions().get::<ClientIdentity>()?.subject())
 }
 
 /// A replay after a 401 starts as a copy of the rejected request: what the fresh
@@ -20,31 +20,17 @@ fn a_replay_carries_only_the_fresh_credential() {
         .with_identity(identity("old"));
     let request = authorize(Request::new(Body::empty()), &old);
     assert_eq!(request.headers()[AUTHORIZATION], "Bearer old-token");
-    assert_eq!(
-        request
-            .extensions()
-            .get::<ClientIdentity>()
-            .unwrap()
-            .subject(),
-        "old"
-    );
+    assert_eq!(subject(&request), Some("old"));
 
     let certificate_only = Credential::from_identity(identity("new"));
     let replay = authorize(replayable(&request).unwrap(), &certificate_only);
     assert!(replay.headers().get(AUTHORIZATION).is_none());
-    assert_eq!(
-        replay
-            .extensions()
-            .get::<ClientIdentity>()
-            .unwrap()
-            .subject(),
-        "new"
-    );
+    assert_eq!(subject(&replay), Some("new"));
 
     let token_only = Credential::from_token_bytes(b"new-token").unwrap();
     let replay = authorize(replayable(&request).unwrap(), &token_only);
     assert_eq!(replay.headers()[AUTHORIZATION], "Bearer new-token");
-    assert!(replay.extensions().get::<ClientIdentity>().is_none());
+    assert_eq!(subject(&replay), None);
 }
 
 /// Every part of the request the member sees; kube builds no streaming bodies for its
@@ -77,44 +63,24 @@ async fn a_copy_keeps_every_part() {
 /// A member at a loopback server that answers every request with `answer(n)`, `n` counting
 /// its requests from 0, and the count.
 async fn member_answering(
-    answer: impl Fn(
-        usize,
-    ) -> Response<
-        http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
-    > + Send
-    + Sync
-    + 'static,
-) -> (
-    crate::test_util::LoopbackServer,
-    TestMember,
-    Arc<std::sync::atomic::AtomicUsize>,
-) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    answer: impl Fn(usize) -> Reply + Send + Sync + 'static,
+) -> (LoopbackServer, TestMember, Arc<AtomicUsize>) {
     let count = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&count);
-    let answer = Arc::new(answer);
-    let server = crate::test_util::LoopbackServer::start(
-        std::net::Ipv4Addr::LOCALHOST,
-        None,
-        move |_, _| {
-            let reply = answer(seen.fetch_add(1, Ordering::SeqCst));
-            async move { reply }
-        },
-    )
+    let server = LoopbackServer::start(std::net::Ipv4Addr::LOCALHOST, None, move |_, _| {
+        std::future::ready(answer(seen.fetch_add(1, Ordering::SeqCst)))
+    })
     .await
     .unwrap();
-    let source = Arc::new(crate::test_util::FakeSource::token("t0ken"));
-    let mut config = crate::MemberClientConfig::new(
-        "member1",
-        server.url(),
-        CredentialKey::new("karmada-cluster", "member1"),
-    );
-    config.limits.request_timeout = std::time::Duration::from_secs(2);
+    let source = Arc::new(FakeSource::token("t0ken"));
+    let secret = CredentialKey::new("karmada-cluster", "member1");
+    let mut config = crate::MemberClientConfig::new("member1", server.url(), secret);
+    config.limits.request_timeout = Duration::from_secs(2);
     let member = TestMember::build(&source, config, crate::CredentialCacheConfig::default());
     (server, member, count)
 }
 
-fn reply(status: StatusCode, retry_after: Option<&str>) -> crate::test_util::Reply {
+fn reply(status: StatusCode, retry_after: Option<&str>) -> Reply {
     use http_body_util::BodyExt as _;
     let mut response = Response::builder().status(status);
     if let Some(seconds) = retry_after {
@@ -145,7 +111,7 @@ async fn a_busy_members_answer_is_retried_as_kube_retries_it(#[case] busy: Statu
     })
     .await;
     assert_eq!(member.get("/api/v1/namespaces").await.unwrap(), "{}");
-    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(count.load(Ordering::SeqCst), 3);
     assert_eq!(member.health.current(), CredentialState::Valid);
 }
 
@@ -155,15 +121,12 @@ async fn a_busy_members_answer_is_retried_as_kube_retries_it(#[case] busy: Statu
 async fn a_retry_later_than_the_request_timeout_returns_the_members_answer() {
     let (_server, member, count) =
         member_answering(|_| reply(StatusCode::SERVICE_UNAVAILABLE, Some("3600"))).await;
-    let answer = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        member.get("/api/v1/namespaces"),
-    )
-    .await
-    .expect("the request waited for the member's Retry-After");
+    let answer = tokio::time::timeout(Duration::from_secs(60), member.get("/api/v1/namespaces"))
+        .await
+        .expect("the request waited for the member's Retry-After");
     match answer {
         Err(kube::Error::Api(status)) => assert_eq!(status.code, 503),
         other => panic!("not the member's 503: {other:?}"),
     }
-    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(count.load(Ordering::SeqCst), 1);
 }
