@@ -123,20 +123,33 @@ mod tests {
     use futures::{StreamExt as _, channel::mpsc, poll};
     use kube::runtime::watcher::{DefaultBackoff, Event};
 
-    fn list_failed() -> watcher::Error {
-        watcher::Error::NoResourceVersion
+    type Events = mpsc::UnboundedReceiver<watcher::Result<Event<u8>>>;
+
+    /// A watcher stream under `backoff`, and where the test sends it `n` failed lists, each
+    /// followed by the `Init` of the watcher's next attempt.
+    fn failing<B: Backoff>(
+        backoff: B,
+        n: usize,
+    ) -> (
+        mpsc::UnboundedSender<watcher::Result<Event<u8>>>,
+        ProgressBackoff<Events, B>,
+    ) {
+        let (tx, rx) = mpsc::unbounded();
+        for _ in 0..n {
+            tx.unbounded_send(Err(watcher::Error::NoResourceVersion))
+                .unwrap();
+            tx.unbounded_send(Ok(Event::Init)).unwrap();
+        }
+        (tx, rx.backoff_until_progress(backoff))
     }
 
     /// The sequence kube-runtime 5 produces while a credential is dead: Err, Init, Err, Init, …
     #[tokio::test(start_paused = true)]
     async fn init_after_a_failed_list_does_not_reset_the_backoff() {
-        let (tx, rx) = mpsc::unbounded::<watcher::Result<Event<u8>>>();
-        let mut stream = rx.backoff_until_progress(DefaultBackoff::default());
+        let (_tx, mut stream) = failing(DefaultBackoff::default(), 5);
         let mut delays = Vec::new();
         for _ in 0..5 {
-            tx.unbounded_send(Err(list_failed())).unwrap();
             assert!(stream.next().await.unwrap().is_err());
-            tx.unbounded_send(Ok(Event::Init)).unwrap();
             let started = tokio::time::Instant::now();
             assert!(matches!(stream.next().await, Some(Ok(Event::Init))));
             delays.push(started.elapsed());
@@ -148,17 +161,15 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn progress_resets_the_backoff() {
-        let (tx, rx) = mpsc::unbounded::<watcher::Result<Event<u8>>>();
-        let mut stream = rx.backoff_until_progress(DefaultBackoff::default());
+        let (tx, mut stream) = failing(DefaultBackoff::default(), 4);
         for _ in 0..4 {
-            tx.unbounded_send(Err(list_failed())).unwrap();
             stream.next().await.unwrap().unwrap_err();
-            tx.unbounded_send(Ok(Event::Init)).unwrap();
             stream.next().await.unwrap().unwrap();
         }
         tx.unbounded_send(Ok(Event::InitDone)).unwrap();
         stream.next().await.unwrap().unwrap();
-        tx.unbounded_send(Err(list_failed())).unwrap();
+        tx.unbounded_send(Err(watcher::Error::NoResourceVersion))
+            .unwrap();
         stream.next().await.unwrap().unwrap_err();
         tx.unbounded_send(Ok(Event::Init)).unwrap();
         let started = tokio::time::Instant::now();
@@ -171,10 +182,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_error_pauses_the_next_poll() {
-        let (tx, rx) = mpsc::unbounded::<watcher::Result<Event<u8>>>();
-        let mut stream = Box::pin(rx.backoff_until_progress(DefaultBackoff::default()));
-        tx.unbounded_send(Err(list_failed())).unwrap();
-        tx.unbounded_send(Ok(Event::Init)).unwrap();
+        let (_tx, mut stream) = failing(DefaultBackoff::default(), 1);
         assert!(stream.next().await.unwrap().is_err());
         assert!(
             poll!(stream.next()).is_pending(),
@@ -182,26 +190,10 @@ mod tests {
         );
     }
 
-    /// A policy that never retries.
-    struct NoRetries;
-
-    impl Iterator for NoRetries {
-        type Item = Duration;
-        fn next(&mut self) -> Option<Duration> {
-            None
-        }
-    }
-
-    impl Backoff for NoRetries {
-        fn reset(&mut self) {}
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_policy_that_gives_up_ends_the_stream_after_the_error() {
-        let (tx, rx) = mpsc::unbounded::<watcher::Result<Event<u8>>>();
-        let mut stream = rx.backoff_until_progress(NoRetries);
-        tx.unbounded_send(Err(list_failed())).unwrap();
-        tx.unbounded_send(Ok(Event::Init)).unwrap();
+        let no_retries = backon::ExponentialBuilder::default().with_max_times(0);
+        let (_tx, mut stream) = failing(watcher::ExponentialBackoff::from(no_retries), 1);
         assert!(stream.next().await.unwrap().is_err());
         assert!(stream.next().await.is_none(), "gave up");
     }
