@@ -71,26 +71,29 @@ impl MtlsServer {
 
     /// Waits (up to 5 s) until `n` requests to `/hold` have arrived.
     pub(crate) async fn wait_holding(&self, n: usize) {
-        for _ in 0..500 {
-            if self.state.holding.load(Ordering::SeqCst) >= n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{n} requests to /hold never arrived");
+        let arrived = || self.state.holding.load(Ordering::SeqCst) >= n;
+        assert!(
+            within_5s(arrived).await,
+            "{n} requests to /hold never arrived"
+        );
     }
 
     /// Waits (up to 5 s) until at most `max` connections are open; the number open then.
     pub(crate) async fn wait_open_at_most(&self, max: usize) -> usize {
-        for _ in 0..500 {
-            let open = self.server.connections_open();
-            if open <= max {
-                return open;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        within_5s(|| self.server.connections_open() <= max).await;
         self.server.connections_open()
     }
+}
+
+/// Whether `check` holds within 5 s, polled every 10 ms.
+async fn within_5s(check: impl Fn() -> bool) -> bool {
+    for _ in 0..500 {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    check()
 }
 
 async fn respond(state: &State, peer: &Peer, request: Request<Incoming>) -> Reply {
