@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use scale_bench::baselines::{
     fleet_file::FleetFile,
     rust_anchor::{self, RustSystem},
@@ -15,18 +15,10 @@ use scale_bench::baselines::{
 struct Args {
     /// Which client.
     #[arg(long, value_enum)]
-    system: SystemArg,
+    system: RustSystem,
     /// The fleet file the bench wrote.
     #[arg(long)]
     fleet: PathBuf,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum SystemArg {
-    /// Tether's member client over its registry.
-    Tether,
-    /// kube-rs with the token read once into its config.
-    BakeIn,
 }
 
 #[tokio::main]
@@ -37,12 +29,8 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let fleet = FleetFile::read(&args.fleet)?;
-    let system = match args.system {
-        SystemArg::Tether => RustSystem::Tether,
-        SystemArg::BakeIn => RustSystem::BakedIn,
-    };
     tokio::select! {
-        result = rust_anchor::run(system, fleet) => result,
+        result = rust_anchor::run(args.system, fleet) => result,
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
 }

@@ -61,54 +61,36 @@ pub struct Section {
 
 /// Renders sections as one Markdown table; section titles are bold rows.
 pub fn render(sections: &[Section]) -> String {
-    let header = Row {
+    let cells =
+        |r: &Row| [&r.what, &r.tether, &r.anchor, &r.ratio, &r.goal, &r.met].map(String::clone);
+    let mut lines = vec![cells(&Row {
         what: "measure".into(),
         tether: "Tether".into(),
         anchor: "anchor (another system)".into(),
         ratio: "ratio anchor/Tether".into(),
         goal: "goal".into(),
         met: "met".into(),
-    };
-    let cells = |r: &Row| {
-        [
-            r.what.clone(),
-            r.tether.clone(),
-            r.anchor.clone(),
-            r.ratio.clone(),
-            r.goal.clone(),
-            r.met.clone(),
-        ]
-    };
-    let title_cells = |s: &Section| {
-        let mut cells = [const { String::new() }; 6];
-        cells[0] = format!("**{}**", s.title);
-        cells
-    };
-    let mut widths = cells(&header).map(|c| c.chars().count());
+    })];
     for section in sections {
-        widths[0] = widths[0].max(title_cells(section)[0].chars().count());
+        lines.push(cells(&Row::plain(format!("**{}**", section.title), "")));
+        lines.extend(section.rows.iter().map(cells));
     }
-    for row in sections.iter().flat_map(|s| &s.rows) {
-        for (w, c) in widths.iter_mut().zip(cells(row)) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |out: &mut String, cols: [String; 6]| {
+    let widths: [usize; 6] = std::array::from_fn(|i| {
+        lines
+            .iter()
+            .map(|l| l[i].chars().count())
+            .max()
+            .unwrap_or(0)
+    });
+    lines.insert(1, widths.map(|w| "-".repeat(w)));
+    let mut out = String::new();
+    for line in lines {
         out.push('|');
-        for (c, w) in cols.iter().zip(widths) {
+        for (c, w) in line.iter().zip(widths) {
             let pad = w.saturating_sub(c.chars().count());
             let _ = write!(out, " {c}{} |", " ".repeat(pad));
         }
         out.push('\n');
-    };
-    let mut out = String::new();
-    line(&mut out, cells(&header));
-    line(&mut out, widths.map(|w| "-".repeat(w)));
-    for section in sections {
-        line(&mut out, title_cells(section));
-        for row in &section.rows {
-            line(&mut out, cells(row));
-        }
     }
     out.push('\n');
     for section in sections.iter().filter(|s| !s.note.is_empty()) {

@@ -1,7 +1,7 @@
 //! The members a baseline process runs, as the bench hands them over: a JSON file read by the
 //! Go anchors (`anchors/client-go-anchor`, whose `fleetFile` is this struct) and `rust-anchor`.
 //! It holds the control plane's admin token, so it is written owner-only into the run's own
-//! temporary directory, and nothing here prints it.
+//! temporary directory, and it is not `Debug`.
 
 use std::path::Path;
 
@@ -56,33 +56,7 @@ pub struct FleetFile {
     pub members: Vec<FleetMember>,
 }
 
-impl std::fmt::Debug for FleetFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FleetFile")
-            .field("control_plane", &self.control_plane.server)
-            .field("namespace", &self.namespace)
-            .field("members", &self.members.len())
-            .finish_non_exhaustive()
-    }
-}
-
 impl FleetFile {
-    /// Writes it to `path`, readable by its owner only.
-    ///
-    /// # Errors
-    /// I/O errors.
-    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
-        use std::{io::Write as _, os::unix::fs::OpenOptionsExt as _};
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .with_context(|| format!("creating {}", path.display()))?;
-        file.write_all(&serde_json::to_vec(self)?)
-            .with_context(|| format!("writing {}", path.display()))
-    }
-
     /// Reads it from `path`.
     ///
     /// # Errors

@@ -136,9 +136,12 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
         .tempdir()?
         .keep();
     let control_plane = fleet.env.control_plane();
-    let fleet_path = dir.join("fleet.json");
-    let _remove = RemoveOnDrop(fleet_path.clone());
-    FleetFile {
+    // Owner-only, as a `NamedTempFile` is made; removed when dropped.
+    let fleet_file = tempfile::Builder::new()
+        .prefix("fleet")
+        .suffix(".json")
+        .tempfile_in(&dir)?;
+    let contents = FleetFile {
         control_plane: Endpoint {
             server: control_plane.endpoint().to_owned(),
             ca_pem: control_plane.ca_pem().to_owned(),
@@ -156,8 +159,8 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
                 ca_pem: server.ca_pem.clone(),
             })
             .collect(),
-    }
-    .write(&fleet_path)?;
+    };
+    serde_json::to_writer(fleet_file.as_file(), &contents)?;
     let names: Vec<&str> = subset.iter().map(|m| m.name.as_str()).collect();
     let mut processes = System::ALL
         .iter()
@@ -165,7 +168,7 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
             BaselineProcess::spawn(
                 *system,
                 &options.programs,
-                &fleet_path,
+                fleet_file.path(),
                 names.iter().copied(),
                 &dir,
             )
@@ -336,13 +339,4 @@ fn total(records: &BTreeMap<String, MemberRecord>, count: impl Fn(&MemberRecord)
 
 fn logs_at(dir: &std::path::Path) -> String {
     format!("the baselines' stderr is in {}", dir.display())
-}
-
-/// Removes a file when dropped.
-struct RemoveOnDrop(std::path::PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -4,29 +4,37 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Mutex, PoisonError},
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, SystemTime},
 };
 
 use serde::{Deserialize, Serialize};
 
-/// One line of a baseline's output.
+/// One line of a baseline's output: what happened to which member.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The member.
+    pub member: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What a baseline saw happen to a member.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     tag = "event",
     rename_all = "camelCase",
     rename_all_fields = "camelCase"
 )]
-pub enum Observation {
+pub enum Event {
     /// The member's clients are built and every informer has synced once.
-    Synced {
-        /// The member.
-        member: String,
-    },
+    Synced,
     /// A `SelfSubjectReview` answered with a user other than the previous answer's.
     User {
-        /// The member.
-        member: String,
         /// The user it named.
         user: String,
         /// When the review was sent, Unix ms.
@@ -34,44 +42,21 @@ pub enum Observation {
     },
     /// A response (request, list or watch) was 401.
     Unauthorized {
-        /// The member.
-        member: String,
         /// When, Unix ms.
         at_ms: u64,
     },
     /// A watched collection was listed.
     List {
-        /// The member.
-        member: String,
         /// `deployments` or `nodes`.
         resource: String,
     },
     /// The member's Secret was read (Tether: a token-cache fetch from its in-memory store).
-    SecretRead {
-        /// The member.
-        member: String,
-    },
+    SecretRead,
     /// The informer's copy of the canary Deployment has this many ready replicas.
     Canary {
-        /// The member.
-        member: String,
         /// Its ready replicas.
         ready: i32,
     },
-}
-
-impl Observation {
-    /// The member it is about.
-    pub fn member(&self) -> &str {
-        match self {
-            Self::Synced { member }
-            | Self::User { member, .. }
-            | Self::Unauthorized { member, .. }
-            | Self::List { member, .. }
-            | Self::SecretRead { member }
-            | Self::Canary { member, .. } => member,
-        }
-    }
 }
 
 /// Unix milliseconds of `at`.
@@ -109,7 +94,7 @@ pub struct MemberRecord {
 pub struct Ledger {
     members: Mutex<BTreeMap<String, MemberRecord>>,
     /// Lines that were not observations (or named a member the bench did not give).
-    pub malformed: std::sync::atomic::AtomicU64,
+    pub malformed: AtomicU64,
 }
 
 impl Ledger {
@@ -122,7 +107,7 @@ impl Ledger {
                     .map(|m| (m.to_owned(), MemberRecord::default()))
                     .collect(),
             ),
-            malformed: std::sync::atomic::AtomicU64::new(0),
+            malformed: AtomicU64::new(0),
         }
     }
 
@@ -131,8 +116,7 @@ impl Ledger {
         match serde_json::from_str::<Observation>(line) {
             Ok(observation) if self.apply(&observation) => {}
             _ => {
-                self.malformed
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -140,24 +124,24 @@ impl Ledger {
     /// Applies `observation`; false if it names a member the ledger does not hold.
     pub fn apply(&self, observation: &Observation) -> bool {
         let mut members = self.members.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(record) = members.get_mut(observation.member()) else {
+        let Some(record) = members.get_mut(&observation.member) else {
             return false;
         };
-        match observation {
-            Observation::Synced { .. } => record.synced = true,
-            Observation::User { user, sent_ms, .. } => {
+        match &observation.event {
+            Event::Synced => record.synced = true,
+            Event::User { user, sent_ms } => {
                 record
                     .users
                     .entry(user.clone())
                     .or_insert_with(|| from_unix_ms(*sent_ms));
             }
-            Observation::Unauthorized { at_ms, .. } => {
+            Event::Unauthorized { at_ms } => {
                 record.unauthorized += 1;
                 record.last_unauthorized = Some(from_unix_ms(*at_ms));
             }
-            Observation::List { .. } => record.lists += 1,
-            Observation::SecretRead { .. } => record.secret_reads += 1,
-            Observation::Canary { ready, .. } => record.canary = Some(*ready),
+            Event::List { .. } => record.lists += 1,
+            Event::SecretRead => record.secret_reads += 1,
+            Event::Canary { ready } => record.canary = Some(*ready),
         }
         true
     }
@@ -199,10 +183,7 @@ mod tests {
         assert_eq!(record.last_unauthorized, Some(from_unix_ms(2000)));
         assert_eq!((record.lists, record.secret_reads), (1, 1));
         assert_eq!(record.canary, Some(3));
-        assert_eq!(
-            ledger.malformed.load(std::sync::atomic::Ordering::Relaxed),
-            0
-        );
+        assert_eq!(ledger.malformed.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -211,24 +192,23 @@ mod tests {
         ledger.apply_line("not json");
         ledger.apply_line(r#"{"member":"member9","event":"synced"}"#);
         ledger.apply_line(r#"{"member":"member1","event":"reboot"}"#);
-        assert_eq!(
-            ledger.malformed.load(std::sync::atomic::Ordering::Relaxed),
-            3
-        );
+        assert_eq!(ledger.malformed.load(Ordering::Relaxed), 3);
         assert!(!ledger.snapshot()["member1"].synced);
     }
 
     #[test]
     fn writes_what_it_reads() {
-        let observation = Observation::User {
+        let observation = Observation {
             member: "m".to_owned(),
-            user: "u".to_owned(),
-            sent_ms: 5,
+            event: Event::User {
+                user: "u".to_owned(),
+                sent_ms: 5,
+            },
         };
         let line = serde_json::to_string(&observation).unwrap();
         assert_eq!(
             line,
-            r#"{"event":"user","member":"m","user":"u","sentMs":5}"#
+            r#"{"member":"m","event":"user","user":"u","sentMs":5}"#
         );
         assert_eq!(
             serde_json::from_str::<Observation>(&line).unwrap(),

@@ -30,21 +30,23 @@ use member_client::{ClientFactory, CredentialHealth, EndpointPolicy, FailureKind
 
 use super::{
     fleet_file::{FleetFile, FleetMember},
-    observation::{Observation, unix_ms},
+    observation::{Event, Observation, unix_ms},
 };
 
-/// Which Rust client `rust-anchor` runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which Rust client `rust-anchor` runs (its `--system`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RustSystem {
-    /// `member_client::ClientFactory` over the registry's token cache.
+    /// Tether's member client over its registry.
     Tether,
-    /// The token read once into `kube::Config`.
+    /// kube-rs with the token read once into its config.
+    #[value(name = "bake-in")]
     BakedIn,
 }
 
-/// Prints observations, one line each; stdout is shared by every member's tasks.
-fn emit(observation: &Observation) {
-    if let Ok(line) = serde_json::to_string(observation) {
+/// Prints an observation of `member`, one line; stdout is shared by every member's tasks.
+fn emit(member: &str, event: Event) {
+    let member = member.to_owned();
+    if let Ok(line) = serde_json::to_string(&Observation { member, event }) {
         let mut out = std::io::stdout().lock();
         // A closed stdout means the bench is gone; nothing is left to report to.
         let _ = writeln!(out, "{line}").and_then(|()| out.flush());
@@ -130,9 +132,7 @@ async fn report_fetches(tokens: member_client::CredentialCache, member: String) 
         ticker.tick().await;
         let now = tokens.stats().fetches;
         for _ in seen..now {
-            emit(&Observation::SecretRead {
-                member: member.clone(),
-            });
+            emit(&member, Event::SecretRead);
         }
         seen = now;
     }
@@ -142,9 +142,7 @@ async fn report_fetches(tokens: member_client::CredentialCache, member: String) 
 /// which the control plane's objects appear); the bench stops the process if it never can.
 async fn read_token_until_read(secrets: &Api<Secret>, name: &str) -> String {
     loop {
-        emit(&Observation::SecretRead {
-            member: name.to_owned(),
-        });
+        emit(name, Event::SecretRead);
         match read_token(secrets, name).await {
             Ok(token) => return token,
             Err(err) => {
@@ -201,10 +199,7 @@ async fn probe(
                 .unwrap_or(0);
             if last_ready != Some(ready) {
                 last_ready = Some(ready);
-                emit(&Observation::Canary {
-                    member: member.clone(),
-                    ready,
-                });
+                emit(&member, Event::Canary { ready });
             }
         }
     };
@@ -251,11 +246,14 @@ async fn probe(
                     .and_then(|u| u.username)
                     .unwrap_or_default();
                 if last_user.as_deref() != Some(user.as_str()) {
-                    emit(&Observation::User {
-                        member: member.clone(),
-                        user: user.clone(),
-                        sent_ms: unix_ms(sent),
-                    });
+                    let sent_ms = unix_ms(sent);
+                    emit(
+                        &member,
+                        Event::User {
+                            user: user.clone(),
+                            sent_ms,
+                        },
+                    );
                     last_user = Some(user);
                 }
             }
@@ -275,10 +273,8 @@ async fn probe(
 }
 
 fn unauthorized(member: &str) {
-    emit(&Observation::Unauthorized {
-        member: member.to_owned(),
-        at_ms: unix_ms(SystemTime::now()),
-    });
+    let at_ms = unix_ms(SystemTime::now());
+    emit(member, Event::Unauthorized { at_ms });
 }
 
 /// What a watch reports about itself.
@@ -302,17 +298,15 @@ where
         .boxed();
     while let Some(event) = stream.next().await {
         match event {
-            Ok(watcher::Event::Init) => emit(&Observation::List {
-                member: watched.member.clone(),
-                resource: watched.resource.to_owned(),
-            }),
+            Ok(watcher::Event::Init) => {
+                let resource = watched.resource.to_owned();
+                emit(&watched.member, Event::List { resource });
+            }
             Ok(watcher::Event::InitDone) => {
                 if std::mem::take(&mut first_sync)
                     && watched.synced.fetch_add(1, Ordering::SeqCst) + 1 == 2
                 {
-                    emit(&Observation::Synced {
-                        member: watched.member.clone(),
-                    });
+                    emit(&watched.member, Event::Synced);
                 }
             }
             Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
