@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Parser;
 
-use crate::{duration, expiry::ExpiryRule};
+use crate::duration;
 
 const LONG_HELP: &str = r#"THE EXTENSION IT READS
   KUBERNETES_EXEC_INFO holds an ExecCredential (client.authentication.k8s.io/v1 or /v1beta1;
@@ -99,16 +99,6 @@ pub(crate) struct Args {
     /// The bound on the whole run, the control-plane request included.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse_positive)]
     pub(crate) timeout: Duration,
-}
-
-impl Args {
-    /// The expiry rule the flags set.
-    pub(crate) fn expiry_rule(&self) -> ExpiryRule {
-        ExpiryRule {
-            ttl: self.ttl,
-            skew: self.skew,
-        }
-    }
 }
 
 #[cfg(test)]

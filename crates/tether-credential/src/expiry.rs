@@ -68,6 +68,7 @@ fn whole_second(at: SystemTime) -> SystemTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     const NOW_SECS: u64 = 1_800_000_000;
 
@@ -91,37 +92,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_opaque_token_is_handed_out_for_the_ttl() {
-        assert_eq!(rule().deadline(None, now()), Ok(at(300)));
-    }
-
-    #[test]
-    fn a_long_lived_token_is_capped_at_the_ttl() {
-        assert_eq!(rule().deadline(Some(at(3600)), now()), Ok(at(300)));
-    }
-
-    #[test]
-    fn a_token_expiring_within_the_ttl_is_handed_out_until_its_exp_minus_skew() {
-        assert_eq!(rule().deadline(Some(at(120)), now()), Ok(at(90)));
-    }
-
-    #[test]
-    fn a_past_expiry_is_too_late() {
-        let expired = at(-60);
-        assert_eq!(
-            rule().deadline(Some(expired), now()),
-            Err(TooLate {
-                expires_at: expired
-            })
-        );
-    }
-
-    #[test]
-    fn an_expiry_within_the_skew_is_too_late() {
-        assert!(rule().deadline(Some(at(30)), now()).is_err());
-        assert!(rule().deadline(Some(at(20)), now()).is_err());
-        assert_eq!(rule().deadline(Some(at(32)), now()), Ok(at(2)));
+    /// `exp`: the credential's expiry in seconds from now (`None`: opaque); `Ok`: the deadline
+    /// handed out, `Err`: too late.
+    #[rstest]
+    #[case::opaque_token_for_the_ttl(None, Ok(300))]
+    #[case::long_lived_capped_at_the_ttl(Some(3600), Ok(300))]
+    #[case::expiring_within_the_ttl_until_exp_minus_skew(Some(120), Ok(90))]
+    #[case::just_beyond_the_skew(Some(32), Ok(2))]
+    #[case::at_the_skew(Some(30), Err(30))]
+    #[case::within_the_skew(Some(20), Err(20))]
+    #[case::past(Some(-60), Err(-60))]
+    fn deadline(#[case] exp: Option<i64>, #[case] want: Result<i64, i64>) {
+        let want = want.map(at).map_err(|exp| TooLate {
+            expires_at: at(exp),
+        });
+        assert_eq!(rule().deadline(exp.map(at), now()), want);
     }
 
     #[test]

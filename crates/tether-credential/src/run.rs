@@ -6,7 +6,7 @@ use cluster_registry::secret_credential::credential_in_secret;
 use member_client::exec::wire::{ExecOutput, WriteError, format_rfc3339};
 use secrecy::SecretBox;
 
-use crate::{cli::Args, error::Error, exec_info, secret_fetch, served_secret};
+use crate::{cli::Args, error::Error, exec_info, expiry::ExpiryRule, secret_fetch, served_secret};
 
 /// The `ExecCredential` to print for `exec_info` (the value of `KUBERNETES_EXEC_INFO`), all of
 /// it bounded by `--timeout`.
@@ -30,8 +30,11 @@ async fn answer(args: &Args, exec_info: Option<&str>) -> Result<SecretBox<Vec<u8
             secret: request.secret.clone(),
             source: Box::new(source),
         })?;
-    let expires_at = args
-        .expiry_rule()
+    let rule = ExpiryRule {
+        ttl: args.ttl,
+        skew: args.skew,
+    };
+    let expires_at = rule
         .deadline(credential.expires_at(), SystemTime::now())
         .map_err(|late| Error::Expired {
             member: request.member.clone(),

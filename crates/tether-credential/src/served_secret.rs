@@ -22,48 +22,38 @@ use crate::{error::Error, exec_info::ExecRequest};
 /// [`Error::NoRecordedServer`] and [`Error::ServerMismatch`].
 pub(crate) fn check(secret: &Secret, request: &ExecRequest) -> Result<(), Error> {
     let (member, reference) = (request.member.clone(), request.secret.clone());
-    if secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) {
-        return Err(Error::ServiceAccountTokenSecret {
+    let meta = &secret.metadata;
+    let marked = (meta.labels.as_ref()).and_then(|l| l.get(CREDENTIAL_MEMBER_LABEL));
+    let recorded = (meta.annotations.as_ref()).and_then(|a| a.get(CREDENTIAL_SERVER_ANNOTATION));
+    match (marked, recorded) {
+        _ if secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) => {
+            Err(Error::ServiceAccountTokenSecret {
+                member,
+                secret: reference,
+            })
+        }
+        (None, _) => Err(Error::NotMarked {
             member,
             secret: reference,
-        });
-    }
-    let meta = &secret.metadata;
-    let marked = meta
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(CREDENTIAL_MEMBER_LABEL));
-    match marked {
-        None => {
-            return Err(Error::NotMarked {
-                member,
-                secret: reference,
-            });
-        }
-        Some(marked) if *marked != request.member => {
-            return Err(Error::MarkedForAnother {
-                member,
-                secret: reference,
-                marked: Text::new(marked).into(),
-            });
-        }
-        Some(_) => {}
-    }
-    let recorded = (meta.annotations.as_ref()).and_then(|a| a.get(CREDENTIAL_SERVER_ANNOTATION));
-    match recorded {
-        None => Err(Error::NoRecordedServer {
+        }),
+        (Some(marked), _) if *marked != request.member => Err(Error::MarkedForAnother {
+            member,
+            secret: reference,
+            marked: Text::new(marked).into(),
+        }),
+        (_, None) => Err(Error::NoRecordedServer {
             member,
             secret: reference,
         }),
         // Compared as written: the collector records the very string it publishes as the
         // profile's server, and any other spelling is another profile's.
-        Some(recorded) if *recorded != request.server => Err(Error::ServerMismatch {
+        (_, Some(recorded)) if *recorded != request.server => Err(Error::ServerMismatch {
             member,
             secret: reference,
             asked: Text::new(&request.server).into(),
             recorded: Text::new(recorded).into(),
         }),
-        Some(_) => Ok(()),
+        _ => Ok(()),
     }
 }
 

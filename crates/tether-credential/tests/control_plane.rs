@@ -154,9 +154,14 @@ async fn the_caller_gets_the_credential_its_rbac_allows_and_nothing_else() {
     }
 
     // The reader may `get` exactly these Secrets; the stranger has testkit's reader role only.
+    let dir = tempfile::tempdir().unwrap();
+    let mut kubeconfigs = Vec::new();
     for sa in [READER, STRANGER] {
         plane.create_service_account(&ns, sa).await.unwrap();
+        let token = plane.mint_token(&ns, sa, Duration::from_secs(3600));
+        kubeconfigs.push(kubeconfig(plane, &token.await.unwrap(), dir.path(), sa));
     }
+    let [reader, stranger] = <[PathBuf; 2]>::try_from(kubeconfigs).unwrap();
     create(
         &Api::<Role>::namespaced(admin.clone(), &ns),
         json!({"metadata": {"name": "tether-credential"}, "rules": [{"apiGroups": [""],
@@ -171,21 +176,6 @@ async fn the_caller_gets_the_credential_its_rbac_allows_and_nothing_else() {
                "subjects": [{"kind": "ServiceAccount", "name": READER, "namespace": ns}]}),
     )
     .await;
-
-    let dir = tempfile::tempdir().unwrap();
-    let token_of = |sa| plane.mint_token(&ns, sa, Duration::from_secs(3600));
-    let reader = kubeconfig(
-        plane,
-        &token_of(READER).await.unwrap(),
-        dir.path(),
-        "reader",
-    );
-    let stranger = kubeconfig(
-        plane,
-        &token_of(STRANGER).await.unwrap(),
-        dir.path(),
-        "stranger",
-    );
 
     // An opaque token: handed out for --ttl, in the version asked for.
     let v1 = exec_info("client.authentication.k8s.io/v1", &ns, OPAQUE_SECRET);
