@@ -45,9 +45,14 @@ pub(super) fn p521_pkcs8() -> &'static str {
 
 /// A leaf named `cn`, self-signed with `key`.
 pub(super) fn self_signed(cn: &str, key: &KeyPair) -> String {
-    let mut params = CertificateParams::new(vec!["client".to_owned()]).unwrap();
+    named(cn).self_signed(key).unwrap().pem()
+}
+
+/// Certificate parameters for a subject named `cn`.
+pub(super) fn named(cn: &str) -> CertificateParams {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.distinguished_name.push(DnType::CommonName, cn);
-    params.self_signed(key).unwrap().pem()
+    params
 }
 
 pub(super) fn generated(alg: &'static SignatureAlgorithm) -> KeyPair {

@@ -76,27 +76,14 @@ fn pem_written_back_parses_to_the_same_identity(#[case] kind: &str, #[case] key_
 
 /// A CA, an intermediate it signs, and a leaf the intermediate signs.
 fn chain_with_intermediate() -> (String, String, String) {
-    let ca_params = {
-        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.distinguished_name.push(DnType::CommonName, "root");
-        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        p
-    };
+    let mut ca_params = named("root");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-    let mid_params = {
-        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.distinguished_name
-            .push(DnType::CommonName, "intermediate");
-        p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        p
-    };
+    let mut mid_params = named("intermediate");
+    mid_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     let mid = CertifiedIssuer::signed_by(mid_params, KeyPair::generate().unwrap(), &ca).unwrap();
     let leaf_key = KeyPair::generate().unwrap();
-    let mut leaf_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, "leaf");
-    let leaf = leaf_params.signed_by(&leaf_key, &mid).unwrap();
+    let leaf = named("leaf").signed_by(&leaf_key, &mid).unwrap();
     (leaf.pem(), mid.pem(), leaf_key.serialize_pem())
 }
 
@@ -251,8 +238,7 @@ fn debug_and_errors_never_show_the_key() {
 #[test]
 fn an_expired_certificate_parses_but_is_not_current() {
     let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, "old");
+    let mut params = named("old");
     params.not_before = rcgen::date_time_ymd(2020, 1, 1);
     params.not_after = rcgen::date_time_ymd(2021, 1, 1);
     let chain = params.self_signed(&key).unwrap().pem();
@@ -299,19 +285,11 @@ fn a_subject_without_cn_is_named_by_its_dn_and_sanitized() {
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::OrganizationName, "system:masters");
-    let no_cn = parse(
-        &params.self_signed(&key).unwrap().pem(),
-        &key.serialize_pem(),
-    )
-    .unwrap();
-    assert!(
-        no_cn.subject().contains("system:masters"),
-        "{}",
-        no_cn.subject()
-    );
+    let dn = &mut params.distinguished_name;
+    dn.push(DnType::OrganizationName, "system:masters");
+    let chain = params.self_signed(&key).unwrap().pem();
+    let no_cn = parse(&chain, &key.serialize_pem()).unwrap();
+    assert!(no_cn.subject().contains("system:masters"), "{no_cn:?}");
 
     let evil = self_signed("admin\n\u{1b}[2Jforged", &key);
     let identity = parse(&evil, &key.serialize_pem()).unwrap();
