@@ -168,14 +168,14 @@ mod tests {
         format!(r#"{{"apiVersion":"{V1}","kind":"ExecCredential","status":{status}}}"#)
     }
 
+    /// A v1 ExecCredential with `status`, read.
+    fn read(status: &str) -> ExecOutput {
+        ExecOutput::from_json(with_status(status).as_bytes(), ExecApiVersion::V1).unwrap()
+    }
+
     #[test]
     fn a_token_and_its_expiry_are_read() {
-        let out = ExecOutput::from_json(
-            with_status(r#"{"token":" tok-1\n","expirationTimestamp":"2026-12-01T20:00:00Z"}"#)
-                .as_bytes(),
-            ExecApiVersion::V1,
-        )
-        .unwrap();
+        let out = read(r#"{"token":" tok-1\n","expirationTimestamp":"2026-12-01T20:00:00Z"}"#);
         assert_eq!(out.token.unwrap().expose_secret(), "tok-1");
         assert_eq!(
             out.expires_at,
@@ -186,12 +186,8 @@ mod tests {
 
     #[test]
     fn a_client_certificate_and_key_are_read_with_an_empty_token() {
-        let out = ExecOutput::from_json(
-            with_status(r#"{"token":"","clientCertificateData":"CERT","clientKeyData":"KEY","expirationTimestamp":null}"#)
-                .as_bytes(),
-            ExecApiVersion::V1,
-        )
-        .unwrap();
+        let status = r#"{"token":"","clientCertificateData":"CERT","clientKeyData":"KEY","expirationTimestamp":null}"#;
+        let out = read(status);
         assert!(out.token.is_none());
         assert_eq!(out.client_certificate_pem.as_deref(), Some("CERT"));
         assert_eq!(out.client_key_pem.unwrap().expose_secret(), "KEY");
@@ -261,12 +257,9 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_token_or_key() {
-        let out = ExecOutput::from_json(
-            with_status(r#"{"token":"tok-s3cr3t","clientCertificateData":"CERT","clientKeyData":"key-s3cr3t"}"#)
-                .as_bytes(),
-            ExecApiVersion::V1,
-        )
-        .unwrap();
+        let out = read(
+            r#"{"token":"tok-s3cr3t","clientCertificateData":"CERT","clientKeyData":"key-s3cr3t"}"#,
+        );
         let printed = format!("{out:?} {out:#?}");
         assert!(!printed.contains("s3cr3t"), "{printed}");
         assert!(printed.contains("REDACTED"), "{printed}");
