@@ -199,15 +199,9 @@ mod tests {
     use crate::{CredentialCacheConfig, ValidationError, test_util::FakeSource};
     use rstest::rstest;
 
-    fn strict_factory() -> ClientFactory {
-        ClientFactory::new(CredentialCache::new(
-            FakeSource::missing(),
-            CredentialCacheConfig::default(),
-        ))
-    }
-
     fn factory() -> ClientFactory {
-        strict_factory().with_policy(EndpointPolicy::loopback().allow_insecure_tls(true))
+        let cache = CredentialCache::new(FakeSource::missing(), CredentialCacheConfig::default());
+        ClientFactory::new(cache).with_policy(EndpointPolicy::loopback().allow_insecure_tls(true))
     }
 
     /// The rule `config` broke, by asking the factory to build it.
@@ -284,7 +278,7 @@ mod policy_tests {
     };
 
     use super::*;
-    use crate::{CredentialCacheConfig, ValidationError, test_util::FakeSource};
+    use crate::{ValidationError, test_util::FakeSource};
 
     /// A loopback listener that counts the connections it accepts.
     async fn listener() -> (u16, Arc<AtomicUsize>) {
@@ -304,20 +298,15 @@ mod policy_tests {
     fn factory(policy: EndpointPolicy) -> ClientFactory {
         let lookup: Lookup =
             Arc::new(|_name: String| Box::pin(async { Ok(vec!["127.0.0.1:0".parse().unwrap()]) }));
-        ClientFactory::new(CredentialCache::new(
-            FakeSource::token("t0ken"),
-            CredentialCacheConfig::default(),
-        ))
-        .with_policy(policy)
-        .with_lookup(lookup)
+        let cache = CredentialCache::new(FakeSource::token("t0ken"), Default::default());
+        ClientFactory::new(cache)
+            .with_policy(policy)
+            .with_lookup(lookup)
     }
 
     async fn get_version(policy: EndpointPolicy, port: u16) -> kube::Error {
-        let config = MemberClientConfig::new(
-            "m1",
-            format!("http://member.test:{port}"),
-            CredentialKey::new("ns", "m1"),
-        );
+        let secret = CredentialKey::new("ns", "m1");
+        let config = MemberClientConfig::new("m1", format!("http://member.test:{port}"), secret);
         let client = factory(policy)
             .build(&config, &CredentialHealth::new())
             .unwrap();
@@ -332,12 +321,8 @@ mod policy_tests {
     async fn a_name_resolving_to_a_refused_address_is_never_dialled() {
         let (port, accepted) = listener().await;
         let err = get_version(EndpointPolicy::default().allow_plain_http(true), port).await;
-        let chain = std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| {
-            e.source()
-        })
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ");
+        let chain: Vec<String> = crate::error::causes(&err).map(|e| e.to_string()).collect();
+        let chain = chain.join(": ");
         assert!(chain.contains("loopback"), "{chain}");
         assert!(
             matches!(

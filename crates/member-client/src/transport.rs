@@ -95,30 +95,22 @@ fn finish(
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::{sync::Arc, time::Duration};
 
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     use crate::{
-        ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-        EndpointPolicy, MemberClientConfig,
-        test_util::{FakeSource, LogBuffer},
+        CredentialCacheConfig, CredentialKey, MemberClientConfig,
+        test_util::{FakeSource, LogBuffer, TestMember},
     };
 
     /// A member client for the loopback port `port`, configured by `edit`.
     fn client(port: u16, edit: impl FnOnce(&mut MemberClientConfig)) -> kube::Client {
-        let cache =
-            CredentialCache::new(FakeSource::token("t0ken"), CredentialCacheConfig::default());
-        let mut config = MemberClientConfig::new(
-            "m1",
-            format!("http://127.0.0.1:{port}"),
-            CredentialKey::new("ns", "m1"),
-        );
+        let secret = CredentialKey::new("ns", "m1");
+        let mut config = MemberClientConfig::new("m1", format!("http://127.0.0.1:{port}"), secret);
         edit(&mut config);
-        ClientFactory::new(cache)
-            .with_policy(EndpointPolicy::loopback())
-            .build(&config, &CredentialHealth::new())
-            .unwrap()
+        let source = Arc::new(FakeSource::token("t0ken"));
+        TestMember::build(&source, config, CredentialCacheConfig::default()).client
     }
 
     /// The head of the first request sent to a loopback port, answered `200 {}`.
@@ -244,10 +236,7 @@ mod tests {
         let _stream = accepted.recv().await.unwrap();
         let timer = client_socket_timer(port).await;
         request.abort();
-        assert_eq!(
-            timer,
-            Some(2),
-            "the client's connection has no keepalive timer (tr=2 in /proc/net/tcp)"
-        );
+        let why = "the client's connection has no keepalive timer (tr=2 in /proc/net/tcp)";
+        assert_eq!(timer, Some(2), "{why}");
     }
 }
