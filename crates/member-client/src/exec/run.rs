@@ -11,7 +11,7 @@ use tokio::{
 use crate::Text;
 
 use super::{
-    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, RunAs, descendants,
+    ExecConfig, ExecError, ExecFailure, ExecOutput, ExecPolicy, descendants,
     plugin_declaration::Invocation,
     private_home::PrivateHome,
     wire::{EXEC_INFO_ENV, ExecInfo},
@@ -91,15 +91,7 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
         Err(_elapsed) => return Err(timed_out.into()),
     };
 
-    let stdout = execute(
-        &invocation,
-        &home,
-        policy.run_as(),
-        config,
-        deadline,
-        timed_out,
-    )
-    .await;
+    let stdout = execute(&invocation, &home, policy, config, deadline).await;
     // Removal reads the file system; a plugin may have left a tree behind. The sweep reads
     // /proc and reaps what it kills.
     let _ = tokio::task::spawn_blocking(move || {
@@ -114,10 +106,9 @@ pub async fn run(config: &ExecConfig, policy: &ExecPolicy) -> Result<ExecOutput,
 async fn execute(
     invocation: &Invocation,
     home: &PrivateHome,
-    run_as: Option<RunAs>,
+    policy: &ExecPolicy,
     config: &ExecConfig,
     deadline: Instant,
-    timed_out: ExecFailure,
 ) -> Result<Vec<u8>, ExecFailure> {
     let mut command = Command::new(&invocation.path);
     command
@@ -135,7 +126,7 @@ async fn execute(
         // Its own process group, so that a timeout kills whatever it started as well.
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(run_as) = run_as {
+    if let Some(run_as) = policy.run_as() {
         // std sets the group first and, when the collector is root, drops supplementary
         // groups.
         command.uid(run_as.uid).gid(run_as.gid);
@@ -153,7 +144,9 @@ async fn execute(
         }
         Err(_elapsed) => {
             plugin.kill().await;
-            Err(timed_out)
+            Err(ExecFailure::TimedOut {
+                after: policy.timeout(),
+            })
         }
     }
 }
@@ -295,11 +288,7 @@ mod tests {
         let mut stderr = "é".repeat(5000).into_bytes();
         stderr.extend_from_slice(b"\nthe real error\n");
         let text = stderr_text(&stderr);
-        assert!(
-            text.as_str().len() <= Text::MAX_BYTES,
-            "{}",
-            text.as_str().len()
-        );
+        assert!(text.as_str().len() <= Text::MAX_BYTES, "{text}");
         assert!(text.as_str().starts_with('…'), "{text}");
         assert!(text.as_str().ends_with("é the real error"), "{text}");
     }
