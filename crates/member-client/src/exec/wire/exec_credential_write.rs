@@ -197,6 +197,7 @@ mod tests {
         let printed = format!("{out:?} {credential:?} {output:?}");
         assert!(!printed.contains("s3cr3t"), "{printed}");
         assert!(!printed.contains("PRIVATE KEY"), "{printed}");
+        assert!(format!("{output:?}").contains("REDACTED"), "{output:?}");
         let key_body = key.lines().nth(1).unwrap();
         assert!(!printed.contains(key_body), "{printed}");
     }
