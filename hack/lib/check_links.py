@@ -111,35 +111,33 @@ REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 
 
-def markdown_links(path):
-    """(target, line) of the inline links and reference definitions outside code."""
-    links, fence = [], None
+def unfenced_lines(path):
+    """(number, line) of the lines of a Markdown file outside fenced code."""
+    fence = None
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             m = FENCE.match(line)
             if m:
                 fence = None if fence == m.group(1) else (fence or m.group(1))
-                continue
-            if fence:
-                continue
-            text = re.sub(r"`[^`]*`", "", line)
-            links += [(t, number) for t in INLINE_LINK.findall(text)]
-            links += [(t, number) for t in REFERENCE_DEF.findall(text)]
+            elif not fence:
+                yield number, line
+
+
+def markdown_links(path):
+    """(target, line) of the inline links and reference definitions outside code."""
+    links = []
+    for number, line in unfenced_lines(path):
+        text = re.sub(r"`[^`]*`", "", line)
+        links += [(t, number) for t in INLINE_LINK.findall(text) + REFERENCE_DEF.findall(text)]
     return links
 
 
 def github_anchors(path):
     """The anchors GitHub gives the headings of a Markdown file."""
-    anchors, seen, fence = set(), {}, None
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            m = FENCE.match(line)
-            if m:
-                fence = None if fence == m.group(1) else (fence or m.group(1))
-                continue
-            m = HEADING.match(line) if not fence else None
-            if not m:
-                continue
+    anchors, seen = set(), {}
+    for _, line in unfenced_lines(path):
+        m = HEADING.match(line)
+        if m:
             text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1))  # a link's text only
             slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
             n = seen.get(slug, 0)
