@@ -10,69 +10,25 @@
 /// program lookup, `HOME` and other configuration roots, shell start-up files, the usual
 /// interpreters, cloud CLIs' config files, proxies and CA bundles.
 pub(crate) fn env_is_refused(name: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "PATH",
-        "IFS",
-        "ENV",
-        "BASH_ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PS4",
-        "PROMPT_COMMAND",
-        "GCONV_PATH",
-        "LOCPATH",
-        "HOSTALIASES",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "PERL5OPT",
-        "PERL5LIB",
-        "PERLLIB",
-        "RUBYOPT",
-        "RUBYLIB",
-        "JAVA_TOOL_OPTIONS",
-        "_JAVA_OPTIONS",
-        "JDK_JAVA_OPTIONS",
-        "CLASSPATH",
-        "GIT_EXEC_PATH",
-        "KUBERNETES_EXEC_INFO",
-        "HOME",
-        "ZDOTDIR",
-        "TMPDIR",
-        "KUBECONFIG",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-        "REQUESTS_CA_BUNDLE",
-        "CURL_CA_BUNDLE",
-        "NODE_EXTRA_CA_CERTS",
-        "OPENSSL_CONF",
-        "OPENSSL_ENGINES",
-        "AWS_CONFIG_FILE",
-        "AWS_SHARED_CREDENTIALS_FILE",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_CA_BUNDLE",
-        "GOOGLE_APPLICATION_CREDENTIALS",
-        "AZURE_FEDERATED_TOKEN_FILE",
-        "AZURE_CONFIG_DIR",
-    ];
-    const PREFIXES: &[&str] = &[
-        "LD_",
-        "DYLD_",
-        "BASH_FUNC_",
-        "PYTHON",
-        "GCONV_",
-        "MALLOC_",
-        "CLOUDSDK_",
-        "XDG_",
-        "GIT_",
-        "AWS_ENDPOINT_URL",
-    ];
+    // Space-separated lists.
+    const NAMES: &str = "\
+        PATH IFS ENV BASH_ENV SHELLOPTS BASHOPTS PS4 PROMPT_COMMAND GCONV_PATH LOCPATH \
+        HOSTALIASES NODE_OPTIONS NODE_PATH PERL5OPT PERL5LIB PERLLIB RUBYOPT RUBYLIB \
+        JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS CLASSPATH GIT_EXEC_PATH \
+        KUBERNETES_EXEC_INFO HOME ZDOTDIR TMPDIR KUBECONFIG SSL_CERT_FILE SSL_CERT_DIR \
+        REQUESTS_CA_BUNDLE CURL_CA_BUNDLE NODE_EXTRA_CA_CERTS OPENSSL_CONF OPENSSL_ENGINES \
+        AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_WEB_IDENTITY_TOKEN_FILE \
+        AWS_CA_BUNDLE GOOGLE_APPLICATION_CREDENTIALS AZURE_FEDERATED_TOKEN_FILE \
+        AZURE_CONFIG_DIR";
+    const PREFIXES: &str = "\
+        LD_ DYLD_ BASH_FUNC_ PYTHON GCONV_ MALLOC_ CLOUDSDK_ XDG_ GIT_ AWS_ENDPOINT_URL";
     /// Honoured in either case by curl, Go, Python and most HTTP clients.
     const PROXIES: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"];
     // `=` or NUL in a name would forge a different variable than the one named.
     name.is_empty()
         || name.contains(['=', '\0'])
-        || NAMES.contains(&name)
-        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        || NAMES.split(' ').any(|refused| name == refused)
+        || PREFIXES.split(' ').any(|prefix| name.starts_with(prefix))
         || PROXIES.iter().any(|proxy| name.eq_ignore_ascii_case(proxy))
 }
 
