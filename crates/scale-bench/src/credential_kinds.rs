@@ -20,7 +20,7 @@ use member_client::{
     ClientFactory, ClientIdentity, Credential, CredentialCache, CredentialCacheConfig,
     CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
     SourceError,
-    exec::{ExecApiVersion, ExecConfig, ExecPolicy},
+    exec::{ExecConfig, ExecPolicy},
     test_util::{ClientAuth, FakeSource, LoopbackServer, TestPki},
 };
 
@@ -91,16 +91,8 @@ pub async fn exec_single_flight(misses: usize) -> anyhow::Result<ExecSingleFligh
         ),
     )?;
     std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
-    let config = ExecConfig {
-        command: plugin.display().to_string(),
-        args: Vec::new(),
-        env: Vec::new(),
-        api_version: ExecApiVersion::V1,
-        provide_cluster_info: false,
-        cluster: None,
-    };
     let source = Exec {
-        config,
+        config: ExecConfig::new(plugin.display().to_string()),
         policy: ExecPolicy::new([plugin]),
     };
     let cache = CredentialCache::new(source, CredentialCacheConfig::default());

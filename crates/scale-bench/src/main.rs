@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Parser;
 use scale_bench::{
-    baselines::{self, BaselineOptions, BaselineReport, Programs},
+    baselines::{self, BaselineOptions, Programs},
     credential_kinds, overhead,
     scale::{
         fleet_args::FleetArgs,
-        report::{RotationReport, ScaleReport},
         run::{self, PhaseOptions},
     },
-    sections, table,
+    sections,
+    table::{self, Section},
 };
 
 /// Tether at scale, against anchors in the same run.
@@ -88,7 +88,7 @@ async fn main() -> anyhow::Result<()> {
     progress(started, &format!("collector binary: {}", bin.display()));
 
     // 4. first: an idle machine for the microbenchmark.
-    let mut overhead = Vec::new();
+    let (mut overhead, mut certificate) = (Vec::new(), None);
     if args.overhead_rounds > 0 {
         for &concurrency in &args.overhead_concurrency {
             progress(
@@ -99,20 +99,14 @@ async fn main() -> anyhow::Result<()> {
             let batch = args.overhead_batch * (concurrency / 4).max(1);
             overhead.push(overhead::measure(args.overhead_rounds, batch, concurrency).await?);
         }
-    }
-
-    let certificate = if args.overhead_rounds > 0 {
         progress(
             started,
             "client certificate from the cache vs baked in, in process",
         );
-        Some(
-            credential_kinds::certificate_overhead(args.overhead_rounds, args.overhead_batch)
-                .await?,
-        )
-    } else {
-        None
-    };
+        let rounds = args.overhead_rounds;
+        certificate =
+            Some(credential_kinds::certificate_overhead(rounds, args.overhead_batch).await?);
+    }
     let exec = if args.exec_misses > 0 {
         progress(
             started,
@@ -123,20 +117,12 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
-    let fleet = if args.fleet.members > 0 {
-        Some(fleet_phases(&args, &bin, started).await?)
+    let (mut sections, footer) = if args.fleet.members > 0 {
+        fleet_phases(&args, &bin, started).await?
     } else {
-        None
+        (Vec::new(), String::new())
     };
     progress(started, "done");
-
-    let mut sections = Vec::new();
-    if let Some(f) = &fleet {
-        sections.extend([sections::scale(&f.scale), sections::rotation(&f.rotation)]);
-        if let Some(report) = &f.baselines {
-            sections.push(sections::baselines(report, &f.scale));
-        }
-    }
     if !overhead.is_empty() {
         sections.push(sections::overhead(&overhead));
     }
@@ -157,41 +143,17 @@ async fn main() -> anyhow::Result<()> {
     println!();
     print!("{}", table::render(&sections));
     println!();
-    if let Some(f) = &fleet {
-        let by_kind: Vec<String> = f
-            .scale
-            .requests_by_kind
-            .iter()
-            .take(8)
-            .map(|(kind, rate)| format!("{kind} {rate:.1}/s"))
-            .collect();
-        println!(
-            "steady-state requests to the member apiservers by kind: {}",
-            by_kind.join(", ")
-        );
-        if !f.warnings.is_empty() {
-            println!("collector warnings: {:?}", f.warnings);
-        }
-        println!("collector logs: {}", f.log_dir.display());
-    }
+    print!("{footer}");
     Ok(())
 }
 
-/// What the phases on real apiservers measured.
-struct FleetResults {
-    scale: ScaleReport,
-    rotation: RotationReport,
-    baselines: Option<BaselineReport>,
-    warnings: std::collections::BTreeMap<String, u64>,
-    log_dir: std::path::PathBuf,
-}
-
-/// Sections 1 to 3: the fleet on real apiservers, the collector, the mass rotation, the anchors.
+/// Sections 1 to 3: the fleet on real apiservers, the collector, the mass rotation, the anchors;
+/// and the lines printed under the table.
 async fn fleet_phases(
     args: &Args,
     bin: &std::path::Path,
     started: Instant,
-) -> anyhow::Result<FleetResults> {
+) -> anyhow::Result<(Vec<Section>, String)> {
     progress(
         started,
         &format!(
@@ -216,11 +178,22 @@ async fn fleet_phases(
     let (running, scale) = run::scale(&fleet, bin, &options).await?;
     progress(started, "mass rotation");
     let rotation = run::rotate_all(&mut fleet, &running, &options).await?;
-    let warnings = run::warnings(&running);
-    let log_dir = running.collector.log_dir.clone();
+    let by_kind: Vec<String> = (scale.requests_by_kind.iter().take(8))
+        .map(|(kind, rate)| format!("{kind} {rate:.1}/s"))
+        .collect();
+    let mut footer = format!(
+        "steady-state requests to the member apiservers by kind: {}\n",
+        by_kind.join(", ")
+    );
+    let warnings = running.log.warnings();
+    if !warnings.is_empty() {
+        footer += &format!("collector warnings: {warnings:?}\n");
+    }
+    footer += &format!("collector logs: {}\n", running.collector.log_dir.display());
     drop(running);
 
-    let baselines = if args.baseline_members > 0 {
+    let mut sections = vec![sections::scale(&scale), sections::rotation(&rotation)];
+    if args.baseline_members > 0 {
         progress(started, "anchors (collector stopped)");
         let options = BaselineOptions {
             members: args.baseline_members,
@@ -233,19 +206,10 @@ async fn fleet_phases(
                 client_go_anchor: testkit::interop::binary("client-go-anchor")?,
             },
         };
-        Some(
-            baselines::run(&mut fleet, &options)
-                .await
-                .context("running the baselines")?,
-        )
-    } else {
-        None
-    };
-    Ok(FleetResults {
-        scale,
-        rotation,
-        baselines,
-        warnings,
-        log_dir,
-    })
+        let report = baselines::run(&mut fleet, &options)
+            .await
+            .context("running the baselines")?;
+        sections.push(sections::baselines(&report, &scale));
+    }
+    Ok((sections, footer))
 }

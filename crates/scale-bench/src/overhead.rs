@@ -65,10 +65,7 @@ pub async fn measure(
 /// The loopback apiserver stand-in of the A/B, serving until dropped: 200 `{}` for the right
 /// bearer token, 401 otherwise.
 #[derive(Debug)]
-pub struct Loopback {
-    url: String,
-    _server: LoopbackServer,
-}
+pub struct Loopback(LoopbackServer);
 
 impl Loopback {
     /// Serves on an ephemeral loopback port.
@@ -78,12 +75,8 @@ impl Loopback {
     pub async fn start() -> anyhow::Result<Self> {
         let server = LoopbackServer::start(Ipv4Addr::LOCALHOST, None, |request, _| async move {
             respond(&request)
-        })
-        .await?;
-        Ok(Self {
-            url: server.url(),
-            _server: server,
-        })
+        });
+        Ok(Self(server.await?))
     }
 
     /// A kube client built from a config with the token in it: the baseline.
@@ -91,7 +84,7 @@ impl Loopback {
     /// # Errors
     /// kube's, building the client.
     pub fn static_client(&self) -> anyhow::Result<kube::Client> {
-        let mut config = kube::Config::new(self.url.parse()?);
+        let mut config = kube::Config::new(self.0.url().parse()?);
         config.auth_info.token = Some(SecretString::from(TOKEN));
         Ok(kube::Client::try_from(config)?)
     }
@@ -106,7 +99,11 @@ impl Loopback {
         Ok(ClientFactory::new(tokens)
             .with_policy(EndpointPolicy::loopback())
             .build(
-                &MemberClientConfig::new("bench", &self.url, CredentialKey::new("bench", "bench")),
+                &MemberClientConfig::new(
+                    "bench",
+                    self.0.url(),
+                    CredentialKey::new("bench", "bench"),
+                ),
                 &CredentialHealth::new(),
             )?)
     }

@@ -52,7 +52,7 @@ async fn twenty_members_ready_then_mass_rotation_without_refetch_relist_or_rejec
     let rotation = run::rotate_all(&mut fleet, &running, &options)
         .await
         .unwrap();
-    let warnings = run::warnings(&running);
+    let warnings = running.log.warnings();
     eprintln!("rotation: {rotation:?}");
     assert_eq!(rotation.not_switched, 0, "{rotation:?}");
     assert_eq!(

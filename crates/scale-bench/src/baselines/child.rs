@@ -21,13 +21,8 @@ pub struct BaselineProcess {
     /// What it reported.
     pub ledger: Arc<Ledger>,
     child: tokio::process::Child,
-    reader: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for BaselineProcess {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
+    /// Reads its stdout; a `JoinSet` aborts it when dropped.
+    _reader: tokio::task::JoinSet<()>,
 }
 
 impl BaselineProcess {
@@ -57,7 +52,8 @@ impl BaselineProcess {
         let stdout = child.stdout.take().context("no stdout pipe")?;
         let ledger = Arc::new(Ledger::new(members));
         let feed = Arc::clone(&ledger);
-        let reader = tokio::spawn(async move {
+        let mut reader = tokio::task::JoinSet::new();
+        reader.spawn(async move {
             let mut lines = BufReader::new(stdout);
             let mut line = Vec::new();
             loop {
@@ -76,7 +72,7 @@ impl BaselineProcess {
             system,
             ledger,
             child,
-            reader,
+            _reader: reader,
         })
     }
 

@@ -32,7 +32,7 @@ use kube::{Api, api::PostParams};
 use testkit::RestartOptions;
 
 use crate::scale::{
-    fleet::{Fleet, Member, NextGeneration, SECRET_NAMESPACE},
+    fleet::{Fleet, Member, SECRET_NAMESPACE},
     percentiles::Percentiles,
 };
 use child::BaselineProcess;
@@ -226,12 +226,12 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     }
 
     // 2. Rotation: new ServiceAccounts, tokens, Secrets; old ServiceAccounts deleted.
-    let NextGeneration { next, tokens, .. } = fleet.mint_next_generation(&subset).await?;
+    let generation = fleet.mint_next_generation(&subset).await?;
     let at_rotation: Vec<BTreeMap<String, MemberRecord>> =
         processes.iter().map(|p| p.ledger.snapshot()).collect();
     let rotation = Instant::now();
     let rotation_wall = SystemTime::now();
-    let acks = fleet.write_tokens(&subset, &tokens).await?;
+    let acks = fleet.write_tokens(&subset, &generation.tokens).await?;
     let acked: BTreeMap<&str, SystemTime> =
         subset.iter().map(|m| m.name.as_str()).zip(acks).collect();
     fleet.revoke(&subset, rotation + options.limit).await?;
@@ -239,7 +239,7 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     let new_user = |m: &Member| {
         format!(
             "system:serviceaccount:{namespace}:{}",
-            m.service_account(next)
+            m.service_account(generation.next)
         )
     };
     let switched = |records: &BTreeMap<String, MemberRecord>, m: &Member| {
@@ -315,15 +315,7 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     }
     drop(processes);
 
-    for (member, token) in fleet
-        .members
-        .iter_mut()
-        .filter(|m| subset.iter().any(|s| s.n == m.n))
-        .zip(tokens)
-    {
-        member.generation = next;
-        member.token = token;
-    }
+    fleet.adopt(generation);
     Ok(BaselineReport {
         members: subset.len(),
         options: options.clone(),

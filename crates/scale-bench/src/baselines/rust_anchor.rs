@@ -203,7 +203,9 @@ async fn probe(
             }
         }
     };
-    let deployments = tokio::spawn(watch(
+    // Both watches stop with the probe, when the set is dropped.
+    let mut watches = tokio::task::JoinSet::new();
+    watches.spawn(watch(
         Api::<Deployment>::namespaced(client.clone(), &fleet.namespace),
         Watched {
             member: member.clone(),
@@ -213,7 +215,7 @@ async fn probe(
         },
         on_deployment,
     ));
-    let nodes = tokio::spawn(watch(
+    watches.spawn(watch(
         Api::<Node>::all(client.clone()),
         Watched {
             member: member.clone(),
@@ -223,7 +225,6 @@ async fn probe(
         },
         |_: &Node| {},
     ));
-    let _watches = AbortOnDrop(vec![deployments, nodes]);
 
     let reviews = Api::<SelfSubjectReview>::all(client);
     let mut last_user: Option<String> = None;
@@ -321,17 +322,6 @@ where
                 unauthorized(&watched.member);
             }
             Err(_) => {}
-        }
-    }
-}
-
-/// Aborts tasks when dropped.
-struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        for task in &self.0 {
-            task.abort();
         }
     }
 }

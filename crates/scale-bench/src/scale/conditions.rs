@@ -41,11 +41,6 @@ impl ConditionWatch {
         self.0.state().first_ready.clone()
     }
 
-    /// Members whose `CredentialsValid` is `False` now.
-    pub fn credentials_false_now(&self) -> BTreeSet<String> {
-        self.0.state().credentials_false_now.clone()
-    }
-
     /// From now on, remember every member seen with `CredentialsValid=False`.
     pub fn mark(&self) {
         let mut state = self.0.state();

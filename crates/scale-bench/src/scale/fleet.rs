@@ -71,10 +71,10 @@ impl Member {
 /// The next credential generation of some members: ServiceAccounts made and tokens minted, not
 /// yet in the members' Secrets.
 pub struct NextGeneration {
-    /// The generation the members are at.
-    pub old: u32,
-    /// `old + 1`.
+    /// The generation after the one the members are at.
     pub next: u32,
+    /// The members, by `N`, in their order.
+    pub members: Vec<usize>,
     /// Each member's token of `next`, in the members' order.
     pub tokens: Vec<String>,
 }
@@ -311,15 +311,19 @@ impl Fleet {
     /// # Errors
     /// API errors.
     pub async fn mint_next_generation(&self, members: &[Member]) -> anyhow::Result<NextGeneration> {
-        let old = members.first().map_or(0, |m| m.generation);
-        let next = old + 1;
+        let next = members.first().map_or(0, |m| m.generation) + 1;
         self.bounded(members, |m| self.ensure_service_account(m, next))
             .await?;
         let tokens = self
             .bounded(members, |m| self.mint(m, next))
             .await
             .context("minting the new tokens")?;
-        Ok(NextGeneration { old, next, tokens })
+        let members = members.iter().map(|m| m.n).collect();
+        Ok(NextGeneration {
+            next,
+            members,
+            tokens,
+        })
     }
 
     /// Writes each of `members`' `tokens` into its Secret, beside its apiserver's CA as
@@ -363,9 +367,10 @@ impl Fleet {
             .context("revoking the old tokens")
     }
 
-    /// Every member now holds its token of `generation`.
+    /// The members of `generation` now hold their tokens of it.
     pub fn adopt(&mut self, generation: NextGeneration) {
-        for (member, token) in self.members.iter_mut().zip(generation.tokens) {
+        let members = (self.members.iter_mut()).filter(|m| generation.members.contains(&m.n));
+        for (member, token) in members.zip(generation.tokens) {
             member.generation = generation.next;
             member.token = token;
         }

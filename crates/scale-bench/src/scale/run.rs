@@ -298,8 +298,3 @@ pub async fn rotate_all(
         not_switched,
     })
 }
-
-/// Collector warnings, for the report's footnotes.
-pub fn warnings(running: &Running) -> BTreeMap<String, u64> {
-    running.log.warnings()
-}
