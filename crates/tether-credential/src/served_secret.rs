@@ -15,41 +15,32 @@ use member_client::Text;
 
 use crate::{error::Error, exec_info::ExecRequest};
 
-/// Checks `secret` against `request`, before anything of its content is read.
+/// Checks the `stored` Secret against `request`, before anything of its content is read.
 ///
 /// # Errors
 /// [`Error::ServiceAccountTokenSecret`], [`Error::NotMarked`], [`Error::MarkedForAnother`],
 /// [`Error::NoRecordedServer`] and [`Error::ServerMismatch`].
-pub(crate) fn check(secret: &Secret, request: &ExecRequest) -> Result<(), Error> {
-    let (member, reference) = (request.member.clone(), request.secret.clone());
-    let meta = &secret.metadata;
+pub(crate) fn check(stored: &Secret, request: &ExecRequest) -> Result<(), Error> {
+    let (member, secret) = (request.member.clone(), request.secret.clone());
+    let meta = &stored.metadata;
     let marked = (meta.labels.as_ref()).and_then(|l| l.get(CREDENTIAL_MEMBER_LABEL));
     let recorded = (meta.annotations.as_ref()).and_then(|a| a.get(CREDENTIAL_SERVER_ANNOTATION));
     match (marked, recorded) {
-        _ if secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) => {
-            Err(Error::ServiceAccountTokenSecret {
-                member,
-                secret: reference,
-            })
+        _ if stored.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN_TYPE) => {
+            Err(Error::ServiceAccountTokenSecret { member, secret })
         }
-        (None, _) => Err(Error::NotMarked {
-            member,
-            secret: reference,
-        }),
+        (None, _) => Err(Error::NotMarked { member, secret }),
         (Some(marked), _) if *marked != request.member => Err(Error::MarkedForAnother {
             member,
-            secret: reference,
+            secret,
             marked: Text::new(marked).into(),
         }),
-        (_, None) => Err(Error::NoRecordedServer {
-            member,
-            secret: reference,
-        }),
+        (_, None) => Err(Error::NoRecordedServer { member, secret }),
         // Compared as written: the collector records the very string it publishes as the
         // profile's server, and any other spelling is another profile's.
         (_, Some(recorded)) if *recorded != request.server => Err(Error::ServerMismatch {
             member,
-            secret: reference,
+            secret,
             asked: Text::new(&request.server).into(),
             recorded: Text::new(recorded).into(),
         }),
