@@ -112,9 +112,7 @@ impl ExecPolicy {
     pub fn only(&self, declaration: Arc<PluginDeclaration>) -> Self {
         Self {
             plugins: Arc::from([declaration]),
-            timeout: self.timeout,
-            run_as: self.run_as,
-            permits: self.permits.clone(),
+            ..self.clone()
         }
     }
 

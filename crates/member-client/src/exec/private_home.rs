@@ -59,10 +59,8 @@ impl PrivateHome {
     /// Removes the directory and what the plugin left in it, taking back ownership of each
     /// directory first (a plugin run as another user may have left directories only it could
     /// write). Reads the file system: call it off the async workers.
-    pub(crate) fn remove(mut self) {
-        if let Some(path) = self.path.take() {
-            remove_tree(&path);
-        }
+    pub(crate) fn remove(self) {
+        drop(self);
     }
 }
 
