@@ -119,15 +119,12 @@ mod tests {
 
     #[tokio::test]
     async fn allowed_answers_pass() {
-        let got: Vec<_> = resolve(EndpointPolicy::default(), &["10.0.0.1:0"])
-            .await
-            .unwrap()
-            .collect();
-        assert_eq!(got, ["10.0.0.1:0".parse().unwrap()]);
-        assert!(
-            resolve(EndpointPolicy::loopback(), &["127.0.0.1:0"])
-                .await
-                .is_ok()
+        let got = resolve(EndpointPolicy::default(), &["10.0.0.1:0"]).await;
+        assert_eq!(
+            got.unwrap().collect::<Vec<_>>(),
+            ["10.0.0.1:0".parse().unwrap()]
         );
+        let loopback = resolve(EndpointPolicy::loopback(), &["127.0.0.1:0"]).await;
+        assert!(loopback.is_ok());
     }
 }

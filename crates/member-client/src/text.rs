@@ -87,11 +87,7 @@ mod tests {
     #[case::four_byte("🦀".repeat(5000))]
     fn long_text_is_cut_on_a_char_boundary(#[case] raw: String) {
         let text = Text::new(&raw);
-        assert!(
-            text.as_str().len() <= Text::MAX_BYTES,
-            "{}",
-            text.as_str().len()
-        );
+        assert!(text.as_str().len() <= Text::MAX_BYTES, "{text}");
         assert!(text.as_str().ends_with('…'));
     }
 

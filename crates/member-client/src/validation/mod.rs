@@ -238,17 +238,11 @@ mod tests {
             )
         };
         assert!(refused("https://127.0.0.1", None, false));
-        assert!(refused(
-            "https://10.0.0.1",
-            Some("http://169.254.169.254:80"),
-            false
-        ));
+        let metadata_proxy = Some("http://169.254.169.254:80");
+        assert!(refused("https://10.0.0.1", metadata_proxy, false));
         assert!(refused("https://10.0.0.1", None, true));
-        let route = route(
-            &strict,
-            &at("https://10.0.0.1", Some("http://proxy:3128"), false),
-        );
-        let route = route.unwrap();
+        let proxied = at("https://10.0.0.1", Some("http://proxy:3128"), false);
+        let route = route(&strict, &proxied).unwrap();
         assert_eq!(route.proxy.unwrap().host(), Some("proxy"));
     }
 

@@ -27,12 +27,10 @@ async fn at_most_the_cap_of_plugins_run_at_once_across_clones_of_the_policy() {
     let policy = allow(&plugin).with_max_concurrent(2);
     let config = config(&plugin);
     // Clones, as every member's client holds one.
-    let runs: Vec<_> = (0..6)
-        .map(|_| {
-            let (config, policy) = (config.clone(), policy.clone());
-            async move { run_plugin(&config, &policy).await }
-        })
-        .collect();
+    let runs = (0..6).map(|_| {
+        let (config, policy) = (config.clone(), policy.clone());
+        async move { run_plugin(&config, &policy).await }
+    });
     for result in futures::future::join_all(runs).await {
         assert!(result.is_ok(), "{result:?}");
     }
