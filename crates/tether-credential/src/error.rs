@@ -267,16 +267,4 @@ mod tests {
         );
         assert!(line.contains("User \"alice\" cannot get"), "{line}");
     }
-
-    #[test]
-    fn the_no_secret_ref_message_is_the_documented_one() {
-        let err = Error::NoSecretRef {
-            member: "edge-1".to_owned(),
-        };
-        assert_eq!(
-            err.one_line(),
-            "member edge-1's credential is not held in a control-plane Secret (a member file or \
-             a plugin the collector runs); tether-credential cannot serve it"
-        );
-    }
 }

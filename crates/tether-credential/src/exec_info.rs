@@ -136,6 +136,11 @@ mod tests {
             matches!(&err, Error::NoSecretRef { member } if member == "edge-1"),
             "{err:?}"
         );
+        assert_eq!(
+            err.one_line(),
+            "member edge-1's credential is not held in a control-plane Secret (a member file or \
+             a plugin the collector runs); tether-credential cannot serve it"
+        );
     }
 
     #[rstest]
