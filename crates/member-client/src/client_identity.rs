@@ -86,56 +86,55 @@ impl ClientIdentity {
     /// no key, an unsupported key, a certificate that does not parse, a key that does not
     /// match the leaf) in words that never quote the key.
     pub fn from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, IdentityError> {
-        let invalid = |why: String| IdentityError::Invalid(Text::new(&why));
+        let invalid = |why: &str| IdentityError::Invalid(Text::new(why));
         if cert_chain_pem.len() > Self::MAX_CHAIN_BYTES {
-            return Err(invalid(format!(
+            return Err(invalid(&format!(
                 "the certificate chain is larger than {} bytes",
                 Self::MAX_CHAIN_BYTES
             )));
         }
         if key_pem.len() > Self::MAX_KEY_BYTES {
-            return Err(invalid(format!(
+            return Err(invalid(&format!(
                 "the private key is larger than {} bytes",
                 Self::MAX_KEY_BYTES
             )));
         }
         let chain = CertificateDer::pem_slice_iter(cert_chain_pem)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|err| invalid(format!("the certificate chain is not PEM ({err})")))?;
+            .map_err(|err| invalid(&format!("the certificate chain is not PEM ({err})")))?;
         let Some(leaf) = chain.first() else {
-            return Err(invalid("no CERTIFICATE block in the chain".to_owned()));
+            return Err(invalid("no CERTIFICATE block in the chain"));
         };
-        let (not_before, not_after, subject) = read_leaf(leaf).map_err(invalid)?;
+        let (not_before, not_after, subject) = read_leaf(leaf).map_err(|why| invalid(&why))?;
         for (at, cert) in chain.iter().enumerate().skip(1) {
             X509Certificate::from_der(cert)
-                .map_err(|_| invalid(format!("certificate {at} of the chain is not X.509")))?;
+                .map_err(|_| invalid(&format!("certificate {at} of the chain is not X.509")))?;
         }
 
         // NB: pem errors can quote a line of their input; for the key, say nothing of it.
         let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|err| match err {
             rustls_pki_types::pem::Error::NoItemsFound => invalid(
                 "no private key block (PKCS#8 PRIVATE KEY, PKCS#1 RSA PRIVATE KEY or SEC1 EC \
-                 PRIVATE KEY)"
-                    .to_owned(),
+                 PRIVATE KEY)",
             ),
-            _ => invalid("the private key is not PEM".to_owned()),
+            _ => invalid("the private key is not PEM"),
         })?;
         let key_label = pem::key_label(&key)
-            .ok_or_else(|| invalid("a private key encoding that has no PEM label".to_owned()))?;
+            .ok_or_else(|| invalid("a private key encoding that has no PEM label"))?;
         let signer = ring::default_provider()
             .key_provider
             .load_private_key(key.clone_key())
-            .map_err(|err| invalid(format!("unsupported private key ({err})")))?;
+            .map_err(|err| invalid(&format!("unsupported private key ({err})")))?;
         let certified = CertifiedKey::new(chain, signer);
         match certified.keys_match() {
             Ok(()) => {}
             Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
                 return Err(invalid(
-                    "the private key does not match the leaf certificate".to_owned(),
+                    "the private key does not match the leaf certificate",
                 ));
             }
             Err(err) => {
-                return Err(invalid(format!(
+                return Err(invalid(&format!(
                     "the private key cannot be checked against the leaf certificate ({err})"
                 )));
             }

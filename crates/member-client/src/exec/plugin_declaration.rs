@@ -306,10 +306,8 @@ impl PluginDeclaration {
                 });
             }
         }
-        let mut args = self.args.clone();
-        args.extend(given.iter().cloned());
-        let mut env = self.env.clone();
-        env.extend(config.env.iter().cloned());
+        let args = [self.args.as_slice(), given].concat();
+        let env = [self.env.as_slice(), &config.env].concat();
         Ok(Invocation { path, args, env })
     }
 }

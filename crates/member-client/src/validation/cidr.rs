@@ -36,13 +36,10 @@ impl Cidr {
     }
 
     fn matches(&self, ip: IpAddr) -> bool {
+        let prefix = self.prefix;
         match (self.addr, ip) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
-            }
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                prefix_eq(&net.octets(), &ip.octets(), self.prefix)
-            }
+            (IpAddr::V4(net), IpAddr::V4(ip)) => prefix_eq(&net.octets(), &ip.octets(), prefix),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => prefix_eq(&net.octets(), &ip.octets(), prefix),
             _ => false,
         }
     }
