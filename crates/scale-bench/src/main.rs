@@ -11,7 +11,7 @@ use scale_bench::{
     baselines::{self, BaselineOptions, Programs},
     credential_kinds, overhead,
     scale::{
-        fleet_args::FleetArgs,
+        FleetArgs,
         run::{self, PhaseOptions},
     },
     sections,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use scale_bench::{
-    scale::fleet_args::FleetArgs,
+    scale::FleetArgs,
     sharded::{self, ShardedOptions},
 };
 

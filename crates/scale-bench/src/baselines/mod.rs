@@ -130,13 +130,12 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     testkit::set_deployment_status(&admin, &namespace, CANARY, 1).await?;
 
     // Kept after the run: the processes' stderr. The fleet file (it holds the control plane's
-    // admin token) is removed when the run ends, however it ends.
+    // admin token) is a `NamedTempFile`: owner-only, removed when the run ends, however it ends.
     let dir = tempfile::Builder::new()
         .prefix("tether-baselines-")
         .tempdir()?
         .keep();
     let control_plane = fleet.env.control_plane();
-    // Owner-only, as a `NamedTempFile` is made; removed when dropped.
     let fleet_file = tempfile::Builder::new()
         .prefix("fleet")
         .suffix(".json")
@@ -161,7 +160,6 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
             .collect(),
     };
     serde_json::to_writer(fleet_file.as_file(), &contents)?;
-    let names: Vec<&str> = subset.iter().map(|m| m.name.as_str()).collect();
     let mut processes = System::ALL
         .iter()
         .map(|system| {
@@ -169,7 +167,7 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
                 *system,
                 &options.programs,
                 fleet_file.path(),
-                names.iter().copied(),
+                subset.iter().map(|m| m.name.as_str()),
                 &dir,
             )
         })

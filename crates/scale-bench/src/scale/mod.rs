@@ -1,13 +1,39 @@
 //! The collector phases of the bench: N logical members on a few real member apiservers
-//! ([`fleet`]), the collector as a child process with its log read ([`collector_log`]), and
-//! what the scale and mass-rotation phases do ([`run`]) and measure ([`report`]). The crate's
-//! `tests/scale_smoke.rs` runs the same code with 20 members.
+//! ([`fleet`], sized by [`FleetArgs`]), the collector as a child process with its log read
+//! ([`collector_log`]), and what the scale and mass-rotation phases do ([`run`]) and measure
+//! ([`report`]). The crate's `tests/scale_smoke.rs` runs the same code with 20 members.
 
 pub mod collector_log;
 pub mod conditions;
 pub mod fleet;
-pub mod fleet_args;
 pub mod percentiles;
 pub mod proc_stats;
 pub mod report;
 pub mod run;
+
+use fleet::Fleet;
+
+/// How many members, on how many apiservers, made how fast: the arguments of every binary
+/// that starts a fleet.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct FleetArgs {
+    /// Logical member clusters, each its own ServiceAccount and Secret.
+    #[arg(long, default_value_t = 1000)]
+    pub members: usize,
+    /// Member apiservers they share (`memberN` uses apiserver `N mod A`).
+    #[arg(long, default_value_t = 3)]
+    pub apiservers: usize,
+    /// API calls in flight while creating and rotating members.
+    #[arg(long, default_value_t = 32)]
+    pub concurrency: usize,
+}
+
+impl FleetArgs {
+    /// Starts the fleet these arguments describe.
+    ///
+    /// # Errors
+    /// [`Fleet::start`]'s.
+    pub async fn start(&self) -> anyhow::Result<Fleet> {
+        Fleet::start(self.members, self.apiservers, self.concurrency).await
+    }
+}
