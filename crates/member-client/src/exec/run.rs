@@ -43,16 +43,8 @@ const REAP_WAIT: Duration = Duration::from_secs(1);
 ///
 /// At most [`ExecPolicy::with_max_concurrent`] plugins run at once; the wait for a turn, the
 /// check and the run are all bounded by [`ExecPolicy::timeout`]: at the deadline,
-/// the plugin's process group is killed, so a grandchild that holds stdout open ends too.
-///
-/// ```no_run
-/// # async fn doc() -> Result<(), member_client::ExecError> {
-/// use member_client::{ExecConfig, ExecPolicy, exec};
-/// let policy = ExecPolicy::new(["/usr/local/bin/cloud-auth".into()]);
-/// let config = ExecConfig::new("/usr/local/bin/cloud-auth");
-/// let output = exec::run(&config, &policy).await?;
-/// # Ok(()) }
-/// ```
+/// the plugin's process group is killed, so a grandchild that holds stdout open ends too. The
+/// [module](super)'s example runs one.
 ///
 /// # Errors
 /// [`ExecError::NotAllowed`], [`ExecError::ArgNotAllowed`] or [`ExecError::EnvNotAllowed`]

@@ -80,17 +80,17 @@ async fn get(svc: &mut GenericService, path: &str, identity: &ClientIdentity) ->
     seen(send(svc, path, Some(identity)).await.unwrap()).await
 }
 
-/// A CA, and a server that requires a client certificate it issued.
-async fn requiring_certificates() -> (TestPki, MtlsServer) {
+/// A CA, a server that requires a client certificate it issued, and identities `A` and `B`.
+async fn requiring_certificates() -> (TestPki, MtlsServer, ClientIdentity, ClientIdentity) {
     let pki = TestPki::new();
     let server = MtlsServer::start(&pki, ClientAuth::Required).await;
-    (pki, server)
+    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    (pki, server, a, b)
 }
 
 #[tokio::test]
 async fn the_next_request_after_a_rotation_presents_the_new_identity() {
-    let (pki, server) = requiring_certificates().await;
-    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let (pki, server, a, b) = requiring_certificates().await;
     let mut svc = transport(&server, &pki);
 
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
@@ -107,7 +107,7 @@ async fn the_next_request_after_a_rotation_presents_the_new_identity() {
 
 #[tokio::test]
 async fn the_same_certificate_parsed_again_keeps_its_pool() {
-    let (pki, server) = requiring_certificates().await;
+    let (pki, server, ..) = requiring_certificates().await;
     let pools = pools(&server, &pki);
     let (chain, key) = pki.identity_pem("A");
     let parse = || ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes()).unwrap();
@@ -126,8 +126,7 @@ async fn the_same_certificate_parsed_again_keeps_its_pool() {
 
 #[tokio::test]
 async fn sessions_are_never_resumed_across_identities() {
-    let (pki, server) = requiring_certificates().await;
-    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let (pki, server, a, b) = requiring_certificates().await;
     let mut svc = transport(&server, &pki);
 
     // `/close` ends each connection, so each request makes a new handshake. A resumed TLS 1.3
@@ -150,8 +149,7 @@ async fn sessions_are_never_resumed_across_identities() {
 
 #[tokio::test]
 async fn a_stream_opened_under_the_old_identity_survives_a_rotation() {
-    let (pki, server) = requiring_certificates().await;
-    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let (pki, server, a, b) = requiring_certificates().await;
     let mut svc = transport(&server, &pki);
 
     let mut watch = send(&mut svc, "/stream", Some(&a))
@@ -239,7 +237,7 @@ async fn get_via(
 
 #[tokio::test]
 async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
-    let (pki, server) = requiring_certificates().await;
+    let (pki, server, ..) = requiring_certificates().await;
     let pools = pools(&server, &pki);
     let identities: Vec<_> = (0..5).map(|i| pki.identity(&format!("id{i}"))).collect();
     for identity in &identities {
@@ -259,9 +257,8 @@ async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
 
 #[tokio::test]
 async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_lives() {
-    let (pki, server) = requiring_certificates().await;
+    let (pki, server, a, b) = requiring_certificates().await;
     let pools = pools(&server, &pki);
-    let (a, b) = (pki.identity("A"), pki.identity("B"));
 
     let held = tokio::spawn(pools.clone().oneshot(absolute(&server, "/hold", &a)));
     server.wait_holding(1).await;
@@ -293,8 +290,7 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
 /// copy would be refused by the server).
 #[tokio::test]
 async fn a_factory_client_presents_the_identity_its_credential_holds() {
-    let (pki, server) = requiring_certificates().await;
-    let (a, b) = (pki.identity("A"), pki.identity("B"));
+    let (pki, server, a, b) = requiring_certificates().await;
     let source = Arc::new(FakeSource::identity(a.clone()));
     let key = CredentialKey::new("ns", "m1");
     let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
