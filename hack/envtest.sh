@@ -37,7 +37,6 @@ case "${1:-}" in
   *) die "unknown argument: $1 (try --help)" ;;
 esac
 
-# ---------------------------------------------------------------------------
 # 1. Caller already has assets.
 if [[ $mode == build && -n "${KUBEBUILDER_ASSETS:-}" ]]; then
   if [[ -x "$KUBEBUILDER_ASSETS/kube-apiserver" && -x "$KUBEBUILDER_ASSETS/etcd" ]]; then
@@ -58,7 +57,6 @@ stamp_for() { # <name> <version> <wrapper dir>
 kube_stamp="$(stamp_for kube-apiserver "$KUBERNETES_VERSION" "$wrappers/kube-apiserver")"
 etcd_stamp="$(stamp_for etcd "$ETCD_VERSION" "$wrappers/etcd")"
 
-# ---------------------------------------------------------------------------
 # 2. Fast path: nothing to build (needs no Go at all).
 if [[ $mode == build ]] && go_up_to_date "$assets_dir" kube-apiserver "$kube_stamp" &&
   go_up_to_date "$assets_dir" etcd "$etcd_stamp"; then
@@ -66,7 +64,6 @@ if [[ $mode == build ]] && go_up_to_date "$assets_dir" kube-apiserver "$kube_sta
   exit 0
 fi
 
-# ---------------------------------------------------------------------------
 go_toolchain
 if (( go_major > 1 || go_minor >= 27 )); then
   # Go 1.27 turns on the json/v2 experiment by default, with which kube-apiserver
@@ -79,7 +76,6 @@ if (( go_major > 1 || go_minor >= 27 )); then
   fi
 fi
 
-# ---------------------------------------------------------------------------
 # --regen: write the wrapper modules from the upstream go.mod files.
 gomod_of() { # <module@version> -> path of its go.mod in the module cache
   local json tmpd
@@ -163,7 +159,6 @@ if [[ $mode == regen ]]; then
   exit 0
 fi
 
-# ---------------------------------------------------------------------------
 # Build.
 go_build_begin "$assets_dir" "$repo_root/.envtest/.lock"
 check_wrappers   # the wrapper go.mod files must select the versions pinned in versions.env
