@@ -1,12 +1,12 @@
-use std::{future::Future, pin::Pin, time::Duration};
+use std::time::Duration;
 
-use tower::{Layer as _, Service};
+use tower::{Layer as _, ServiceExt as _, util::BoxCloneService};
 
 use super::*;
 use rstest::rstest;
-use tower::ServiceExt as _;
 
-type Answer = Pin<Box<dyn Future<Output = Result<http::Response<()>, BoxError>> + Send>>;
+/// A member stand-in whose answers have bodies of type `B`.
+type Member<B> = BoxCloneService<http::Request<()>, http::Response<B>, BoxError>;
 
 #[rstest]
 #[case::get("/readyz", false)]
@@ -21,24 +21,22 @@ fn only_watches_are_exempt(#[case] uri: &str, #[case] watch: bool) {
 
 /// Answers after the delay its path names (`/after/<ms>`), or never (any other path), like a
 /// frozen apiserver.
-fn delayed()
--> impl Service<http::Request<()>, Response = http::Response<()>, Error = BoxError, Future = Answer>
-+ Clone {
-    tower::service_fn(|req: http::Request<()>| {
+fn delayed() -> Member<()> {
+    Member::new(tower::service_fn(|req: http::Request<()>| {
         let delay = req
             .uri()
             .path()
             .strip_prefix("/after/")
             .and_then(|ms| ms.parse().ok())
             .map(Duration::from_millis);
-        Box::pin(async move {
+        async move {
             match delay {
                 Some(delay) => tokio::time::sleep(delay).await,
                 None => std::future::pending().await,
             }
             Ok(http::Response::new(()))
-        }) as Answer
-    })
+        }
+    }))
 }
 
 fn get(path: &str) -> http::Request<()> {
@@ -160,17 +158,12 @@ type Stalled = http_body_util::StreamBody<
 
 /// Answers at once with a body that never ends, like a member trickling nothing after its
 /// headers.
-fn stalled_body() -> impl Service<
-    http::Request<()>,
-    Response = http::Response<Stalled>,
-    Error = BoxError,
-    Future = std::future::Ready<Result<http::Response<Stalled>, BoxError>>,
-> + Clone {
-    tower::service_fn(|_req: http::Request<()>| {
-        std::future::ready(Ok(http::Response::new(http_body_util::StreamBody::new(
+fn stalled_body() -> Member<Stalled> {
+    Member::new(tower::service_fn(|_req: http::Request<()>| {
+        std::future::ready(Ok(http::Response::new(Stalled::new(
             futures::stream::pending(),
         ))))
-    })
+    }))
 }
 
 #[tokio::test(start_paused = true)]
@@ -191,13 +184,10 @@ async fn a_body_that_does_not_arrive_fails_at_the_deadline() {
 
 /// A watch may wait for its headers, and then for its body, as long as it likes.
 #[rstest]
-#[case::headers(delayed().map_response(|_| http::Response::new(Stalled::new(futures::stream::pending()))))]
+#[case::headers(Member::new(delayed().map_response(|_| http::Response::new(Stalled::new(futures::stream::pending())))))]
 #[case::body(stalled_body())]
 #[tokio::test(start_paused = true)]
-async fn a_watch_may_stay_open<S>(#[case] inner: S)
-where
-    S: Service<http::Request<()>, Response = http::Response<Stalled>, Error = BoxError>,
-{
+async fn a_watch_may_stay_open(#[case] inner: Member<Stalled>) {
     use http_body_util::BodyExt as _;
     let service = RequestDeadlineLayer::new(Duration::from_secs(5)).layer(inner);
     let request = http::Request::get("/api/v1/nodes?watch=true")

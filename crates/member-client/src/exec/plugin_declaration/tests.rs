@@ -107,21 +107,18 @@ fn a_refused_variable_is_named_without_its_value(#[case] name: &str, #[case] val
 fn the_allow_exec_shorthand_accepts_no_arg_and_no_variable() {
     let shorthand = PluginDeclaration::command_only("/usr/local/bin/aws");
     assert!(run(&shorthand, &config(&[], vec![])).is_ok());
+    let arg = run(&shorthand, &config(&["token"], vec![]));
     assert!(matches!(
-        run(&shorthand, &config(&["token"], vec![])),
+        arg,
         Err(ExecError::ArgNotAllowed {
             index: 0,
             accepted: 0,
             ..
         })
     ));
-    assert!(matches!(
-        run(
-            &shorthand,
-            &config(&[], vec![ExecEnvVar::new("AWS_PROFILE", "x")])
-        ),
-        Err(ExecError::EnvNotAllowed { .. })
-    ));
+    let env = vec![ExecEnvVar::new("AWS_PROFILE", "x")];
+    let var = run(&shorthand, &config(&[], env));
+    assert!(matches!(var, Err(ExecError::EnvNotAllowed { .. })));
 }
 
 #[rstest]

@@ -29,11 +29,9 @@ enum Trick {
 #[tokio::test]
 async fn a_refused_command_never_runs(#[case] trick: Trick) {
     let plugins = Plugins::new();
-    let allowed = plugins
-        .script("allowed", &prints(V1, r#"{"token":"t"}"#))
-        .await;
+    let allowed = plugins.script("allowed", PRINTS_T).await;
     // Leaves a marker, so that a run shows.
-    let marking = format!("touch ran\n{}", prints(V1, r#"{"token":"t"}"#));
+    let marking = format!("touch ran\n{PRINTS_T}");
     let evil = plugins.script("evil", &marking).await;
     fs::create_dir(plugins.path("sub")).unwrap();
     let mut config = config(&evil);
@@ -67,7 +65,9 @@ async fn a_refused_command_never_runs(#[case] trick: Trick) {
 #[tokio::test]
 async fn the_marker_shows_a_run() {
     let plugins = Plugins::new();
-    let marking = format!("touch ran\n{}", prints(V1, r#"{"token":"t"}"#));
-    plugins.run(&marking).await.unwrap();
+    plugins
+        .run(&format!("touch ran\n{PRINTS_T}"))
+        .await
+        .unwrap();
     assert!(plugins.path("ran").exists());
 }

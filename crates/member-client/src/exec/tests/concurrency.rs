@@ -19,10 +19,7 @@ fn most_at_once(log: &str) -> usize {
 #[tokio::test]
 async fn at_most_the_cap_of_plugins_run_at_once_across_clones_of_the_policy() {
     let plugins = Plugins::new();
-    let body = format!(
-        "echo s >> log\nsleep 0.3\necho e >> log\n{}",
-        prints(V1, r#"{"token":"t"}"#)
-    );
+    let body = format!("echo s >> log\nsleep 0.3\necho e >> log\n{PRINTS_T}");
     let plugin = plugins.script("plugin", &body).await;
     let policy = allow(&plugin).with_max_concurrent(2);
     let config = config(&plugin);
@@ -45,7 +42,7 @@ async fn the_wait_for_a_turn_counts_against_the_deadline() {
     // second, after 2 s waiting for its turn, has 1 s left and times out, where it would have
     // had its 2 s if the wait did not count.
     let plugins = Plugins::new();
-    let body = format!("sleep 2\n{}", prints(V1, r#"{"token":"t"}"#));
+    let body = format!("sleep 2\n{PRINTS_T}");
     let plugin = plugins.script("plugin", &body).await;
     let deadline = Duration::from_secs(3);
     let policy = allow(&plugin).with_max_concurrent(1).with_timeout(deadline);

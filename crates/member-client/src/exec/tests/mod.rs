@@ -69,6 +69,9 @@ impl Plugins {
     }
 }
 
+/// A shell line that prints a v1 ExecCredential with the token `t`.
+const PRINTS_T: &str = r#"echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t"}}'"#;
+
 /// A shell line that prints an ExecCredential.
 fn prints(api_version: &str, status: &str) -> String {
     format!(
@@ -162,9 +165,8 @@ async fn args_env_and_the_cluster_reach_the_plugin_in_an_environment_built_from_
     let dir = plugins.path("");
     // Where it starts, before it moves to where it writes.
     let text = format!(
-        "#!/bin/sh\npwd > '{0}/cwd'\ncd '{0}' || exit 99\n{RECORDER}\n{1}\n",
+        "#!/bin/sh\npwd > '{0}/cwd'\ncd '{0}' || exit 99\n{RECORDER}\n{PRINTS_T}\n",
         dir.display(),
-        prints(V1, r#"{"token":"t"}"#)
     );
     let plugin = plugins.executable("plugin", &text).await;
     let config = ExecConfig {
@@ -216,7 +218,7 @@ async fn args_env_and_the_cluster_reach_the_plugin_in_an_environment_built_from_
 #[tokio::test]
 async fn without_provide_cluster_info_no_cluster_is_sent() {
     let plugins = Plugins::new();
-    let body = format!("{RECORDER}\n{}", prints(V1, r#"{"token":"t"}"#));
+    let body = format!("{RECORDER}\n{PRINTS_T}");
     let plugin = plugins.script("plugin", &body).await;
     let config = ExecConfig {
         cluster: Some(cluster()),

@@ -67,8 +67,7 @@ async fn a_plugin_run_as_another_user_gets_a_home_of_its_own() {
         return;
     };
     let body = format!(
-        "touch \"$HOME/written\" || exit 4\n[ \"$(id -u):$(id -g):$(id -G)\" = '65534:65534:65534' ] || exit 5\n{}",
-        prints(V1, r#"{"token":"t"}"#)
+        "touch \"$HOME/written\" || exit 4\n[ \"$(id -u):$(id -g):$(id -G)\" = '65534:65534:65534' ] || exit 5\n{PRINTS_T}"
     );
     let plugin = plugins.script("plugin", &body).await;
     let policy = allow(&plugin).with_run_as(Some(NOBODY));
