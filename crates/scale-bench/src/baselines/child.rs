@@ -12,7 +12,7 @@ use super::{
 use crate::scale::proc_stats::ProcSample;
 
 /// The longest output line read; a longer one is a malformed observation, not a reason to grow.
-const MAX_LINE: usize = 64 * 1024;
+const MAX_LINE: u64 = 64 * 1024;
 
 /// A running baseline process.
 pub struct BaselineProcess {
@@ -54,18 +54,14 @@ impl BaselineProcess {
         let feed = Arc::clone(&ledger);
         let mut reader = tokio::task::JoinSet::new();
         reader.spawn(async move {
-            let mut lines = BufReader::new(stdout);
-            let mut line = Vec::new();
-            loop {
+            let (mut lines, mut line) = (BufReader::new(stdout), Vec::new());
+            while let Ok(1..) = (&mut lines)
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut line)
+                .await
+            {
+                feed.apply_line(String::from_utf8_lossy(&line).trim_end());
                 line.clear();
-                match (&mut lines)
-                    .take(u64::try_from(MAX_LINE).unwrap_or(u64::MAX))
-                    .read_until(b'\n', &mut line)
-                    .await
-                {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => feed.apply_line(String::from_utf8_lossy(&line).trim_end()),
-                }
             }
         });
         Ok(Self {

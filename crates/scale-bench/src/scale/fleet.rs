@@ -16,13 +16,14 @@ use std::{
 use anyhow::Context as _;
 use futures::{StreamExt as _, TryStreamExt as _, stream};
 use k8s_openapi::api::{
-    authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec},
+    authentication::v1::{TokenRequest, TokenReview},
     core::v1::ServiceAccount,
 };
 use kube::{
     Api, Client,
-    api::{DeleteParams, ObjectMeta, PostParams},
+    api::{DeleteParams, PostParams},
 };
+use serde_json::json;
 use testkit::{Environment, Karmada, PushMember};
 
 /// Namespace of the member Secrets on the control plane, as Karmada uses it.
@@ -208,13 +209,7 @@ impl Fleet {
     /// makes generation 1 ahead of the first rotation).
     async fn ensure_service_account(&self, member: &Member, generation: u32) -> anyhow::Result<()> {
         let name = member.service_account(generation);
-        let sa = ServiceAccount {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                ..ObjectMeta::default()
-            },
-            ..ServiceAccount::default()
-        };
+        let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
         match self
             .service_accounts(member)
             .create(&PostParams::default(), &sa)
@@ -232,13 +227,8 @@ impl Fleet {
     /// # Errors
     /// API errors, or no token in the answer.
     pub async fn mint(&self, member: &Member, generation: u32) -> anyhow::Result<String> {
-        let request = TokenRequest {
-            spec: Some(TokenRequestSpec {
-                expiration_seconds: Some(i64::try_from(TOKEN_LIFETIME.as_secs())?),
-                ..TokenRequestSpec::default()
-            }),
-            ..TokenRequest::default()
-        };
+        let spec = json!({"expirationSeconds": TOKEN_LIFETIME.as_secs()});
+        let request: TokenRequest = serde_json::from_value(json!({ "spec": spec }))?;
         let sa = member.service_account(generation);
         self.service_accounts(member)
             .create_token_request(&sa, &PostParams::default(), &request)
@@ -255,13 +245,7 @@ impl Fleet {
     /// # Errors
     /// API errors.
     pub async fn token_accepted(&self, member: &Member, token: &str) -> anyhow::Result<bool> {
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: token.to_owned(),
-                ..TokenReviewSpec::default()
-            },
-            ..TokenReview::default()
-        };
+        let review: TokenReview = serde_json::from_value(json!({"spec": {"token": token}}))?;
         let reviewed = Api::<TokenReview>::all(self.apiserver_of(member).admin.clone())
             .create(&PostParams::default(), &review)
             .await
