@@ -21,9 +21,6 @@ pub type Request = (
 
 /// Whether the apiserver's authorizer allows `request` to the collector's ServiceAccount (a
 /// SubjectAccessReview).
-///
-/// # Errors
-/// API errors.
 pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> {
     let (namespace, group, resource, subresource, name, verb) = request;
     let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
@@ -54,9 +51,6 @@ pub async fn allowed(client: &Client, request: Request) -> anyhow::Result<bool> 
 
 /// Whether the apiserver's authorizer lets `user` (in group `system:authenticated`) `get` the
 /// non-resource URL `path`: what the collector asks for each reader of its API.
-///
-/// # Errors
-/// API errors.
 pub async fn allowed_url(client: &Client, user: &str, path: &str) -> anyhow::Result<bool> {
     ask(
         client,

@@ -60,18 +60,12 @@ impl Inventory {
     }
 
     /// Profile `name`, if it exists.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn get(&self, name: &str) -> anyhow::Result<Option<ClusterProfile>> {
         Ok(self.api.get_opt(name).await?)
     }
 
     /// Creates profile `name` as cluster manager `manager` would (its label and spec, no
     /// status).
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn create_as(&self, name: &str, manager: &str) -> anyhow::Result<ClusterProfile> {
         let profile: ClusterProfile = serde_json::from_value(json!({
             "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
@@ -181,9 +175,6 @@ impl Consumer {
 /// Grants ServiceAccount `consumers/app` `get` on exactly what a consumer needs: the
 /// ClusterProfiles `profiles` in `inventory`, and the Secrets `secrets` in `secret_namespace`
 /// that their `tether` providers name.
-///
-/// # Errors
-/// API errors.
 pub async fn grant_consumer(
     control_plane: &Cluster,
     inventory: &str,

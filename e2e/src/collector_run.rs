@@ -96,9 +96,6 @@ impl RunningCollector {
     }
 
     /// `GET path` with the reader token if one is set: the status code and body.
-    ///
-    /// # Errors
-    /// Connection errors.
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
         testkit::http_get_as(self.addr, path, self.reader.as_deref()).await
     }
@@ -115,9 +112,6 @@ impl RunningCollector {
 
     /// The sum of the samples of metric `name` that carry the labels of `selector` (e.g.
     /// `member="member1"`; empty for all), as [`testkit::metrics::sum`] reads them.
-    ///
-    /// # Errors
-    /// The collector's API failing.
     pub async fn metric(&self, name: &str, selector: &str) -> anyhow::Result<f64> {
         let (status, text) = self.get("/metrics").await?;
         anyhow::ensure!(status == 200, "GET /metrics: {status}");
@@ -171,9 +165,6 @@ impl Drop for RunningCollector {
 
 /// The flags that point a collector at `control_plane` with `token` as its own credential
 /// ([`testkit::control_plane_flags`]), the files in a fresh [`temp_dir`].
-///
-/// # Errors
-/// I/O errors.
 pub fn control_plane_args(
     control_plane: &testkit::Cluster,
     token: &str,
@@ -182,9 +173,6 @@ pub fn control_plane_args(
 }
 
 /// [`control_plane_args`] with the control plane's admin token as the collector's credential.
-///
-/// # Errors
-/// I/O errors.
 pub fn admin_args(control_plane: &testkit::Cluster) -> anyhow::Result<Vec<String>> {
     control_plane_args(control_plane, &control_plane.admin_token()?)
 }
@@ -274,9 +262,6 @@ pub async fn spawn_healthy(
 }
 
 /// [`testkit::metrics::sum`] of a collector process's `/metrics`.
-///
-/// # Errors
-/// The scrape failing.
 pub async fn process_metric(
     process: &testkit::CollectorProcess,
     name: &str,
@@ -294,9 +279,6 @@ static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
 
 /// Creates a fresh directory `tether-e2e-<pid>/<name>-<n>` in the system temp dir and returns
 /// its path. It is kept after the run, like the harness's logs.
-///
-/// # Errors
-/// I/O errors.
 pub fn temp_dir(name: &str) -> anyhow::Result<PathBuf> {
     let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir()

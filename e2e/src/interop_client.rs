@@ -81,9 +81,6 @@ pub struct Running {
 
 impl Running {
     /// Spawns `cmd` with its stdout and stderr piped.
-    ///
-    /// # Errors
-    /// If it cannot be spawned.
     pub fn spawn(mut cmd: Command) -> anyhow::Result<Self> {
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let stdout = child.stdout.take().context("no stdout")?;

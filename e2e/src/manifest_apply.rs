@@ -127,9 +127,6 @@ where
 }
 
 /// Applies the RBAC objects and the ServiceAccount among `objects` for real.
-///
-/// # Errors
-/// API errors.
 pub async fn apply_rbac_for_real(client: &Client, objects: &[Value]) -> anyhow::Result<()> {
     let discovery = Discovery::new(client.clone()).run().await?;
     for object in objects {

@@ -40,9 +40,6 @@ pub struct ProfilePlane {
 impl ProfilePlane {
     /// Installs the ClusterProfile CRD on `control_plane` and creates the two namespaces and
     /// the provider file.
-    ///
-    /// # Errors
-    /// API and I/O errors.
     pub async fn create(control_plane: &Cluster) -> anyhow::Result<Self> {
         let admin = control_plane.admin_client()?;
         crd::install_cluster_profile_crd(&admin).await?;
@@ -79,9 +76,6 @@ impl ProfilePlane {
 
     /// Rewrites the provider file with Tether's pins (`profileConfigPins`, `serverPatterns`,
     /// `proxyPatterns`) on the provider entry; a collector reads it when it starts.
-    ///
-    /// # Errors
-    /// I/O errors.
     pub fn pin_provider(&self, pins: &Value) -> anyhow::Result<()> {
         let secrets_ns = ("PLUGIN_SECRET_NAMESPACE", self.secrets_namespace.clone());
         let env = self.files.env(&[secrets_ns]);
@@ -115,9 +109,6 @@ impl ProfilePlane {
     }
 
     /// Writes (creates or rewrites) the Secret the plugin reads for `cluster_name`: `token`.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn write_token(&self, cluster_name: &str, token: &str) -> anyhow::Result<()> {
         let secret = json!({
             "apiVersion": "v1", "kind": "Secret",
@@ -130,9 +121,6 @@ impl ProfilePlane {
     /// Publishes profile `name` as OCM does for `member`: its access provider
     /// [`OCM_MANAGER`] has the member's server and CA and `{"clusterName": name}` for the
     /// plugin. `providers` replaces `status.accessProviders` when given.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn publish(
         &self,
         name: &str,
@@ -155,9 +143,6 @@ impl ProfilePlane {
     }
 
     /// Deletes profile `name`.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn delete(&self, name: &str) -> anyhow::Result<()> {
         self.profiles
             .delete(name, &DeleteParams::default())

@@ -66,9 +66,6 @@ impl RotationPlane {
     /// robin, each with a fresh 600 s token of its own ServiceAccount (`rot-<i>` in
     /// namespace `tether-rotation`, which may mint its own tokens) in its Secret,
     /// `tether.io/mint-tokens: "true"` and 600 s asked for each minted token.
-    ///
-    /// # Errors
-    /// Any step failing.
     pub async fn start(apiservers: usize, members: usize) -> anyhow::Result<Self> {
         let (env, karmada) = karmada_environment(apiservers).await?;
         let admin_token = env.control_plane().admin_token()?;
@@ -96,9 +93,6 @@ impl RotationPlane {
 
     /// Creates namespace `ns` on apiserver `cluster`, lets its ServiceAccounts read what the
     /// collector mirrors and, if `minting`, mint tokens of any ServiceAccount of `ns`.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn prepare_namespace(
         &self,
         cluster: usize,
@@ -134,9 +128,6 @@ impl RotationPlane {
     /// Creates namespace `ns` on apiserver 1 whose ServiceAccounts may not mint
     /// ([`prepare_namespace`](Self::prepare_namespace)), and [`add`](Self::add)s member
     /// `name` rotating the tokens of `ns/account`; returns its token.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn add_unminting(
         &mut self,
         name: &str,
@@ -149,9 +140,6 @@ impl RotationPlane {
 
     /// Creates `member`'s ServiceAccount, writes its Secret with a fresh 600 s token and
     /// registers its `Cluster` asking for rotation; returns the token.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn add(&mut self, member: RotatingMember) -> anyhow::Result<String> {
         let cluster = self.env.cluster(member.cluster);
         cluster
@@ -175,9 +163,6 @@ impl RotationPlane {
 
     /// Writes Secret `name` holding `token` and `ca_pem`, and registers `Cluster` `name` at
     /// `endpoint` with `annotations`: a member on any endpoint, a hostile one included.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn register(
         &self,
         name: &str,
@@ -194,9 +179,6 @@ impl RotationPlane {
 
     /// The flags that point a collector at the control plane (its own credential the admin
     /// token), with `extra`.
-    ///
-    /// # Errors
-    /// I/O errors writing the credential files.
     pub fn collector_args(&self, extra: &[&str]) -> anyhow::Result<Vec<String>> {
         let mut args = admin_args(self.env.control_plane())?;
         args.extend(extra.iter().map(|a| (*a).to_owned()));
@@ -261,9 +243,6 @@ impl RotationPlane {
     }
 
     /// TokenRequests apiserver `cluster` has answered so far, by its own metrics.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn token_requests(&self, cluster: usize) -> anyhow::Result<f64> {
         let metrics = self.env.cluster(cluster).metrics().await?;
         let token_requests = r#"resource="serviceaccounts",subresource="token",verb="POST""#;

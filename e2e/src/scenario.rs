@@ -47,9 +47,6 @@ pub const AGENT: &str = "agent";
 
 /// A control plane and one member with ServiceAccount [`AGENT`] in a fresh namespace
 /// `agents-…`, that namespace and an hour's token of it: where a single-member test starts.
-///
-/// # Errors
-/// Any step failing.
 pub async fn one_member_with_agent() -> anyhow::Result<(Environment, String, String)> {
     let env = Environment::with_members(1).await?;
     let (ns, token) = env.cluster(1).create_agent("agents", AGENT, HOUR).await?;
@@ -57,9 +54,6 @@ pub async fn one_member_with_agent() -> anyhow::Result<(Environment, String, Str
 }
 
 /// The Events on `client`'s cluster about objects named `name`, in `namespace` or in all.
-///
-/// # Errors
-/// API errors.
 pub async fn events_about(
     client: &kube::Client,
     namespace: Option<&str>,
@@ -77,9 +71,6 @@ pub async fn events_about(
 /// Starts a control plane and `members` member apiservers, and installs Karmada
 /// ([`Karmada::install`]) and the collector's Lease namespace `tether-system` on the control
 /// plane: where every Karmada fleet of the tests starts.
-///
-/// # Errors
-/// Any step failing.
 pub async fn karmada_environment(members: usize) -> anyhow::Result<(Environment, Karmada)> {
     let env = Environment::with_members(members).await?;
     let karmada = Karmada::install(env.control_plane()).await?;
@@ -93,18 +84,12 @@ impl Scenario {
     /// Starts `members` member apiservers, registers each as a Karmada `Cluster` whose Secret
     /// holds a token of ServiceAccount `agent-a` on it, and starts the collector with the
     /// admin token as its own credential and a probe period of `probe_period`.
-    ///
-    /// # Errors
-    /// Any step failing.
     pub async fn start(members: usize, probe_period: Duration) -> anyhow::Result<Self> {
         Self::start_with(members, probe_period, &[]).await
     }
 
     /// As [`start`](Self::start), and returns once every member is healthy
     /// ([`Karmada::wait_healthy`]), each within [`START`].
-    ///
-    /// # Errors
-    /// Any step failing.
     pub async fn start_healthy(members: usize, probe_period: Duration) -> anyhow::Result<Self> {
         let s = Self::start(members, probe_period).await?;
         for member in s.env.members() {
@@ -114,9 +99,6 @@ impl Scenario {
     }
 
     /// As [`start`](Self::start), with `extra_args` for the collector.
-    ///
-    /// # Errors
-    /// Any step failing.
     pub async fn start_with(
         members: usize,
         probe_period: Duration,
@@ -179,9 +161,6 @@ impl Scenario {
     }
 
     /// Creates Deployment `name` on member `i` and sets its `readyReplicas`.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn create_deployment(&self, i: usize, name: &str, ready: i32) -> anyhow::Result<()> {
         let client = self.member(i).admin_client()?;
         Api::<Deployment>::namespaced(client.clone(), &self.namespace)
@@ -195,9 +174,6 @@ impl Scenario {
     }
 
     /// Sets `readyReplicas` of Deployment `name` on member `i` (the status subresource).
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn set_ready(&self, i: usize, name: &str, ready: i32) -> anyhow::Result<()> {
         set_deployment_status(
             &self.member(i).admin_client()?,
@@ -210,9 +186,6 @@ impl Scenario {
     }
 
     /// `readyReplicas` of Deployment `name` as the collector mirrors it from `member`.
-    ///
-    /// # Errors
-    /// The collector's API failing.
     pub async fn mirrored_ready(&self, member: &str, name: &str) -> anyhow::Result<Option<i64>> {
         let list = self
             .collector
@@ -255,9 +228,6 @@ impl Scenario {
 
     /// Creates `Cluster` `broken`: plain http to loopback with member1's Secret, a member
     /// Tether cannot use and lists all the same.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn add_broken_member(&self) -> anyhow::Result<()> {
         let (endpoint, no_annotations) = ("http://127.0.0.1:1", &BTreeMap::new());
         self.karmada
@@ -286,9 +256,6 @@ impl Scenario {
     }
 
     /// The sum of a metric's samples that carry `member="<member>"`.
-    ///
-    /// # Errors
-    /// The collector's API failing.
     pub async fn metric(&self, name: &str, member: &str) -> anyhow::Result<f64> {
         self.collector
             .metric(name, &format!("member=\"{member}\""))

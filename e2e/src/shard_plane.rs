@@ -27,9 +27,6 @@ pub struct ShardPlane {
 impl ShardPlane {
     /// Starts `apiservers` member apiservers and registers `members` push-mode members over
     /// them, round robin, each with a token of its own ServiceAccount.
-    ///
-    /// # Errors
-    /// Any step failing.
     pub async fn start(apiservers: usize, members: usize) -> anyhow::Result<Self> {
         let (env, karmada) = karmada_environment(apiservers).await?;
         for cluster in 1..=apiservers {

@@ -117,18 +117,12 @@ impl Cluster {
     }
 
     /// A client for the cluster admin (`system:masters`).
-    ///
-    /// # Errors
-    /// If kube cannot build the client (TLS setup).
     pub fn admin_client(&self) -> Result<Client> {
         Client::try_from(self.admin_config()).context("building the admin client")
     }
 
     /// A client that authenticates with `token` and trusts this cluster's CA, and nothing
     /// else: the way a member agent sees the cluster.
-    ///
-    /// # Errors
-    /// If kube cannot build the client.
     pub fn client_with_token(&self, token: &str) -> Result<Client> {
         client_for(&self.endpoint, &self.ca_pem, Some(token))
     }
@@ -148,9 +142,6 @@ impl Cluster {
     }
 
     /// `GET /metrics` as the admin: the apiserver's own metrics.
-    ///
-    /// # Errors
-    /// If the request fails.
     pub async fn metrics(&self) -> Result<Exposition> {
         let req = http::Request::get("/metrics")
             .body(Vec::new())

@@ -62,9 +62,6 @@ pub fn locate_binary(name: &str) -> Result<PathBuf> {
 /// `--control-plane-url`, `--control-plane-token-file` and `--control-plane-ca-file`, the
 /// token and the CA bundle written to `control-plane-token` and `control-plane-ca.crt` in
 /// `dir` (which must exist and must outlive the collector: it re-reads the token file).
-///
-/// # Errors
-/// I/O errors writing the files.
 pub fn control_plane_flags(
     control_plane: &Cluster,
     token: &str,
@@ -106,9 +103,6 @@ impl std::fmt::Debug for CollectorServingCert {
 
 impl CollectorServingCert {
     /// A fresh CA named `ca_name` and a serving certificate it signs.
-    ///
-    /// # Errors
-    /// Key generation or signing failing.
     pub fn generate(ca_name: &str) -> Result<Self> {
         let ca = crate::pki::TestCa::generate(ca_name)?;
         let serving = ca.issue_serving_cert("tether-collector")?;
@@ -227,25 +221,16 @@ impl CollectorProcess {
 
     /// Sends SIGSTOP: the process freezes, as a node under memory pressure or a long GC pause
     /// would freeze it, holding its connections and its view of the world.
-    ///
-    /// # Errors
-    /// The signal failing.
     pub fn pause(&self) -> Result<()> {
         self.process.signal(rustix::process::Signal::STOP)
     }
 
     /// Sends SIGCONT after [`pause`](Self::pause).
-    ///
-    /// # Errors
-    /// The signal failing.
     pub fn resume(&self) -> Result<()> {
         self.process.signal(rustix::process::Signal::CONT)
     }
 
     /// `GET path`: status and body.
-    ///
-    /// # Errors
-    /// Connection errors.
     pub async fn get(&self, path: &str) -> Result<(u16, String)> {
         http_get(self.addr, path).await
     }

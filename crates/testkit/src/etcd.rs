@@ -75,9 +75,6 @@ impl Etcd {
 
     /// Stops etcd: SIGTERM, then SIGKILL after `grace`; returns once it is reaped.
     /// Stop the apiservers first: an apiserver whose etcd is gone hangs in shutdown.
-    ///
-    /// # Errors
-    /// If the process cannot be waited for.
     pub async fn stop(&mut self, grace: Duration) -> Result<()> {
         self.process.stop(grace).await
     }

@@ -173,9 +173,6 @@ impl Karmada {
 
     /// Writes Secret `name` (creating or replacing it) with `token` and `ca_pem` under
     /// [`TOKEN_KEY`] and [`CA_BUNDLE_KEY`].
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn write_secret(&self, name: &str, token: &str, ca_pem: &str) -> Result<()> {
         let data = BTreeMap::from([
             (TOKEN_KEY.to_owned(), ByteString(token.as_bytes().to_vec())),
@@ -189,9 +186,6 @@ impl Karmada {
 
     /// Writes arbitrary `data` into Secret `name` (a forced server-side apply), for tests that
     /// feed a registry garbage.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn write_secret_data(
         &self,
         name: &str,

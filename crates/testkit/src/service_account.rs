@@ -62,9 +62,6 @@ impl Cluster {
     /// of namespace `ns`, through their group `system:serviceaccounts:<ns>`: one
     /// ClusterRoleBinding `tether-testkit:<ns>` for any number of ServiceAccounts, where
     /// [`create_service_account`](Self::create_service_account) makes one each.
-    ///
-    /// # Errors
-    /// If an API call fails.
     pub async fn grant_reader_to_namespace(&self, ns: &str) -> Result<()> {
         self.grant_reader(
             &format!("{FIELD_MANAGER}:{ns}"),
@@ -82,9 +79,6 @@ impl Cluster {
     /// Binds [`READER_CLUSTER_ROLE`] (creating or updating it first) to `user`, as a client
     /// certificate's CN names it ([`issue_client_cert`](Self::issue_client_cert)): one
     /// ClusterRoleBinding `tether-testkit:user:<user>`.
-    ///
-    /// # Errors
-    /// If an API call fails.
     pub async fn grant_reader_to_user(&self, user: &str) -> Result<()> {
         self.grant_reader(
             &format!("{FIELD_MANAGER}:user:{user}"),

@@ -22,9 +22,6 @@ pub struct CapiPlane {
 
 impl CapiPlane {
     /// Creates a fresh namespace on `control_plane` for the Secrets.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn create(control_plane: &Cluster) -> anyhow::Result<Self> {
         let namespace = control_plane.create_namespace("capi").await?;
         Ok(Self {
@@ -44,9 +41,6 @@ impl CapiPlane {
 
     /// Writes (creates or rewrites) `<member>-kubeconfig`, labelled for `member`, holding
     /// `kubeconfig` under `value`; returns once the apiserver acknowledged the write.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn write(&self, member: &str, kubeconfig: &Kubeconfig) -> anyhow::Result<()> {
         let name = format!("{member}-kubeconfig");
         let secret = json!({

@@ -58,9 +58,6 @@ impl Kubeconfig {
     }
 
     /// The kubeconfig as YAML, with one cluster, one user and a current context.
-    ///
-    /// # Errors
-    /// Serialization errors.
     pub fn to_yaml(&self) -> anyhow::Result<String> {
         let config = json!({
             "apiVersion": "v1",

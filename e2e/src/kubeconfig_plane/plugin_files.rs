@@ -99,9 +99,6 @@ impl TokenRequestPlugin {
     /// Writes an `--exec-plugins` file beside the plugin's files that declares `command` and
     /// accepts exactly these variables from a definition, each value by a pattern (a member
     /// definition passes nothing else to a plugin); returns its path.
-    ///
-    /// # Errors
-    /// I/O errors.
     pub fn exec_plugins_file(&self, command: &Path) -> anyhow::Result<PathBuf> {
         let file = "/[A-Za-z0-9._/-]+";
         let env = [

@@ -48,9 +48,6 @@ impl Karmada {
     }
 
     /// The conditions of `Cluster` `name`, in the order written.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn conditions(&self, name: &str) -> Result<Vec<Condition>> {
         let status = self.status(name).await?;
         Ok((status["conditions"].as_array().into_iter().flatten())
@@ -59,27 +56,18 @@ impl Karmada {
     }
 
     /// Condition `type_` of `Cluster` `name`, if written.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn find_condition(&self, name: &str, type_: &str) -> Result<Option<Condition>> {
         let conditions = self.conditions(name).await?;
         Ok(conditions.into_iter().find(|c| c.type_ == type_))
     }
 
     /// The status and reason of condition `type_` of `Cluster` `name`, if written.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn condition(&self, name: &str, type_: &str) -> Result<Option<(String, String)>> {
         let found = self.find_condition(name, type_).await?;
         Ok(found.map(|c| (c.status, c.reason)))
     }
 
     /// The message of condition `type_` of `Cluster` `name`, if written.
-    ///
-    /// # Errors
-    /// API errors.
     pub async fn condition_message(&self, name: &str, type_: &str) -> Result<Option<String>> {
         let found = self.find_condition(name, type_).await?;
         Ok(found.map(|c| c.message))
