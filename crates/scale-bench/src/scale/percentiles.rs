@@ -5,8 +5,6 @@ use std::time::Duration;
 /// p50, p99 and max of some durations; `None` where there is no sample of that rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Percentiles {
-    /// How many samples.
-    pub count: usize,
     /// Median.
     pub p50: Option<Duration>,
     /// 99th percentile.
@@ -25,7 +23,6 @@ impl Percentiles {
             samples.get(rank - 1).copied()
         };
         Self {
-            count: samples.len(),
             p50: pick(0.50),
             p99: pick(0.99),
             max: samples.last().copied(),
@@ -42,13 +39,7 @@ impl Percentiles {
                 .find(|(_, count)| *count >= k as f64)
                 .map(|(at, _)| *at)
         };
-        let count = curve
-            .iter()
-            .map(|(_, c)| *c)
-            .fold(0.0_f64, f64::max)
-            .min(n as f64) as usize;
         Self {
-            count,
             p50: rank(0.50, n).and_then(reached),
             p99: rank(0.99, n).and_then(reached),
             max: (n > 0).then_some(n).and_then(reached),
@@ -70,7 +61,6 @@ mod tests {
     #[test]
     fn nearest_rank() {
         let p = Percentiles::of((1..=100).map(|i| MS * i));
-        assert_eq!(p.count, 100);
         assert_eq!(p.p50, Some(MS * 50));
         assert_eq!(p.p99, Some(MS * 99));
         assert_eq!(p.max, Some(MS * 100));
@@ -91,6 +81,5 @@ mod tests {
         assert_eq!(p.max, Some(MS * 400));
         let short = Percentiles::from_curve(&curve[..3], 10);
         assert_eq!(short.max, None);
-        assert_eq!(short.count, 9);
     }
 }
