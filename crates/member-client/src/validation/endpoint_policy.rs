@@ -295,12 +295,9 @@ mod tests {
             let err = policy.check_ip(ip.parse().unwrap()).unwrap_err();
             assert!(err.detail().contains("cloud metadata"), "{ip}: {err}");
         }
-        assert!(policy.check_proxy(&uri("http://168.63.129.16:80")).is_err());
-        assert!(
-            policy
-                .check_proxy(&uri("http://[fd20:ce::254]:80"))
-                .is_err()
-        );
+        for proxy in ["http://168.63.129.16:80", "http://[fd20:ce::254]:80"] {
+            assert!(policy.check_proxy(&uri(proxy)).is_err(), "{proxy}");
+        }
         // Their neighbours are ordinary addresses.
         assert_eq!(policy.check_ip("168.63.129.17".parse().unwrap()), Ok(()));
         assert_eq!(policy.check_ip("fd20:ce::253".parse().unwrap()), Ok(()));

@@ -4,7 +4,6 @@ mod allow_list;
 mod concurrency;
 mod descendants;
 mod failures;
-mod output_bounds;
 mod properties;
 mod sandbox;
 
