@@ -161,4 +161,5 @@ async fn a_transient_failure_is_served_while_a_retry_runs() {
     assert_eq!(source.finished(), 3);
 }
 
+mod semantics;
 mod slot;

@@ -1,19 +1,17 @@
-//! CredentialCache guarantees that the layer relies on, checked without HTTP.
+//! The guarantees the credential layer relies on, checked without HTTP.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails by panicking"
-)]
+use super::*;
+use crate::test_util::FakeSource;
 
-mod support;
-
-use std::{sync::Arc, time::Duration};
-
-use member_client::test_util::FakeSource;
-use member_client::{CredentialCache, CredentialCacheConfig, CredentialKey};
-use secrecy::ExposeSecret;
-use support::wait_until;
+/// Polls `check` every 10 ms until it holds, failing the test after 10 s.
+async fn until(what: &str, check: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check() {
+        let now = tokio::time::Instant::now();
+        assert!(now < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
 
 fn key() -> CredentialKey {
     CredentialKey::new("karmada-cluster", "member1")
@@ -34,12 +32,7 @@ async fn invalidate_during_a_load_discards_what_that_load_read() {
         let tokens = tokens.clone();
         tokio::spawn(async move { tokens.get(&key()).await })
     };
-    wait_until(
-        "the load has read the Secret",
-        Duration::from_secs(10),
-        || source.fetches() == 1,
-    )
-    .await;
+    until("the load has read the Secret", || source.fetches() == 1).await;
     // The Secret changes while that read is in flight, and the watch invalidates the key.
     source.set_token("token-b");
     tokens.invalidate(&key()).await;
@@ -86,11 +79,9 @@ async fn failures_are_shared_by_waiters_and_not_cached() {
             tokio::spawn(async move { tokens.get(&key()).await })
         })
         .collect();
-    wait_until(
-        "all readers wait on the load",
-        Duration::from_secs(10),
-        || tokens.stats().misses == 50,
-    )
+    until("all readers wait on the load", || {
+        tokens.stats().misses == 50
+    })
     .await;
     source.open_gate();
     let errors: Vec<_> = futures::future::join_all(readers)
