@@ -53,14 +53,11 @@ pub async fn start_collector(
     probe_period: Duration,
     extra: &[String],
 ) -> anyhow::Result<(CollectorProcess, CollectorLog)> {
-    let log_dir = std::env::temp_dir().join(format!(
-        "tether-scale-bench-{}-{}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis())
-    ));
-    std::fs::create_dir_all(&log_dir)?;
+    // Kept after the run, as the collector's logs.
+    let log_dir = tempfile::Builder::new()
+        .prefix("tether-scale-bench-")
+        .tempdir()?
+        .keep();
     let mut args = vec!["--members-from".to_owned(), "karmada".to_owned()];
     args.extend(testkit::control_plane_flags(
         control_plane,

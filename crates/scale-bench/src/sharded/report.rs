@@ -83,10 +83,6 @@ fn seconds(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
 /// Prints `report` as a table on stdout.
 pub fn print(report: &ShardedReport) {
     let n = report.members;
@@ -109,10 +105,10 @@ pub fn print(report: &ShardedReport) {
     let total_rss: u64 = report.costs.iter().map(|c| c.rss_bytes).sum();
     for cost in &report.costs {
         println!(
-            "| {} | {} members, RSS {:.0} MiB, CPU {:.3} cores |",
+            "| {} | {} members, RSS {}, CPU {:.3} cores |",
             cost.identity,
             cost.members,
-            mib(cost.rss_bytes),
+            crate::table::mib(cost.rss_bytes),
             cost.cpu_cores
         );
     }
