@@ -11,18 +11,64 @@
 //! - [`LogBuffer`]: where a test's log subscriber writes, for the test to read.
 //! - [`proptest_config`]: how many cases a property test runs.
 
+use std::{
+    io,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use base64::Engine as _;
+
 mod fake_source;
-mod jwt;
-mod log_buffer;
 mod loopback_server;
-mod proptest_config;
 mod test_member;
 mod test_pki;
 
 pub use fake_source::FakeSource;
-pub use jwt::jwt;
-pub use log_buffer::LogBuffer;
 pub use loopback_server::{LoopbackServer, Peer, Reply};
-pub use proptest_config::proptest_config;
 pub use test_member::TestMember;
 pub use test_pki::{ClientAuth, TestPki};
+
+/// A JWT whose payload is `claims` (JSON), with a dummy signature: the client reads a token's
+/// claims (its `exp`) but never checks a signature, which is the apiserver's job.
+pub fn jwt(claims: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    format!("{}.{}.c2ln", b64(r#"{"alg":"RS256"}"#), b64(claims))
+}
+
+/// `cases` per property in CI; `PROPTEST_CASES=<n>` runs `n` instead. Nothing is persisted:
+/// a failure prints its input, and the tree stays clean.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    let more = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok());
+    proptest::test_runner::Config {
+        cases: more.unwrap_or(cases),
+        failure_persistence: None,
+        ..Default::default()
+    }
+}
+
+/// An in-memory sink for a `tracing_subscriber::fmt()` subscriber: give the builder
+/// `.with_writer(move || logs.clone())` and read what it wrote with [`text`](Self::text).
+/// Clones share one buffer.
+#[derive(Clone, Debug, Default)]
+pub struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl LogBuffer {
+    /// Everything written so far (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
+}
+
+impl io::Write for LogBuffer {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let mut buffer = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
