@@ -45,7 +45,9 @@ impl ProcSample {
             at: Instant::now(),
             rss_bytes: testkit::proc_status_bytes(pid, "VmRSS")?,
             peak_rss_bytes: testkit::proc_status_bytes(pid, "VmHWM")?,
-            cpu: Duration::from_secs_f64(total_ticks as f64 / clock_ticks_per_second()),
+            cpu: Duration::from_secs_f64(
+                total_ticks as f64 / rustix::param::clock_ticks_per_second() as f64,
+            ),
         })
     }
 
@@ -57,19 +59,4 @@ impl ProcSample {
         }
         self.cpu.saturating_sub(earlier.cpu).as_secs_f64() / wall
     }
-}
-
-/// `sysconf(_SC_CLK_TCK)` without libc: `getconf CLK_TCK`, else Linux's usual 100.
-fn clock_ticks_per_second() -> f64 {
-    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|out| String::from_utf8(out.stdout).ok())
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .filter(|t| *t > 0.0)
-            .unwrap_or(100.0)
-    })
 }
