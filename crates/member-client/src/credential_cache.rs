@@ -16,7 +16,7 @@ use moka::{
 };
 
 use crate::{Credential, CredentialKey, CredentialKind, CredentialSource, SourceError};
-pub use config::CredentialCacheConfig;
+pub use lifetime::CredentialCacheConfig;
 #[cfg(test)]
 use lifetime::entry_lifetime;
 use lifetime::{Entry, EntryLifetime};
@@ -371,7 +371,6 @@ impl std::fmt::Debug for CredentialCache {
     }
 }
 
-mod config;
 mod lifetime;
 mod slot;
 #[cfg(test)]

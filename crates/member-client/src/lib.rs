@@ -45,7 +45,6 @@
 mod bounded_read;
 mod client_factory;
 mod client_identity;
-mod client_limits;
 mod credential;
 mod credential_cache;
 mod credential_layer;
@@ -59,7 +58,6 @@ mod jwt_claims;
 mod member_endpoint;
 mod request_deadline;
 mod response_limit;
-mod secret_ref;
 mod source;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
@@ -69,9 +67,10 @@ pub mod validation;
 mod watch_backoff;
 
 pub use bounded_read::read_bounded;
-pub use client_factory::{ClientFactory, MemberClientConfig};
+pub use client_factory::{
+    ClientFactory, ClientLimits, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig,
+};
 pub use client_identity::{ClientIdentity, IdentityError};
-pub use client_limits::{ClientLimits, DEFAULT_REQUEST_TIMEOUT};
 pub use credential::{Credential, CredentialKind};
 pub use credential_cache::{CredentialCache, CredentialCacheConfig, CredentialCacheStats};
 pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
@@ -92,8 +91,7 @@ pub use response_limit::{
     DEFAULT_LIST_PAGES, DEFAULT_RESPONSE_BYTES, DEFAULT_WATCH_LINE_BYTES, HEALTH_RESPONSE_BYTES,
     LimitExceeded, RequestKind, ResponseLimits,
 };
-pub use secret_ref::CredentialKey;
-pub use source::{CredentialSource, SourceError};
+pub use source::{CredentialKey, CredentialSource, SourceError};
 pub use text::Text;
 pub use validation::{EndpointPolicy, ValidationError};
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};

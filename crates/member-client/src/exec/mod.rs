@@ -55,7 +55,6 @@ mod private_home;
 mod process_table;
 mod refused_env;
 mod run;
-mod run_as;
 pub mod wire;
 
 pub use config::{ExecConfig, ExecEnvVar};
@@ -64,10 +63,9 @@ pub use plugin_declaration::{
     ArgRule, DeclarationError, DefinitionRules, EnvRule, Pattern, PluginDeclaration,
 };
 pub use plugin_file::{ExecPluginsFile, ExecPluginsFileError, MAX_EXEC_PLUGINS_FILE_BYTES};
-pub use policy::ExecPolicy;
+pub use policy::{ExecPolicy, RunAs};
 pub use process_table::proc_dir;
 pub use run::{PLUGIN_PATH, run};
-pub use run_as::RunAs;
 pub use wire::{ExecApiVersion, ExecCluster, ExecOutput, UnsupportedApiVersion};
 
 #[cfg(test)]

@@ -3,15 +3,17 @@
 
 use std::{
     ffi::OsStr,
+    fmt,
     os::unix::fs::PermissionsExt as _,
     path::{Path, PathBuf},
+    str::FromStr,
     sync::Arc,
     time::Duration,
 };
 
 use crate::Text;
 
-use super::{ExecConfig, ExecError, PluginDeclaration, RunAs, plugin_declaration::Invocation};
+use super::{ExecConfig, ExecError, PluginDeclaration, plugin_declaration::Invocation};
 
 /// The operator's exec plugins (`--exec-plugins FILE`, `--allow-exec PATH`), the user they run
 /// as, and the limits of a run.
@@ -265,6 +267,60 @@ fn look_path(name: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
 fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path)
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// The user and group an exec plugin runs as, when it must not run as the collector: a
+/// plugin run as another UID cannot read files only the collector's UID may read, such as
+/// its ServiceAccount token mounted with mode 0400.
+///
+/// Starting a plugin as another user needs `CAP_SETUID` and `CAP_SETGID`, and giving it its
+/// private `HOME` needs `CAP_CHOWN`. The plugin keeps no supplementary group.
+///
+/// ```
+/// use member_client::exec::RunAs;
+/// let run_as: RunAs = "65534".parse().unwrap();
+/// assert_eq!((run_as.uid, run_as.gid), (65534, 65534));
+/// let run_as: RunAs = "1000:2000".parse().unwrap();
+/// assert_eq!((run_as.uid, run_as.gid), (1000, 2000));
+/// for bad in ["0", "10:0", "nobody", "-1", "", ":5"] {
+///     assert!(bad.parse::<RunAs>().is_err(), "{bad}");
+/// }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RunAs {
+    /// The plugin's user ID.
+    pub uid: u32,
+    /// The plugin's group ID.
+    pub gid: u32,
+}
+
+impl FromStr for RunAs {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        let number = |part: &str, what: &str| {
+            part.parse::<u32>()
+                .map_err(|_| format!("{what} {part:?} is not a number (UID[:GID])"))
+        };
+        let (uid, gid) = match raw.split_once(':') {
+            Some((uid, gid)) => (number(uid, "UID")?, number(gid, "GID")?),
+            None => {
+                let uid = number(raw, "UID")?;
+                (uid, uid)
+            }
+        };
+        // Root, as a plugin's user or group, would undo the point.
+        if uid == 0 || gid == 0 {
+            return Err("exec plugins may not run as UID or GID 0".to_owned());
+        }
+        Ok(Self { uid, gid })
+    }
+}
+
+impl fmt::Display for RunAs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.uid, self.gid)
+    }
 }
 
 #[cfg(test)]
