@@ -39,34 +39,30 @@ fn helm_chart_crd_is_the_generated_one() {
 }
 
 #[tokio::test]
-async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
-    let env = Environment::with_members(0).await.unwrap();
-    let client = env.control_plane().admin_client().unwrap();
-    let version = client.apiserver_version().await.unwrap().git_version;
+async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() -> anyhow::Result<()> {
+    let env = Environment::with_members(0).await?;
+    let client = env.control_plane().admin_client()?;
+    let version = client.apiserver_version().await?.git_version;
     let version = version.trim_start_matches('v');
 
     // What a new user runs first: `helm install`, here as a server-side dry run (Helm 4's
     // `--dry-run=server`), with the defaults and beside Karmada, before anything below
     // creates objects that no release owns.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
-    let admin = Kubeconfig::token(
-        env.control_plane(),
-        &env.control_plane().admin_token().unwrap(),
-    );
-    std::fs::write(&kubeconfig, admin.to_yaml().unwrap()).unwrap();
+    let admin = Kubeconfig::token(env.control_plane(), &env.control_plane().admin_token()?);
+    std::fs::write(&kubeconfig, admin.to_yaml()?)?;
     for values in [
         None,
         Some(chart_dir().join("ci/beside-karmada-values.yaml")),
     ] {
-        let report =
-            helm::helm_install_dry_run(&kubeconfig, COLLECTOR_SA.0, values.as_deref()).unwrap();
+        let report = helm::helm_install_dry_run(&kubeconfig, COLLECTOR_SA.0, values.as_deref())?;
         assert!(report.contains("STATUS: pending-install"), "{report}");
         assert!(report.contains("kind: Deployment"), "{report}");
     }
 
     // Defaults: the CRD, status writing; `helm install --create-namespace` makes the namespace.
-    let objects = helm_template(version, None).unwrap();
+    let objects = helm_template(version, None)?;
     let crds: Vec<_> = of_kind(&objects, "CustomResourceDefinition").collect();
     assert_eq!(crds.len(), 1, "installCRDs=true renders the CRD");
     let mut crd = crds[0].clone();
@@ -87,24 +83,19 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     }
     assert_eq!(
         crd,
-        load_documents(&generated_crd_path()).unwrap()[0],
+        load_documents(&generated_crd_path())?[0],
         "the chart's CRD is the generated one"
     );
     assert_rbac(&objects, true, "helm defaults");
     assert!(assert_collector_workload(&objects, "helm defaults").write_status);
     assert_network_policy(&objects, "helm defaults");
-    apply(
-        &client,
-        &objects,
-        &[KARMADA_SECRETS, COLLECTOR_SA.0, EVENTS_NAMESPACE],
-    )
-    .await
-    .unwrap();
+    let existing = [KARMADA_SECRETS, COLLECTOR_SA.0, EVENTS_NAMESPACE];
+    apply(&client, &objects, &existing).await?;
     assert_authorized(&client, &objects, true).await;
 
     // Beside Karmada, as the kustomize overlay.
     let values = chart_dir().join("ci/beside-karmada-values.yaml");
-    let beside = helm_template(version, Some(&values)).unwrap();
+    let beside = helm_template(version, Some(&values))?;
     assert!(
         of_kind(&beside, "CustomResourceDefinition")
             .next()
@@ -112,14 +103,12 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
     );
     assert_rbac(&beside, false, "helm beside Karmada");
     assert!(!assert_collector_workload(&beside, "helm beside Karmada").write_status);
-    apply(&client, &beside, &[KARMADA_SECRETS, COLLECTOR_SA.0])
-        .await
-        .unwrap();
+    apply(&client, &beside, &[KARMADA_SECRETS, COLLECTOR_SA.0]).await?;
 
     // Beside Karmada, publishing ClusterProfiles: their Role in that namespace, and the Lease
     // although no status is written.
     let values = chart_dir().join("ci/publish-clusterprofiles-values.yaml");
-    let publishing = helm_template(version, Some(&values)).unwrap();
+    let publishing = helm_template(version, Some(&values))?;
     let writes = Writes {
         profiles: true,
         ..Writes::status(false)
@@ -130,16 +119,11 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
         args.publish_clusterprofiles.as_deref(),
         Some(PROFILES_NAMESPACE)
     );
-    apply(
-        &client,
-        &publishing,
-        &[KARMADA_SECRETS, COLLECTOR_SA.0, PROFILES_NAMESPACE],
-    )
-    .await
-    .unwrap();
+    let existing = [KARMADA_SECRETS, COLLECTOR_SA.0, PROFILES_NAMESPACE];
+    apply(&client, &publishing, &existing).await?;
     // Not a namespace name: refused at render time.
-    let bad = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(bad.path(), "publishClusterProfiles: Not_A_Namespace\n").unwrap();
+    let bad = tempfile::NamedTempFile::new()?;
+    std::fs::write(bad.path(), "publishClusterProfiles: Not_A_Namespace\n")?;
     let err = helm_template(version, Some(bad.path())).unwrap_err();
     assert!(
         format!("{err:#}").contains("must be a namespace name"),
@@ -153,10 +137,11 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() {
             .map(|o| (id(o).kind, id(o).namespace))
             .collect::<BTreeSet<_>>()
     };
-    let mut base = load_documents(&generated_crd_path()).unwrap();
-    base.extend(e2e::manifest::kustomize_build(&kustomize_dir("base")).unwrap());
+    let mut base = load_documents(&generated_crd_path())?;
+    base.extend(e2e::manifest::kustomize_build(&kustomize_dir("base"))?);
     base.retain(|o| id(o).kind != "Namespace");
     assert_eq!(places(&objects), places(&base));
+    Ok(())
 }
 
 #[test]

@@ -14,15 +14,16 @@ use testkit::eventually;
 
 use super::{
     FORBIDDEN, LEASES, PUBLISH_FORBIDDEN, PUBLISHES, READS, ROTATES, SHARDS, WRITES, Writes,
+    requests,
 };
 
 /// Applies the RBAC for real and asks the apiserver's authorizer what the collector may do.
 pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl Into<Writes>) {
     let writes = writes.into();
     apply_rbac_for_real(client, objects).await.unwrap();
-    let mut must_allow: Vec<Request> = READS.to_vec();
-    let mut must_deny: Vec<Request> = FORBIDDEN.iter().chain(PUBLISH_FORBIDDEN).copied().collect();
-    for (requests, allowed) in [
+    let mut must_allow: Vec<Request> = requests(READS);
+    let mut must_deny: Vec<Request> = requests(&[FORBIDDEN, PUBLISH_FORBIDDEN].concat());
+    for (lines, allowed) in [
         (WRITES, writes.status),
         (PUBLISHES, writes.profiles),
         (ROTATES, writes.tokens),
@@ -30,9 +31,9 @@ pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl 
         (LEASES, writes.status || writes.profiles || writes.tokens),
     ] {
         if allowed {
-            must_allow.extend_from_slice(requests);
+            must_allow.extend(requests(lines));
         } else {
-            must_deny.extend_from_slice(requests);
+            must_deny.extend(requests(lines));
         }
     }
     // The RBAC authorizer reads roles through an informer: wait until the grants are seen.

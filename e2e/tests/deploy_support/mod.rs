@@ -147,77 +147,83 @@ pub fn assert_rbac(objects: &[Value], writes: impl Into<Writes>, what: &str) {
     api_reader_role(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
 }
 
+/// Expands [`grants`]-style lines, with `[name]` naming one object, into the requests whose
+/// authorization the apiserver is asked about.
+pub fn requests(lines: &[&'static str]) -> Vec<Request> {
+    lines
+        .iter()
+        .flat_map(|line| {
+            let (scope, rest) = line.split_once(' ').unwrap();
+            let (what, verbs) = rest.rsplit_once(' ').unwrap();
+            let (what, name) = what
+                .strip_suffix(']')
+                .map_or((what, ""), |what| what.split_once('[').unwrap());
+            let (group, resource) = what.split_once('/').unwrap();
+            let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+            let namespace = if scope == "cluster" { "" } else { scope };
+            let group = if group == "core" { "" } else { group };
+            verbs
+                .split(',')
+                .map(move |verb| (namespace, group, resource, subresource, name, verb))
+        })
+        .collect()
+}
+
 /// What the collector does; all must be allowed.
-#[rustfmt::skip]
-pub const READS: &[Request] = &[
-    ("", "cluster.karmada.io", "clusters", "", "", "list"),
-    ("", "cluster.karmada.io", "clusters", "", "", "watch"),
-    (KARMADA_SECRETS, "", "secrets", "", "", "list"),
-    (KARMADA_SECRETS, "", "secrets", "", "", "watch"),
-    (KARMADA_SECRETS, "", "secrets", "", "member1", "get"),
-    ("", "authentication.k8s.io", "tokenreviews", "", "", "create"),
-    ("", "authorization.k8s.io", "subjectaccessreviews", "", "", "create"),
+pub const READS: &[&str] = &[
+    "cluster cluster.karmada.io/clusters list,watch",
+    "karmada-cluster core/secrets list,watch",
+    "karmada-cluster core/secrets[member1] get",
+    "cluster authentication.k8s.io/tokenreviews create",
+    "cluster authorization.k8s.io/subjectaccessreviews create",
 ];
-#[rustfmt::skip]
-pub const WRITES: &[Request] = &[
-    ("", "cluster.karmada.io", "clusters", "status", "member1", "patch"),
-    ("default", "events.k8s.io", "events", "", "", "create"),
-    ("default", "events.k8s.io", "events", "", "e", "patch"),
+pub const WRITES: &[&str] = &[
+    "cluster cluster.karmada.io/clusters/status[member1] patch",
+    "default events.k8s.io/events create",
+    "default events.k8s.io/events[e] patch",
 ];
-#[rustfmt::skip]
-pub const LEASES: &[Request] = &[
-    ("tether-system", "coordination.k8s.io", "leases", "", "", "create"),
-    ("tether-system", "coordination.k8s.io", "leases", "", "tether-collector", "patch"),
-    ("tether-system", "coordination.k8s.io", "leases", "", "tether-collector", "get"),
+pub const LEASES: &[&str] = &[
+    "tether-system coordination.k8s.io/leases create",
+    "tether-system coordination.k8s.io/leases[tether-collector] patch,get",
 ];
-const PROFILES: &str = "multicluster.x-k8s.io";
-#[rustfmt::skip]
-pub const PUBLISHES: &[Request] = &[
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "member1", "get"),
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "", "list"),
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "", "create"),
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "member1", "patch"),
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "ghost", "delete"),
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "status", "member1", "patch"),
-    (KARMADA_SECRETS, "", "secrets", "", "member1", "patch"),
+pub const PUBLISHES: &[&str] = &[
+    "fleet multicluster.x-k8s.io/clusterprofiles list,create",
+    "fleet multicluster.x-k8s.io/clusterprofiles[member1] get,patch",
+    "fleet multicluster.x-k8s.io/clusterprofiles[ghost] delete",
+    "fleet multicluster.x-k8s.io/clusterprofiles/status[member1] patch",
+    "karmada-cluster core/secrets[member1] patch",
 ];
 /// What publishing never allows: profiles anywhere else, or all of them at once.
-#[rustfmt::skip]
-pub const PUBLISH_FORBIDDEN: &[Request] = &[
-    ("default", PROFILES, "clusterprofiles", "", "", "create"),
-    ("default", PROFILES, "clusterprofiles", "", "member1", "delete"),
-    ("", PROFILES, "clusterprofiles", "", "", "list"),
-    (PROFILES_NAMESPACE, PROFILES, "clusterprofiles", "", "", "deletecollection"),
-    (PROFILES_NAMESPACE, "", "secrets", "", "", "list"),
+pub const PUBLISH_FORBIDDEN: &[&str] = &[
+    "default multicluster.x-k8s.io/clusterprofiles create",
+    "default multicluster.x-k8s.io/clusterprofiles[member1] delete",
+    "cluster multicluster.x-k8s.io/clusterprofiles list",
+    "fleet multicluster.x-k8s.io/clusterprofiles deletecollection",
+    "fleet core/secrets list",
 ];
 /// What rotating tokens does: a minted token written back, an Event on its Secret.
-#[rustfmt::skip]
-pub const ROTATES: &[Request] = &[
-    (KARMADA_SECRETS, "", "secrets", "", "member1", "update"),
-    (KARMADA_SECRETS, "events.k8s.io", "events", "", "", "create"),
+pub const ROTATES: &[&str] = &[
+    "karmada-cluster core/secrets[member1] update",
+    "karmada-cluster events.k8s.io/events create",
 ];
 /// What a sharded replica does with the Leases of its group.
-#[rustfmt::skip]
-pub const SHARDS: &[Request] = &[
-    ("tether-system", "coordination.k8s.io", "leases", "", "", "list"),
-    ("tether-system", "coordination.k8s.io", "leases", "", "tether-shard-pod-1", "get"),
-    ("tether-system", "coordination.k8s.io", "leases", "", "tether-shard-pod-1", "update"),
+pub const SHARDS: &[&str] = &[
+    "tether-system coordination.k8s.io/leases list",
+    "tether-system coordination.k8s.io/leases[tether-shard-pod-1] get,update",
 ];
 /// What the collector must never be able to do.
-#[rustfmt::skip]
-pub const FORBIDDEN: &[Request] = &[
-    ("kube-system", "events.k8s.io", "events", "", "", "create"),
-    ("default", "", "events", "", "", "create"),
-    ("", "", "secrets", "", "", "list"),
-    ("kube-system", "", "secrets", "", "", "list"),
-    ("tether-system", "", "secrets", "", "", "get"),
-    (KARMADA_SECRETS, "", "secrets", "", "", "create"),
-    ("tether-system", "", "secrets", "", "member1", "update"),
-    ("", "cluster.karmada.io", "clusters", "", "member1", "patch"),
-    ("", "cluster.karmada.io", "clusters", "", "member1", "delete"),
-    ("", "cluster.karmada.io", "clusters", "", "", "create"),
-    ("tether-system", "coordination.k8s.io", "leases", "", "someone-else", "patch"),
-    ("tether-system", "coordination.k8s.io", "leases", "", "tether-shard-pod-1", "delete"),
-    ("kube-system", "coordination.k8s.io", "leases", "", "", "create"),
-    ("", "rbac.authorization.k8s.io", "clusterroles", "", "", "create"),
+pub const FORBIDDEN: &[&str] = &[
+    "kube-system events.k8s.io/events create",
+    "default core/events create",
+    "cluster core/secrets list",
+    "kube-system core/secrets list",
+    "tether-system core/secrets get",
+    "karmada-cluster core/secrets create",
+    "tether-system core/secrets[member1] update",
+    "cluster cluster.karmada.io/clusters[member1] patch,delete",
+    "cluster cluster.karmada.io/clusters create",
+    "tether-system coordination.k8s.io/leases[someone-else] patch",
+    "tether-system coordination.k8s.io/leases[tether-shard-pod-1] delete",
+    "kube-system coordination.k8s.io/leases create",
+    "cluster rbac.authorization.k8s.io/clusterroles create",
 ];
