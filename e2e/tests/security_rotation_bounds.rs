@@ -110,32 +110,27 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
 
 #[tokio::test]
 async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_definition_complies()
-{
-    let mut plane = RotationPlane::start(1, 0).await.unwrap();
-    let long = plane
-        .add(RotatingMember::new("long", 1, "tether-rotation", "long"))
-        .await
-        .unwrap();
-    let aud = plane
-        .add(RotatingMember::new("aud", 1, "tether-rotation", "aud"))
-        .await
-        .unwrap();
-    // A day and a second: one over the default --mint-max-expiration.
-    plane
-        .karmada
-        .annotate("long", EXPIRATION_ANNOTATION, "86401")
-        .await
-        .unwrap();
-    plane
-        .karmada
-        .annotate(
+-> anyhow::Result<()> {
+    let mut plane = RotationPlane::start(1, 0).await?;
+    // A day and a second: one over the default --mint-max-expiration; and an audience
+    // beside the allowed one.
+    let mut seeded = Vec::new();
+    for (name, annotation, value) in [
+        ("long", EXPIRATION_ANNOTATION, "86401"),
+        (
             "aud",
             AUDIENCES_ANNOTATION,
             "https://kubernetes.default.svc,vault",
-        )
-        .await
-        .unwrap();
-    let before = plane.token_requests(1).await.unwrap();
+        ),
+    ] {
+        let member = RotatingMember::new(name, 1, "tether-rotation", name);
+        seeded.push(plane.add(member).await?);
+        plane.karmada.annotate(name, annotation, value).await?;
+    }
+    let [long, aud] = &seeded[..] else {
+        unreachable!()
+    };
+    let before = plane.token_requests(1).await?;
     let collector = collector(
         &plane,
         &[
@@ -151,31 +146,24 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
         plane
             .karmada
             .wait_condition(name, "Ready", "True/MemberReady", START)
-            .await
-            .unwrap();
+            .await?;
     }
     // The Lease is taken first, then a new leader's wait.
     tokio::time::sleep(WOULD_HAVE_MINTED + Duration::from_secs(6)).await;
     assert_eq!(
-        plane.token_requests(1).await.unwrap(),
+        plane.token_requests(1).await?,
         before,
         "no TokenRequest was sent"
     );
-    assert_eq!(plane.karmada.secret_token("long").await.unwrap(), long);
-    assert_eq!(plane.karmada.secret_token("aud").await.unwrap(), aud);
+    assert_eq!(&plane.karmada.secret_token("long").await?, long);
+    assert_eq!(&plane.karmada.secret_token("aud").await?, aud);
 
-    let message = plane
-        .refusal("long", "RotationOverCap", START)
-        .await
-        .unwrap();
+    let message = plane.refusal("long", "RotationOverCap", START).await?;
     assert!(
         message.contains("86401 s") && message.contains("86400 s"),
         "{message}"
     );
-    let message = plane
-        .refusal("aud", "RotationOverCap", START)
-        .await
-        .unwrap();
+    let message = plane.refusal("aud", "RotationOverCap", START).await?;
     assert!(
         message.contains("audience vault")
             && message.contains("--mint-audience allows only https://kubernetes.default.svc"),
@@ -185,14 +173,13 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
     plane
         .karmada
         .annotate("long", EXPIRATION_ANNOTATION, "86400")
-        .await
-        .unwrap();
+        .await?;
     plane
-        .wait_rotated_from(&collector, "long", &long, START)
-        .await
-        .unwrap();
-    assert_eq!(plane.karmada.secret_token("aud").await.unwrap(), aud);
+        .wait_rotated_from(&collector, "long", long, START)
+        .await?;
+    assert_eq!(&plane.karmada.secret_token("aud").await?, aud);
     assert_eq!(rotations(&collector, "aud", "success").await, 0.0);
+    Ok(())
 }
 
 /// A JWT-shaped token (unsigned: only the hostile endpoint ever sees it) with these claims.
@@ -208,36 +195,48 @@ fn token(sub: &str, iss: &str) -> String {
     member_client::test_util::jwt(&claims.to_string())
 }
 
-#[tokio::test]
-async fn a_minted_token_of_another_issuer_or_subject_is_not_written() -> anyhow::Result<()> {
+/// The subject of a token of another ServiceAccount than the definition names.
+const ADMIN_SUBJECT: &str = "system:serviceaccount:kube-system:admin";
+
+/// A plane with member `name` served by a hostile endpoint, its Secret holding `current` and
+/// its definition naming `hostile/hostile` with `annotations` besides; the endpoint mints
+/// `minted`, and the collector, allowed to reach it, runs with `flags` as the only replica.
+async fn hostile_member(
+    name: &str,
+    current: &str,
+    annotations: &[(&str, &str)],
+    minted: &str,
+    flags: &[&str],
+) -> anyhow::Result<(RotationPlane, HostileEndpoint, RunningCollector)> {
     let plane = RotationPlane::start(1, 0).await?;
     let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
+    let annotations = rotation_annotations("hostile/hostile", annotations);
+    plane
+        .register(
+            name,
+            &hostile.url(),
+            hostile.ca_pem(),
+            current,
+            &annotations,
+        )
+        .await?;
+    hostile.set_minted_token(minted);
+    let allow = hostile.allow_endpoint_arg();
+    let flags = [flags, &["--leader-elect=false", "--allow-endpoint", &allow]].concat();
+    let collector = collector(&plane, &flags).await;
+    Ok((plane, hostile, collector))
+}
+
+#[tokio::test]
+async fn a_minted_token_of_another_issuer_or_subject_is_not_written() -> anyhow::Result<()> {
     // The member's own token, of the ServiceAccount its apiserver says it is, which is the
     // one the definition names: everything but the minted token is in order.
     let current = token(HOSTILE_USERNAME, "https://member.example");
-    plane
-        .register(
-            "hostile",
-            &hostile.url(),
-            hostile.ca_pem(),
-            &current,
-            &rotation_annotations("hostile/hostile", &[(MINT_ANNOTATION, "true")]),
-        )
-        .await?;
     let other_issuer = token(HOSTILE_USERNAME, "https://attacker.example");
-    hostile.set_minted_token(&other_issuer);
-    let allow = hostile.allow_endpoint_arg();
-    let collector = collector(
-        &plane,
-        &[
-            "--mint-tokens-for",
-            "hostile",
-            "--leader-elect=false",
-            "--allow-endpoint",
-            &allow,
-        ],
-    )
-    .await;
+    let mint = [(MINT_ANNOTATION, "true")];
+    let flags = ["--mint-tokens-for", "hostile"];
+    let (plane, hostile, collector) =
+        hostile_member("hostile", &current, &mint, &other_issuer, &flags).await?;
 
     let token_request = "POST /api/v1/namespaces/hostile/serviceaccounts/hostile/token";
     testkit::eventually("a TokenRequest to the member", START, || async {
@@ -264,10 +263,7 @@ async fn a_minted_token_of_another_issuer_or_subject_is_not_written() -> anyhow:
     assert_eq!(plane.karmada.secret_token("hostile").await?, current);
 
     // Same issuer, another subject.
-    let other_subject = token(
-        "system:serviceaccount:kube-system:admin",
-        "https://member.example",
-    );
+    let other_subject = token(ADMIN_SUBJECT, "https://member.example");
     hostile.set_minted_token(&other_subject);
     testkit::eventually("the next mint is refused for its sub", START, || async {
         plane
@@ -292,33 +288,10 @@ async fn another_service_accounts_token_is_not_rotated_even_where_the_member_vou
     // The endpoint's SelfSubjectReview says the token is hostile/hostile, the ServiceAccount
     // the definition names; the token itself says it is another one. Only the claims check
     // stands between them and a TokenRequest.
-    let plane = RotationPlane::start(1, 0).await?;
-    let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
-    let current = token(
-        "system:serviceaccount:kube-system:admin",
-        "https://member.example",
-    );
-    plane
-        .register(
-            "vouched",
-            &hostile.url(),
-            hostile.ca_pem(),
-            &current,
-            &rotation_annotations("hostile/hostile", &[]),
-        )
-        .await?;
-    hostile.set_minted_token(&token(HOSTILE_USERNAME, "https://member.example"));
-    let allow = hostile.allow_endpoint_arg();
-    let collector = collector(
-        &plane,
-        &[
-            "--mint-tokens",
-            "--leader-elect=false",
-            "--allow-endpoint",
-            &allow,
-        ],
-    )
-    .await;
+    let current = token(ADMIN_SUBJECT, "https://member.example");
+    let minted = token(HOSTILE_USERNAME, "https://member.example");
+    let (plane, hostile, collector) =
+        hostile_member("vouched", &current, &[], &minted, &["--mint-tokens"]).await?;
 
     tokio::time::sleep(WOULD_HAVE_MINTED).await;
     let lines = hostile.request_lines();
