@@ -20,10 +20,9 @@ pub(crate) struct CredentialSummary {
     pub(crate) jwt: Option<JwtSummary>,
     /// A client certificate.
     pub(crate) certificate: Option<CertificateSummary>,
-    /// When it expires (RFC 3339), if it says.
-    pub(crate) expires_at: Option<String>,
-    /// Seconds until then; negative once expired.
-    pub(crate) expires_in_seconds: Option<i64>,
+    /// When it expires, if it says.
+    #[serde(flatten)]
+    pub(crate) expiry: Option<Expiry>,
     /// Why it could not be read (never quotes it).
     pub(crate) error: Option<String>,
 }
@@ -40,6 +39,27 @@ pub(crate) struct JwtSummary {
     pub(crate) exp: Option<String>,
 }
 
+impl JwtSummary {
+    /// The `iss`, `aud` and `exp` of a JWT's payload; `None` for a token that is not a JWT.
+    pub(crate) fn of(token: &str) -> Option<Self> {
+        let claims = JwtClaims::of(token)?;
+        Some(Self {
+            iss: claims.iss,
+            aud: claims.aud,
+            exp: claims.exp.map(rfc3339),
+        })
+    }
+}
+
+/// When a credential expires.
+#[derive(Debug, Serialize)]
+pub(crate) struct Expiry {
+    /// RFC 3339.
+    pub(crate) expires_at: String,
+    /// Seconds until then; negative once expired.
+    pub(crate) expires_in_seconds: i64,
+}
+
 /// A client certificate's subject and end of validity.
 #[derive(Debug, Serialize)]
 pub(crate) struct CertificateSummary {
@@ -54,32 +74,23 @@ impl CredentialSummary {
     pub(crate) fn of(from: String, credential: &Credential, now: SystemTime) -> Self {
         let jwt = credential
             .token()
-            .and_then(|token| jwt_claims(token.expose_secret()));
+            .and_then(|token| JwtSummary::of(token.expose_secret()));
         let certificate = credential.identity().map(|identity| CertificateSummary {
             subject: identity.subject().to_owned(),
             not_after: rfc3339(identity.not_after()),
         });
-        let expires_at = credential.expires_at();
         Self {
             from,
             kind: Some(credential.kind().as_str()),
             jwt,
             certificate,
-            expires_at: expires_at.map(rfc3339),
-            expires_in_seconds: expires_at.map(|at| seconds_between(now, at)),
+            expiry: credential.expires_at().map(|at| Expiry {
+                expires_at: rfc3339(at),
+                expires_in_seconds: seconds_between(now, at),
+            }),
             error: None,
         }
     }
-}
-
-/// The `iss`, `aud` and `exp` of a JWT's payload; `None` for a token that is not a JWT.
-pub(crate) fn jwt_claims(token: &str) -> Option<JwtSummary> {
-    let claims = JwtClaims::of(token)?;
-    Some(JwtSummary {
-        iss: claims.iss,
-        aud: claims.aud,
-        exp: claims.exp.map(rfc3339),
-    })
 }
 
 /// `at` as RFC 3339, to the second, as the exec wire format writes times.
@@ -125,7 +136,7 @@ mod tests {
             r#"{"iss":"https://kubernetes.default.svc","aud":["api","vault"],"exp":1767225600,"sub":"system:serviceaccount:ns:sa"}"#,
         );
         assert_eq!(
-            jwt_claims(&token),
+            JwtSummary::of(&token),
             Some(JwtSummary {
                 iss: Some("https://kubernetes.default.svc".into()),
                 aud: vec!["api".into(), "vault".into()],
@@ -138,7 +149,7 @@ mod tests {
     fn a_token_that_is_not_a_jwt_has_no_summary() {
         // Opaque, four parts, a payload that is not JSON.
         for token in ["0123456789abcdef", "a.b.c.d", "eyJ9.bm90IGpzb24.c2ln"] {
-            assert_eq!(jwt_claims(token), None, "{token}");
+            assert_eq!(JwtSummary::of(token), None, "{token}");
         }
     }
 
@@ -149,8 +160,9 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(4_102_444_800 - 90);
         let summary = CredentialSummary::of("Secret ns/s".into(), &credential, now);
         assert_eq!(summary.kind, Some("token"));
-        assert_eq!(summary.expires_in_seconds, Some(90));
-        assert_eq!(summary.expires_at.as_deref(), Some("2100-01-01T00:00:00Z"));
+        let expiry = summary.expiry.as_ref().unwrap();
+        assert_eq!(expiry.expires_in_seconds, 90);
+        assert_eq!(expiry.expires_at, "2100-01-01T00:00:00Z");
         let json = serde_json::to_string(&summary).unwrap();
         assert!(!json.contains(&token) && !json.contains("c2ln"), "{json}");
         // A claim the token does not have is left out, not written as null.

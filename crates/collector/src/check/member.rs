@@ -8,9 +8,9 @@ use member_client::{ClientFactory, ClientLimits, CredentialHealth, CredentialKey
 
 use super::{
     credential::CredentialSummary,
-    probe::{self, Access},
+    probe::{self, Access, Readyz},
     remedy::{self, NOT_DEFINED, PENDING},
-    report::{MemberReport, Readyz},
+    report::MemberReport,
     tls,
 };
 use crate::{member::health::MemberHealth, mirror::MirroredResource};
@@ -108,16 +108,7 @@ impl Checker {
         report.credential = Some(credential);
         report.whoami = Some(whoami);
         report.access = access;
-        report.readyz = Some(match &readyz {
-            Ok(body) => Readyz {
-                ok: true,
-                detail: member_client::Text::new(body.trim()).into(),
-            },
-            Err(err) => Readyz {
-                ok: false,
-                detail: probe::failure(err),
-            },
-        });
+        report.readyz = Some(Readyz::of(&readyz));
         report.tls = Some(tls);
         judged(report, &health)
     }

@@ -138,6 +138,31 @@ async fn review(
     Ok((status.allowed, why))
 }
 
+/// What `/readyz` answered.
+#[derive(Debug, Serialize)]
+pub(crate) struct Readyz {
+    /// It answered 200.
+    pub(crate) ok: bool,
+    /// Its body (`ok`), or why it failed.
+    pub(crate) detail: String,
+}
+
+impl Readyz {
+    /// The body of a `/readyz` answer, sanitized, or the failure in a few words.
+    pub(crate) fn of(answer: &Result<String, kube::Error>) -> Self {
+        match answer {
+            Ok(body) => Self {
+                ok: true,
+                detail: member_client::Text::new(body.trim()).into(),
+            },
+            Err(err) => Self {
+                ok: false,
+                detail: failure(err),
+            },
+        }
+    }
+}
+
 /// `GET /readyz` with the member's client: the answer, or the error that the collector's
 /// probe would classify.
 pub(crate) async fn readyz(client: &Client) -> Result<String, kube::Error> {

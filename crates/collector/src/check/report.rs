@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::{
     credential::CredentialSummary,
-    probe::{Access, Whoami},
+    probe::{Access, Readyz, Whoami},
     tls::TlsReport,
 };
 
@@ -61,15 +61,6 @@ pub(crate) struct MemberReport {
     pub(crate) readyz: Option<Readyz>,
     /// The TLS handshake.
     pub(crate) tls: Option<TlsReport>,
-}
-
-/// What `/readyz` answered.
-#[derive(Debug, Serialize)]
-pub(crate) struct Readyz {
-    /// It answered 200.
-    pub(crate) ok: bool,
-    /// Its body (`ok`), or why it failed.
-    pub(crate) detail: String,
 }
 
 impl Report {

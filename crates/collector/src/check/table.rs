@@ -76,9 +76,10 @@ fn row(m: &MemberReport) -> [String; 8] {
         .and_then(|c| c.kind)
         .map_or_else(dash, str::to_owned);
     let expires = match credential {
-        Some(c) => c
-            .expires_in_seconds
-            .map_or_else(|| "never".to_owned(), human_duration),
+        Some(c) => (c.expiry.as_ref()).map_or_else(
+            || "never".to_owned(),
+            |expiry| human_duration(expiry.expires_in_seconds),
+        ),
         None => dash(),
     };
     let reviewed = m
@@ -153,8 +154,12 @@ fn details(out: &mut String, m: &MemberReport) {
                 cert.subject, cert.not_after
             );
         }
-        if let Some(left) = c.expires_in_seconds {
-            let _ = write!(text, " ({} left)", human_duration(left));
+        if let Some(expiry) = &c.expiry {
+            let _ = write!(
+                text,
+                " ({} left)",
+                human_duration(expiry.expires_in_seconds)
+            );
         }
         if let Some(error) = &c.error {
             let _ = write!(text, "; unreadable: {error}");

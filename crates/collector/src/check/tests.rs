@@ -1,10 +1,10 @@
 //! The report as printed: the table and the JSON.
 
 use super::{
-    credential::{CredentialSummary, JwtSummary},
-    probe::{Access, Whoami},
+    credential::{CredentialSummary, Expiry, JwtSummary},
+    probe::{Access, Readyz, Whoami},
     remedy::remedy,
-    report::{MemberReport, Readyz, Report, SourceReport},
+    report::{MemberReport, Report, SourceReport},
     table,
     tls::TlsReport,
 };
@@ -27,8 +27,10 @@ fn good() -> MemberReport {
                 aud: vec!["api".into()],
                 exp: Some("2100-01-01T00:00:00Z".into()),
             }),
-            expires_at: Some("2100-01-01T00:00:00Z".into()),
-            expires_in_seconds: Some(3540),
+            expiry: Some(Expiry {
+                expires_at: "2100-01-01T00:00:00Z".into(),
+                expires_in_seconds: 3540,
+            }),
             ..CredentialSummary::default()
         }),
         whoami: Some(Whoami {
