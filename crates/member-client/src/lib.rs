@@ -55,7 +55,6 @@ mod failure_kind;
 mod file_source;
 mod guarded_resolver;
 mod jwt_claims;
-mod member_endpoint;
 mod request_deadline;
 mod response_limit;
 mod source;
@@ -83,7 +82,6 @@ pub use exec::{
 pub use failure_kind::{FailureKind, list_forbidden};
 pub use file_source::FileSource;
 pub use jwt_claims::JwtClaims;
-pub use member_endpoint::MemberEndpoint;
 pub use request_deadline::{
     DeadlineBody, DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
 };
@@ -93,7 +91,7 @@ pub use response_limit::{
 };
 pub use source::{CredentialKey, CredentialSource, SourceError};
 pub use text::Text;
-pub use validation::{EndpointPolicy, ValidationError};
+pub use validation::{EndpointPolicy, MemberEndpoint, ValidationError};
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
 /// The README's Rust examples, compiled as doctests so that they cannot rot.

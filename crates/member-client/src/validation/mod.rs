@@ -31,7 +31,7 @@ pub use endpoint_policy::EndpointPolicy;
 
 use rustls_pki_types::{CertificateDer, pem::PemObject as _};
 
-use crate::{MemberEndpoint, Text};
+use crate::Text;
 
 /// A member's endpoint, proxy URL or CA bundle broke its rule. The `String` says what is wrong
 /// for a human; it quotes a URL (sanitized, and never one holding user info) but never a
@@ -171,6 +171,56 @@ pub fn ca_bundle(pem: &[u8]) -> Result<Vec<Vec<u8>>, ValidationError> {
         return Err(ValidationError::CaBundle("no CERTIFICATE block".to_owned()));
     }
     Ok(certs)
+}
+
+/// Where a member's apiserver is, the route to it, and the name its serving certificate is
+/// verified against. The CA bundle is not part of it: it travels with the credential.
+///
+/// ```
+/// use member_client::MemberEndpoint;
+/// let endpoint = MemberEndpoint::new("https://10.0.0.1:6443");
+/// assert!(endpoint.proxy_url.is_none() && !endpoint.insecure_skip_tls_verify);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemberEndpoint {
+    /// The apiserver's URL, `https://host[:port][/path]` (`http` for local tests).
+    pub url: String,
+    /// Skip verifying the serving certificate (Karmada's `insecureSkipTLSVerification`).
+    pub insecure_skip_tls_verify: bool,
+    /// An `http://` or `https://` proxy to tunnel through.
+    pub proxy_url: Option<String>,
+    /// The name to verify the serving certificate against (and send as SNI), when it is not
+    /// the URL's host (a kubeconfig's `tls-server-name`, Argo CD's
+    /// `tlsClientConfig.serverName`).
+    pub tls_server_name: Option<String>,
+}
+
+impl MemberEndpoint {
+    /// `url`, reached directly, its certificate verified against its host.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+}
+
+impl From<String> for MemberEndpoint {
+    fn from(url: String) -> Self {
+        Self::new(url)
+    }
+}
+
+impl From<&str> for MemberEndpoint {
+    fn from(url: &str) -> Self {
+        Self::new(url)
+    }
+}
+
+impl From<&String> for MemberEndpoint {
+    fn from(url: &String) -> Self {
+        Self::new(url)
+    }
 }
 
 #[cfg(test)]
