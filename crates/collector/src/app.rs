@@ -73,12 +73,6 @@ pub async fn run(
             (Some(shard), Some(membership))
         }
     };
-    let membership = async move {
-        match membership {
-            Some(membership) => membership.await,
-            None => std::future::pending().await,
-        }
-    };
     let (status_writer, writes, lease) =
         match (&control_plane, args.sources.members_from, args.write_status) {
             (Some(cp), MembersFrom::Karmada, true) if shard.is_some() => {
@@ -95,12 +89,6 @@ pub async fn run(
             }
             _ => (None, None, None),
         };
-    let writes = async move {
-        match writes {
-            Some(writes) => writes.await,
-            None => std::future::pending().await,
-        }
-    };
     let (profiles, publishes, lease) = clusterprofile::start(startup, &registry, lease).await?;
     let (minter, lease) = minting::minter(startup, lease).await?;
     let context = MemberContext {
@@ -174,12 +162,6 @@ pub async fn run(
     if guard.is_none() {
         readiness.mark_ready();
     }
-    let guard = async move {
-        match guard {
-            Some(guard) => guard.run().await,
-            None => std::future::pending().await,
-        }
-    };
     let self_probe = self_probe(guarded.map(|cp| cp.client.clone()), args.probe_period());
     let sources = sources::follow(
         registry.sources().subscribe(),
@@ -191,11 +173,11 @@ pub async fn run(
         () = driver.run() => Err(anyhow::anyhow!("the registry stopped")),
         () = sources => Err(anyhow::anyhow!("the registry's source states closed")),
         () = supervise(supervisor, events, shard.as_ref()) => Err(anyhow::anyhow!("the registry's event channel closed")),
-        () = membership => Err(anyhow::anyhow!("the shard Lease keeper stopped")),
-        () = writes => Err(anyhow::anyhow!("the status writer stopped")),
+        () = or_never(membership) => Err(anyhow::anyhow!("the shard Lease keeper stopped")),
+        () = or_never(writes) => Err(anyhow::anyhow!("the status writer stopped")),
         () = publishes => Err(anyhow::anyhow!("the ClusterProfile publisher stopped")),
         served = server => served.context("the HTTP server failed"),
-        rejected = guard => Err(rejected.into()),
+        rejected = or_never(guard.map(SelfCredentialGuard::run)) => Err(rejected.into()),
         () = self_probe => Err(anyhow::anyhow!("the control-plane probe stopped")),
     };
     // Everything that watched leadership is gone with the select: give the Lease up, so that
@@ -207,6 +189,14 @@ pub async fn run(
         shard.release(LEASE_RELEASE_DEADLINE).await;
     }
     outcome
+}
+
+/// `task` run to its end; without one, never ends.
+async fn or_never<T>(task: Option<impl Future<Output = T>>) -> T {
+    match task {
+        Some(task) => task.await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Runs the supervisor over every member, or with `shard`, over this replica's own.
