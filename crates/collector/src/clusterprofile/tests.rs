@@ -31,22 +31,32 @@ fn scripted() -> (kube::Client, Log) {
 
 /// As [`scripted`], answering Secret requests with `secret`.
 fn scripted_with_secret(secret: serde_json::Value) -> (kube::Client, Log) {
-    let log = Log::default();
-    let seen = log.clone();
-    let service = tower::service_fn(move |req: http::Request<Body>| {
-        let line = format!("{} {}", req.method(), req.uri().path());
-        let is_secret = req.uri().path().contains("/secrets/");
-        seen.lock().unwrap().push(line);
-        let secret = secret.clone();
-        let profile = json!({
+    answering(
+        secret,
+        json!({
             "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
             "metadata": { "name": "member1", "namespace": "fleet", "uid": "u1",
                           "resourceVersion": "1",
                           "labels": { "x-k8s.io/cluster-manager": "tether" } },
             "spec": { "clusterManager": { "name": "tether" } },
-        });
-        let answer = if is_secret { secret } else { profile };
-        let body = serde_json::to_vec(&answer).unwrap_or_default();
+        }),
+    )
+}
+
+/// An apiserver that answers every Secret request with `secret` and every other with `profile`.
+fn answering(secret: serde_json::Value, profile: serde_json::Value) -> (kube::Client, Log) {
+    let log = Log::default();
+    let seen = log.clone();
+    let service = tower::service_fn(move |req: http::Request<Body>| {
+        seen.lock()
+            .unwrap()
+            .push(format!("{} {}", req.method(), req.uri().path()));
+        let answer = if req.uri().path().contains("/secrets/") {
+            &secret
+        } else {
+            &profile
+        };
+        let body = serde_json::to_vec(answer).unwrap_or_default();
         async move { http::Response::builder().status(200).body(Body::from(body)) }
     });
     (kube::Client::new(service, "default"), log)
@@ -142,26 +152,6 @@ async fn writes_once_per_change_and_deletes_a_forgotten_member() {
     );
 }
 
-/// An apiserver whose profile member1 is another manager's, for a member Tether forgets.
-fn scripted_foreign() -> (kube::Client, Log) {
-    let log = Log::default();
-    let seen = log.clone();
-    let service = tower::service_fn(move |req: http::Request<Body>| {
-        seen.lock()
-            .unwrap()
-            .push(format!("{} {}", req.method(), req.uri().path()));
-        let profile = json!({
-            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
-            "metadata": { "name": "member1", "namespace": "fleet", "uid": "u1",
-                          "resourceVersion": "1",
-                          "labels": { "x-k8s.io/cluster-manager": "other-manager" } },
-        });
-        let body = serde_json::to_vec(&profile).unwrap_or_default();
-        async move { http::Response::builder().status(200).body(Body::from(body)) }
-    });
-    (kube::Client::new(service, "default"), log)
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_foreign_profile_left_alone_is_logged_once_and_not_as_deleted() {
     let logs = member_client::test_util::LogBuffer::default();
@@ -173,7 +163,16 @@ async fn a_foreign_profile_left_alone_is_logged_once_and_not_as_deleted() {
             .with_writer(move || writer.clone())
             .finish(),
     );
-    let (client, log) = scripted_foreign();
+    // member1's profile is another manager's.
+    let (client, log) = answering(
+        serde_json::Value::Null,
+        json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+            "metadata": { "name": "member1", "namespace": "fleet", "uid": "u1",
+                          "resourceVersion": "1",
+                          "labels": { "x-k8s.io/cluster-manager": "other-manager" } },
+        }),
+    );
     let profiles = publisher(client, None);
     profiles.define("member1", None);
     profiles.forget("member1");
