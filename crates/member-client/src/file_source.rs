@@ -1,6 +1,11 @@
-//! A token file, such as the projected ServiceAccount token kubelet rotates in place.
+//! A token file, such as the projected ServiceAccount token kubelet rotates in place, and
+//! [`read_bounded`] for any file that must be small.
 
-use std::{io, path::PathBuf, sync::Arc};
+use std::{
+    io::{self, Read as _},
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use async_trait::async_trait;
 
@@ -72,6 +77,21 @@ async fn read(path: &PathBuf, key: &CredentialKey) -> Result<Vec<u8>, SourceErro
     })
 }
 
+/// The content of the file at `path`, or `None` when it holds more than `limit` bytes.
+///
+/// At most `limit + 1` bytes are read, so a huge or endless file (`/dev/zero`, a FIFO kept
+/// open) costs no more memory than a file at the limit.
+///
+/// # Errors
+/// If the file cannot be opened or read.
+pub fn read_bounded(path: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut raw = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut raw)?;
+    Ok((u64::try_from(raw.len()).unwrap_or(u64::MAX) <= limit).then_some(raw))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +130,29 @@ mod tests {
         let source = FileSource::new(dir.path());
         let err = source.fetch(&source.secret_ref()).await.unwrap_err();
         assert!(err.is_transient(), "{err:?}");
+    }
+
+    #[test]
+    fn a_file_at_the_limit_is_read_and_one_byte_more_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"1234").unwrap();
+        assert_eq!(
+            read_bounded(&path, 4).unwrap().as_deref(),
+            Some(&b"1234"[..])
+        );
+        assert_eq!(read_bounded(&path, 3).unwrap(), None);
+    }
+
+    #[test]
+    fn an_endless_file_is_refused_at_the_limit() {
+        assert_eq!(read_bounded(Path::new("/dev/zero"), 1 << 16).unwrap(), None);
+    }
+
+    #[test]
+    fn a_missing_file_is_an_io_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_bounded(&dir.path().join("absent"), 4).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
     }
 }

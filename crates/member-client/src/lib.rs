@@ -42,7 +42,6 @@
 //! # Ok(()) }
 //! ```
 
-mod bounded_read;
 mod client_factory;
 mod client_identity;
 mod credential;
@@ -65,7 +64,6 @@ mod transport;
 pub mod validation;
 mod watch_backoff;
 
-pub use bounded_read::read_bounded;
 pub use client_factory::{
     ClientFactory, ClientLimits, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig,
 };
@@ -80,7 +78,7 @@ pub use exec::{
     ExecPolicy,
 };
 pub use failure_kind::{FailureKind, list_forbidden};
-pub use file_source::FileSource;
+pub use file_source::{FileSource, read_bounded};
 pub use jwt_claims::JwtClaims;
 pub use request_deadline::{
     DeadlineBody, DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
