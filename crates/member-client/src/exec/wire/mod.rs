@@ -26,14 +26,16 @@
 //!
 //! [KEP-541]: https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
 
-mod api_version;
+use std::{fmt, str::FromStr};
+
+use crate::Text;
+
 mod cluster;
 mod exec_credential;
 mod exec_credential_write;
 mod exec_info;
 mod timestamp;
 
-pub use api_version::{ExecApiVersion, UnsupportedApiVersion};
 pub use cluster::ExecCluster;
 pub use exec_credential::ExecOutput;
 pub use exec_credential_write::WriteError;
@@ -42,3 +44,93 @@ pub use timestamp::{format_rfc3339, parse_rfc3339};
 
 /// The `kind` of every document of this format.
 pub const KIND: &str = "ExecCredential";
+
+/// The `client.authentication.k8s.io` version of the ExecCredential exchanged with a plugin.
+///
+/// `v1alpha1` is gone from client-go, so it is refused here too.
+///
+/// ```
+/// use member_client::ExecApiVersion;
+/// let v: ExecApiVersion = "client.authentication.k8s.io/v1beta1".parse().unwrap();
+/// assert_eq!(v, ExecApiVersion::V1Beta1);
+/// assert!("client.authentication.k8s.io/v1alpha1".parse::<ExecApiVersion>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ExecApiVersion {
+    /// `client.authentication.k8s.io/v1`.
+    V1,
+    /// `client.authentication.k8s.io/v1beta1`.
+    V1Beta1,
+}
+
+impl ExecApiVersion {
+    /// The `apiVersion` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1 => "client.authentication.k8s.io/v1",
+            Self::V1Beta1 => "client.authentication.k8s.io/v1beta1",
+        }
+    }
+}
+
+impl fmt::Display for ExecApiVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ExecApiVersion {
+    type Err = UnsupportedApiVersion;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::V1, Self::V1Beta1]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| UnsupportedApiVersion {
+                given: Text::new(s),
+            })
+    }
+}
+
+/// An exec `apiVersion` other than `client.authentication.k8s.io/v1` or `/v1beta1`.
+/// Permanent until the member definition changes.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "exec apiVersion \"{given}\" is not supported; use client.authentication.k8s.io/v1 or client.authentication.k8s.io/v1beta1"
+)]
+pub struct UnsupportedApiVersion {
+    /// What the definition says.
+    pub given: Text,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::v1("client.authentication.k8s.io/v1", Some(ExecApiVersion::V1))]
+    #[case::v1beta1("client.authentication.k8s.io/v1beta1", Some(ExecApiVersion::V1Beta1))]
+    #[case::v1alpha1_is_gone("client.authentication.k8s.io/v1alpha1", None)]
+    #[case::bare_version("v1", None)]
+    #[case::other_group("authentication.k8s.io/v1", None)]
+    #[case::padded(" client.authentication.k8s.io/v1", None)]
+    #[case::empty("", None)]
+    fn api_version_parses_only_v1_and_v1beta1(
+        #[case] raw: &str,
+        #[case] want: Option<ExecApiVersion>,
+    ) {
+        assert_eq!(raw.parse::<ExecApiVersion>().ok(), want);
+        if let Some(version) = want {
+            assert_eq!(version.as_str(), raw);
+        }
+    }
+
+    #[test]
+    fn unsupported_api_version_is_one_sanitized_line() {
+        let err = "x/v9\nforged".parse::<ExecApiVersion>().unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("x/v9 forged"), "{text}");
+    }
+}
