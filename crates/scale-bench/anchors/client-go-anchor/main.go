@@ -94,8 +94,6 @@ func (e *emitter) emit(o observation) {
 	}
 }
 
-func unixMs(t time.Time) int64 { return t.UnixNano() / int64(time.Millisecond) }
-
 func main() {
 	fleetPath := flag.String("fleet", "", "the fleet file (JSON) the bench wrote")
 	mode := flag.String("mode", "", "karmada, bearer-token or argocd")

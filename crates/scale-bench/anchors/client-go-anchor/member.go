@@ -183,6 +183,6 @@ func (m *member) probe(ctx context.Context) {
 	m.lastUser = user
 	m.mu.Unlock()
 	if changed {
-		m.out.emit(observation{Member: m.def.Name, Event: "user", User: user, SentMs: unixMs(sent)})
+		m.out.emit(observation{Member: m.def.Name, Event: "user", User: user, SentMs: sent.UnixMilli()})
 	}
 }

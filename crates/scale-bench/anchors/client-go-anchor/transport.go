@@ -24,7 +24,7 @@ func (t *observingTransport) RoundTrip(request *http.Request) (*http.Response, e
 	}
 	response, err := t.inner.RoundTrip(request)
 	if err == nil && response.StatusCode == http.StatusUnauthorized {
-		t.out.emit(observation{Member: t.member, Event: "unauthorized", AtMs: unixMs(time.Now())})
+		t.out.emit(observation{Member: t.member, Event: "unauthorized", AtMs: time.Now().UnixMilli()})
 	}
 	return response, err
 }

@@ -205,26 +205,19 @@ async fn probe(
     };
     // Both watches stop with the probe, when the set is dropped.
     let mut watches = tokio::task::JoinSet::new();
+    let watched = |resource| Watched {
+        member: member.clone(),
+        resource,
+        synced: Arc::clone(&synced),
+        count_errors,
+    };
     watches.spawn(watch(
         Api::<Deployment>::namespaced(client.clone(), &fleet.namespace),
-        Watched {
-            member: member.clone(),
-            resource: "deployments",
-            synced: Arc::clone(&synced),
-            count_errors,
-        },
+        watched("deployments"),
         on_deployment,
     ));
-    watches.spawn(watch(
-        Api::<Node>::all(client.clone()),
-        Watched {
-            member: member.clone(),
-            resource: "nodes",
-            synced,
-            count_errors,
-        },
-        |_: &Node| {},
-    ));
+    let nodes = Api::<Node>::all(client.clone());
+    watches.spawn(watch(nodes, watched("nodes"), |_: &Node| {}));
 
     let reviews = Api::<SelfSubjectReview>::all(client);
     let mut last_user: Option<String> = None;

@@ -25,10 +25,7 @@ pub struct ConditionWatch(FoldedWatch<State>);
 impl ConditionWatch {
     /// Starts watching `Cluster`s through the control plane's admin `client`.
     pub fn start(client: Client) -> Self {
-        Self(FoldedWatch::start(
-            Api::<KarmadaCluster>::all(client),
-            observe,
-        ))
+        Self(FoldedWatch::start(Api::all(client), observe))
     }
 
     /// Members whose `Ready` is `True` now.

@@ -159,7 +159,10 @@ pub async fn scale(
         apiserver_counters(fleet).await?,
         collector_counters(&collector).await?,
     );
-    let api_seconds = api1.at.saturating_duration_since(api0.at).as_secs_f64();
+    let seconds = |from: Instant, to: Instant| {
+        (to.saturating_duration_since(from).as_secs_f64()).max(f64::EPSILON)
+    };
+    let api_seconds = seconds(api0.at, api1.at);
     // The first scrape of each apiserver completed inside the window: don't count it.
     let own_scrapes = fleet.apiservers.len() as f64;
     let mut requests_by_kind: Vec<(String, f64)> = api1
@@ -167,7 +170,7 @@ pub async fn scale(
         .iter()
         .map(|(kind, n)| {
             let delta = n - api0.by_kind.get(kind).copied().unwrap_or(0.0);
-            (kind.clone(), delta / api_seconds.max(f64::EPSILON))
+            (kind.clone(), delta / api_seconds)
         })
         .filter(|(_, rate)| *rate > 0.0)
         .collect();
@@ -187,14 +190,8 @@ pub async fn scale(
         watches: api1.watches - before,
         // Nodes plus the default mirrored kind (apps/v1 Deployments).
         watches_expected: members * 2,
-        requests_per_second: (api1.requests - api0.requests - own_scrapes).max(0.0)
-            / api_seconds.max(f64::EPSILON),
-        fetches_per_second: (col1.fetches - col0.fetches)
-            / col1
-                .at
-                .saturating_duration_since(col0.at)
-                .as_secs_f64()
-                .max(f64::EPSILON),
+        requests_per_second: (api1.requests - api0.requests - own_scrapes).max(0.0) / api_seconds,
+        fetches_per_second: (col1.fetches - col0.fetches) / seconds(col0.at, col1.at),
         requests_by_kind,
     };
     Ok((
