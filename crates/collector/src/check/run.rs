@@ -117,15 +117,10 @@ async fn wait_listed(registry: &Registry, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         let states = registry.sources().now();
-        if states
-            .values()
-            .any(|s| matches!(s, SourceState::Failing(_)))
-        {
-            return;
-        }
+        let failing = (states.values()).any(|s| matches!(s, SourceState::Failing(_)));
         let listed = states.values().all(|s| *s == SourceState::Listed);
         let pending = (registry.states().values()).any(|s| *s == MemberState::Pending);
-        if listed && !pending {
+        if failing || (listed && !pending) {
             return;
         }
         tokio::time::sleep(LISTED_POLL).await;

@@ -159,7 +159,6 @@ impl Metrics {
         });
     }
 
-    /// Records how long a rotated credential took from being noticed to its first use.
     /// Counts a token mint for `member` (`tether_token_mints_total`); `result` is one of
     /// `success`, `failed`, `expired`, `conflict`, `refused`.
     pub(crate) fn record_token_mint(&self, member: &str, result: &'static str) {
@@ -168,6 +167,7 @@ impl Metrics {
         });
     }
 
+    /// Records how long a rotated credential took from being noticed to its first use.
     pub(crate) fn observe_rotation_to_use(&self, elapsed: Duration) {
         self.inner.rotation_to_use.observe(elapsed.as_secs_f64());
     }
@@ -217,12 +217,6 @@ impl Metrics {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.inner.registry)?;
         Ok(text)
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
