@@ -116,12 +116,6 @@ mod tests {
         ProfileAccess::of(&spec, Some(b"-----BEGIN CERTIFICATE-----\n"))
     }
 
-    fn status_of(health: MemberHealth) -> MemberStatus {
-        let mut status = MemberStatus::default();
-        status.set_health(health);
-        status
-    }
-
     /// The profile of a healthy member1 whose credential is `secret_ref`.
     fn healthy_member1(secret_ref: CredentialKey) -> ClusterProfile {
         let access = access(secret_ref);
@@ -129,7 +123,7 @@ mod tests {
             "fleet",
             "member1",
             Some(&access),
-            &status_of(MemberHealth::Healthy),
+            &MemberStatus::with_health(MemberHealth::Healthy),
         )
     }
 
@@ -140,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_profile_is_tethers_named_after_the_member_with_its_version() {
-        let mut status = status_of(MemberHealth::Healthy);
+        let mut status = MemberStatus::with_health(MemberHealth::Healthy);
         status.set_kubernetes_version("v1.36.5".into());
         let karmada = access(CredentialKey::new("karmada-cluster", "member1"));
         let profile = build("fleet", "member1", Some(&karmada), &status);
@@ -171,7 +165,7 @@ mod tests {
             MemberHealth::Syncing,
             MemberHealth::Invalid(InvalidReason::SecretNotFound),
         ] {
-            let status = status_of(health.clone());
+            let status = MemberStatus::with_health(health.clone());
             let profile = build("fleet", "member1", None, &status);
             let member = status.conditions();
             let healthy = condition(&profile, CONTROL_PLANE_HEALTHY);
@@ -190,7 +184,12 @@ mod tests {
                 "no Ready beside ControlPlaneHealthy"
             );
         }
-        let healthy = build("fleet", "m", None, &status_of(MemberHealth::Healthy));
+        let healthy = build(
+            "fleet",
+            "m",
+            None,
+            &MemberStatus::with_health(MemberHealth::Healthy),
+        );
         assert_eq!(condition(&healthy, "CredentialsValid").status, "True");
         assert_eq!(
             condition(&healthy, "CredentialsValid").reason,
@@ -239,7 +238,7 @@ mod tests {
             "fleet",
             "m",
             None,
-            &status_of(MemberHealth::Invalid(reason)),
+            &MemberStatus::with_health(MemberHealth::Invalid(reason)),
         );
         let healthy = condition(&profile, CONTROL_PLANE_HEALTHY);
         assert_eq!(

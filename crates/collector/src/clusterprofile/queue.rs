@@ -129,12 +129,6 @@ mod tests {
     use crate::member::health::MemberHealth;
     use futures::FutureExt as _;
 
-    fn status(health: MemberHealth) -> MemberStatus {
-        let mut status = MemberStatus::default();
-        status.set_health(health);
-        status
-    }
-
     fn rung(queue: &Queue) -> bool {
         queue.wake.notified().now_or_never().is_some()
     }
@@ -142,9 +136,9 @@ mod tests {
     #[test]
     fn only_the_latest_status_of_a_member_is_kept() {
         let queue = Queue::default();
-        queue.submit("m1", &status(MemberHealth::Unknown));
-        queue.submit("m1", &status(MemberHealth::Unauthorized));
-        queue.submit("m2", &status(MemberHealth::Healthy));
+        queue.submit("m1", &MemberStatus::with_health(MemberHealth::Unknown));
+        queue.submit("m1", &MemberStatus::with_health(MemberHealth::Unauthorized));
+        queue.submit("m2", &MemberStatus::with_health(MemberHealth::Healthy));
         let observed = queue.observed();
         assert_eq!(observed.len(), 2, "one entry per member");
         assert_eq!(
@@ -164,7 +158,7 @@ mod tests {
     #[test]
     fn the_writer_is_woken_by_changes_only() {
         let queue = Queue::default();
-        let healthy = status(MemberHealth::Healthy);
+        let healthy = MemberStatus::with_health(MemberHealth::Healthy);
         queue.submit("m1", &healthy);
         assert!(rung(&queue));
         queue.submit("m1", &healthy);
@@ -178,15 +172,15 @@ mod tests {
     #[test]
     fn a_forgotten_member_is_deleted_unless_it_comes_back() {
         let queue = Queue::default();
-        queue.submit("m1", &status(MemberHealth::Healthy));
-        queue.submit("m2", &status(MemberHealth::Healthy));
+        queue.submit("m1", &MemberStatus::with_health(MemberHealth::Healthy));
+        queue.submit("m2", &MemberStatus::with_health(MemberHealth::Healthy));
         queue.forget("m1");
         queue.forget("m2");
         assert!(!queue.knows("m1"));
         assert_eq!(queue.observed().len(), 0);
         assert_eq!(queue.removed(), ["m1", "m2"]);
         // m2 is back before its deletion was made: it is published again, not deleted.
-        queue.submit("m2", &status(MemberHealth::Healthy));
+        queue.submit("m2", &MemberStatus::with_health(MemberHealth::Healthy));
         assert_eq!(queue.removed(), ["m1"]);
         queue.deleted("m1");
         assert!(queue.removed().is_empty());

@@ -88,12 +88,6 @@ fn access() -> ProfileAccess {
     ProfileAccess::of(&spec, None)
 }
 
-fn status(health: MemberHealth) -> MemberStatus {
-    let mut status = MemberStatus::default();
-    status.set_health(health);
-    status
-}
-
 /// Lets the writer run, and more than a retry period pass.
 async fn settle() {
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -112,7 +106,7 @@ async fn writes_once_per_change_and_deletes_a_forgotten_member() {
     let (client, log) = scripted();
     let profiles = publisher(client, None);
     profiles.define("member1", Some(access()));
-    let mut healthy = status(MemberHealth::Healthy);
+    let mut healthy = MemberStatus::with_health(MemberHealth::Healthy);
     profiles.submit("member1", &healthy);
     settle().await;
     assert_eq!(
@@ -133,7 +127,10 @@ async fn writes_once_per_change_and_deletes_a_forgotten_member() {
     settle().await;
     assert_eq!(taken(&log), Vec::<String>::new());
 
-    profiles.submit("member1", &status(MemberHealth::Unauthorized));
+    profiles.submit(
+        "member1",
+        &MemberStatus::with_health(MemberHealth::Unauthorized),
+    );
     settle().await;
     assert_eq!(
         taken(&log),
@@ -200,7 +197,7 @@ async fn a_follower_writes_nothing_until_it_leads() {
     let (leading, leader) = watch::channel(false);
     let profiles = publisher(client, Some(leader));
     profiles.define("member1", Some(access()));
-    profiles.submit("member1", &status(MemberHealth::Healthy));
+    profiles.submit("member1", &MemberStatus::with_health(MemberHealth::Healthy));
     profiles.forget("gone");
     settle().await;
     assert_eq!(taken(&log), Vec::<String>::new());
@@ -236,7 +233,7 @@ async fn a_secret_not_to_mark_is_left_alone(#[case] secret: serde_json::Value) {
     let (client, log) = scripted_with_secret(secret);
     let profiles = publisher(client, None);
     profiles.define("member1", Some(access()));
-    profiles.submit("member1", &status(MemberHealth::Healthy));
+    profiles.submit("member1", &MemberStatus::with_health(MemberHealth::Healthy));
     settle().await;
     let requests = taken(&log);
     assert_eq!(requests[0], format!("GET {SECRET}"), "{requests:?}");
@@ -325,7 +322,7 @@ async fn a_profile_taken_over_between_the_read_and_the_write_is_not_written() {
     let (client, log, applied) = taken_over_after_the_read();
     let profiles = publisher(client, None);
     profiles.define("member1", Some(access()));
-    profiles.submit("member1", &status(MemberHealth::Healthy));
+    profiles.submit("member1", &MemberStatus::with_health(MemberHealth::Healthy));
     settle().await;
     settle().await;
     let requests = taken(&log);

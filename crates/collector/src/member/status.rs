@@ -48,6 +48,14 @@ impl Default for MemberStatus {
 }
 
 impl MemberStatus {
+    /// A status that has seen only `health`.
+    #[cfg(test)]
+    pub(crate) fn with_health(health: MemberHealth) -> Self {
+        let mut status = Self::default();
+        status.set_health(health);
+        status
+    }
+
     /// The latest health.
     pub(crate) fn health(&self) -> &MemberHealth {
         &self.health
@@ -183,8 +191,7 @@ mod tests {
 
     #[test]
     fn transition_time_moves_only_when_status_changes() {
-        let mut status = MemberStatus::default();
-        status.set_health(MemberHealth::Healthy);
+        let mut status = MemberStatus::with_health(MemberHealth::Healthy);
         let ready_since = status.ready_since;
         status.set_health(MemberHealth::Healthy);
         assert_eq!(status.ready_since, ready_since);
@@ -198,8 +205,7 @@ mod tests {
 
     #[test]
     fn cluster_status_is_karmada_shaped() {
-        let mut status = MemberStatus::default();
-        status.set_health(MemberHealth::Unauthorized);
+        let mut status = MemberStatus::with_health(MemberHealth::Unauthorized);
         status.set_kubernetes_version("v1.36.5".into());
         status.set_nodes(3, 2);
         let written = serde_json::to_value(status.cluster_status()).unwrap();
@@ -216,8 +222,7 @@ mod tests {
 
     #[test]
     fn an_unverified_member_says_so_in_every_condition() {
-        let mut status = MemberStatus::default();
-        status.set_health(MemberHealth::Healthy);
+        let mut status = MemberStatus::with_health(MemberHealth::Healthy);
         assert!(!status.conditions()[0].message.contains("not verified"));
         status.set_tls_unverified(true);
         for condition in status.conditions() {
@@ -231,8 +236,7 @@ mod tests {
 
     #[test]
     fn a_broken_token_chain_makes_credentials_invalid_while_the_member_stays_ready() {
-        let mut status = MemberStatus::default();
-        status.set_health(MemberHealth::Healthy);
+        let mut status = MemberStatus::with_health(MemberHealth::Healthy);
         let since = status.credentials_since;
         let before = status.clone();
         status.set_mint(MintState::Failed("the member refused (403)".into()));
@@ -260,8 +264,7 @@ mod tests {
 
     #[test]
     fn a_new_version_or_node_count_is_worth_a_write() {
-        let mut before = MemberStatus::default();
-        before.set_health(MemberHealth::Healthy);
+        let before = MemberStatus::with_health(MemberHealth::Healthy);
         let mut after = before.clone();
         assert!(!after.differs_from(&before));
         after.set_nodes(1, 1);

@@ -324,27 +324,27 @@ impl Chain {
         else {
             return;
         };
-        let event = match (&state, state.reason()) {
-            (_, Some(reason)) => Event {
-                type_: EventType::Warning,
-                reason: reason.to_owned(),
-                note: state
-                    .message()
-                    .map(|m| format!("member {}: {m}", self.member)),
-                action: "Rotate".to_owned(),
-                secondary: None,
-            },
-            (_, None) => Event {
-                type_: EventType::Normal,
-                reason: "TokenRotated".to_owned(),
-                note: Some(format!(
-                    "member {}: the token chain works again (was {})",
-                    self.member,
+        let (type_, reason, note) = match state.reason() {
+            Some(reason) => (
+                EventType::Warning,
+                reason,
+                state.message().map(str::to_owned),
+            ),
+            None => (
+                EventType::Normal,
+                "TokenRotated",
+                Some(format!(
+                    "the token chain works again (was {})",
                     before.reason().unwrap_or_default()
                 )),
-                action: "Rotate".to_owned(),
-                secondary: None,
-            },
+            ),
+        };
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: note.map(|note| format!("member {}: {note}", self.member)),
+            action: "Rotate".to_owned(),
+            secondary: None,
         };
         let deadline = self.minter.request_timeout;
         match tokio::time::timeout(deadline, recorder.publish(&event, &reference)).await {
