@@ -26,7 +26,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rustix::process::{Pid, Signal, WaitOptions};
+use rustix::process::{Pid, Signal, WaitOptions, waitpid};
 
 use super::process_table;
 
@@ -111,12 +111,7 @@ fn reap(strays: &[Pid]) {
     let give_up = Instant::now() + REAP_WAIT;
     let mut left: Vec<Pid> = strays.to_vec();
     while !left.is_empty() && Instant::now() < give_up {
-        left.retain(|&pid| {
-            matches!(
-                rustix::process::waitpid(Some(pid), WaitOptions::NOHANG),
-                Ok(None)
-            )
-        });
+        left.retain(|&pid| matches!(waitpid(Some(pid), WaitOptions::NOHANG), Ok(None)));
         if !left.is_empty() {
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -205,21 +205,9 @@ impl MemberEndpoint {
     }
 }
 
-impl From<String> for MemberEndpoint {
-    fn from(url: String) -> Self {
-        Self::new(url)
-    }
-}
-
-impl From<&str> for MemberEndpoint {
-    fn from(url: &str) -> Self {
-        Self::new(url)
-    }
-}
-
-impl From<&String> for MemberEndpoint {
-    fn from(url: &String) -> Self {
-        Self::new(url)
+impl<T: AsRef<str>> From<T> for MemberEndpoint {
+    fn from(url: T) -> Self {
+        Self::new(url.as_ref())
     }
 }
 
