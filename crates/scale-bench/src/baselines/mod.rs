@@ -23,6 +23,7 @@ pub mod system;
 
 use std::{
     collections::BTreeMap,
+    sync::atomic::Ordering,
     time::{Duration, Instant, SystemTime},
 };
 
@@ -277,18 +278,10 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     }
 
     // 3. One forced reconnect, then a change every watch should see.
-    fleet
-        .env
-        .restart(
-            fleet.apiservers[server_index].env_index,
-            RestartOptions::default(),
-        )
-        .await
-        .context("restarting the member apiserver")?;
-    let admin = fleet
-        .env
-        .cluster(fleet.apiservers[server_index].env_index)
-        .admin_client()?;
+    let env_index = fleet.apiservers[server_index].env_index;
+    let restart = fleet.env.restart(env_index, RestartOptions::default());
+    restart.await.context("restarting the member apiserver")?;
+    let admin = fleet.env.cluster(env_index).admin_client()?;
     let changed = Instant::now();
     loop {
         match testkit::set_deployment_status(&admin, &namespace, CANARY, 3).await {
@@ -305,10 +298,7 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     for (process, mut report) in processes.iter().zip(reports) {
         let records = process.ledger.snapshot();
         report.blind = records.values().filter(|r| r.canary != Some(3)).count();
-        report.malformed = process
-            .ledger
-            .malformed
-            .load(std::sync::atomic::Ordering::Relaxed);
+        report.malformed = process.ledger.malformed.load(Ordering::Relaxed);
         systems.insert(process.system, report);
     }
     drop(processes);

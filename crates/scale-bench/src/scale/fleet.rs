@@ -250,10 +250,8 @@ impl Fleet {
             .create(&PostParams::default(), &review)
             .await
             .context("TokenReview")?;
-        Ok(reviewed
-            .status
-            .and_then(|s| s.authenticated)
-            .unwrap_or(false))
+        let status = reviewed.status.unwrap_or_default();
+        Ok(status.authenticated == Some(true))
     }
 
     /// Polls TokenReview until no member's apiserver accepts its `token` any more (the old

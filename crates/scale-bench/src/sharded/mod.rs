@@ -75,31 +75,23 @@ pub async fn run(
     tokio::time::sleep(options.window).await;
     let api1 = apiserver_counters(fleet).await?;
     let owned = owners(&group).await;
+    let served_by = |identity: &String| owned.values().filter(|o| o.contains(identity)).count();
     let mut costs = Vec::with_capacity(group.len());
     for (replica, before) in group.iter().zip(&before) {
         let after = ProcSample::read(replica.process.pid())?;
         costs.push(ReplicaCost {
             identity: replica.identity.clone(),
-            members: owned
-                .values()
-                .filter(|o| o.contains(&replica.identity))
-                .count(),
+            members: served_by(&replica.identity),
             rss_bytes: after.rss_bytes,
             cpu_cores: after.cores_since(before),
         });
     }
-    let seconds = api1
-        .at
-        .saturating_duration_since(api0.at)
-        .as_secs_f64()
-        .max(f64::EPSILON);
+    let window = api1.at.saturating_duration_since(api0.at);
+    let seconds = window.as_secs_f64().max(f64::EPSILON);
 
     // SIGKILL the last replica: its members have no owner until the others take them.
     let killed = group.pop().context("no replica to kill")?;
-    let orphans = owned
-        .values()
-        .filter(|o| o.contains(&killed.identity))
-        .count();
+    let orphans = served_by(&killed.identity);
     let at = Instant::now();
     drop(killed);
     let kill = handover(&group, members, &owned, at, options.limit, None).await;
@@ -214,12 +206,9 @@ async fn rotate(
     let unauthorized0 = metric_sum(group, "tether_unauthorized_responses_total", "").await;
     conditions.mark();
     let start = Instant::now();
-    fleet
-        .write_tokens(&fleet.members, &generation.tokens)
-        .await?;
-    fleet
-        .revoke(&fleet.members, Instant::now() + options.limit)
-        .await?;
+    let f: &Fleet = fleet;
+    f.write_tokens(&f.members, &generation.tokens).await?;
+    f.revoke(&f.members, Instant::now() + options.limit).await?;
     tokio::time::sleep(options.probe_period + Duration::from_secs(2)).await;
     let elapsed = start.elapsed();
     let rotation = report::Rotation {
