@@ -191,16 +191,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_sharded_replica_sends_other_members_to_their_owner() {
-        use crate::shard::{Assignment, Member, ShardMap, ShardView};
+        use crate::shard::{Assignment, ShardMap, ShardView};
         let members = (0..20).map(|i| format!("m{i}")).collect();
-        let view = ShardView {
-            replicas: ["a".to_owned(), "b".to_owned()].into(),
-            me: Some(Member {
-                identity: "a".to_owned(),
-                generation: 1,
-            }),
-            term: 1,
-        };
+        let view = ShardView::of("a", &["a", "b"]);
         let assignment = Assignment::compute(&members, &view.replicas, 0.25);
         let elsewhere = (0..20)
             .map(|i| format!("m{i}"))

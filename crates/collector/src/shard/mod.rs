@@ -32,8 +32,6 @@ pub use args::{ShardArgs, ShardMode};
 pub(crate) use assignment::Assignment;
 pub(crate) use map::{Owner, ShardMap};
 pub(crate) use ownership::Ownership;
-#[cfg(test)]
-pub(crate) use view::Member;
 pub(crate) use view::ShardView;
 
 use membership::{Membership, MembershipConfig};

@@ -98,18 +98,7 @@ impl Ownership {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shard::{map::Owner, view::Member};
-
-    fn view(me: &str, replicas: &[&str]) -> ShardView {
-        ShardView {
-            replicas: replicas.iter().map(|r| (*r).to_owned()).collect(),
-            me: Some(Member {
-                identity: me.to_owned(),
-                generation: 1,
-            }),
-            term: 1,
-        }
-    }
+    use crate::shard::map::Owner;
 
     #[test]
     fn two_replicas_split_the_members_and_one_takes_all_when_the_other_goes() {
@@ -120,8 +109,8 @@ mod tests {
             a.insert(&format!("m{i}"));
             b.insert(&format!("m{i}"));
         }
-        let first_a = a.rebalance(&view("a", &["a", "b"]));
-        let first_b = b.rebalance(&view("b", &["a", "b"]));
+        let first_a = a.rebalance(&ShardView::of("a", &["a", "b"]));
+        let first_b = b.rebalance(&ShardView::of("b", &["a", "b"]));
         assert_eq!(first_a.gained.len() + first_b.gained.len(), 40);
         assert_eq!(
             first_a.taken_over + first_b.taken_over,
@@ -140,7 +129,7 @@ mod tests {
             .unwrap();
         assert_eq!(map_a.owner(&b_member), Owner::Replica("b".into()));
 
-        let after = a.rebalance(&view("a", &["a"]));
+        let after = a.rebalance(&ShardView::of("a", &["a"]));
         assert_eq!(after.lost, Vec::<String>::new());
         assert_eq!(after.taken_over, first_b.gained.len());
         assert_eq!(a.owned(), 40);
@@ -153,10 +142,10 @@ mod tests {
         a.insert("m0");
         assert_eq!(a.rebalance(&ShardView::default()), Moves::default());
         assert!(!a.owns("m0"));
-        a.rebalance(&view("a", &["a"]));
+        a.rebalance(&ShardView::of("a", &["a"]));
         let lapsed = ShardView {
             me: None,
-            ..view("a", &["b"])
+            ..ShardView::of("a", &["b"])
         };
         assert_eq!(a.rebalance(&lapsed), Moves::default());
         assert!(a.owns("m0"), "keeps watching while its Lease is in doubt");

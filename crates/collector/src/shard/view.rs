@@ -30,3 +30,18 @@ pub(crate) struct ShardView {
     /// and claims them afresh.
     pub(crate) term: u64,
 }
+
+impl ShardView {
+    /// `me`, in the first term of its first generation, among the live `replicas`.
+    #[cfg(test)]
+    pub(crate) fn of(me: &str, replicas: &[&str]) -> Self {
+        Self {
+            replicas: replicas.iter().map(|r| (*r).to_owned()).collect(),
+            me: Some(Member {
+                identity: me.to_owned(),
+                generation: 1,
+            }),
+            term: 1,
+        }
+    }
+}

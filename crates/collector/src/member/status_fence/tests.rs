@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::{Claim, FenceError, OWNER_CONDITION, StatusFence};
-use crate::shard::{Assignment, Member, ShardMap, ShardView};
+use crate::shard::{Assignment, ShardMap, ShardView};
 
 const MEMBER: &str = "m1";
 
@@ -70,14 +70,7 @@ fn apiserver() -> (Api<Cluster>, Stored) {
 
 /// Replica `me` of the group {a, b}, placing [`MEMBER`] on `owner`.
 fn fence(clusters: &Api<Cluster>, me: &str, owner: &str, settle_secs: u64) -> StatusFence {
-    let view = ShardView {
-        replicas: [owner.to_owned()].into(),
-        me: Some(Member {
-            identity: me.to_owned(),
-            generation: 1,
-        }),
-        term: 1,
-    };
+    let view = ShardView::of(me, &[owner]);
     let members = [MEMBER.to_owned()].into();
     let assignment = Assignment::compute(&members, &view.replicas, 0.25);
     let map = ShardMap::default();
