@@ -100,7 +100,7 @@ impl Credential {
             }),
             identity: None,
             kind: CredentialKind::Token,
-            expires_at: jwt_expiry(token),
+            expires_at: JwtClaims::of(token).and_then(|claims| claims.exp),
             ca_bundle: None,
             generation: 0,
         })
@@ -163,7 +163,8 @@ impl Credential {
     /// the credential then expires at whichever comes first.
     #[must_use]
     pub fn with_identity(mut self, identity: ClientIdentity) -> Self {
-        self.expires_at = earliest(self.expires_at, Some(identity.not_after()));
+        let not_after = identity.not_after();
+        self.expires_at = Some(self.expires_at.map_or(not_after, |at| at.min(not_after)));
         self.identity = Some(identity);
         self
     }
@@ -266,19 +267,6 @@ impl fmt::Debug for Credential {
             .field("generation", &self.generation)
             .finish()
     }
-}
-
-fn earliest(a: Option<SystemTime>, b: Option<SystemTime>) -> Option<SystemTime> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Reads `exp` from a JWT's payload. Anything that is not a three-part token with a base64url
-/// JSON payload holding a numeric `exp` yields `None`.
-fn jwt_expiry(token: &str) -> Option<SystemTime> {
-    JwtClaims::of(token)?.exp
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ const MAX_DEPTH: usize = 32;
 /// another one. Dropping it removes it (see [`remove`](Self::remove)).
 #[derive(Debug)]
 pub(crate) struct PrivateHome {
-    path: Option<PathBuf>,
+    path: PathBuf,
 }
 
 impl PrivateHome {
@@ -38,9 +38,10 @@ impl PrivateHome {
             // `create`, not `create_dir_all`: an existing path (a planted symlink) fails.
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
-                    let home = Self { path: Some(path) };
-                    if let (Some(run_as), Some(path)) = (run_as, home.path.as_deref()) {
-                        std::os::unix::fs::chown(path, Some(run_as.uid), Some(run_as.gid))?;
+                    let home = Self { path };
+                    if let Some(run_as) = run_as {
+                        let (uid, gid) = (Some(run_as.uid), Some(run_as.gid));
+                        std::os::unix::fs::chown(&home.path, uid, gid)?;
                     }
                     return Ok(home);
                 }
@@ -53,7 +54,7 @@ impl PrivateHome {
 
     /// The directory.
     pub(crate) fn path(&self) -> &Path {
-        self.path.as_deref().unwrap_or(Path::new("/nonexistent"))
+        &self.path
     }
 
     /// Removes the directory and what the plugin left in it, taking back ownership of each
@@ -66,20 +67,14 @@ impl PrivateHome {
 
 impl Drop for PrivateHome {
     fn drop(&mut self) {
-        if let Some(path) = self.path.take() {
-            remove_tree(&path);
+        let mut budget = MAX_ENTRIES;
+        if let Err(err) = remove_dir(&self.path, 0, &mut budget) {
+            tracing::warn!(
+                    home = %self.path.display(),
+                error = %err,
+                "an exec plugin's private HOME could not be removed whole"
+            );
         }
-    }
-}
-
-fn remove_tree(path: &Path) {
-    let mut budget = MAX_ENTRIES;
-    if let Err(err) = remove_dir(path, 0, &mut budget) {
-        tracing::warn!(
-            home = %path.display(),
-            error = %err,
-            "an exec plugin's private HOME could not be removed whole"
-        );
     }
 }
 
