@@ -59,28 +59,10 @@ async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing
     plane.publish(VICTIM, member, None).await?;
     // The thief asks the plugin for member1's Secret; the decoy asks for its own, but sends
     // it to the hostile endpoint: one pin each.
-    plane
-        .publish(
-            "thief",
-            member,
-            Some(json!([access_provider(
-                &hostile.url(),
-                hostile.ca_pem(),
-                VICTIM
-            )])),
-        )
-        .await?;
-    plane
-        .publish(
-            "decoy",
-            member,
-            Some(json!([access_provider(
-                &hostile.url(),
-                hostile.ca_pem(),
-                "decoy"
-            )])),
-        )
-        .await?;
+    for (name, secret) in [("thief", VICTIM), ("decoy", "decoy")] {
+        let provider = access_provider(&hostile.url(), hostile.ca_pem(), secret);
+        plane.publish(name, member, Some(json!([provider]))).await?;
+    }
 
     // The endpoint policy lets 127.0.0.2 in: only the pins stand in the way.
     let allow = hostile.allow_endpoint_arg();
@@ -89,22 +71,9 @@ async fn a_profile_cannot_send_another_members_token_to_a_server_of_its_choosing
         .start_collector(PROBE, &["--allow-endpoint", &allow])
         .await?;
     wait_healthy(&collector, VICTIM, START).await?;
-    let thief = wait_condition(
-        &collector,
-        "thief",
-        "Ready",
-        "False/DefinitionInvalid",
-        CONVERGE,
-    )
-    .await;
-    let decoy = wait_condition(
-        &collector,
-        "decoy",
-        "Ready",
-        "False/EndpointForbidden",
-        CONVERGE,
-    )
-    .await;
+    let refused = |name, condition| wait_condition(&collector, name, "Ready", condition, CONVERGE);
+    let thief = refused("thief", "False/DefinitionInvalid").await;
+    let decoy = refused("decoy", "False/EndpointForbidden").await;
     // A few more probe periods, in which a member made of either profile would have dialled.
     tokio::time::sleep(PROBE * 3).await;
     assert!(
@@ -312,12 +281,9 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     let profiles =
         Api::<DynamicObject>::namespaced_with(admin, INVENTORY, &crd::cluster_profile_resource());
     let apply = PatchParams::apply("attacker").force();
-    profiles
-        .patch("forged", &apply, &Patch::Apply(&forged))
-        .await?;
-    profiles
-        .patch_status("forged", &apply, &Patch::Apply(&forged))
-        .await?;
+    let forged = Patch::Apply(&forged);
+    profiles.patch("forged", &apply, &forged).await?;
+    profiles.patch_status("forged", &apply, &forged).await?;
 
     // The consumer may read the forged profile and member1's Secret: as much RBAC as a
     // legitimate consumer of member1 has.
@@ -332,19 +298,18 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     )
     .await?;
     let member_token = scenario.registered_tokens[0].clone();
-    let profile_ref = |name| ProfileRef {
-        kubeconfig: &consumer.kubeconfig,
-        namespace: INVENTORY,
-        name,
-        provider_file: &consumer.provider_file,
-    };
     let ns = scenario.namespace.clone();
+    let read_once = |name| {
+        let profile = ProfileRef {
+            kubeconfig: &consumer.kubeconfig,
+            namespace: INVENTORY,
+            name,
+            provider_file: &consumer.provider_file,
+        };
+        interop_client::command(&profile, &["--once", "--namespace", &ns])
+    };
 
-    let (status, lines, stderr) = interop_client::run(interop_client::command(
-        &profile_ref("forged"),
-        &["--once", "--namespace", &ns],
-    )?)
-    .await?;
+    let (status, lines, stderr) = interop_client::run(read_once("forged")?).await?;
     println!("forged: {status}: {lines:?} {stderr}");
     assert!(
         !hostile.saw_bearer(&member_token),
@@ -362,11 +327,7 @@ async fn a_forged_profile_gets_no_token_through_client_go_and_tether_credential(
     );
 
     // The published profile still works for the same consumer: the refusal is the forgery's.
-    let (status, lines, stderr) = interop_client::run(interop_client::command(
-        &profile_ref(VICTIM),
-        &["--once", "--namespace", &ns],
-    )?)
-    .await?;
+    let (status, lines, stderr) = interop_client::run(read_once(VICTIM)?).await?;
     assert!(status.success(), "{status}: {lines:?} {stderr}");
     Ok(())
 }

@@ -64,37 +64,19 @@ func emit(line any) {
 	_ = out.enc.Encode(line)
 }
 
-type listOK struct {
-	Kind  string   `json:"kind"`
-	OK    bool     `json:"ok"`
-	Items []string `json:"items"`
-}
-
-type listFailed struct {
-	Kind  string `json:"kind"`
-	OK    bool   `json:"ok"`
-	Code  int32  `json:"code"`
-	Error string `json:"error"`
-}
-
-type watchEvent struct {
-	Kind   string `json:"kind"`
-	Type   string `json:"type"`
-	Object string `json:"object"`
-}
-
-type watchError struct {
-	Kind  string `json:"kind"`
-	Error string `json:"error"`
-}
-
-type synced struct {
-	Kind string `json:"kind"`
-}
+// line is one output line: a JSON object.
+type line = map[string]any
 
 func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "clusterprofile-client: "+format+"\n", args...)
 	os.Exit(2)
+}
+
+// check fails with `what` before err, if there is an error.
+func check(err error, what string) {
+	if err != nil {
+		fail("%s%v", what, err)
+	}
 }
 
 func main() {
@@ -117,46 +99,28 @@ func main() {
 	defer stop()
 
 	providers, err := readProviderFile(*providerPath)
-	if err != nil {
-		fail("%v", err)
-	}
+	check(err, "")
 	controlPlane, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		fail("control plane kubeconfig: %v", err)
-	}
+	check(err, "control plane kubeconfig: ")
 	dyn, err := dynamic.NewForConfig(controlPlane)
-	if err != nil {
-		fail("control plane client: %v", err)
-	}
+	check(err, "control plane client: ")
 	getCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	profile, err := dyn.Resource(clusterProfiles).Namespace(*profileNS).Get(getCtx, *profileName, metav1.GetOptions{})
 	cancel()
-	if err != nil {
-		fail("reading ClusterProfile %s/%s: %v", *profileNS, *profileName, err)
-	}
+	check(err, fmt.Sprintf("reading ClusterProfile %s/%s: ", *profileNS, *profileName))
 	access, chosen, err := chooseProvider(profile, providers)
-	if err != nil {
-		fail("%v", err)
-	}
+	check(err, "")
 	member, err := memberConfig(access, chosen)
-	if err != nil {
-		fail("%v", err)
-	}
+	check(err, "")
 	apps, err := appsclient.NewForConfig(member)
-	if err != nil {
-		fail("member client: %v", err)
-	}
+	check(err, "member client: ")
 
-	ok := list(ctx, apps, *namespace)
-	if *once {
-		if ok {
-			os.Exit(0)
-		}
+	if ok := list(ctx, apps, *namespace); *once && ok {
+		os.Exit(0)
+	} else if *once {
 		os.Exit(1)
 	}
-	if err := watch(ctx, apps, *namespace); err != nil {
-		fail("%v", err)
-	}
+	check(watch(ctx, apps, *namespace), "")
 	if *interval > 0 {
 		// The condition never holds: list every interval until SIGTERM/SIGINT.
 		_ = wait.PollUntilContextCancel(ctx, *interval, false, func(ctx context.Context) (bool, error) {
@@ -181,7 +145,7 @@ func list(ctx context.Context, apps appsclient.AppsV1Interface, namespace string
 		if errors.As(err, &status) {
 			code = status.Status().Code
 		}
-		emit(listFailed{Kind: "list", OK: false, Code: code, Error: err.Error()})
+		emit(line{"kind": "list", "ok": false, "code": code, "error": err.Error()})
 		return false
 	}
 	items := make([]string, 0, len(deployments.Items))
@@ -189,7 +153,7 @@ func list(ctx context.Context, apps appsclient.AppsV1Interface, namespace string
 		items = append(items, d.Namespace+"/"+d.Name)
 	}
 	sort.Strings(items)
-	emit(listOK{Kind: "list", OK: true, Items: items})
+	emit(line{"kind": "list", "ok": true, "items": items})
 	return true
 }
 
@@ -200,13 +164,13 @@ func watch(ctx context.Context, apps appsclient.AppsV1Interface, namespace strin
 	lw := cache.NewListWatchFromClient(apps.RESTClient(), "deployments", namespace, fields.Everything())
 	informer := cache.NewSharedIndexInformer(lw, &appsv1.Deployment{}, 0, cache.Indexers{})
 	if err := informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		emit(watchError{Kind: "watch-error", Error: err.Error()})
+		emit(line{"kind": "watch-error", "error": err.Error()})
 	}); err != nil {
 		return err
 	}
 	report := func(kind string, obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			emit(watchEvent{Kind: "watch", Type: kind, Object: key})
+			emit(line{"kind": "watch", "type": kind, "object": key})
 		}
 	}
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -229,7 +193,7 @@ func watch(ctx context.Context, apps appsclient.AppsV1Interface, namespace strin
 	go informer.RunWithContext(ctx)
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-			emit(synced{Kind: "synced"})
+			emit(line{"kind": "synced"})
 		}
 	}()
 	return nil
