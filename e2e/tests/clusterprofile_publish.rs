@@ -16,7 +16,7 @@ use e2e::{
     limits::PROBE,
     scenario::Scenario,
 };
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Condition, jiff::Timestamp};
 use kube::{
     Api,
     api::{DeleteParams, Patch, PatchParams},
@@ -48,14 +48,21 @@ fn healthy(profile: Option<&ClusterProfile>) -> bool {
 }
 
 fn transition_time(profile: &ClusterProfile, type_: &str) -> Timestamp {
-    let status = profile.status.as_ref().unwrap();
-    status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
+    let conditions = &profile.status.as_ref().unwrap().conditions;
+    find_condition(conditions, type_)
         .unwrap()
         .last_transition_time
         .0
+}
+
+fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// The manager a profile's label names.
+fn manager_label(profile: &ClusterProfile) -> Option<&str> {
+    let labels = profile.metadata.labels.as_ref()?;
+    labels.get(CLUSTER_MANAGER_LABEL).map(String::as_str)
 }
 
 #[tokio::test]
@@ -74,11 +81,7 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() -> anyhow::
         .await?
         .unwrap();
     eprintln!("published {:?} after the CRD was served", served.elapsed());
-    let labels = profile.metadata.labels.clone().unwrap_or_default();
-    assert_eq!(
-        labels.get(CLUSTER_MANAGER_LABEL).map(String::as_str),
-        Some("tether")
-    );
+    assert_eq!(manager_label(&profile), Some("tether"));
     assert_eq!(profile.spec.cluster_manager.name, "tether");
     assert_eq!(profile.spec.display_name.as_deref(), Some("member1"));
     let status = profile.status.clone().unwrap();
@@ -90,13 +93,8 @@ async fn a_member_is_published_follows_its_health_and_goes_with_it() -> anyhow::
     let provider = &status.access_providers[0];
     assert_eq!(provider.name, "tether");
     assert_eq!(provider.cluster.server, member.endpoint());
-    let ca = base64::engine::general_purpose::STANDARD.decode(
-        provider
-            .cluster
-            .certificate_authority_data
-            .as_deref()
-            .unwrap(),
-    )?;
+    let ca = provider.cluster.certificate_authority_data.as_deref();
+    let ca = base64::engine::general_purpose::STANDARD.decode(ca.unwrap())?;
     assert_eq!(String::from_utf8(ca)?, member.ca_pem());
     assert_eq!(
         provider.cluster.extension(EXEC_EXTENSION),
@@ -167,13 +165,13 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
     let (s, inventory) = start_with_inventory(&["--write-status=false"]).await;
     // Left by an earlier run for a member that is gone, and another manager's profiles, one
     // of them under member1's name.
-    inventory.create_as("ghost", "tether").await?;
-    inventory
-        .create_as("member1", "open-cluster-management")
-        .await?;
-    inventory
-        .create_as("elsewhere", "open-cluster-management")
-        .await?;
+    for (name, manager) in [
+        ("ghost", "tether"),
+        ("member1", "open-cluster-management"),
+        ("elsewhere", "open-cluster-management"),
+    ] {
+        inventory.create_as(name, manager).await?;
+    }
     // A Cluster Tether cannot use (plain http to loopback): it is published all the same.
     s.add_broken_member().await?;
     let holder = s.hold_the_lease(HELD).await?;
@@ -221,10 +219,8 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
         status.access_providers.is_empty(),
         "no way in to an unusable definition"
     );
-    assert_eq!(
-        condition_status(&status.conditions, "CredentialsValid"),
-        Some("Unknown")
-    );
+    let credentials = find_condition(&status.conditions, "CredentialsValid");
+    assert_eq!(credentials.map(|c| c.status.as_str()), Some("Unknown"));
     inventory
         .wait_for("ghost", "collected", CONVERGE, |p| p.is_none())
         .await?;
@@ -239,16 +235,6 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
     }
     b.stop().await;
     Ok(())
-}
-
-fn condition_status<'a>(
-    conditions: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-    type_: &str,
-) -> Option<&'a str> {
-    conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| c.status.as_str())
 }
 
 #[tokio::test]
@@ -275,9 +261,8 @@ async fn a_profile_another_manager_took_over_is_not_written_again() -> anyhow::R
     // More than a retry period after the status changed.
     tokio::time::sleep(Duration::from_secs(6)).await;
     let kept = inventory.get("member1").await?.unwrap();
-    let labels = kept.metadata.labels.clone().unwrap_or_default();
     assert_eq!(
-        labels.get(CLUSTER_MANAGER_LABEL).map(String::as_str),
+        manager_label(&kept),
         Some("open-cluster-management"),
         "the label was written over"
     );

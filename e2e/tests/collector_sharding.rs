@@ -40,6 +40,22 @@ fn written_by_owners(writers: &StatusWriters, owners: &BTreeMap<String, String>)
         .all(|(member, owner)| writers.last_write(member).is_some_and(|(_, w)| w == *owner))
 }
 
+/// Whether `replicas` [`partition`] the members and each owner wrote its members' status.
+async fn settled(replicas: &[(&str, &CollectorProcess)], writers: &StatusWriters) -> bool {
+    partition(replicas)
+        .await
+        .is_some_and(|owners| written_by_owners(writers, &owners))
+}
+
+/// The members `identity` serves.
+fn members_of(owners: &BTreeMap<String, String>, identity: &str) -> BTreeSet<String> {
+    owners
+        .iter()
+        .filter(|(_, o)| *o == identity)
+        .map(|(m, _)| m.clone())
+        .collect()
+}
+
 #[tokio::test]
 async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> anyhow::Result<()> {
     let plane = ShardPlane::start(1, MEMBERS).await?;
@@ -55,16 +71,14 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
     ];
 
     // Each member is served by one replica, which wrote its status; no replica over the bound.
-    eventually("three replicas share the members", LIMIT, || async {
-        partition(&all)
-            .await
-            .is_some_and(|owners| written_by_owners(&writers, &owners))
+    eventually("three replicas share the members", LIMIT, || {
+        settled(&all, &writers)
     })
     .await?;
     let owners = partition(&all).await.unwrap();
     let bound = (1.25 * MEMBERS as f64 / 3.0).ceil() as usize;
     for identity in IDENTITIES {
-        let held = owners.values().filter(|o| *o == identity).count();
+        let held = members_of(&owners, identity).len();
         assert!(
             held > 0 && held <= bound,
             "{identity} holds {held}, bound {bound}"
@@ -88,23 +102,11 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
 
     // Freeze shard-c past its Lease: the others take its members over and claim them. Woken,
     // shard-c still believes it owns them; its writes must be refused, not land.
-    let c_members: BTreeSet<String> = owners
-        .iter()
-        .filter(|(_, o)| *o == IDENTITIES[2])
-        .map(|(m, _)| m.clone())
-        .collect();
+    let c_members = members_of(&owners, IDENTITIES[2]);
     c.pause()?;
     let two = [(IDENTITIES[0], &a), (IDENTITIES[1], &b)];
-    eventually(
-        "shard-a and shard-b take the frozen replica's members",
-        LIMIT,
-        || async {
-            partition(&two)
-                .await
-                .is_some_and(|owners| written_by_owners(&writers, &owners))
-        },
-    )
-    .await?;
+    let taken = "shard-a and shard-b take the frozen replica's members";
+    eventually(taken, LIMIT, || settled(&two, &writers)).await?;
     c.resume()?;
     eventually("shard-c is back with its members", LIMIT, || async {
         partition(&all).await.is_some_and(|owners| {
@@ -115,13 +117,7 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
 
     // SIGKILL shard-c: its members must have an owner again within its Lease duration (the
     // bound allows 2 s more for a loaded machine, where starting the watches takes longer).
-    let c_members_now: BTreeSet<String> = partition(&all)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|(_, o)| o == IDENTITIES[2])
-        .map(|(m, _)| m)
-        .collect();
+    let c_members_now = members_of(&partition(&all).await.unwrap(), IDENTITIES[2]);
     let killed = Instant::now();
     drop(c);
     eventually(
@@ -131,16 +127,14 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
     )
     .await?;
     let without_owner = killed.elapsed();
-    eventually("the new owners write the status", LIMIT, || async {
-        partition(&two)
-            .await
-            .is_some_and(|owners| written_by_owners(&writers, &owners))
+    eventually("the new owners write the status", LIMIT, || {
+        settled(&two, &writers)
     })
     .await?;
     let bound_two = (1.25 * MEMBERS as f64 / 2.0).ceil() as usize;
     let owners = partition(&two).await.unwrap();
     for (identity, _) in two {
-        let held = owners.values().filter(|o| *o == identity).count();
+        let held = members_of(&owners, identity).len();
         assert!(
             held <= bound_two,
             "{identity} holds {held}, bound {bound_two}"

@@ -18,26 +18,25 @@ use testkit::eventually;
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
 const START: Duration = Duration::from_secs(60);
-/// A 600 s token is replaced after 6 s at this fraction.
-const FAST: &str = "0.01";
+/// A 600 s token is replaced after 6 s at this fraction, and a member probed every 2 s.
+const FAST: [&str; 4] = ["--mint-at-fraction", "0.01", "--probe-period", "2"];
 
 /// A plane with no Karmada member, and ServiceAccount `tether-rotation/<account>` on its
 /// apiserver with a fresh 600 s token, which it returns: the seed of a member defined elsewhere.
-async fn start_with_account(account: &str) -> (RotationPlane, String) {
-    let plane = RotationPlane::start(1, 0).await.unwrap();
+async fn start_with_account(account: &str) -> anyhow::Result<(RotationPlane, String)> {
+    let plane = RotationPlane::start(1, 0).await?;
     let member = plane.env.cluster(1);
     let ns = "tether-rotation";
-    member.create_service_account(ns, account).await.unwrap();
-    let token = member
-        .mint_token(ns, account, testkit::MIN_TOKEN_EXPIRY)
-        .await;
-    (plane, token.unwrap())
+    member.create_service_account(ns, account).await?;
+    let token = member.mint_token(ns, account, testkit::MIN_TOKEN_EXPIRY);
+    let token = token.await?;
+    Ok((plane, token))
 }
 
 #[tokio::test]
 async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
 -> anyhow::Result<()> {
-    let (plane, seeded) = start_with_account("argocd-manager").await;
+    let (plane, seeded) = start_with_account("argocd-manager").await?;
     let member = plane.env.cluster(1);
     let ca_data = base64::engine::general_purpose::STANDARD.encode(member.ca_pem());
     let control_plane = plane.env.control_plane();
@@ -64,21 +63,9 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
         },
     }))?;
     secrets.create(&PostParams::default(), &secret).await?;
-    let mut args =
-        plane.collector_args(&["--members-from", "argocd", "--argocd-namespace", "argocd"])?;
-    args.extend(
-        [
-            "--mint-tokens",
-            "--mint-at-fraction",
-            FAST,
-            "--probe-period",
-            "2",
-        ]
-        .map(str::to_owned),
-    );
-    let collector = RunningCollector::start(&args)
-        .await?
-        .with_reader(plane.admin_token());
+    let source = ["--members-from", "argocd", "--argocd-namespace", "argocd"];
+    let flags = [&source[..], &["--mint-tokens"], &FAST].concat();
+    let collector = plane.start_collector(&flags).await?;
 
     eventually("argo1 rotates twice", START, || async {
         rotations(&collector, "argo1", "success").await >= 2.0
@@ -100,18 +87,14 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
     assert!(record.contains("mintedAt"), "{record}");
     // Ready on its new token.
     collector.wait_member_ready("argo1", START).await?;
-    assert_eq!(
-        collector
-            .metric("tether_unauthorized_responses_total", "")
-            .await?,
-        0.0
-    );
+    let unauthorized = collector.metric("tether_unauthorized_responses_total", "");
+    assert_eq!(unauthorized.await?, 0.0);
     Ok(())
 }
 
 #[tokio::test]
 async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() -> anyhow::Result<()> {
-    let (plane, seeded) = start_with_account("filed").await;
+    let (plane, seeded) = start_with_account("filed").await?;
     let member = plane.env.cluster(1);
     let dir = temp_dir("members")?;
     std::fs::write(dir.join("filed.token"), &seeded)?;
@@ -126,24 +109,15 @@ async fn a_member_file_token_is_replaced_in_place_without_a_control_plane() -> a
         ),
     )?;
     let members_dir = dir.display().to_string();
-    let collector = RunningCollector::start(
-        &[
-            "--members-from",
-            "directory",
-            "--members-dir",
-            &members_dir,
-            "--insecure-serve-api",
-            // Minting is the operator's decision: the file's `enabled: true` alone mints nothing.
-            "--mint-tokens-for",
-            "filed",
-            "--mint-at-fraction",
-            FAST,
-            "--probe-period",
-            "2",
-        ]
-        .map(str::to_owned),
-    )
-    .await?;
+    let source = ["--members-from", "directory", "--members-dir", &members_dir];
+    // Minting is the operator's decision: the file's `enabled: true` alone mints nothing.
+    let mint = ["--insecure-serve-api", "--mint-tokens-for", "filed"];
+    let args: Vec<String> = [&source[..], &mint, &FAST]
+        .concat()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let collector = RunningCollector::start(&args).await?;
 
     eventually("filed rotates", START, || async {
         rotations(&collector, "filed", "success").await >= 1.0
