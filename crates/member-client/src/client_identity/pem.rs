@@ -50,9 +50,7 @@ fn block_len(label: &str, b64_len: usize) -> usize {
 
 fn push_block(out: &mut String, label: &str, b64: &str) {
     out.reserve(block_len(label, b64.len()));
-    for part in [BEGIN, label, DASHES] {
-        out.push_str(part);
-    }
+    out.extend([BEGIN, label, DASHES]);
     let mut rest = b64;
     while !rest.is_empty() {
         // base64 is ASCII, so every byte offset is a char boundary.
@@ -61,9 +59,7 @@ fn push_block(out: &mut String, label: &str, b64: &str) {
         out.push('\n');
         rest = tail;
     }
-    for part in [END, label, DASHES] {
-        out.push_str(part);
-    }
+    out.extend([END, label, DASHES]);
 }
 
 #[cfg(test)]
