@@ -105,21 +105,11 @@ fn stored_claim(stored: &Stored) -> (String, String) {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    let find = |type_: &str| {
-        conditions
-            .iter()
-            .find(|c| c["type"] == type_)
-            .map(|c| {
-                c[if type_ == "Ready" {
-                    "reason"
-                } else {
-                    "message"
-                }]
-                .to_string()
-            })
-            .unwrap_or_default()
+    let find = |type_: &str, field: &str| {
+        let condition = conditions.iter().find(|c| c["type"] == type_);
+        condition.map(|c| c[field].to_string()).unwrap_or_default()
     };
-    (find("Ready"), find(OWNER_CONDITION))
+    (find("Ready", "reason"), find(OWNER_CONDITION, "message"))
 }
 
 #[tokio::test]
