@@ -11,7 +11,7 @@ use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
     str::FromStr as _,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use base64::Engine as _;
@@ -38,10 +38,7 @@ const MEMBER_SERVER: &str = "https://127.0.0.2:6443";
 const TIMED_RUNS: usize = 10;
 
 fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    u64::try_from(Timestamp::now().as_second()).unwrap()
 }
 
 /// An unsigned JWT whose `exp` is `exp`: only the member's apiserver judges the signature.
@@ -180,8 +177,7 @@ async fn the_caller_gets_the_credential_its_rbac_allows_and_nothing_else() {
     // An opaque token: handed out for --ttl, in the version asked for.
     let v1 = exec_info("client.authentication.k8s.io/v1", &ns, OPAQUE_SECRET);
     let before = unix_now();
-    let (output, _) = run(&reader, &v1);
-    let doc = stdout_json(&output);
+    let doc = stdout_json(&run(&reader, &v1).0);
     assert_eq!(doc["apiVersion"], "client.authentication.k8s.io/v1");
     assert_eq!(doc["kind"], "ExecCredential");
     assert_eq!(doc["status"]["token"], OPAQUE_TOKEN);
