@@ -123,24 +123,22 @@ async fn respond(state: Arc<ServerState>, req: Request<Incoming>) -> Reply {
 
 async fn answer(state: &ServerState, req: Request<Incoming>) -> Reply {
     let (parts, body) = req.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let authorization = parts
-        .headers
-        .get(http::header::AUTHORIZATION)
+    let authorization = (parts.headers.get(http::header::AUTHORIZATION))
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let path = parts.uri.path().to_owned();
-    state.seen.lock().unwrap().push(Seen {
-        method: parts.method.clone(),
-        path: path.clone(),
-        authorization: authorization.clone(),
-        body: body.clone(),
-    });
+    let seen = Seen {
+        method: parts.method,
+        path: parts.uri.path().to_owned(),
+        authorization,
+        body: body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default(),
+    };
+    state.seen.lock().unwrap().push(seen.clone());
 
-    let token = authorization
+    let token = seen
+        .authorization
         .as_deref()
         .and_then(|a| a.strip_prefix("Bearer "));
     let accepted = token.is_some_and(|t| state.accepted.lock().unwrap().contains(t));
@@ -151,16 +149,16 @@ async fn answer(state: &ServerState, req: Request<Incoming>) -> Reply {
         }
         return status(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
-    if path.ends_with("/forbidden") {
+    if seen.path.ends_with("/forbidden") {
         return status(StatusCode::FORBIDDEN, "Forbidden");
     }
-    if path.ends_with("/missing") {
+    if seen.path.ends_with("/missing") {
         return status(StatusCode::NOT_FOUND, "NotFound");
     }
-    let echo = if body.is_empty() {
+    let echo = if seen.body.is_empty() {
         Bytes::from_static(b"{}")
     } else {
-        body
+        seen.body
     };
     Response::new(Full::new(echo).boxed())
 }
