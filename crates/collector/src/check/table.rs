@@ -75,17 +75,11 @@ fn row(m: &MemberReport) -> [String; 8] {
     let kind = credential
         .and_then(|c| c.kind)
         .map_or_else(dash, str::to_owned);
-    let expires = match credential {
-        Some(c) => (c.expiry.as_ref()).map_or_else(
-            || "never".to_owned(),
-            |expiry| human_duration(expiry.expires_in_seconds),
-        ),
-        None => dash(),
-    };
-    let reviewed = m
-        .access
-        .iter()
-        .all(|a| a.list.is_some() && a.watch.is_some());
+    let expires = credential.map_or_else(dash, |c| match &c.expiry {
+        Some(expiry) => human_duration(expiry.expires_in_seconds),
+        None => "never".to_owned(),
+    });
+    let reviewed = (m.access.iter()).all(|a| a.list.is_some() && a.watch.is_some());
     let access = if m.access.is_empty() || !reviewed {
         // A review that got no answer says nothing of what is allowed.
         dash()
@@ -174,15 +168,9 @@ fn details(out: &mut String, m: &MemberReport) {
         };
         line("whoami", text);
     }
-    if !m.access.is_empty() {
-        line(
-            "access",
-            m.access
-                .iter()
-                .map(access_text)
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
+    let access: Vec<String> = m.access.iter().map(access_text).collect();
+    if !access.is_empty() {
+        line("access", access.join("; "));
     }
     if let Some(r) = &m.readyz {
         line("readyz", r.detail.clone());
@@ -220,14 +208,9 @@ fn tls_text(tls: &TlsReport) -> String {
     if let Some(not_after) = &tls.serving_not_after {
         let _ = write!(text, ", notAfter {not_after}");
     }
-    match tls.hostname_matches {
-        Some(true) => {
-            let _ = write!(text, "; {} matches", tls.server_name);
-        }
-        Some(false) => {
-            let _ = write!(text, "; {} does NOT match", tls.server_name);
-        }
-        None => {}
+    if let Some(matches) = tls.hostname_matches {
+        let verdict = if matches { "matches" } else { "does NOT match" };
+        let _ = write!(text, "; {} {verdict}", tls.server_name);
     }
     if tls.verified {
         text.push_str("; verified");
