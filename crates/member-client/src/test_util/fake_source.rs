@@ -2,14 +2,14 @@
 
 use std::{
     sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+        atomic::{AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
 use async_trait::async_trait;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 
 use crate::{ClientIdentity, Credential, CredentialKey, CredentialSource, SourceError};
 
@@ -33,11 +33,11 @@ enum Held {
 /// the gate and the delay, counts itself [`finished`](Self::finished), and then fails if a
 /// failure is still due. So a gated fetch returns what the Secret held when it started.
 pub struct FakeSource {
-    held: Mutex<Held>,
+    held: watch::Sender<Held>,
     delay: Duration,
     failures: AtomicUsize,
-    gate_open: AtomicBool,
-    gate: Notify,
+    /// Whether the gate is open.
+    gate: watch::Sender<bool>,
     fetches: AtomicUsize,
     finished: AtomicUsize,
 }
@@ -45,11 +45,10 @@ pub struct FakeSource {
 impl FakeSource {
     fn holding(held: Held) -> Self {
         Self {
-            held: Mutex::new(held),
+            held: watch::Sender::new(held),
             delay: Duration::ZERO,
             failures: AtomicUsize::new(0),
-            gate_open: AtomicBool::new(true),
-            gate: Notify::new(),
+            gate: watch::Sender::new(true),
             fetches: AtomicUsize::new(0),
             finished: AtomicUsize::new(0),
         }
@@ -88,29 +87,28 @@ impl FakeSource {
     /// in flight.
     #[must_use]
     pub fn gated(self) -> Self {
-        self.gate_open.store(false, Ordering::SeqCst);
+        self.gate.send_replace(false);
         self
     }
 
     /// Lets every waiting and later fetch through.
     pub fn open_gate(&self) {
-        self.gate_open.store(true, Ordering::SeqCst);
-        self.gate.notify_waiters();
+        self.gate.send_replace(true);
     }
 
     /// The Secret now holds `token`.
     pub fn set_token(&self, token: impl Into<String>) {
-        self.set(Held::Token(token.into()));
+        self.held.send_replace(Held::Token(token.into()));
     }
 
     /// The Secret now holds `identity`.
     pub fn set_identity(&self, identity: ClientIdentity) {
-        self.set(Held::Identity(identity));
+        self.held.send_replace(Held::Identity(identity));
     }
 
     /// The Secret is gone.
     pub fn delete(&self) {
-        self.set(Held::Missing);
+        self.held.send_replace(Held::Missing);
     }
 
     /// Fetches started so far.
@@ -122,32 +120,15 @@ impl FakeSource {
     pub fn finished(&self) -> usize {
         self.finished.load(Ordering::SeqCst)
     }
-
-    fn set(&self, held: Held) {
-        *self.held.lock().unwrap_or_else(PoisonError::into_inner) = held;
-    }
-
-    async fn pass_gate(&self) {
-        loop {
-            let notified = self.gate.notified();
-            if self.gate_open.load(Ordering::SeqCst) {
-                return;
-            }
-            notified.await;
-        }
-    }
 }
 
 #[async_trait]
 impl CredentialSource for FakeSource {
     async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
         self.fetches.fetch_add(1, Ordering::SeqCst);
-        let held = self
-            .held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        self.pass_gate().await;
+        let held = self.held.borrow().clone();
+        // The sender lives as long as `self`: the wait ends only when the gate opens.
+        let _ = self.gate.subscribe().wait_for(|open| *open).await;
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
