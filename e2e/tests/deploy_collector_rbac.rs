@@ -31,43 +31,34 @@ const LIMIT: Duration = Duration::from_secs(30);
 async fn collector_as_the_base_service_account(
     env: &Environment,
     objects: &[Value],
-) -> (Karmada, RunningCollector) {
+) -> anyhow::Result<(Karmada, RunningCollector)> {
     let (cp, member) = (env.control_plane(), env.cluster(1));
-    let admin = cp.admin_client().unwrap();
+    let admin = cp.admin_client()?;
     // What a user has before `kubectl apply -k`: the CRD (Karmada's or deploy/crds) and
     // Karmada's Secret namespace; then a member registered the Karmada way.
-    let plane = Karmada::install(cp).await.unwrap();
-    let (_, member_token) = member
-        .create_agent("agents", "agent-a", HOUR)
-        .await
-        .unwrap();
+    let plane = Karmada::install(cp).await?;
+    let (_, member_token) = member.create_agent("agents", "agent-a", HOUR).await?;
     plane
         .register(&PushMember::of(member, &member_token))
-        .await
-        .unwrap();
+        .await?;
 
     for namespace in of_kind(objects, "Namespace") {
-        apply_object(&admin, namespace).await.unwrap();
+        apply_object(&admin, namespace).await?;
     }
-    apply_rbac_for_real(&admin, objects).await.unwrap();
+    apply_rbac_for_real(&admin, objects).await?;
     let (sa_namespace, sa_name) = COLLECTOR_SA;
-    let own_token = cp.mint_token(sa_namespace, sa_name, HOUR).await.unwrap();
+    let own_token = cp.mint_token(sa_namespace, sa_name, HOUR).await?;
 
-    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap()).unwrap();
+    let deployment: Deployment = typed(of_kind(objects, "Deployment").next().unwrap())?;
     let mut args = collector_container(&deployment).args.clone().unwrap();
-    args.extend(control_plane_args(cp, &own_token).unwrap());
-    args.extend([
-        "--leader-election-identity".to_owned(),
-        "tether-collector-0".to_owned(),
-        "--probe-period".to_owned(),
-        "1".to_owned(),
-    ]);
+    args.extend(control_plane_args(cp, &own_token)?);
+    let flags = "--leader-election-identity tether-collector-0 --probe-period 1";
+    args.extend(flags.split(' ').map(str::to_owned));
     // Read as an admin would: through the access reviews the base's RBAC lets the collector make.
     let collector = RunningCollector::start(&args)
-        .await
-        .unwrap()
-        .with_reader(&cp.admin_token().unwrap());
-    (plane, collector)
+        .await?
+        .with_reader(&cp.admin_token()?);
+    Ok((plane, collector))
 }
 
 /// The access reviews above check the requests we listed; this runs the collector with the
@@ -79,7 +70,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() -> anyhow::Resu
     let (cp, member) = (env.control_plane(), env.cluster(1));
     let admin = cp.admin_client()?;
     let objects = kustomize_build(&kustomize_dir("base"))?;
-    let (plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
+    let (plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await?;
     let sa_namespace = COLLECTOR_SA.0;
 
     // Status written: Clusters listed, the Secret read, the Lease taken, the status patched.
@@ -103,13 +94,7 @@ async fn the_collector_does_its_job_with_exactly_the_base_rbac() -> anyhow::Resu
     .await?;
 
     // A Cluster whose Secret is in a namespace the base grants nothing in: said so, on it.
-    apply_object(
-        &admin,
-        &serde_json::json!({
-            "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "elsewhere" },
-        }),
-    )
-    .await?;
+    cp.create_namespace_named("elsewhere").await?;
     apply_object(
         &admin,
         &serde_json::json!({
@@ -149,7 +134,7 @@ async fn the_collector_publishes_clusterprofiles_with_exactly_the_overlay_rbac()
     let inventory = Inventory::install(&admin, "fleet").await?;
     inventory.create_as("ghost", "tether").await?;
     let objects = kustomize_build(&kustomize_dir("overlays/publish-clusterprofiles"))?;
-    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await;
+    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &objects).await?;
 
     inventory
         .wait_for("member1", "healthy", LIMIT, |p| {
@@ -180,7 +165,7 @@ async fn a_collector_that_may_not_list_clusters_is_not_ready_and_says_why() -> a
         !(id.kind == "ClusterRoleBinding" && id.name == COLLECTOR_SA.1)
     });
     assert_eq!(binding.len(), 1, "the base binds its ClusterRole once");
-    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &without).await;
+    let (_plane, mut collector) = collector_as_the_base_service_account(&env, &without).await?;
 
     let what = "/readyz says the Clusters cannot be listed";
     let short = eventually(what, LIMIT, || async {

@@ -37,14 +37,12 @@ struct Fleet {
 }
 
 impl Fleet {
-    async fn new(name: &str) -> Self {
-        let endpoint = HostileEndpoint::start(std::net::Ipv4Addr::new(127, 0, 0, 2))
-            .await
-            .unwrap();
-        let dir = temp_dir(name).unwrap();
-        std::fs::create_dir(dir.join("members")).unwrap();
-        std::fs::write(dir.join("members/endpoint-ca.crt"), endpoint.ca_pem()).unwrap();
-        Self { dir, endpoint }
+    async fn new(name: &str) -> anyhow::Result<Self> {
+        let endpoint = HostileEndpoint::start(std::net::Ipv4Addr::new(127, 0, 0, 2)).await?;
+        let dir = temp_dir(name)?;
+        std::fs::create_dir(dir.join("members"))?;
+        std::fs::write(dir.join("members/endpoint-ca.crt"), endpoint.ca_pem())?;
+        Ok(Self { dir, endpoint })
     }
 
     fn members(&self) -> PathBuf {
@@ -80,21 +78,18 @@ impl Fleet {
         path.display().to_string()
     }
 
+    /// The flags that read the members directory, which may name the endpoint, and `extra`.
+    fn flags(&self, extra: &[&str]) -> Vec<String> {
+        let members = self.members().display().to_string();
+        let allow = self.endpoint.allow_endpoint_arg();
+        let source = ["--members-from", "directory", "--members-dir", &members];
+        let flags = [&source[..], &["--allow-endpoint", &allow], extra].concat();
+        flags.into_iter().map(str::to_owned).collect()
+    }
+
     async fn collector(&self, exec_flags: &[&str]) -> CollectorProcess {
-        let mut args: Vec<String> = [
-            "--members-from",
-            "directory",
-            "--members-dir",
-            self.members().to_str().unwrap(),
-            "--insecure-serve-api",
-            "--probe-period",
-            "1",
-            "--allow-endpoint",
-            &self.endpoint.allow_endpoint_arg(),
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        args.extend(exec_flags.iter().map(|f| (*f).to_owned()));
+        let serve = ["--insecure-serve-api", "--probe-period", "1"];
+        let args = self.flags(&[&serve[..], exec_flags].concat());
         let logs = self.dir.join("logs");
         std::fs::create_dir_all(&logs).unwrap();
         spawn_healthy(&args, &logs, START).await.unwrap()
@@ -117,14 +112,16 @@ async fn wait_credentials(process: &CollectorProcess, member: &str, want: &str) 
         "{member}: CredentialsValid is {want} (logs in {})",
         process.log_dir.display()
     );
-    eventually(&what, CONVERGE, || async {
+    let now = eventually(&what, CONVERGE, || async {
         match condition(process, member, "CredentialsValid").await {
             Some(now) if now.starts_with(want) => Ok(now),
             now => Err(format!("{now:?}")),
         }
     })
     .await
-    .unwrap()
+    .unwrap();
+    println!("{member}: CredentialsValid {now}");
+    now
 }
 
 /// Whether Python, as the plugin runs it, would process `.pth` files under `home`: writes
@@ -162,7 +159,7 @@ fn pth_runs_under(home: &Path, marker: &Path) -> bool {
 
 #[tokio::test]
 async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() -> anyhow::Result<()> {
-    let fleet = Fleet::new("security-exec").await;
+    let fleet = Fleet::new("security-exec").await?;
     // What the operator's plugin reads for the members: a token file of its own.
     let own_token = fleet.dir.join("member.token");
     std::fs::write(&own_token, MEMBER_TOKEN)?;
@@ -182,8 +179,7 @@ async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() -> anyhow:
 
     // A member that passes nothing: the plugin runs as declared.
     fleet.member("good", "");
-    let good = wait_credentials(&collector, "good", "True/").await;
-    println!("good: CredentialsValid {good}");
+    wait_credentials(&collector, "good", "True/").await;
     assert!(
         fleet.endpoint.saw_bearer(MEMBER_TOKEN),
         "the plugin ran for good"
@@ -225,29 +221,14 @@ async fn a_member_file_chooses_neither_the_plugins_args_nor_its_env() -> anyhow:
 
     let args = wait_credentials(&collector, "args", "False/ExecNotAllowed").await;
     let home = wait_credentials(&collector, "home", "False/ExecNotAllowed").await;
-    println!("args: CredentialsValid {args}");
-    println!("home: CredentialsValid {home}");
     assert!(args.contains("argument 0"), "{args}");
     assert!(!args.contains(&sa_token.display().to_string()), "{args}");
     assert!(home.contains("\"HOME\""), "{home}");
     assert!(!home.contains(&evil_home.display().to_string()), "{home}");
 
     // `collector check`, as an operator runs it, refuses the same members in the same words.
-    let check = collector_check(
-        &[
-            "--members-from",
-            "directory",
-            "--members-dir",
-            fleet.members().to_str().unwrap(),
-            "--allow-endpoint",
-            &fleet.endpoint.allow_endpoint_arg(),
-            "--exec-plugins",
-            &declaration,
-        ]
-        .map(str::to_owned),
-        CHECK_LIMIT,
-    )
-    .await?;
+    let flags = fleet.flags(&["--exec-plugins", &declaration]);
+    let check = collector_check(&flags, CHECK_LIMIT).await?;
     assert_eq!(check.code, 1, "{}", check.output);
     // Each names what it refused, never the value the definition gave it.
     for (member, named, value) in [
@@ -271,7 +252,7 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() -> anyh
         0,
         "switching the plugin's user needs root (CAP_SETUID) in this test"
     );
-    let fleet = Fleet::new("security-exec-run-as").await;
+    let fleet = Fleet::new("security-exec-run-as").await?;
     // Owned by the collector's user (root here), mode 0600: the ServiceAccount token as the
     // chart mounts it.
     let sa_token = fleet.dir.join("sa-token");
@@ -296,7 +277,6 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() -> anyh
         "a plugin run as 65534 read the 0600 token and it reached the endpoint"
     );
     let sandboxed = wait_credentials(&collector, "sandboxed", "False/ExecFailed").await;
-    println!("sandboxed: CredentialsValid {sandboxed}");
     assert!(sandboxed.contains("Permission denied"), "{sandboxed}");
     Ok(())
 }
