@@ -290,35 +290,25 @@ pub struct Args {
 
 /// A namespace name (a DNS-1123 label).
 fn namespace_name(raw: &str) -> Result<String, String> {
-    if cluster_registry::names::is_dns1123_label(raw) {
-        Ok(raw.to_owned())
-    } else {
-        Err(format!(
-            "{raw:?} is not a namespace name (a DNS-1123 label)"
-        ))
-    }
+    cluster_registry::names::is_dns1123_label(raw)
+        .then(|| raw.to_owned())
+        .ok_or_else(|| format!("{raw:?} is not a namespace name (a DNS-1123 label)"))
 }
 
 /// A rate of access reviews: a positive, finite number a second.
 fn review_rate(raw: &str) -> Result<f64, String> {
     let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
-    if value.is_finite() && value > 0.0 {
-        Ok(value)
-    } else {
-        Err(format!(
-            "{value} is not a positive number of reviews a second"
-        ))
-    }
+    (value.is_finite() && value > 0.0)
+        .then_some(value)
+        .ok_or_else(|| format!("{value} is not a positive number of reviews a second"))
 }
 
 /// A fraction in `(0, 1]`.
 fn refresh_fraction(raw: &str) -> Result<f64, String> {
     let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
-    if value > 0.0 && value <= 1.0 {
-        Ok(value)
-    } else {
-        Err(format!("{value} is not in (0, 1]"))
-    }
+    (value > 0.0 && value <= 1.0)
+        .then_some(value)
+        .ok_or_else(|| format!("{value} is not in (0, 1]"))
 }
 
 #[cfg(test)]

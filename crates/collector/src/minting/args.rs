@@ -161,11 +161,9 @@ fn expiration_cap(raw: &str) -> Result<Duration, String> {
 /// A fraction in `(0, 1)`: 1 would mint only once the token is dead.
 fn mint_fraction(raw: &str) -> Result<f64, String> {
     let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
-    if value > 0.0 && value < 1.0 {
-        Ok(value)
-    } else {
-        Err(format!("{value} is not in (0, 1)"))
-    }
+    (value > 0.0 && value < 1.0)
+        .then_some(value)
+        .ok_or_else(|| format!("{value} is not in (0, 1)"))
 }
 
 #[cfg(test)]

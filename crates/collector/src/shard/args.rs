@@ -69,11 +69,10 @@ impl ShardArgs {
 /// A load factor in `[0.01, 10]`, to two decimals.
 fn load_factor(raw: &str) -> Result<f64, String> {
     let value: f64 = raw.parse().map_err(|err| format!("{err}"))?;
-    if (0.01..=10.0).contains(&value) {
-        Ok((value * 100.0).round() / 100.0)
-    } else {
-        Err(format!("{value} is not in [0.01, 10]"))
-    }
+    (0.01..=10.0)
+        .contains(&value)
+        .then(|| (value * 100.0).round() / 100.0)
+        .ok_or_else(|| format!("{value} is not in [0.01, 10]"))
 }
 
 /// A label value: up to 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
@@ -83,11 +82,9 @@ fn group_name(raw: &str) -> Result<String, String> {
     let chars_ok = raw
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if raw.len() <= 63 && edges_ok && chars_ok {
-        Ok(raw.to_owned())
-    } else {
-        Err(format!("{raw:?} is not a label value"))
-    }
+    (raw.len() <= 63 && edges_ok && chars_ok)
+        .then(|| raw.to_owned())
+        .ok_or_else(|| format!("{raw:?} is not a label value"))
 }
 
 /// Whether `identity` makes a valid Lease name `tether-shard-<identity>` (a DNS-1123
