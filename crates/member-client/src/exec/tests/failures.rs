@@ -2,23 +2,18 @@
 
 use super::*;
 
-/// Whether `pid` runs; a zombie only waits to be reaped, so it counts as ended. Read through
-/// the process table, so that a `/proc` of another PID namespace is not misread.
-pub(super) fn running(pid: &str) -> bool {
-    let pid: i32 = pid.trim().parse().expect("a pid");
-    (crate::exec::process_table::processes().iter()).any(|p| p.pid == pid && !p.zombie)
-}
-
-/// Waits (at most 2 s) for `pid` to end: an orphan is reaped by init, not by us.
+/// Waits (at most 2 s) for `pid` to end: an orphan is reaped by init, not by us. A zombie only
+/// waits to be reaped, so it counts as ended. Read through the process table, so that a
+/// `/proc` of another PID namespace is not misread.
 pub(super) async fn ended(pid: &str) -> bool {
+    let pid: i32 = pid.trim().parse().expect("a pid");
+    let processes = crate::exec::process_table::processes;
+    let running = || processes().iter().any(|p| p.pid == pid && !p.zombie);
     let give_up = Instant::now() + Duration::from_secs(2);
-    while running(pid) {
-        if Instant::now() > give_up {
-            return false;
-        }
+    while running() && Instant::now() < give_up {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    true
+    !running()
 }
 
 /// Runs a plugin of `body` under its allowing policy as `adjust` changes it: the plugins'

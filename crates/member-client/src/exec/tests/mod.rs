@@ -98,31 +98,31 @@ fn failure(result: Result<ExecOutput, ExecError>) -> ExecFailure {
     }
 }
 
+#[rstest]
+#[case::v1(ExecApiVersion::V1, V1)]
+#[case::v1beta1(ExecApiVersion::V1Beta1, V1BETA1)]
 #[tokio::test]
-async fn a_v1_plugin_returns_its_token_and_expiry() {
-    let status = r#"{"token":"tok-1","expirationTimestamp":"2026-12-01T20:00:00.25Z"}"#;
-    let out = Plugins::new().run(&prints(V1, status)).await.unwrap();
-    assert_eq!(out.token.unwrap().expose_secret(), "tok-1");
-    let want = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_155_200_250);
-    assert_eq!(out.expires_at, Some(want));
-}
-
-#[tokio::test]
-async fn a_v1beta1_plugin_is_asked_and_answers_in_v1beta1() {
+async fn a_plugin_is_asked_in_its_version_and_returns_its_token_and_expiry(
+    #[case] api_version: ExecApiVersion,
+    #[case] name: &str,
+) {
     let plugins = Plugins::new();
+    let status = r#"{"token":"tok-1","expirationTimestamp":"2026-12-01T20:00:00.25Z"}"#;
     let body = format!(
         "printf '%s' \"$KUBERNETES_EXEC_INFO\" > info\n{}",
-        prints(V1BETA1, r#"{"token":"tok-beta"}"#)
+        prints(name, status)
     );
     let plugin = plugins.script("plugin", &body).await;
     let config = ExecConfig {
-        api_version: ExecApiVersion::V1Beta1,
+        api_version,
         ..config(&plugin)
     };
     let out = run_plugin(&config, &allow(&plugin)).await.unwrap();
-    assert_eq!(out.token.unwrap().expose_secret(), "tok-beta");
+    assert_eq!(out.token.unwrap().expose_secret(), "tok-1");
+    let want = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_155_200_250);
+    assert_eq!(out.expires_at, Some(want));
     let info: Value = serde_json::from_str(&plugins.read("info")).unwrap();
-    assert_eq!(info["apiVersion"], V1BETA1);
+    assert_eq!(info["apiVersion"], name);
 }
 
 /// Copies what it was given into files, then prints a credential.
