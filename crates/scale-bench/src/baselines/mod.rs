@@ -121,11 +121,9 @@ pub async fn run(fleet: &mut Fleet, options: &BaselineOptions) -> anyhow::Result
     let admin = server.admin.clone();
 
     // The canary, ready=1.
+    let canary = testkit::deployment(&namespace, CANARY, 3);
     Api::<Deployment>::namespaced(admin.clone(), &namespace)
-        .create(
-            &PostParams::default(),
-            &testkit::deployment(&namespace, CANARY, 3),
-        )
+        .create(&PostParams::default(), &canary)
         .await
         .context("creating the canary Deployment")?;
     testkit::set_deployment_status(&admin, &namespace, CANARY, 1).await?;

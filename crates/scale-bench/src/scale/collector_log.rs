@@ -126,10 +126,8 @@ fn read_log(stdout: impl BufRead, mut file: std::fs::File, state: &Mutex<LogStat
                 .map_or_else(SystemTime::now, SystemTime::from);
             state.rotated.entry(member.to_owned()).or_insert(at);
         } else if level == "WARN" || level == "ERROR" {
-            *state
-                .warnings
-                .entry(format!("{level} {message}"))
-                .or_default() += 1;
+            let key = format!("{level} {message}");
+            *state.warnings.entry(key).or_default() += 1;
         }
     }
 }

@@ -210,11 +210,8 @@ impl Fleet {
     async fn ensure_service_account(&self, member: &Member, generation: u32) -> anyhow::Result<()> {
         let name = member.service_account(generation);
         let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-        match self
-            .service_accounts(member)
-            .create(&PostParams::default(), &sa)
-            .await
-        {
+        let api = self.service_accounts(member);
+        match api.create(&PostParams::default(), &sa).await {
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
             created => created
                 .map(drop)

@@ -61,11 +61,8 @@ pub(crate) async fn apiserver_counters(fleet: &Fleet) -> anyhow::Result<Apiserve
     let mut by_kind = BTreeMap::new();
     for server in &fleet.apiservers {
         let request = kube::core::Request::new("").get("metrics", &GetParams::default())?;
-        let text = server
-            .admin
-            .request_text(request)
-            .await
-            .context("GET /metrics of a member apiserver")?;
+        let answer = server.admin.request_text(request).await;
+        let text = answer.context("GET /metrics of a member apiserver")?;
         for sample in metrics::Exposition::parse(&text).samples {
             if sample.name == "apiserver_request_total" {
                 requests += sample.value;
