@@ -23,25 +23,18 @@ const WATCHED: Duration = Duration::from_secs(20);
 /// The lifetime of the plugin's tokens (its default `expirationSeconds`).
 const TOKEN_LIFETIME: f64 = 600.0;
 
+const UNAUTHORIZED: &str = "tether_unauthorized_responses_total";
+
 /// `tether_credential_expiry_timestamp_seconds` of the member, minus now.
 async fn expires_in(collector: &RunningCollector) -> f64 {
-    member_metric(
-        collector,
-        "tether_credential_expiry_timestamp_seconds",
-        MEMBER,
-    )
-    .await
-        - unix_now()
+    let expiry = "tether_credential_expiry_timestamp_seconds";
+    member_metric(collector, expiry, MEMBER).await - unix_now()
 }
 
 async fn exec_fetches(collector: &RunningCollector) -> f64 {
-    collector
-        .metric(
-            "tether_token_fetches_total",
-            "cache=\"members\",kind=\"exec\"",
-        )
-        .await
-        .unwrap()
+    let labels = "cache=\"members\",kind=\"exec\"";
+    let fetches = collector.metric("tether_token_fetches_total", labels);
+    fetches.await.unwrap()
 }
 
 /// Polls until `metric` of the member is at least `want`; returns how long that took.
@@ -53,9 +46,8 @@ async fn wait_metric_at_least(
 ) -> Duration {
     let started = Instant::now();
     eventually(&format!("{metric} ≥ {want}"), limit, || async {
-        matching(member_metric(collector, metric, MEMBER).await, |now| {
-            *now >= want
-        })
+        let now = member_metric(collector, metric, MEMBER).await;
+        matching(now, |now| *now >= want)
     })
     .await
     .unwrap();
@@ -80,12 +72,8 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     let allow = declared.display().to_string();
 
     // At 1 % of its remaining lifetime a 600 s token is fetched again after ~6 s.
-    let flags = [
-        "--exec-plugins",
-        &allow,
-        "--credential-refresh-fraction",
-        "0.01",
-    ];
+    let fraction = ["--credential-refresh-fraction", "0.01"];
+    let flags = [&["--exec-plugins", &allow][..], &fraction].concat();
     let mut refreshing = plane.source.start_collector(PROBE, &flags).await?;
     wait_healthy(&refreshing, MEMBER, START).await?;
     let first = plugin.runs().len();
@@ -100,8 +88,7 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
             "{:?} in",
             started.elapsed()
         );
-        let unauthorized =
-            member_metric(&refreshing, "tether_unauthorized_responses_total", MEMBER).await;
+        let unauthorized = member_metric(&refreshing, UNAUTHORIZED, MEMBER).await;
         assert_eq!(unauthorized, 0.0, "a refresh ahead of expiry meets no 401");
         samples += 1;
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -138,26 +125,16 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
         .await?;
     wait_healthy(&collector, MEMBER, START).await?;
     let before = plugin.runs().len();
-    assert_eq!(
-        member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await,
-        0.0
-    );
+    assert_eq!(member_metric(&collector, UNAUTHORIZED, MEMBER).await, 0.0);
     member.delete_service_account(&ns, AGENT).await?;
     member.create_service_account(&ns, AGENT).await?;
     let recreated = Instant::now();
-    let to_401 = wait_metric_at_least(
-        &collector,
-        "tether_unauthorized_responses_total",
-        1.0,
-        REVOCATION_TIMEOUT,
-    )
-    .await;
+    let to_401 = wait_metric_at_least(&collector, UNAUTHORIZED, 1.0, REVOCATION_TIMEOUT).await;
     wait_metric_at_least(&collector, "tether_retries_total", 1.0, CONVERGE).await;
     wait_healthy(&collector, MEMBER, CONVERGE).await?;
     let healthy_after = recreated.elapsed();
     let after = plugin.runs().len();
-    let unauthorized =
-        member_metric(&collector, "tether_unauthorized_responses_total", MEMBER).await;
+    let unauthorized = member_metric(&collector, UNAUTHORIZED, MEMBER).await;
     let retries = member_metric(&collector, "tether_retries_total", MEMBER).await;
     println!(
         "ServiceAccount recreated: first 401 after {to_401:?}, Ready and CredentialsAccepted \
