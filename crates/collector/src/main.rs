@@ -1,6 +1,9 @@
 //! The `collector` binary: see `collector --help`.
 
-use std::{io::IsTerminal as _, process::ExitCode};
+use std::{
+    io::{IsTerminal as _, stderr, stdout},
+    process::ExitCode,
+};
 
 use clap::Parser as _;
 use collector::{
@@ -9,7 +12,7 @@ use collector::{
     logs,
 };
 // `try_init` also forwards the `log` records of dependencies, as `fmt().init()` did.
-use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{fmt::MakeWriter, util::SubscriberInitExt as _};
 
 /// The exit code of a check that could not start (flags, control plane); clap's for usage
 /// errors too.
@@ -22,7 +25,7 @@ async fn main() -> ExitCode {
         None => collect(cli.args).await,
         Some(Command::Check(check)) => {
             // The report goes to stdout; logs go to stderr, and only warnings by default.
-            init_logs(&check.args, "warn", true);
+            init_logs(&check.args, "warn", stderr, stderr().is_terminal());
             match collector::check::run(check).await {
                 Ok(outcome) => {
                     print!("{}", outcome.rendered);
@@ -38,28 +41,22 @@ async fn main() -> ExitCode {
     }
 }
 
-fn init_logs(args: &Args, default: &str, to_stderr: bool) {
-    let terminal = if to_stderr {
-        std::io::stderr().is_terminal()
-    } else {
-        std::io::stdout().is_terminal()
-    };
+/// Logs to `writer`, in colour only if `terminal` says it is one and the flags allow it.
+fn init_logs<W>(args: &Args, default: &str, writer: W, terminal: bool)
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
     let ansi = args.log_format == LogFormat::Text
         && args
             .color
             .enabled(terminal, std::env::var_os("NO_COLOR").as_deref());
-    let installed = if to_stderr {
-        logs::subscriber(args.log_format, ansi, default, std::io::stderr).try_init()
-    } else {
-        logs::subscriber(args.log_format, ansi, default, std::io::stdout).try_init()
-    };
-    if let Err(err) = installed {
+    if let Err(err) = logs::subscriber(args.log_format, ansi, default, writer).try_init() {
         eprintln!("collector: logs: {err}");
     }
 }
 
 async fn collect(args: collector::cli::Args) -> ExitCode {
-    init_logs(&args, "info", false);
+    init_logs(&args, "info", stdout, stdout().is_terminal());
     // SIGTERM is what kubelet sends; SIGINT is Ctrl-C.
     let shutdown = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
