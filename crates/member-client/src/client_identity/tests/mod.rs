@@ -14,32 +14,19 @@ use keys::*;
 
 /// (chain PEM, key PEM) of a leaf with each kind of key and key encoding.
 fn good(kind: &str) -> (String, String) {
-    match kind {
-        "ecdsa-p256-pkcs8" | "ecdsa-p384-pkcs8" | "ed25519-pkcs8" => {
-            let alg = match kind {
-                "ecdsa-p256-pkcs8" => &PKCS_ECDSA_P256_SHA256,
-                "ecdsa-p384-pkcs8" => &PKCS_ECDSA_P384_SHA384,
-                _ => &PKCS_ED25519,
-            };
-            let key = generated(alg);
-            (self_signed(kind, &key), key.serialize_pem())
-        }
-        "ecdsa-p256-sec1" => {
-            let key = generated(&PKCS_ECDSA_P256_SHA256);
-            let sec1 = inner_key(&key.serialize_der());
-            (self_signed(kind, &key), pem("EC PRIVATE KEY", &sec1))
-        }
-        "rsa-pkcs8" => {
-            let key = KeyPair::from_pem(rsa_pkcs8()).unwrap();
-            (self_signed(kind, &key), rsa_pkcs8().to_owned())
-        }
-        "rsa-pkcs1" => {
-            let key = KeyPair::from_pem(rsa_pkcs8()).unwrap();
-            let pkcs1 = inner_key(&key.serialize_der());
-            (self_signed(kind, &key), pem("RSA PRIVATE KEY", &pkcs1))
-        }
+    let key = match kind {
+        "ecdsa-p256-pkcs8" | "ecdsa-p256-sec1" => generated(&PKCS_ECDSA_P256_SHA256),
+        "ecdsa-p384-pkcs8" => generated(&PKCS_ECDSA_P384_SHA384),
+        "ed25519-pkcs8" => generated(&PKCS_ED25519),
+        "rsa-pkcs8" | "rsa-pkcs1" => KeyPair::from_pem(rsa_pkcs8()).unwrap(),
         other => panic!("no such kind {other}"),
-    }
+    };
+    let key_pem = match kind {
+        "ecdsa-p256-sec1" => pem("EC PRIVATE KEY", &inner_key(&key.serialize_der())),
+        "rsa-pkcs1" => pem("RSA PRIVATE KEY", &inner_key(&key.serialize_der())),
+        _ => key.serialize_pem(),
+    };
+    (self_signed(kind, &key), key_pem)
 }
 
 #[rstest]
@@ -130,11 +117,13 @@ fn unusable_inputs_are_typed_errors() {
     let (good_chain, good_key) = good("ecdsa-p256-pkcs8");
     let (other_chain, other_key) = good("ecdsa-p256-pkcs8");
     let (chain, key) = (good_chain.as_bytes(), good_key.as_bytes());
+    let (other_chain, other_key) = (other_chain.as_bytes(), other_key.as_bytes());
     let block = |label: &str, der: &[u8]| pem(label, der).into_bytes();
     let (no_cert, no_key) = ("no CERTIFICATE block", "no private key block");
+    let (mismatch, unsupported) = ("does not match", "unsupported private key");
     let (not_x509, not_a_key) = (block("CERTIFICATE", b"not der"), block("PRIVATE KEY", b"x"));
     let junk_intermediate = [chain, &block("CERTIFICATE", b"junk")].concat();
-    let big_chain = vec![b'a'; ClientIdentity::MAX_CHAIN_BYTES + 1];
+    let big = vec![b'a'; ClientIdentity::MAX_CHAIN_BYTES + 1];
     let big_key = vec![b'a'; ClientIdentity::MAX_KEY_BYTES + 1];
     let unterminated_chain = b"-----BEGIN CERTIFICATE-----\nMIIB\n";
     let unterminated_key = b"-----BEGIN PRIVATE KEY-----\nMIIB\n";
@@ -152,18 +141,8 @@ fn unusable_inputs_are_typed_errors() {
             key,
             "certificate 1 of the chain is not X.509",
         ),
-        (
-            "certificate of another key",
-            other_chain.as_bytes(),
-            key,
-            "does not match",
-        ),
-        (
-            "oversized chain",
-            &big_chain,
-            key,
-            "larger than 1048576 bytes",
-        ),
+        ("certificate of another key", other_chain, key, mismatch),
+        ("oversized chain", &big, key, "larger than 1048576 bytes"),
         ("empty key", chain, b"", no_key),
         ("garbage key", chain, b"garbage", no_key),
         ("a certificate as the key", chain, chain, no_key),
@@ -173,19 +152,9 @@ fn unusable_inputs_are_typed_errors() {
             unterminated_key,
             "the private key is not PEM",
         ),
-        (
-            "key of another certificate",
-            chain,
-            other_key.as_bytes(),
-            "does not match",
-        ),
-        (
-            "P-521 key",
-            chain,
-            p521_pkcs8().as_bytes(),
-            "unsupported private key",
-        ),
-        ("not a key", chain, &not_a_key, "unsupported private key"),
+        ("key of another certificate", chain, other_key, mismatch),
+        ("P-521 key", chain, p521_pkcs8().as_bytes(), unsupported),
+        ("not a key", chain, &not_a_key, unsupported),
         ("oversized key", chain, &big_key, "larger than 65536 bytes"),
         ("both empty", b"", b"", no_cert),
     ];
