@@ -229,13 +229,8 @@ impl Error {
     /// The message and every cause, as one line: control characters (a newline in a member
     /// name, say) become spaces, so one failure is one line of stderr.
     pub(crate) fn one_line(&self) -> String {
-        let mut text = self.to_string();
-        let mut cause = std::error::Error::source(self);
-        while let Some(err) = cause {
-            text.push_str(": ");
-            text.push_str(&err.to_string());
-            cause = err.source();
-        }
+        let chain = std::iter::successors(Some(self as &dyn std::error::Error), |e| e.source());
+        let text = chain.map(|e| e.to_string()).collect::<Vec<_>>().join(": ");
         text.chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect()
