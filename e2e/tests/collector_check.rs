@@ -51,30 +51,27 @@ async fn each_member_gets_the_reason_the_collector_would_give() -> anyhow::Resul
     let revoked = member.mint_token(&ns, "gone", HOUR).await?;
     let unbound = member.mint_token(&ns, "bare", HOUR).await?;
     member.revoke(&ns, "gone", &revoked).await?;
-    let register = |name, ca_pem, token| {
-        let karmada = karmada.clone();
-        let endpoint = member.endpoint().to_owned();
-        async move {
-            let push = PushMember {
-                name,
-                endpoint: &endpoint,
-                ca_pem,
-                token,
-            };
-            karmada.register(&push).await.unwrap();
-        }
-    };
-    register("good", member.ca_pem(), &good).await;
-    register("revoked", member.ca_pem(), &revoked).await;
-    register("norbac", member.ca_pem(), &unbound).await;
-    // Another cluster's CA: the member's serving certificate does not verify.
-    register("wrongca", control_plane.ca_pem(), &good).await;
+    for (name, ca_pem, token) in [
+        ("good", member.ca_pem(), &good),
+        ("revoked", member.ca_pem(), &revoked),
+        ("norbac", member.ca_pem(), &unbound),
+        // Another cluster's CA: the member's serving certificate does not verify.
+        ("wrongca", control_plane.ca_pem(), &good),
+    ] {
+        let endpoint = member.endpoint();
+        let push = PushMember {
+            name,
+            endpoint,
+            ca_pem,
+            token,
+        };
+        karmada.register(&push).await?;
+    }
     let admin_token = control_plane.admin_token()?;
     let flags = admin_args(control_plane)?;
 
     let started = tokio::time::Instant::now();
-    let mut alone = flags.clone();
-    alone.extend(["--member".to_owned(), "good".to_owned()]);
+    let alone = [&flags[..], &["--member".to_owned(), "good".to_owned()]].concat();
     let (code, report, _) = check(&alone).await;
     eprintln!("check --member good: {:?}", started.elapsed());
     assert_eq!(code, 0, "{report:#}");
@@ -114,12 +111,8 @@ async fn each_member_gets_the_reason_the_collector_would_give() -> anyhow::Resul
     let rejected = row(&report, "revoked");
     assert_eq!(rejected["reason"], "Unauthorized", "{rejected:#}");
     assert_eq!(rejected["whoami"]["error"], "credential rejected (401)");
-    assert!(
-        rejected["remedy"]
-            .as_str()
-            .unwrap()
-            .contains("mint a new token")
-    );
+    let remedy = rejected["remedy"].as_str().unwrap();
+    assert!(remedy.contains("mint a new token"), "{remedy}");
 
     let forbidden = row(&report, "norbac");
     assert_eq!(forbidden["reason"], "Forbidden", "{forbidden:#}");
@@ -138,13 +131,8 @@ async fn each_member_gets_the_reason_the_collector_would_give() -> anyhow::Resul
     let untrusted = row(&report, "wrongca");
     assert_eq!(untrusted["reason"], "Unreachable", "{untrusted:#}");
     assert_eq!(untrusted["tls"]["verified"], false);
-    assert!(
-        untrusted["tls"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("UnknownIssuer"),
-        "{untrusted:#}"
-    );
+    let error = untrusted["tls"]["error"].as_str().unwrap();
+    assert!(error.contains("UnknownIssuer"), "{untrusted:#}");
     assert!(untrusted["tls"]["serving_not_after"].is_string());
 
     for token in [&good, &revoked, &unbound, &admin_token] {

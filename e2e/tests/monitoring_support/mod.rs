@@ -68,11 +68,8 @@ pub fn dashboard_queries(dashboard: &Value) -> Vec<(String, String)> {
             }
         }
     }
-    for var in dashboard["templating"]["list"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    let variables = dashboard["templating"]["list"].as_array();
+    for var in variables.into_iter().flatten() {
         if let Some(query) = var["query"]["query"].as_str() {
             queries.push((format!("variable {}", var["name"]), query.to_owned()));
         }
@@ -171,10 +168,9 @@ impl BookLink {
         let rest = url
             .strip_prefix(BOOK_URL)
             .with_context(|| format!("{url} is not under {BOOK_URL}"))?;
-        let (page, anchor) = match rest.split_once('#') {
-            Some((page, anchor)) => (page, Some(anchor.to_owned())),
-            None => (rest, None),
-        };
+        let (page, anchor) = rest.split_once('#').map_or((rest, None), |(page, anchor)| {
+            (page, Some(anchor.to_owned()))
+        });
         ensure!(page.ends_with(".md"), "{url} names no Markdown page");
         Ok(Self {
             page: page.to_owned(),
@@ -203,10 +199,8 @@ impl BookLink {
     /// Whether the page exists and, if the link names an anchor, has a heading of that anchor.
     pub fn resolves(&self) -> anyhow::Result<bool> {
         let headings = self.headings()?;
-        Ok(match &self.anchor {
-            Some(wanted) => headings.iter().any(|h| &anchor(h) == wanted),
-            None => true,
-        })
+        Ok((self.anchor.as_ref())
+            .is_none_or(|wanted| headings.iter().any(|h| &anchor(h) == wanted)))
     }
 }
 
@@ -227,23 +221,14 @@ pub fn book_pages() -> anyhow::Result<BTreeSet<String>> {
         .collect())
 }
 
-/// promtool, built by `hack/tools.sh` at its pinned version.
-pub fn promtool() -> anyhow::Result<PathBuf> {
-    testkit::tools::binary("promtool")
-}
-
-/// Runs promtool with `args` in `dir`, with `stdin` as its input, and fails with its output
+/// Runs promtool (built by `hack/tools.sh` at its pinned version) with `args` in `dir`, with `stdin` as its input, and fails with its output
 /// unless it succeeds.
 pub fn run_promtool(dir: &Path, args: &[&str], stdin: Option<&str>) -> anyhow::Result<Output> {
-    let promtool = promtool()?;
+    let promtool = testkit::tools::binary("promtool")?;
     let mut child = Command::new(&promtool)
         .args(args)
         .current_dir(dir)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdin(stdin.map_or_else(Stdio::null, |_| Stdio::piped()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
