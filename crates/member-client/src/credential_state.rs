@@ -179,18 +179,13 @@ mod tests {
         assert!(rx.has_changed().unwrap());
         assert_eq!(*rx.borrow_and_update(), CredentialState::Valid);
         health.report(CredentialState::Valid);
-        assert!(
-            !rx.has_changed().unwrap(),
-            "same state must not wake subscribers"
-        );
+        let why = "same state must not wake subscribers";
+        assert!(!rx.has_changed().unwrap(), "{why}");
         health.report(CredentialState::Unauthorized);
         assert_eq!(*rx.borrow_and_update(), CredentialState::Unauthorized);
         assert_eq!(health.current(), CredentialState::Unauthorized);
         health.report(CredentialState::Valid);
-        assert_eq!(
-            *rx.borrow_and_update(),
-            CredentialState::Valid,
-            "a success after a rejection is reported, not taken for a repeat"
-        );
+        let why = "a success after a rejection is reported, not taken for a repeat";
+        assert_eq!(*rx.borrow_and_update(), CredentialState::Valid, "{why}");
     }
 }

@@ -38,11 +38,8 @@ async fn header_carries_the_current_token_and_follows_invalidate() {
     source.set_token("token-b");
     member.tokens.invalidate(&member.key).await;
     member.get(PATH).await.unwrap();
-    assert_eq!(
-        server.seen_with("token-b"),
-        1,
-        "after invalidate the next request carries the new token"
-    );
+    let why = "after invalidate the next request carries the new token";
+    assert_eq!(server.seen_with("token-b"), 1, "{why}");
     assert_eq!(source.fetches(), 2);
     assert_eq!(member.health.current(), CredentialState::Valid);
 }
@@ -92,11 +89,8 @@ async fn concurrent_401s_for_one_stale_token_refetch_once_and_all_succeed() {
         "one fetch at start, one refetch for all {N} 401s"
     );
     assert_eq!(server.seen_with("token-a"), 1 + N);
-    assert_eq!(
-        server.seen_with("token-b"),
-        N,
-        "each rejected request is retried exactly once"
-    );
+    let why = "each rejected request is retried exactly once";
+    assert_eq!(server.seen_with("token-b"), N, "{why}");
     assert_eq!(member.health.stats().retries, N as u64);
     assert_eq!(member.health.current(), CredentialState::Valid);
 }
@@ -157,11 +151,8 @@ async fn a_credential_still_rejected_after_refresh_fails_once_then_heals() {
     server.accept_only(&[]);
     let err = member.get(PATH).await.unwrap_err();
     assert_eq!(FailureKind::of(&err), FailureKind::Unauthorized, "{err:?}");
-    assert_eq!(
-        server.seen_with("token-a"),
-        2,
-        "sent once; the refresh returned the same token, so no retry"
-    );
+    let why = "sent once; the refresh returned the same token, so no retry";
+    assert_eq!(server.seen_with("token-a"), 2, "{why}");
     assert_eq!(source.fetches(), 2, "exactly one refresh");
     assert_eq!(member.health.current(), CredentialState::Unauthorized);
     assert_eq!(member.health.stats().retries, 0);
@@ -210,11 +201,8 @@ async fn forbidden_and_not_found_touch_neither_cache_nor_state(
 
     let err = member.get(path).await.unwrap_err();
     assert_eq!(FailureKind::of(&err), want, "{err:?}");
-    assert_eq!(
-        member.health.current(),
-        CredentialState::Unknown,
-        "a 403/404 says nothing of the credential"
-    );
+    let why = "a 403/404 says nothing of the credential";
+    assert_eq!(member.health.current(), CredentialState::Unknown, "{why}");
 
     member.get(PATH).await.unwrap();
     let before = member.tokens.stats();
@@ -255,10 +243,8 @@ async fn a_jwt_near_its_exp_is_refetched_before_the_ttl() {
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while server.seen_with(&second) == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the renewed JWT was never sent"
-        );
+        let why = "the renewed JWT was never sent";
+        assert!(tokio::time::Instant::now() < deadline, "{why}");
         member.get(PATH).await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

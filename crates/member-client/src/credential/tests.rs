@@ -129,11 +129,8 @@ fn an_exec_credential_expires_when_the_plugin_says() {
     };
     let cred = Credential::from_exec(&output).unwrap();
     assert_eq!(cred.kind(), CredentialKind::Exec);
-    assert_eq!(
-        cred.expires_at(),
-        Some(at(1_700_000_000)),
-        "expirationTimestamp wins"
-    );
+    let why = "expirationTimestamp wins";
+    assert_eq!(cred.expires_at(), Some(at(1_700_000_000)), "{why}");
 
     let without = ExecOutput {
         expires_at: None,

@@ -25,16 +25,10 @@ async fn an_invalidation_between_fetch_and_store_is_not_lost() {
     barrier.wait().await;
     let _ = reader.await.unwrap().unwrap();
     let after = cache.get(&key).await.unwrap();
-    assert_eq!(
-        after.token().unwrap().expose_secret(),
-        "new",
-        "a value read before the invalidation was stored"
-    );
-    assert_eq!(
-        cache.epoch_count(),
-        0,
-        "the epoch map shrinks once the load ends"
-    );
+    let why = "a value read before the invalidation was stored";
+    assert_eq!(after.token().unwrap().expose_secret(), "new", "{why}");
+    let why = "the epoch map shrinks once the load ends";
+    assert_eq!(cache.epoch_count(), 0, "{why}");
 }
 
 #[tokio::test]
@@ -123,11 +117,8 @@ async fn a_load_whose_callers_all_gave_up_still_runs_to_its_end() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(source.finished(), 1);
     cache.get(&key).await.unwrap();
-    assert_eq!(
-        cache.stats().fetches,
-        1,
-        "the abandoned load's result was stored"
-    );
+    let why = "the abandoned load's result was stored";
+    assert_eq!(cache.stats().fetches, 1, "{why}");
 }
 
 /// After a transient failure, callers hear of it at once while one retry runs behind them,
@@ -147,10 +138,8 @@ async fn a_transient_failure_is_served_while_a_retry_runs() {
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        cache.get(&key).await.is_err(),
-        "one retry at a time, none waited on"
-    );
+    let why = "one retry at a time, none waited on";
+    assert!(cache.get(&key).await.is_err(), "{why}");
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(source.finished(), 2, "exactly one retry ran");
 

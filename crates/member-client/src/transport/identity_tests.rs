@@ -95,11 +95,8 @@ async fn the_next_request_after_a_rotation_presents_the_new_identity() {
 
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
-    assert_eq!(
-        get(&mut svc, "/", &b).await.cn,
-        "B",
-        "A's idle connection was reused"
-    );
+    let why = "A's idle connection was reused";
+    assert_eq!(get(&mut svc, "/", &b).await.cn, "B", "{why}");
     // A's idle connections went with A's pool; B's one is left.
     assert_eq!(server.wait_open_at_most(1).await, 1);
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
@@ -117,11 +114,8 @@ async fn the_same_certificate_parsed_again_keeps_its_pool() {
     let pool = pools.slots().current_pool;
     // A Secret read again gives a new value holding the same certificate and key.
     assert_eq!(get_via(&pools, &server, "/", &a_again).await.cn, "A");
-    assert_eq!(
-        pools.slots().current_pool,
-        pool,
-        "a new pool for the same identity"
-    );
+    let why = "a new pool for the same identity";
+    assert_eq!(pools.slots().current_pool, pool, "{why}");
 }
 
 #[tokio::test]
@@ -166,18 +160,12 @@ async fn a_stream_opened_under_the_old_identity_survives_a_rotation() {
     assert_eq!(get(&mut svc, "/", &b).await.cn, "B");
     for _ in 0..3 {
         server.tick();
-        assert_eq!(
-            next_line().await,
-            "A\n",
-            "the old identity's stream was cut"
-        );
+        let why = "the old identity's stream was cut";
+        assert_eq!(next_line().await, "A\n", "{why}");
     }
     assert_eq!(server.accepted(), 2);
-    assert_eq!(
-        server.wait_open_at_most(2).await,
-        2,
-        "both connections stay open"
-    );
+    let why = "both connections stay open";
+    assert_eq!(server.wait_open_at_most(2).await, 2, "{why}");
 
     // Once the stream ends, its connection is not pooled again: only B's idle one is left.
     drop(watch);
@@ -195,11 +183,8 @@ async fn a_request_without_identity_presents_no_certificate() {
         async |svc: &mut GenericService| seen(send(svc, "/", None).await.unwrap()).await;
     assert_eq!(anonymous(&mut svc).await.cn, "anonymous");
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
-    assert_eq!(
-        anonymous(&mut svc).await.cn,
-        "anonymous",
-        "an identity leaked into the anonymous pool"
-    );
+    let why = "an identity leaked into the anonymous pool";
+    assert_eq!(anonymous(&mut svc).await.cn, "anonymous", "{why}");
     assert_eq!(optional.accepted(), 2);
 
     let required = MtlsServer::start(&pki, ClientAuth::Required).await;
@@ -248,11 +233,8 @@ async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
     assert!(slots.current.unwrap().same_as(&identities[4]));
     assert!(!slots.previous_alive, "nothing holds the replaced pool");
     assert_eq!(server.accepted(), 5);
-    assert_eq!(
-        server.wait_open_at_most(1).await,
-        1,
-        "old pools' connections stay open"
-    );
+    let why = "old pools' connections stay open";
+    assert_eq!(server.wait_open_at_most(1).await, 1, "{why}");
 }
 
 #[tokio::test]
@@ -263,25 +245,19 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
     let held = tokio::spawn(pools.clone().oneshot(absolute(&server, "/hold", &a)));
     server.wait_holding(1).await;
     assert_eq!(get_via(&pools, &server, "/", &b).await.cn, "B");
-    assert!(
-        pools.slots().previous_alive,
-        "the in-flight request keeps A's pool alive"
-    );
+    let why = "the in-flight request keeps A's pool alive";
+    assert!(pools.slots().previous_alive, "{why}");
 
     // Read its identity before the rotation, sent after it: A's pool, and B stays current.
     assert_eq!(get_via(&pools, &server, "/", &a).await.cn, "A");
-    assert!(
-        pools.slots().current.unwrap().same_as(&b),
-        "a stale request swapped the pool back"
-    );
+    let why = "a stale request swapped the pool back";
+    assert!(pools.slots().current.unwrap().same_as(&b), "{why}");
 
     server.tick();
     let held = tokio::time::timeout(PATIENCE, held).await.unwrap().unwrap();
     assert_eq!(seen(held.unwrap()).await.cn, "A");
-    assert!(
-        !pools.slots().previous_alive,
-        "A's pool outlived its requests"
-    );
+    let why = "A's pool outlived its requests";
+    assert!(!pools.slots().previous_alive, "{why}");
     assert_eq!(server.wait_open_at_most(1).await, 1);
 }
 

@@ -42,26 +42,17 @@ async fn no_slot_returns_what_an_invalidation_removed() {
 
     source.set_token("t1");
     cache.invalidate(&key).await;
-    assert_eq!(
-        token_via(&cache, &slot, &key).await,
-        "t1",
-        "after invalidate"
-    );
-    assert_eq!(
-        token_via(&cache, &other, &other_key).await,
-        "t0",
-        "another key's entry is still cached: its slot reads it again, and no fetch runs"
-    );
+    let why = "after invalidate";
+    assert_eq!(token_via(&cache, &slot, &key).await, "t1", "{why}");
+    let why = "another key's entry is still cached: its slot reads it again, and no fetch runs";
+    assert_eq!(token_via(&cache, &other, &other_key).await, "t0", "{why}");
 
     token_via(&cache, &slot, &key).await;
     let rejected = cache.get(&key).await.unwrap();
     source.set_token("t2");
     assert!(cache.invalidate_if_current(&key, &rejected).await);
-    assert_eq!(
-        token_via(&cache, &slot, &key).await,
-        "t2",
-        "after a 401's compare-and-invalidate"
-    );
+    let why = "after a 401's compare-and-invalidate";
+    assert_eq!(token_via(&cache, &slot, &key).await, "t2", "{why}");
 }
 
 #[tokio::test]
@@ -76,11 +67,8 @@ async fn a_slot_expires_with_its_entry() {
     assert_eq!(token_via(&cache, &slot, &key).await, "t0");
     source.set_token("t1");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        token_via(&cache, &slot, &key).await,
-        "t1",
-        "the copy lived past the entry's lifetime"
-    );
+    let why = "the copy lived past the entry's lifetime";
+    assert_eq!(token_via(&cache, &slot, &key).await, "t1", "{why}");
 }
 
 /// Refills racing an invalidation (a reader that read the entry just before the removal and
