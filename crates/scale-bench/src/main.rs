@@ -12,6 +12,7 @@ use scale_bench::{
     credential_kinds, overhead,
     scale::{
         FleetArgs,
+        fleet::Fleet,
         run::{self, PhaseOptions},
     },
     sections,
@@ -162,7 +163,8 @@ async fn fleet_phases(
             args.fleet.members
         ),
     );
-    let mut fleet = args.fleet.start().await?;
+    let size = args.fleet;
+    let mut fleet = Fleet::start(size.members, size.apiservers, size.concurrency).await?;
     progress(started, &format!("members registered in {:?}", fleet.setup));
     let options = PhaseOptions {
         probe_period: Duration::from_secs(args.probe_period),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use scale_bench::{
-    scale::FleetArgs,
+    scale::{FleetArgs, fleet::Fleet},
     sharded::{self, ShardedOptions},
 };
 
@@ -46,7 +46,8 @@ async fn main() -> anyhow::Result<()> {
         "shard-bench: {} members on {} apiservers",
         args.fleet.members, args.fleet.apiservers
     );
-    let mut fleet = args.fleet.start().await?;
+    let size = args.fleet;
+    let mut fleet = Fleet::start(size.members, size.apiservers, size.concurrency).await?;
     eprintln!(
         "shard-bench: fleet ready in {:?}; starting {} replicas",
         fleet.setup, args.replicas

@@ -11,8 +11,6 @@ pub mod proc_stats;
 pub mod report;
 pub mod run;
 
-use fleet::Fleet;
-
 /// How many members, on how many apiservers, made how fast: the arguments of every binary
 /// that starts a fleet.
 #[derive(Clone, Copy, Debug, clap::Args)]
@@ -26,14 +24,4 @@ pub struct FleetArgs {
     /// API calls in flight while creating and rotating members.
     #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
-}
-
-impl FleetArgs {
-    /// Starts the fleet these arguments describe.
-    ///
-    /// # Errors
-    /// [`Fleet::start`]'s.
-    pub async fn start(&self) -> anyhow::Result<Fleet> {
-        Fleet::start(self.members, self.apiservers, self.concurrency).await
-    }
 }
