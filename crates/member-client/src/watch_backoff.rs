@@ -174,20 +174,16 @@ mod tests {
         tx.unbounded_send(Ok(Event::Init)).unwrap();
         let started = tokio::time::Instant::now();
         stream.next().await.unwrap().unwrap();
-        assert!(
-            started.elapsed() <= Duration::from_secs(2),
-            "reset to the first delay"
-        );
+        let why = "reset to the first delay";
+        assert!(started.elapsed() <= Duration::from_secs(2), "{why}");
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_error_pauses_the_next_poll() {
         let (_tx, mut stream) = failing(DefaultBackoff::default(), 1);
         assert!(stream.next().await.unwrap().is_err());
-        assert!(
-            poll!(stream.next()).is_pending(),
-            "sleeping after the error"
-        );
+        let why = "sleeping after the error";
+        assert!(poll!(stream.next()).is_pending(), "{why}");
     }
 
     #[tokio::test(start_paused = true)]

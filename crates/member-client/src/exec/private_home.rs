@@ -121,10 +121,8 @@ mod tests {
         assert_ne!(other.path(), path);
         home.remove();
         assert!(!path.exists());
-        assert!(
-            Path::new("/etc/passwd").exists(),
-            "the symlink was not followed"
-        );
+        let why = "the symlink was not followed";
+        assert!(Path::new("/etc/passwd").exists(), "{why}");
         let other_path = other.path().to_owned();
         drop(other);
         assert!(!other_path.exists());

@@ -54,10 +54,8 @@ async fn compare_and_invalidate_ignores_a_newer_value() {
     let new = tokens.get(&key()).await.unwrap();
     assert!(new.generation() > old.generation());
 
-    assert!(
-        !tokens.invalidate_if_current(&key(), &old).await,
-        "a 401 for the old token must not drop the new one"
-    );
+    let why = "a 401 for the old token must not drop the new one";
+    assert!(!tokens.invalidate_if_current(&key(), &old).await, "{why}");
     assert_eq!(
         Arc::as_ptr(&tokens.get(&key()).await.unwrap()),
         Arc::as_ptr(&new)
@@ -89,10 +87,8 @@ async fn failures_are_shared_by_waiters_and_not_cached() {
         .into_iter()
         .map(|r| r.unwrap().unwrap_err())
         .collect();
-    assert!(
-        errors.iter().all(|e| Arc::ptr_eq(e, &errors[0])),
-        "one load, one shared error"
-    );
+    let why = "one load, one shared error";
+    assert!(errors.iter().all(|e| Arc::ptr_eq(e, &errors[0])), "{why}");
     assert_eq!(source.fetches(), 1);
 
     source.set_token("token-a");

@@ -90,11 +90,8 @@ fn a_relative_path_is_refused_even_when_it_reaches_an_allowed_file() {
     let policy = ExecPolicy::new([plugin.clone()]);
     // Enough `..` to reach `/` from any working directory a test runs in.
     let relative = format!("{}{}", "../".repeat(64), plugin.display());
-    assert_eq!(
-        fs::canonicalize(&relative).unwrap(),
-        plugin,
-        "the relative path must reach the plugin for this test to mean anything"
-    );
+    let why = "the relative path must reach the plugin for this test to mean anything";
+    assert_eq!(fs::canonicalize(&relative).unwrap(), plugin, "{why}");
     assert!(refused(policy.allowed(&relative)));
     assert!(refused(policy.allowed("./plugin")));
 }

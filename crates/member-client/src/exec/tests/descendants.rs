@@ -43,8 +43,6 @@ async fn a_setsid_grandchild_is_killed_when_the_run_ends() {
         "the setsid grandchild {pid} still runs"
     );
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(
-        !plugins.path("marker").exists(),
-        "the grandchild wrote its marker"
-    );
+    let why = "the grandchild wrote its marker";
+    assert!(!plugins.path("marker").exists(), "{why}");
 }
