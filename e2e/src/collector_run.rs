@@ -172,6 +172,16 @@ pub fn control_plane_args(
     testkit::control_plane_flags(control_plane, token, &temp_dir("collector")?)
 }
 
+/// The flags of leader-election candidate `identity` holding the Lease for `lease_seconds`.
+pub fn candidate<'a>(identity: &'a str, lease_seconds: &'a str) -> [&'a str; 4] {
+    [
+        "--leader-election-identity",
+        identity,
+        "--leader-election-lease-seconds",
+        lease_seconds,
+    ]
+}
+
 /// [`control_plane_args`] with the control plane's admin token as the collector's credential.
 pub fn admin_args(control_plane: &testkit::Cluster) -> anyhow::Result<Vec<String>> {
     control_plane_args(control_plane, &control_plane.admin_token()?)

@@ -13,6 +13,7 @@ use cluster_registry::{
 };
 use e2e::{
     clusterprofiles::{Inventory, condition, has_condition},
+    collector_run::candidate,
     limits::PROBE,
     scenario::Scenario,
 };
@@ -178,15 +179,13 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
 
     let lease = LEASE.as_secs().to_string();
     let mut b = s
-        .start_collector(&[
-            "--publish-clusterprofiles",
-            FLEET,
-            "--write-status=false",
-            "--leader-election-identity",
-            "replica-b",
-            "--leader-election-lease-seconds",
-            &lease,
-        ])
+        .start_collector(
+            &[
+                &["--publish-clusterprofiles", FLEET, "--write-status=false"],
+                &candidate("replica-b", &lease)[..],
+            ]
+            .concat(),
+        )
         .await?;
     s.wait_sees_both(&b, START).await?;
     // Every member listed and probed, and more than a retry period: a follower writes nothing.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use e2e::{
-    collector_run::RunningCollector,
+    collector_run::{RunningCollector, candidate},
     limits::{PROBE, START},
     scenario::{Scenario, events_about},
 };
@@ -23,14 +23,9 @@ async fn leading(collector: &RunningCollector) -> bool {
 /// A second collector, `replica-b`, in the scenario's election with a [`LEASE`]-long Lease.
 async fn start_replica_b(s: &Scenario) -> RunningCollector {
     let lease = LEASE.as_secs().to_string();
-    s.start_collector(&[
-        "--leader-election-identity",
-        "replica-b",
-        "--leader-election-lease-seconds",
-        &lease,
-    ])
-    .await
-    .unwrap()
+    s.start_collector(&candidate("replica-b", &lease))
+        .await
+        .unwrap()
 }
 
 /// The reporting instances of Events on Cluster `member` with `reason`.
@@ -47,17 +42,7 @@ async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
 #[tokio::test]
 async fn one_replica_writes_and_the_other_takes_over_within_the_lease() -> anyhow::Result<()> {
     let lease = LEASE.as_secs().to_string();
-    let mut s = Scenario::start_with(
-        1,
-        PROBE,
-        &[
-            "--leader-election-identity",
-            "replica-a",
-            "--leader-election-lease-seconds",
-            &lease,
-        ],
-    )
-    .await?;
+    let mut s = Scenario::start_with(1, PROBE, &candidate("replica-a", &lease)).await?;
     s.wait("member1", "Ready=True/MemberReady", START).await?;
     let mut b = start_replica_b(&s).await;
     // b watches and probes like a, but does not lead.

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use e2e::{
-    collector_run::{RunningCollector, admin_args, temp_dir},
+    collector_run::{RunningCollector, admin_args, candidate, temp_dir},
     limits::{PROBE, START},
     scenario::Scenario,
 };
@@ -28,19 +28,10 @@ async fn sigterm_releases_the_lease_and_exits_promptly() -> anyhow::Result<()> {
 
     let control_plane = s.env.control_plane();
     let mut args = admin_args(control_plane)?;
-    args.extend(
-        [
-            "--probe-period",
-            "1",
-            "--leader-election-identity",
-            "replica-p",
-            // This test reads its /metrics without a token.
-            "--insecure-serve-api",
-            "--leader-election-lease-seconds",
-            LEASE,
-        ]
-        .map(str::to_owned),
-    );
+    // This test reads its /metrics without a token.
+    let serve = ["--probe-period", "1", "--insecure-serve-api"];
+    let flags = [&serve[..], &candidate("replica-p", LEASE)].concat();
+    args.extend(flags.into_iter().map(str::to_owned));
     let bin = testkit::locate_collector()?;
     let logs = temp_dir("shutdown")?;
     let mut process = CollectorProcess::spawn(&bin, &args, &logs)?;
@@ -56,14 +47,7 @@ async fn sigterm_releases_the_lease_and_exits_promptly() -> anyhow::Result<()> {
     })
     .await?;
 
-    let follower = s
-        .start_collector(&[
-            "--leader-election-identity",
-            "replica-f",
-            "--leader-election-lease-seconds",
-            LEASE,
-        ])
-        .await?;
+    let follower = s.start_collector(&candidate("replica-f", LEASE)).await?;
     assert!(!leading(&follower).await, "replica-f follows");
 
     let exited = process.terminate(Duration::from_secs(5)).await?;

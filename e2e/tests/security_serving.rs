@@ -19,7 +19,7 @@ use std::{
 };
 
 use e2e::{
-    collector_run::{admin_args, spawn_healthy, temp_dir},
+    collector_run::{admin_args, candidate, spawn_healthy, temp_dir},
     scenario::karmada_environment,
 };
 use k8s_openapi::api::coordination::v1::Lease;
@@ -47,21 +47,20 @@ const REVIEW_BURST: u32 = 20;
 async fn start_collector(env: &Environment) -> CollectorProcess {
     let control_plane = env.control_plane();
     let mut args = admin_args(control_plane).unwrap();
-    args.extend(
-        [
-            "--leader-election-identity",
-            "serving-a",
-            "--leader-election-namespace",
-            "tether-system",
-            "--leader-election-lease-seconds",
-            &LEASE_SECONDS.to_string(),
-            "--access-review-rate",
-            &REVIEW_RATE.to_string(),
-            "--access-review-burst",
-            &REVIEW_BURST.to_string(),
-        ]
-        .map(str::to_owned),
+    let (lease, rate, burst) = (
+        LEASE_SECONDS.to_string(),
+        REVIEW_RATE.to_string(),
+        REVIEW_BURST.to_string(),
     );
+    let reviews = [
+        "--access-review-rate",
+        &rate,
+        "--access-review-burst",
+        &burst,
+    ];
+    let namespace = ["--leader-election-namespace", "tether-system"];
+    let flags = [&candidate("serving-a", &lease)[..], &namespace, &reviews].concat();
+    args.extend(flags.into_iter().map(str::to_owned));
     spawn_healthy(&args, &temp_dir("serving").unwrap(), START)
         .await
         .unwrap()

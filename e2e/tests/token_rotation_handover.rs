@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use e2e::{
-    collector_run::{spawn_healthy, temp_dir},
+    collector_run::{candidate, spawn_healthy, temp_dir},
     rotation_plane::{RotationPlane, fast_rotation_flags},
 };
 use testkit::{CollectorProcess, eventually};
@@ -14,17 +14,13 @@ const MEMBERS: usize = 6;
 const START: Duration = Duration::from_secs(60);
 
 async fn replica(plane: &RotationPlane, identity: &str) -> CollectorProcess {
-    let replica = [
-        "--insecure-serve-api",
-        "--leader-election-identity",
-        identity,
-        "--leader-election-lease-seconds",
-        "4",
-        "--mint-tokens",
+    let replica = ["--insecure-serve-api", "--mint-tokens"];
+    let flags = [
+        &replica[..],
+        &candidate(identity, "4"),
+        &fast_rotation_flags("0.01", "2"),
     ];
-    let args = plane
-        .collector_args(&[&replica[..], &fast_rotation_flags("0.01", "2")].concat())
-        .unwrap();
+    let args = plane.collector_args(&flags.concat()).unwrap();
     spawn_healthy(&args, &temp_dir(identity).unwrap(), START)
         .await
         .unwrap()
