@@ -83,6 +83,10 @@ fn seconds(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+fn within_the_limit(d: Option<Duration>) -> String {
+    d.map_or("not within the limit".to_owned(), seconds)
+}
+
 /// Prints `report` as a table on stdout.
 pub fn print(report: &ShardedReport) {
     let n = report.members;
@@ -95,9 +99,7 @@ pub fn print(report: &ShardedReport) {
     println!();
     println!("| measure | value |");
     println!("| --- | --- |");
-    let ready = report
-        .all_ready
-        .map_or("not within the limit".to_owned(), seconds);
+    let ready = within_the_limit(report.all_ready);
     println!(
         "| start → all {n} Ready | {ready} (one owner each: {}) |",
         report.settled
@@ -118,10 +120,8 @@ pub fn print(report: &ShardedReport) {
         report.watches / n.max(1) as f64,
         report.requests_per_second / n.max(1) as f64
     );
-    let handover = |what: &str, h: &super::Handover, ideal: f64| {
-        let rebalanced = h
-            .rebalanced
-            .map_or("not within the limit".to_owned(), seconds);
+    let handover = |what: &str, h: &super::Handover| {
+        let rebalanced = within_the_limit(h.rebalanced);
         println!(
             "| {what} | {} moved ({:.2}× the ideal {ideal:.0}), rebalanced in {rebalanced}, \
              longest without an owner {}, longest with two {} |",
@@ -131,12 +131,9 @@ pub fn print(report: &ShardedReport) {
             seconds(h.longest_doubled)
         );
     };
-    handover(
-        &format!("SIGKILL of one replica ({} members)", report.orphans),
-        &report.kill,
-        ideal,
-    );
-    handover("one replica added", &report.add, ideal);
+    let killed = format!("SIGKILL of one replica ({} members)", report.orphans);
+    handover(&killed, &report.kill);
+    handover("one replica added", &report.add);
     let r = &report.rotation;
     println!(
         "| mass rotation of all {n} | {:.0} fetches, {:.0} relists, {:.0} 401s, {} CredentialsValid=False, {} Ready after, {} |",
