@@ -48,8 +48,7 @@ fn killed_in_time(runs: &str) -> usize {
         let cmdline = testkit::proc_file(pid.parse().unwrap(), "cmdline");
         assert!(
             cmdline.is_empty(),
-            "run {pid} outlived --exec-timeout: {:?}",
-            cmdline
+            "run {pid} outlived --exec-timeout: {cmdline:?}"
         );
         checked += 1;
     }
@@ -65,26 +64,16 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
 
     let dir = temp_dir("exec-failures")?;
     let hang_runs = dir.join("hang-runs");
-    let hang = script(
-        &dir,
-        "hang.sh",
-        &format!(
-            "echo \"$$ $(date +%s)\" >> '{}'\nexec sleep 60",
-            hang_runs.display()
-        ),
-    );
+    let record = format!("echo \"$$ $(date +%s)\" >> '{}'", hang_runs.display());
+    let hang = script(&dir, "hang.sh", &format!("{record}\nexec sleep 60"));
     let marker = dir.join("unlisted-ran");
-    let unlisted = script(
-        &dir,
-        "unlisted.sh",
-        &format!("touch '{}'\nexit 1", marker.display()),
-    );
+    let touch = format!("touch '{}'\nexit 1", marker.display());
+    let unlisted = script(&dir, "unlisted.sh", &touch);
 
     // Three members, all on member1's apiserver: a token, and the two plugins.
     let plane = CapiPlane::create(control_plane).await?;
-    plane
-        .write("healthy", &Kubeconfig::token(member, &token))
-        .await?;
+    let healthy = Kubeconfig::token(member, &token);
+    plane.write("healthy", &healthy).await?;
     let hang_flag = hang.display().to_string();
     let timeout = EXEC_TIMEOUT.as_secs().to_string();
     let flags = ["--allow-exec", &hang_flag, "--exec-timeout", &timeout];
@@ -96,9 +85,8 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
     let failing = async |name: &str, plugin: &Path, want: &str| {
         let kubeconfig = Kubeconfig::exec(member, plugin, &[]);
         plane.write(name, &kubeconfig).await.unwrap();
-        let ready = wait_condition(&collector, name, "Ready", want, CONVERGE)
-            .await
-            .unwrap();
+        let ready = wait_condition(&collector, name, "Ready", want, CONVERGE);
+        let ready = ready.await.unwrap();
         let credentials = condition(&collector, name, "CredentialsValid").await;
         assert_eq!(credentials.unwrap().short(), want, "{name}");
         ready
