@@ -150,10 +150,8 @@ mod tests {
             "impersonate-group: dev",
             "authorization: bearer t0ken",
         ] {
-            assert!(
-                head.contains(&format!("\r\n{line}\r\n")),
-                "no {line:?} in {head}"
-            );
+            let header = format!("\r\n{line}\r\n");
+            assert!(head.contains(&header), "no {line:?} in {head}");
         }
     }
 

@@ -269,10 +269,8 @@ mod tests {
 
     #[test]
     fn short_stderr_is_kept_whole_and_on_one_line() {
-        assert_eq!(
-            stderr_text(b"  error: denied\n\x1b[31mretry\n").as_str(),
-            "error: denied  [31mretry"
-        );
+        let text = stderr_text(b"  error: denied\n\x1b[31mretry\n");
+        assert_eq!(text.as_str(), "error: denied  [31mretry");
     }
 
     #[test]

@@ -320,10 +320,8 @@ mod tests {
             "https://localhost:6443",
         ] {
             let err = strict.check_uri(&uri(url)).unwrap_err();
-            assert!(
-                err.detail().contains("--endpoint-policy strict"),
-                "{url}: {err}"
-            );
+            let says = "--endpoint-policy strict";
+            assert!(err.detail().contains(says), "{url}: {err}");
         }
         assert!(strict.check_proxy(&uri("http://10.0.0.1:3128")).is_err());
         // A name passes as written; what it resolves to is judged before it is dialled.

@@ -207,10 +207,8 @@ pub async fn all_succeed(gets: Vec<JoinHandle<Result<String, kube::Error>>>) {
 pub async fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + limit;
     while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
+        let now = tokio::time::Instant::now();
+        assert!(now < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

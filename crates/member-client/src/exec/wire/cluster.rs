@@ -163,10 +163,8 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(
-            err.contains("certificate-authority-data is not base64"),
-            "{err}"
-        );
+        let says = "certificate-authority-data is not base64";
+        assert!(err.contains(says), "{err}");
         assert!(!err.contains("s3cr3t"), "{err}");
     }
 }
