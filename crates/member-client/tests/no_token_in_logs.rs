@@ -55,10 +55,8 @@ async fn a_full_rotation_at_trace_level_logs_no_token() {
         ("retrying once with a refreshed token", "rotation"),
         ("rejects its credential", "rejection"),
     ] {
-        assert!(
-            logs.contains(line),
-            "the capture must hold the {what}:\n{logs}"
-        );
+        let held = logs.contains(line);
+        assert!(held, "the capture must hold the {what}:\n{logs}");
     }
     for token in [OLD, NEW] {
         let leaked = logs.contains(token);

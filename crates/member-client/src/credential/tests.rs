@@ -70,10 +70,8 @@ fn padded_jwt_payload_is_accepted() {
     let token = format!("h.{payload}.s");
     assert!(payload.ends_with('='), "test needs a padded payload");
     let cred = Credential::from_token_bytes(token.as_bytes()).unwrap();
-    assert_eq!(
-        cred.expires_at(),
-        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(12))
-    );
+    let want = SystemTime::UNIX_EPOCH + Duration::from_secs(12);
+    assert_eq!(cred.expires_at(), Some(want));
 }
 
 /// Unix seconds of 1 January 2027 and 2040, 00:00 UTC.
@@ -136,11 +134,8 @@ fn an_exec_credential_expires_when_the_plugin_says() {
         expires_at: None,
         ..output.clone()
     };
-    assert_eq!(
-        Credential::from_exec(&without).unwrap().expires_at(),
-        Some(at(1_900_000_000)),
-        "else the JWT exp"
-    );
+    let expires_at = Credential::from_exec(&without).unwrap().expires_at();
+    assert_eq!(expires_at, Some(at(1_900_000_000)), "else the JWT exp");
 }
 
 #[test]
@@ -178,10 +173,8 @@ fn same_material_compares_token_and_certificate() {
     assert!(with(&a).same_material(&with(&a)));
     assert!(!with(&a).same_material(&with(&b)), "another certificate");
     assert!(!with(&a).same_material(&Credential::from_token_bytes(b"t").unwrap()));
-    assert!(
-        !Credential::from_identity(a.clone()).same_material(&with(&a)),
-        "a token added"
-    );
+    let certificate_only = Credential::from_identity(a.clone());
+    assert!(!certificate_only.same_material(&with(&a)), "a token added");
 }
 
 #[test]

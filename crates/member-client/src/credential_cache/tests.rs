@@ -57,10 +57,8 @@ fn lifetime_is_ttl_or_exp_minus_skew(#[case] exp_in: Option<i64>, #[case] want: 
         Ok(ahead) => now + S(ahead),
         Err(_) => now - S(secs.unsigned_abs()),
     });
-    assert_eq!(
-        entry_lifetime(&CredentialCacheConfig::default(), exp, now),
-        want
-    );
+    let config = CredentialCacheConfig::default();
+    assert_eq!(entry_lifetime(&config, exp, now), want);
 }
 
 #[rstest]
@@ -133,11 +131,8 @@ async fn a_transient_failure_is_served_while_a_retry_runs() {
     // A retry starts; this caller is told of the last failure without waiting for it.
     let started = std::time::Instant::now();
     assert!(cache.get(&key).await.is_err());
-    assert!(
-        started.elapsed() < Duration::from_millis(100),
-        "{:?}",
-        started.elapsed()
-    );
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(100), "{took:?}");
     let why = "one retry at a time, none waited on";
     assert!(cache.get(&key).await.is_err(), "{why}");
     tokio::time::sleep(Duration::from_millis(400)).await;

@@ -59,17 +59,16 @@ async fn a_response_over_its_limit_fails(
     #[case] limit: u64,
     #[case] request: RequestKind,
 ) {
-    let at_limit = vec![vec![b'x'; usize::try_from(limit).unwrap() / 2]; 2];
+    let bytes = usize::try_from(limit).unwrap();
     assert_eq!(
-        read(uri, at_limit).await.unwrap(),
-        usize::try_from(limit).unwrap()
+        read(uri, vec![vec![b'x'; bytes / 2]; 2]).await.unwrap(),
+        bytes
     );
-    let over = vec![vec![b'x'; usize::try_from(limit).unwrap()], vec![b'x']];
-    let err = read(uri, over).await.unwrap_err();
-    assert_eq!(
-        limit_of(&err),
-        LimitExceeded::ResponseTooLarge { request, limit }
-    );
+    let err = read(uri, vec![vec![b'x'; bytes], vec![b'x']])
+        .await
+        .unwrap_err();
+    let want = LimitExceeded::ResponseTooLarge { request, limit };
+    assert_eq!(limit_of(&err), want);
 }
 
 #[tokio::test]
@@ -91,10 +90,8 @@ async fn a_watch_may_stream_for_ever_one_short_line_at_a_time() {
 #[tokio::test]
 async fn a_watch_line_over_its_limit_fails(#[case] chunks: Vec<Vec<u8>>) {
     let err = read("/api/v1/nodes?watch=1", chunks).await.unwrap_err();
-    assert_eq!(
-        limit_of(&err),
-        LimitExceeded::WatchLineTooLong { limit: 100 }
-    );
+    let want = LimitExceeded::WatchLineTooLong { limit: 100 };
+    assert_eq!(limit_of(&err), want);
 }
 
 #[tokio::test]

@@ -209,21 +209,16 @@ fn an_expired_certificate_parses_but_is_not_current() {
 
     let not_after = SystemTime::UNIX_EPOCH + Duration::from_secs(1_609_459_200); // 2021-01-01
     assert_eq!(identity.not_after(), not_after);
-    assert_eq!(
-        identity.not_before(),
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800)
-    );
+    let jan_2020 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_577_836_800);
+    assert_eq!(identity.not_before(), jan_2020);
     let err = identity.check_current(SystemTime::now()).unwrap_err();
     assert_eq!(err, IdentityError::Expired { not_after });
     assert_eq!(err.condition_reason(), "CertificateExpired");
     assert!(err.to_string().contains("2021"), "{err}");
     // Valid up to and including its notAfter.
     assert!(identity.check_current(not_after).is_ok());
-    assert!(
-        identity
-            .check_current(not_after + Duration::from_secs(1))
-            .is_err()
-    );
+    let a_second_late = not_after + Duration::from_secs(1);
+    assert!(identity.check_current(a_second_late).is_err());
 }
 
 #[test]

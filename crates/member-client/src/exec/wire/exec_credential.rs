@@ -177,10 +177,8 @@ mod tests {
     fn a_token_and_its_expiry_are_read() {
         let out = read(r#"{"token":" tok-1\n","expirationTimestamp":"2026-12-01T20:00:00Z"}"#);
         assert_eq!(out.token.unwrap().expose_secret(), "tok-1");
-        assert_eq!(
-            out.expires_at,
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_155_200))
-        );
+        let want = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_155_200);
+        assert_eq!(out.expires_at, Some(want));
         assert!(out.client_certificate_pem.is_none() && out.client_key_pem.is_none());
     }
 
@@ -232,10 +230,8 @@ mod tests {
     #[case::numeric_timestamp(&with_status(r#"{"token":"t","expirationTimestamp":1796155200}"#),
         BadExecOutput::WrongType { field: "status.expirationTimestamp", expected: "a string" })]
     fn unusable_output_says_what_is_wrong(#[case] stdout: &str, #[case] want: BadExecOutput) {
-        assert_eq!(
-            ExecOutput::from_json(stdout.as_bytes(), ExecApiVersion::V1).unwrap_err(),
-            want
-        );
+        let err = ExecOutput::from_json(stdout.as_bytes(), ExecApiVersion::V1).unwrap_err();
+        assert_eq!(err, want);
     }
 
     #[rstest]
