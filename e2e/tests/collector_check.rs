@@ -7,9 +7,7 @@
 use std::time::Duration;
 
 use e2e::{collector_run::admin_args, limits::HOUR};
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::{Api, api::PostParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 use testkit::{Environment, Karmada, PushMember};
 
 /// The whole check: sources, then every member's checks (a few requests each).
@@ -42,11 +40,7 @@ async fn each_member_gets_the_reason_the_collector_would_give() -> anyhow::Resul
     member.create_service_account(&ns, "agent-a").await?;
     member.create_service_account(&ns, "gone").await?;
     // Bound to nothing: the member accepts its token and lets it do nothing.
-    let bare: ServiceAccount =
-        serde_json::from_value(json!({ "metadata": { "name": "bare", "namespace": ns } }))?;
-    Api::<ServiceAccount>::namespaced(member.admin_client()?, &ns)
-        .create(&PostParams::default(), &bare)
-        .await?;
+    member.create_unbound_service_account(&ns, "bare").await?;
     let good = member.mint_token(&ns, "agent-a", HOUR).await?;
     let revoked = member.mint_token(&ns, "gone", HOUR).await?;
     let unbound = member.mint_token(&ns, "bare", HOUR).await?;

@@ -10,8 +10,6 @@ use e2e::{
     limits::{HOUR, PROBE, START},
     scenario::{Scenario, events_about},
 };
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::{Api, api::PostParams};
 use testkit::RestartOptions;
 
 const PROBE_TIMEOUT: &str = "2";
@@ -19,10 +17,8 @@ const CONVERGE: Duration = Duration::from_secs(15);
 
 /// `Ready` and `CredentialsValid` of `member` on the read API, as `status/reason` pairs.
 async fn conditions(collector: &RunningCollector, member: &str) -> Option<(String, String)> {
-    let cluster = collector
-        .get_json(&format!("/api/v1/clusters/{member}"))
-        .await
-        .ok()?;
+    let path = format!("/api/v1/clusters/{member}");
+    let cluster = collector.get_json(&path).await.ok()?;
     let pick = |i: usize| {
         let c = &cluster["conditions"][i];
         format!(
@@ -112,11 +108,8 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
     // again under it. /readyz stays open to it (system:public-info-viewer).
     let ns = s.namespace.clone();
     let member = s.member(1);
-    let unbound: ServiceAccount = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "agent-unbound", "namespace": ns },
-    }))?;
-    Api::<ServiceAccount>::namespaced(member.admin_client()?, &ns)
-        .create(&PostParams::default(), &unbound)
+    member
+        .create_unbound_service_account(&ns, "agent-unbound")
         .await?;
     let token = member.mint_token(&ns, "agent-unbound", HOUR).await?;
     let ca = member.ca_pem().to_owned();
@@ -126,16 +119,14 @@ async fn a_member_whose_identity_may_not_list_what_is_mirrored_is_forbidden_not_
     s.wait("member1", "Ready=False/Forbidden", Duration::from_secs(30))
         .await?;
     let conditions = s.karmada.conditions("member1").await?;
-    let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    let find = |type_| conditions.iter().find(|c| c.type_ == type_).unwrap();
+    let ready = find("Ready");
     assert!(
         ready.message.contains("may not") && ready.message.contains("apps/v1/deployments"),
         "{}",
         ready.message
     );
-    let credentials = conditions
-        .iter()
-        .find(|c| c.type_ == "CredentialsValid")
-        .unwrap();
+    let credentials = find("CredentialsValid");
     assert_eq!(
         (credentials.status.as_str(), credentials.reason.as_str()),
         ("True", "CredentialsAccepted"),

@@ -41,14 +41,7 @@ impl Cluster {
     /// # Errors
     /// If the ServiceAccount already exists or an API call fails.
     pub async fn create_service_account(&self, ns: &str, name: &str) -> Result<ServiceAccount> {
-        let client = self.admin_client()?;
-        let sa: ServiceAccount = serde_json::from_value(json!({
-            "metadata": { "name": name, "namespace": ns },
-        }))?;
-        let sa = Api::<ServiceAccount>::namespaced(client.clone(), ns)
-            .create(&PostParams::default(), &sa)
-            .await
-            .with_context(|| format!("creating ServiceAccount {ns}/{name} on {}", self.name()))?;
+        let sa = self.create_unbound_service_account(ns, name).await?;
         self.grant_reader(
             &format!("{FIELD_MANAGER}:{ns}:{name}"),
             json!({ "kind": "ServiceAccount", "name": name, "namespace": ns }),
@@ -56,6 +49,25 @@ impl Cluster {
         .await
         .with_context(|| format!("binding {ns}/{name} to {READER_CLUSTER_ROLE}"))?;
         Ok(sa)
+    }
+
+    /// Creates ServiceAccount `ns/name` bound to nothing: the apiserver accepts its tokens and
+    /// lets them do nothing but what every authenticated user may. `ns` must exist.
+    ///
+    /// # Errors
+    /// If the ServiceAccount already exists or the API call fails.
+    pub async fn create_unbound_service_account(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> Result<ServiceAccount> {
+        let sa: ServiceAccount = serde_json::from_value(json!({
+            "metadata": { "name": name, "namespace": ns },
+        }))?;
+        Api::<ServiceAccount>::namespaced(self.admin_client()?, ns)
+            .create(&PostParams::default(), &sa)
+            .await
+            .with_context(|| format!("creating ServiceAccount {ns}/{name} on {}", self.name()))
     }
 
     /// Binds [`READER_CLUSTER_ROLE`] (creating or updating it first) to every ServiceAccount
