@@ -103,21 +103,20 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() -> anyhow::Resul
         endpoint.misbehave(misbehaviour);
         hostiles.push((name, endpoint, reason));
     }
-    let args: Vec<String> = [
-        "--members-from",
-        "directory",
-        "--members-dir",
-        members.to_str().unwrap(),
-        "--insecure-serve-api",
-        "--probe-period",
-        "1",
+    let (members_dir, allow) = (
+        members.display().to_string(),
+        hostiles[0].1.allow_endpoint_arg(),
+    );
+    let source = ["--members-from", "directory", "--members-dir", &members_dir];
+    let serve = ["--insecure-serve-api", "--probe-period", "1"];
+    let limits = [
         "--allow-endpoint",
-        &hostiles[0].1.allow_endpoint_arg(),
+        &allow,
         "--member-max-objects",
         MAX_OBJECTS,
-    ]
-    .map(str::to_owned)
-    .to_vec();
+    ];
+    let args = [&source[..], &serve, &limits].concat();
+    let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
     let logs = dir.join("logs");
     std::fs::create_dir_all(&logs)?;
     let mut collector = spawn_healthy(&args, &logs, START).await?;
@@ -150,13 +149,12 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() -> anyhow::Resul
     let mut mirrored = false;
     let started = Instant::now();
     loop {
-        if !collector.running() {
-            panic!(
-                "the collector died under attack (peak RSS seen {} MiB; logs in {})",
-                peak / MIB,
-                logs.display()
-            );
-        }
+        assert!(
+            collector.running(),
+            "the collector died under attack (peak RSS seen {} MiB; logs in {})",
+            peak / MIB,
+            logs.display()
+        );
         peak = peak.max(proc_status_bytes(pid, "VmRSS")?);
         for (name, _, _) in &hostiles {
             reasons.insert(name, ready(&collector, name).await);
@@ -181,18 +179,14 @@ async fn hostile_members_cannot_exhaust_the_collectors_memory() -> anyhow::Resul
             }
         }
         // Some time under attack whatever happens: the streams take a while to hurt.
-        if all_refused && mirrored && started.elapsed() > Duration::from_secs(30) {
-            break;
-        }
-        if started.elapsed() > CONVERGE {
+        let done = all_refused && mirrored && started.elapsed() > Duration::from_secs(30);
+        if done || started.elapsed() > CONVERGE {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (rss, hwm) = (
-        proc_status_bytes(pid, "VmRSS")?,
-        proc_status_bytes(pid, "VmHWM")?,
-    );
+    let rss = proc_status_bytes(pid, "VmRSS")?;
+    let hwm = proc_status_bytes(pid, "VmHWM")?;
     eprintln!(
         "RSS under attack: baseline {} MiB, peak sampled {} MiB, now {} MiB, VmHWM {} MiB",
         baseline / MIB,
