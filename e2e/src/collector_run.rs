@@ -189,9 +189,6 @@ pub fn admin_args(control_plane: &testkit::Cluster) -> anyhow::Result<Vec<String
 
 /// Starts a collector in-process against `control_plane` with `flags`, its own credential and
 /// its API's reader the control plane's admin token.
-///
-/// # Errors
-/// As [`RunningCollector::start`].
 pub async fn start_as_admin(
     control_plane: &testkit::Cluster,
     flags: &[&str],
@@ -204,9 +201,6 @@ pub async fn start_as_admin(
 
 /// [`start_as_admin`] with `source` flags (where members come from), a probe every
 /// `probe_period` (whole seconds, at least 1) and `extra` flags.
-///
-/// # Errors
-/// As [`RunningCollector::start`].
 pub async fn start_probing(
     control_plane: &testkit::Cluster,
     source: &[&str],
@@ -238,9 +232,6 @@ impl MemberSource {
 
     /// Starts a collector reading this source, probing every `probe_period`, with `extra`
     /// flags ([`start_probing`]); its API is read with the admin token.
-    ///
-    /// # Errors
-    /// As [`RunningCollector::start`].
     pub async fn start_collector(
         &self,
         probe_period: Duration,

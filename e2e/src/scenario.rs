@@ -129,9 +129,6 @@ impl Scenario {
     }
 
     /// Starts another collector against the same control plane, with `extra_args`.
-    ///
-    /// # Errors
-    /// As [`RunningCollector::start`].
     pub async fn start_collector(&self, extra_args: &[&str]) -> anyhow::Result<RunningCollector> {
         start_probing(self.env.control_plane(), &[], self.probe_period, extra_args).await
     }

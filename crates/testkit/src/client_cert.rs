@@ -86,9 +86,6 @@ impl Cluster {
     /// Like [`issue_client_cert`](Self::issue_client_cert), but expired an hour ago (valid for
     /// the hour before that): signed by the right CA, so the only reason to reject it is its
     /// validity period (Go's `x509: certificate has expired`; rustls' `CertificateExpired`).
-    ///
-    /// # Errors
-    /// As [`issue_client_cert`](Self::issue_client_cert).
     pub fn issue_expired_client_cert(&self, user: &str, groups: &[&str]) -> Result<ClientCert> {
         let now = SystemTime::now();
         self.issue_client_cert_between(

@@ -52,9 +52,6 @@ pub fn cluster_profile_resource() -> ApiResource {
 
 /// Creates the `ClusterProfile` CRD ([`CLUSTER_PROFILE_CRD_YAML`]) through `client` and returns
 /// once the apiserver serves `ClusterProfile`s.
-///
-/// # Errors
-/// As [`install_crd`].
 pub async fn install_cluster_profile_crd(client: &Client) -> Result<()> {
     install_crd(
         client,

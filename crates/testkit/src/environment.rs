@@ -79,9 +79,6 @@ struct Slot {
 
 impl Environment {
     /// Starts a control plane and `members` member clusters with the default [`Config`].
-    ///
-    /// # Errors
-    /// As [`Config::start`].
     pub async fn with_members(members: usize) -> Result<Self> {
         Config::default().members(members).start().await
     }

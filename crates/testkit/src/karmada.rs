@@ -258,9 +258,6 @@ where
 
 /// Creates the `Cluster` CRD ([`CLUSTER_CRD_YAML`]) through `client` and returns once the
 /// apiserver serves `Cluster`s.
-///
-/// # Errors
-/// As [`install_crd`].
 pub async fn install_cluster_crd(client: &Client) -> Result<()> {
     install_crd(client, CLUSTER_CRD_YAML, &cluster_resource()).await
 }

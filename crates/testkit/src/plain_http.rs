@@ -21,9 +21,6 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
 }
 
 /// [`http_get`] with `Authorization: Bearer <token>` when `token` is given.
-///
-/// # Errors
-/// As [`http_get`].
 pub async fn http_get_as(
     addr: SocketAddr,
     path: &str,

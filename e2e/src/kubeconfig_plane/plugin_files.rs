@@ -77,9 +77,6 @@ pub struct TokenRequestPlugin {
 
 impl TokenRequestPlugin {
     /// The plugin minting for ServiceAccount `namespace/service_account` of `member`.
-    ///
-    /// # Errors
-    /// As [`PluginFiles::for_cluster`].
     pub fn for_service_account(
         member: &Cluster,
         namespace: &str,
