@@ -162,7 +162,7 @@ pub async fn run(
     if guard.is_none() {
         readiness.mark_ready();
     }
-    let self_probe = self_probe(guarded.map(|cp| cp.client.clone()), args.probe_period());
+    let self_probe = guarded.map(|cp| self_probe(cp.client.clone(), args.probe_period()));
     let sources = sources::follow(
         registry.sources().subscribe(),
         readiness.clone(),
@@ -178,7 +178,7 @@ pub async fn run(
         () = publishes => Err(anyhow::anyhow!("the ClusterProfile publisher stopped")),
         served = server => served.context("the HTTP server failed"),
         rejected = or_never(guard.map(SelfCredentialGuard::run)) => Err(rejected.into()),
-        () = self_probe => Err(anyhow::anyhow!("the control-plane probe stopped")),
+        () = or_never(self_probe) => Err(anyhow::anyhow!("the control-plane probe stopped")),
     };
     // Everything that watched leadership is gone with the select: give the Lease up, so that
     // the Lease is free the moment this replica is gone.

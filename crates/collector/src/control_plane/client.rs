@@ -59,24 +59,22 @@ impl ControlPlane {
                      use https:// or pass --allow-plain-http"
                 );
             }
-            let reviews = ClientBuilder::try_from(config.clone())?
-                .with_layer(&RequestDeadlineLayer::new(args.request_timeout()))
-                .build();
-            let client = ClientBuilder::try_from(config)?
-                .with_layer(&RequestDeadlineLayer::new(args.request_timeout()))
-                .build();
+            // Two clients of one config: two connection pools.
+            let build = |config| -> anyhow::Result<Client> {
+                let deadline = RequestDeadlineLayer::new(args.request_timeout());
+                Ok(ClientBuilder::try_from(config)?
+                    .with_layer(&deadline)
+                    .build())
+            };
             return Ok(Some(Self {
-                client,
-                reviews,
+                client: build(config.clone())?,
+                reviews: build(config)?,
                 health: None,
             }));
         }
         // In-cluster, or a token file given by flags: the token goes through the same cache and
         // bearer layer as the members', so a rotated projected token is picked up on its own.
-        let url = match &args.control_plane_url {
-            Some(url) => url.clone(),
-            None => in_cluster_url()?,
-        };
+        let url = (args.control_plane_url.clone()).map_or_else(in_cluster_url, Ok)?;
         let source = FileSource::new(&args.control_plane_token_file);
         let secret = source.secret_ref();
         let ca = tokio::fs::read(&args.control_plane_ca_file)
@@ -142,10 +140,7 @@ fn in_cluster_url() -> anyhow::Result<String> {
 ///
 /// Long-lived watches authenticated once and do not notice a revoked token until they
 /// reconnect; a periodic request does, so readiness reflects the credential within a period.
-pub(crate) async fn self_probe(client: Option<Client>, period: Duration) {
-    let Some(client) = client else {
-        return std::future::pending().await;
-    };
+pub(crate) async fn self_probe(client: Client, period: Duration) {
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
