@@ -17,12 +17,10 @@ fn write(path: &Path, content: &str) {
 
 /// The `Ready` and `CredentialsValid` conditions of `member`, as (status, reason) pairs.
 async fn conditions(addr: SocketAddr, member: &str) -> Option<Vec<(String, String)>> {
-    let (code, body) = testkit::http_get(addr, &format!("/api/v1/clusters/{member}"))
-        .await
-        .ok()?;
-    if code != 200 {
+    let path = format!("/api/v1/clusters/{member}");
+    let (200, body) = testkit::http_get(addr, &path).await.ok()? else {
         return None;
-    }
+    };
     let cluster: Value = serde_json::from_str(&body).ok()?;
     let text = |c: &Value, k: &str| c[k].as_str().unwrap_or_default().to_owned();
     Some(
@@ -66,7 +64,7 @@ async fn directory_member_failures_reach_the_read_api_with_their_own_reasons() {
         ),
     );
 
-    let collector = Collector::start(dir.path()).await;
+    let collector = Collector::start(dir.path(), OPT_INS).await;
     let addr = collector.addr;
 
     // Nothing listens there: unreachable, and not an auth failure.
@@ -99,7 +97,7 @@ type Expected<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
 
 /// Writes token file `t` and each member file, starts a collector with `opt_ins`, and checks
 /// every member's conditions.
-async fn each_member_gets_its_reason(opt_ins: Option<&[&str]>, members: &[Expected<'_>]) {
+async fn each_member_gets_its_reason(opt_ins: &[&str], members: &[Expected<'_>]) {
     let dir = tempfile::tempdir().unwrap();
     write(&dir.path().join("t"), "a-token\n");
     write(&dir.path().join("not-pem.crt"), "not a certificate\n");
@@ -107,10 +105,7 @@ async fn each_member_gets_its_reason(opt_ins: Option<&[&str]>, members: &[Expect
         let yaml = format!("name: {name}\napiEndpoint: {endpoint}\n{rest}");
         write(&dir.path().join(format!("{name}.yaml")), &yaml);
     }
-    let collector = match opt_ins {
-        Some(opt_ins) => Collector::start_with(dir.path(), opt_ins).await,
-        None => Collector::start(dir.path()).await,
-    };
+    let collector = Collector::start(dir.path(), opt_ins).await;
     for &(name, _, _, reason, credentials_valid) in members {
         let seen = wait_reason(collector.addr, name, reason).await;
         assert_eq!(seen[0].0, "False", "{name}: {seen:?}");
@@ -138,7 +133,7 @@ async fn each_unusable_definition_gets_its_own_reason_and_spares_the_others() {
         ("bad-ca", endpoint, "tokenFile: t\ncaFile: not-pem.crt\n", "SecretInvalid", "False"),
         ("good", endpoint, INSECURE, "Unreachable", "Unknown"),
     ];
-    each_member_gets_its_reason(None, &members).await;
+    each_member_gets_its_reason(OPT_INS, &members).await;
 }
 
 #[tokio::test]
@@ -148,8 +143,15 @@ async fn loopback_and_insecure_members_need_their_opt_ins() {
         ("local", "https://127.0.0.1:1", "tokenFile: t\n", "EndpointForbidden", "Unknown"),
         ("insecure", "https://10.0.0.1:1", INSECURE, "EndpointForbidden", "Unknown"),
     ];
-    each_member_gets_its_reason(Some(&[]), &members).await;
+    each_member_gets_its_reason(&[], &members).await;
 }
+
+/// The opt-ins these tests' loopback and insecure members need.
+const OPT_INS: &[&str] = &[
+    "--allow-endpoint",
+    "127.0.0.1/32",
+    "--allow-insecure-members",
+];
 
 /// The collector run in this process on a members directory, probing every second.
 struct Collector {
@@ -159,17 +161,7 @@ struct Collector {
 }
 
 impl Collector {
-    /// With the opt-ins these tests' loopback members need.
-    async fn start(dir: &Path) -> Self {
-        let opt_ins = [
-            "--allow-endpoint",
-            "127.0.0.1/32",
-            "--allow-insecure-members",
-        ];
-        Self::start_with(dir, &opt_ins).await
-    }
-
-    async fn start_with(dir: &Path, extra: &[&str]) -> Self {
+    async fn start(dir: &Path, extra: &[&str]) -> Self {
         let addr = testkit::free_loopback_addr().unwrap();
         let listen = addr.to_string();
         let mut argv = vec![
