@@ -110,10 +110,8 @@ mod tests {
         ] {
             let err = resolve(EndpointPolicy::default(), addrs).await.unwrap_err();
             let err = err.downcast::<ValidationError>().unwrap();
-            assert!(
-                matches!(*err, ValidationError::Forbidden(_)),
-                "{addrs:?}: {err}"
-            );
+            let forbidden = matches!(*err, ValidationError::Forbidden(_));
+            assert!(forbidden, "{addrs:?}: {err}");
         }
     }
 

@@ -212,11 +212,8 @@ async fn forbidden_and_not_found_touch_neither_cache_nor_state(
     let after = member.tokens.stats();
     assert_eq!(after.invalidations, before.invalidations);
     assert_eq!(after.fetches, before.fetches);
-    assert_eq!(
-        server.seen().iter().filter(|s| s.path == path).count(),
-        2,
-        "never retried"
-    );
+    let sent = server.seen().iter().filter(|s| s.path == path).count();
+    assert_eq!(sent, 2, "never retried");
 }
 
 #[tokio::test]
@@ -257,11 +254,8 @@ async fn an_unreadable_credential_is_reported_and_nothing_is_sent() {
     source.delete();
 
     let err = member.get(PATH).await.unwrap_err();
-    assert_eq!(
-        FailureKind::of(&err),
-        FailureKind::CredentialUnavailable,
-        "{err:?}"
-    );
+    let kind = FailureKind::of(&err);
+    assert_eq!(kind, FailureKind::CredentialUnavailable, "{err:?}");
     assert!(matches!(
         member.health.current(),
         CredentialState::Unavailable { .. }

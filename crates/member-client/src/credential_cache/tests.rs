@@ -91,10 +91,8 @@ fn min_ttl_never_exceeds_ttl() {
         ..CredentialCacheConfig::default()
     };
     let now = SystemTime::UNIX_EPOCH + S(1_000_000);
-    assert_eq!(
-        entry_lifetime(&config, Some(now), now),
-        Duration::from_millis(10)
-    );
+    let lifetime = entry_lifetime(&config, Some(now), now);
+    assert_eq!(lifetime, Duration::from_millis(10));
 }
 
 /// A source that takes `delay_ms` per fetch and fails (transiently) the first `failures` times.

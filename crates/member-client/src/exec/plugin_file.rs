@@ -190,10 +190,8 @@ providers:
             ..ExecConfig::new("/usr/local/bin/aws")
         };
         let invocation = declaration.invocation("/p".into(), &config).unwrap();
-        assert_eq!(
-            invocation.args,
-            ["eks", "get-token", "--cluster-name", "prod-1"]
-        );
+        let want = ["eks", "get-token", "--cluster-name", "prod-1"];
+        assert_eq!(invocation.args, want);
         let other = ExecConfig {
             args: vec!["--cluster-name".to_owned(), "staging".to_owned()],
             ..config

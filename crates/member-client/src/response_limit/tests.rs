@@ -76,10 +76,8 @@ async fn a_watch_may_stream_for_ever_one_short_line_at_a_time() {
     let lines: Vec<Vec<u8>> = (0..1_000)
         .map(|_| [vec![b'x'; 99], vec![b'\n']].concat())
         .collect();
-    assert_eq!(
-        read("/api/v1/nodes?watch=true", lines).await.unwrap(),
-        100_000
-    );
+    let read = read("/api/v1/nodes?watch=true", lines).await.unwrap();
+    assert_eq!(read, 100_000);
 }
 
 #[rstest]
@@ -123,8 +121,6 @@ fn a_limit_is_found_inside_the_io_error_a_watch_wraps_it_in() {
     let err = kube::Error::ReadEvents(std::io::Error::other(kube::Error::Service(Box::new(
         LimitExceeded::WatchLineTooLong { limit: 7 },
     ))));
-    assert_eq!(
-        LimitExceeded::find_in(&err).map(LimitExceeded::condition_reason),
-        Some("WatchLineTooLong")
-    );
+    let found = LimitExceeded::find_in(&err).map(LimitExceeded::condition_reason);
+    assert_eq!(found, Some("WatchLineTooLong"));
 }

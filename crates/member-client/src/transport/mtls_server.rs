@@ -71,11 +71,8 @@ impl MtlsServer {
 
     /// Waits (up to 5 s) until `n` requests to `/hold` have arrived.
     pub(crate) async fn wait_holding(&self, n: usize) {
-        let arrived = || self.state.holding.load(Ordering::SeqCst) >= n;
-        assert!(
-            within_5s(arrived).await,
-            "{n} requests to /hold never arrived"
-        );
+        let arrived = within_5s(|| self.state.holding.load(Ordering::SeqCst) >= n).await;
+        assert!(arrived, "{n} requests to /hold never arrived");
     }
 
     /// Waits (up to 5 s) until at most `max` connections are open; the number open then.

@@ -49,10 +49,8 @@ fn accepted_args_follow_the_fixed_ones_and_definition_env_wins() {
         vec![ExecEnvVar::new("AWS_REGION", "eu-west-1")],
     );
     let invocation = run(&eks(), &config).unwrap();
-    assert_eq!(
-        invocation.args,
-        ["eks", "get-token", "--cluster-name", "prod-eu-1"]
-    );
+    let want = ["eks", "get-token", "--cluster-name", "prod-eu-1"];
+    assert_eq!(invocation.args, want);
     assert_eq!(
         invocation.env,
         [
@@ -65,10 +63,8 @@ fn accepted_args_follow_the_fixed_ones_and_definition_env_wins() {
 #[test]
 fn a_definition_that_repeats_the_fixed_args_has_them_dropped() {
     let config = config(&["eks", "get-token", "--cluster-name", "prod-a"], vec![]);
-    assert_eq!(
-        run(&eks(), &config).unwrap().args,
-        ["eks", "get-token", "--cluster-name", "prod-a"]
-    );
+    let want = ["eks", "get-token", "--cluster-name", "prod-a"];
+    assert_eq!(run(&eks(), &config).unwrap().args, want);
 }
 
 #[rstest]
@@ -78,10 +74,8 @@ fn a_definition_that_repeats_the_fixed_args_has_them_dropped() {
 #[case::one_too_many(&["--cluster-name", "prod-a", "--profile"], 2)]
 fn a_refused_arg_is_named_by_its_position(#[case] args: &[&str], #[case] want: usize) {
     let err = run(&eks(), &config(args, vec![])).unwrap_err();
-    assert!(
-        matches!(err, ExecError::ArgNotAllowed { index, accepted: 2, .. } if index == want),
-        "{err:?}"
-    );
+    let named = matches!(err, ExecError::ArgNotAllowed { index, accepted: 2, .. } if index == want);
+    assert!(named, "{err:?}");
     let text = err.to_string();
     assert!(!text.contains(args[want]), "{text}");
     assert!(text.contains(&format!("argument {want}")), "{text}");

@@ -38,10 +38,8 @@ async fn a_setsid_grandchild_is_killed_when_the_run_ends() {
     let output = run_plugin(&config(&plugin), &allow(&plugin)).await;
     assert!(output.is_ok(), "{output:?}");
     let pid = plugins.read("pid");
-    assert!(
-        super::failures::ended(pid.trim()).await,
-        "the setsid grandchild {pid} still runs"
-    );
+    let ended = super::failures::ended(pid.trim()).await;
+    assert!(ended, "the setsid grandchild {pid} still runs");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let why = "the grandchild wrote its marker";
     assert!(!plugins.path("marker").exists(), "{why}");

@@ -53,10 +53,8 @@ async fn a_plugin_run_as_another_user_cannot_read_the_collectors_token() {
     let sandboxed = policy.with_run_as(Some(NOBODY));
     let failed = failure(run_plugin(&config(&plugin), &sandboxed).await);
     let text = failed.to_string();
-    assert!(
-        matches!(failed, ExecFailure::Exited { code: Some(3), .. }),
-        "{text}"
-    );
+    let exited_3 = matches!(failed, ExecFailure::Exited { code: Some(3), .. });
+    assert!(exited_3, "{text}");
     assert!(text.contains("Permission denied"), "{text}");
     assert!(!text.contains("s3cr3t"), "{text}");
 }

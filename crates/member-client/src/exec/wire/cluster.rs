@@ -134,10 +134,8 @@ mod tests {
                 "config": {"member": "m1"},
             })
         );
-        assert_eq!(
-            serde_json::from_value::<ExecCluster>(json).unwrap(),
-            cluster
-        );
+        let read: ExecCluster = serde_json::from_value(json).unwrap();
+        assert_eq!(read, cluster);
     }
 
     #[test]
@@ -150,10 +148,8 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(read, minimal());
-        assert_eq!(
-            serde_json::to_value(minimal()).unwrap(),
-            json!({"server": "https://10.0.0.1:6443"})
-        );
+        let written = serde_json::to_value(minimal()).unwrap();
+        assert_eq!(written, json!({"server": "https://10.0.0.1:6443"}));
     }
 
     #[test]
