@@ -87,12 +87,10 @@ fn a_refused_arg_is_named_by_its_position(#[case] args: &[&str], #[case] want: u
 #[case::value_not_matching("AWS_REGION", "eu-west-1; rm")]
 fn a_refused_variable_is_named_without_its_value(#[case] name: &str, #[case] value: &str) {
     let err = run(&eks(), &config(&[], vec![ExecEnvVar::new(name, value)])).unwrap_err();
-    assert_eq!(
-        err,
-        ExecError::EnvNotAllowed {
-            name: Text::new(name)
-        }
-    );
+    let want = ExecError::EnvNotAllowed {
+        name: Text::new(name),
+    };
+    assert_eq!(err, want);
     assert!(!err.to_string().contains(value), "{err}");
     assert_eq!(err.condition_reason(), "ExecNotAllowed");
 }

@@ -180,12 +180,10 @@ fn check_refuses_what_the_declaration_does_not_accept() {
     let policy = bare.also_declaring([declared]);
     assert_eq!(policy.check(&config).unwrap(), plugin);
     config.env[0].name = "LD_PRELOAD".to_owned();
-    assert_eq!(
-        policy.check(&config).unwrap_err(),
-        ExecError::EnvNotAllowed {
-            name: Text::new("LD_PRELOAD")
-        }
-    );
+    let want = ExecError::EnvNotAllowed {
+        name: Text::new("LD_PRELOAD"),
+    };
+    assert_eq!(policy.check(&config).unwrap_err(), want);
     config.env.clear();
     config.args.push("--profile".to_owned());
     assert!(matches!(
