@@ -137,13 +137,10 @@ fn a_refusal_names_the_kind_and_the_verb() {
         "apps/v1/deployments".to_owned(),
         failing(FailureKind::Forbidden),
     )]);
-    let health = MemberHealth::of_mirror(&states);
+    let message = MemberHealth::of_mirror(&states).message();
     assert!(
-        health
-            .message()
-            .contains("may not list apps/v1/deployments"),
-        "{}",
-        health.message()
+        message.contains("may not list apps/v1/deployments"),
+        "{message}"
     );
 }
 
@@ -158,12 +155,9 @@ fn a_broken_limit_is_named_in_the_reason() {
         (health.reason(), health.ready_status()),
         ("ResponseTooLarge", "False")
     );
-    assert!(health.message().contains("/readyz"), "{}", health.message());
-    assert!(
-        health.message().contains("65536 bytes"),
-        "{}",
-        health.message()
-    );
+    let message = health.message();
+    assert!(message.contains("/readyz"), "{message}");
+    assert!(message.contains("65536 bytes"), "{message}");
 
     let over = InformerState::Failing(InformerFailure {
         limit: Some(LimitExceeded::TooManyObjects { limit: 7 }),
@@ -182,11 +176,10 @@ fn a_broken_limit_is_named_in_the_reason() {
         (health.reason(), health.ready_status()),
         ("TooManyObjects", "False")
     );
+    let message = health.message();
     assert!(
-        health.message().contains("watch core/v1/nodes")
-            && health.message().contains("--member-max-objects"),
-        "{}",
-        health.message()
+        message.contains("watch core/v1/nodes") && message.contains("--member-max-objects"),
+        "{message}"
     );
 }
 
