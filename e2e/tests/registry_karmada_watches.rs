@@ -7,8 +7,9 @@ mod registry_support;
 use std::time::{Duration, Instant};
 
 use cluster_registry::{MemberState, RegistryEvent, Source, SourceState};
+use e2e::manifest_apply::apply_object;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use member_client::CredentialKey;
 use registry_support as support;
 use serde_json::json;
@@ -108,34 +109,9 @@ async fn watches_resume_after_a_control_plane_restart() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Server-side applies `object` through `api` (the admin's).
-async fn apply<K>(api: Api<K>, object: serde_json::Value)
-where
-    K: kube::Resource
-        + Clone
-        + k8s_openapi::serde::de::DeserializeOwned
-        + k8s_openapi::serde::Serialize
-        + std::fmt::Debug,
-{
-    let object: K = serde_json::from_value(object).unwrap();
-    let name = object.meta().name.clone().unwrap();
-    api.patch(
-        &name,
-        &PatchParams::apply("tether-e2e"),
-        &Patch::Apply(&object),
-    )
-    .await
-    .unwrap();
-}
-
 #[tokio::test]
 async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_allows_it()
 -> anyhow::Result<()> {
-    use k8s_openapi::api::{
-        core::v1::ServiceAccount,
-        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
-    };
-
     let setup = KarmadaSetup::start().await?;
     let (cp, admin, ns) = (setup.control_plane(), &setup.admin, &setup.ns);
     setup.define_member1(setup.member().ca_pem()).await?;
@@ -143,22 +119,18 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
     // The registry's identity may read Clusters, and nothing else.
     let home = cp.create_namespace("tether-system").await?;
     let subject = json!([{ "kind": "ServiceAccount", "name": "registry", "namespace": home }]);
-    apply(
-        Api::<ServiceAccount>::namespaced(admin.clone(), &home),
-        json!({ "apiVersion": "v1", "kind": "ServiceAccount", "metadata": { "name": "registry" } }),
-    )
-    .await;
-    apply(Api::<ClusterRole>::all(admin.clone()), json!({
+    cp.create_unbound_service_account(&home, "registry").await?;
+    apply_object(admin, &json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": { "name": "e2e-cluster-reader" },
         "rules": [{ "apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["get", "list", "watch"] }],
-    })).await;
-    apply(Api::<ClusterRoleBinding>::all(admin.clone()), json!({
+    })).await?;
+    apply_object(admin, &json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": { "name": "e2e-cluster-reader" },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-cluster-reader" },
         "subjects": subject,
-    })).await;
+    })).await?;
     let token = cp
         .mint_token(&home, "registry", Duration::from_secs(3600))
         .await?;
@@ -179,17 +151,17 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
 
     // Granting read access to that namespace is enough: the watch's retry lists it.
     let granted = Instant::now();
-    apply(Api::<Role>::namespaced(admin.clone(), ns), json!({
+    apply_object(admin, &json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": { "name": "tether-secrets" },
+        "metadata": { "name": "tether-secrets", "namespace": ns },
         "rules": [{ "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"] }],
-    })).await;
-    apply(Api::<RoleBinding>::namespaced(admin.clone(), ns), json!({
+    })).await?;
+    apply_object(admin, &json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": { "name": "tether-secrets" },
+        "metadata": { "name": "tether-secrets", "namespace": ns },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tether-secrets" },
         "subjects": subject,
-    })).await;
+    })).await?;
     // The registry's watch backoff tops out at 10 s between retries; allow several.
     let event = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
