@@ -101,12 +101,18 @@ impl Supervisor {
     }
 
     async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
+        let mut config = spec.client_config(ca_bundle.clone());
+        config.limits = self.context.client_limits;
+        // Each new token is verified with a client of the member's own config.
+        let plan = (spec.mint_request.as_deref()).map(|request| MintPlan {
+            request: request.clone(),
+            config: config.clone(),
+        });
         if let Some(task) = self.tasks.get_mut(&spec.name)
             && task.only_mint_changed(&spec, ca_bundle.as_ref())
         {
             // Only the mint request changed (a `tether.io/mint-now`, say): keep the client
             // and its watches.
-            let plan = mint_plan(&spec, ca_bundle, self.context.client_limits);
             task.set_mint(plan);
             return;
         }
@@ -126,9 +132,6 @@ impl Supervisor {
             .profiles
             .as_ref()
             .map(|_| ProfileAccess::of(&spec, ca_bundle.as_deref()));
-        let plan = mint_plan(&spec, ca_bundle.clone(), self.context.client_limits);
-        let mut config = spec.client_config(ca_bundle.clone());
-        config.limits = self.context.client_limits;
         match self.factory.build(&config, &health) {
             Ok(client) => {
                 tracing::info!(member = %spec.name, endpoint = %spec.endpoint.url, "member client started");
@@ -198,16 +201,4 @@ impl Supervisor {
         }
         self.clientless.insert(name.to_owned(), status);
     }
-}
-
-/// What `spec` asks of token minting, with the client config that verifies each new token.
-fn mint_plan(
-    spec: &MemberSpec,
-    ca_bundle: Option<Bytes>,
-    limits: member_client::ClientLimits,
-) -> Option<MintPlan> {
-    let request = spec.mint_request.as_deref()?.clone();
-    let mut config = spec.client_config(ca_bundle);
-    config.limits = limits;
-    Some(MintPlan { request, config })
 }
