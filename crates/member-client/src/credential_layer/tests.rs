@@ -54,10 +54,8 @@ async fn a_copy_keeps_every_part() {
     assert_eq!(copy.version(), request.version());
     assert_eq!(copy.headers(), request.headers());
     assert_eq!(copy.extensions().get::<u32>(), Some(&7));
-    assert_eq!(
-        copy.into_body().collect_bytes().await.unwrap(),
-        request.into_body().collect_bytes().await.unwrap()
-    );
+    let copied = copy.into_body().collect_bytes().await.unwrap();
+    assert_eq!(copied, request.into_body().collect_bytes().await.unwrap());
 }
 
 /// A member at a loopback server that answers every request with `answer(n)`, `n` counting

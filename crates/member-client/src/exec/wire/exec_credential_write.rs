@@ -206,10 +206,8 @@ mod tests {
                 .unwrap();
         assert_eq!(read.token.unwrap().expose_secret(), "tok-s3cr3t");
         assert_eq!(read.client_certificate_pem, written.client_certificate_pem);
-        assert_eq!(
-            read.client_key_pem.map(|k| k.expose_secret().to_owned()),
-            written.client_key_pem.map(|k| k.expose_secret().to_owned())
-        );
+        let key = |pem: Option<SecretString>| pem.map(|k| k.expose_secret().to_owned());
+        assert_eq!(key(read.client_key_pem), key(written.client_key_pem));
         assert_eq!(read.expires_at, Some(expiry()));
     }
 
