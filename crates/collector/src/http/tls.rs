@@ -153,12 +153,9 @@ async fn reload(
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        let read = {
-            let files = files.clone();
-            // Off the runtime's workers: a slow disk delays the next reload, never a handshake.
-            tokio::task::spawn_blocking(move || read_pair(&files)).await
-        };
-        let pair = match read {
+        let to_read = files.clone();
+        // Off the runtime's workers: a slow disk delays the next reload, never a handshake.
+        let pair = match tokio::task::spawn_blocking(move || read_pair(&to_read)).await {
             Ok(Ok(pair)) => pair,
             Ok(Err(err)) => {
                 let error = format!("{err:#}");
@@ -191,10 +188,9 @@ fn read_pair(files: &CertFiles) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
 }
 
 fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let mut bytes = Vec::new();
-    file.take(MAX_PEM_BYTES + 1)
-        .read_to_end(&mut bytes)
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_PEM_BYTES + 1).read_to_end(&mut bytes))
         .with_context(|| format!("reading {}", path.display()))?;
     anyhow::ensure!(
         u64::try_from(bytes.len()).unwrap_or(u64::MAX) <= MAX_PEM_BYTES,
@@ -216,9 +212,8 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<CertifiedKey
     // The key's parse error is not shown: it could quote the key.
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|_| anyhow::anyhow!("the key file holds no PEM private key"))?;
-    let certified = CertifiedKey::from_der(chain, key, &provider())
-        .context("the key does not load, or does not match the certificate")?;
-    Ok(certified)
+    CertifiedKey::from_der(chain, key, &provider())
+        .context("the key does not load, or does not match the certificate")
 }
 
 #[cfg(test)]
@@ -260,9 +255,8 @@ mod tests {
         std::fs::write(&files.cert, &cert_a).unwrap();
         std::fs::write(&files.key, &key_a).unwrap();
         let first = read_pair(&files).unwrap();
-        let resolver = Arc::new(ReloadingCert::new(
-            certified_key(&first.0, &first.1).unwrap(),
-        ));
+        let first_key = certified_key(&first.0, &first.1).unwrap();
+        let resolver = Arc::new(ReloadingCert::new(first_key));
         let served_a = serving(&resolver);
         let task = tokio::spawn(reload(Arc::clone(&resolver), files.clone(), first, PERIOD));
 
@@ -275,10 +269,8 @@ mod tests {
         std::fs::write(&files.key, &key_b).unwrap();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while serving(&resolver) == served_a {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the new pair was never served"
-            );
+            let waiting = tokio::time::Instant::now() < deadline;
+            assert!(waiting, "the new pair was never served");
             tokio::time::sleep(PERIOD).await;
         }
         let want = CertificateDer::from_pem_slice(cert_b.as_bytes()).unwrap();

@@ -82,9 +82,9 @@ fn gated_with(config: &ReviewConfig) -> (Arc<FakeControlPlane>, axum::Router) {
 
 /// The status of `GET /api/v1/clusters` with bearer token `token`.
 async fn clusters_status(router: &axum::Router, token: &str) -> StatusCode {
-    get(router, "/api/v1/clusters", Some(&format!("Bearer {token}")))
-        .await
-        .0
+    let authorization = format!("Bearer {token}");
+    let (status, _) = get(router, "/api/v1/clusters", Some(&authorization)).await;
+    status
 }
 
 async fn get(
@@ -146,12 +146,13 @@ async fn no_token_or_a_rejected_token_is_401_and_never_echoed() {
 #[tokio::test]
 async fn health_and_unknown_paths_need_no_token() {
     let (fake, router) = gated();
-    assert_eq!(get(&router, "/healthz", None).await.0, StatusCode::OK);
-    assert_eq!(
-        get(&router, "/readyz", None).await.0,
-        StatusCode::SERVICE_UNAVAILABLE
-    );
-    assert_eq!(get(&router, "/nope", None).await.0, StatusCode::NOT_FOUND);
+    for (path, want) in [
+        ("/healthz", StatusCode::OK),
+        ("/readyz", StatusCode::SERVICE_UNAVAILABLE),
+        ("/nope", StatusCode::NOT_FOUND),
+    ] {
+        assert_eq!(get(&router, path, None).await.0, want, "{path}");
+    }
     assert_eq!(fake.reviews().0, 0);
 }
 
@@ -159,25 +160,18 @@ async fn health_and_unknown_paths_need_no_token() {
 async fn answers_are_cached_per_token_and_per_path() {
     let (fake, router) = gated();
     for _ in 0..3 {
-        assert_eq!(clusters_status(&router, "reader").await, StatusCode::OK);
-        assert_eq!(
-            clusters_status(&router, "nobody").await,
-            StatusCode::UNAUTHORIZED
-        );
-        assert_eq!(
-            clusters_status(&router, "stranger").await,
-            StatusCode::FORBIDDEN
-        );
+        for (token, want) in [
+            ("reader", StatusCode::OK),
+            ("nobody", StatusCode::UNAUTHORIZED),
+            ("stranger", StatusCode::FORBIDDEN),
+        ] {
+            assert_eq!(clusters_status(&router, token).await, want, "{token}");
+        }
     }
-    assert_eq!(
-        fake.reviews(),
-        (3, 2),
-        "one per token, one per identity and path"
-    );
-    assert_eq!(
-        get(&router, "/metrics", Some("Bearer reader")).await.0,
-        StatusCode::OK
-    );
+    let once_each = "one per token, one per identity and path";
+    assert_eq!(fake.reviews(), (3, 2), "{once_each}");
+    let (status, _) = get(&router, "/metrics", Some("Bearer reader")).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(fake.reviews(), (3, 3), "a new path is reviewed");
 }
 
@@ -208,12 +202,8 @@ async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_
     });
     // One TokenReview and one SubjectAccessReview: two of the three.
     assert_eq!(clusters_status(&router, "reader").await, StatusCode::OK);
-    assert_eq!(
-        get(&router, "/api/v1/clusters", Some("Bearer random-0"))
-            .await
-            .0,
-        StatusCode::UNAUTHORIZED
-    );
+    let status = clusters_status(&router, "random-0").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     for n in 1..50 {
         let request = Request::get("/api/v1/clusters")
             .header(header::AUTHORIZATION, format!("Bearer random-{n}"));
@@ -223,14 +213,8 @@ async fn reviews_beyond_the_budget_are_refused_at_once_and_cached_answers_still_
         assert_eq!(headers[header::RETRY_AFTER], "60");
         assert!(!body.contains("random"), "{body}");
     }
-    assert_eq!(
-        fake.reviews().0,
-        2,
-        "the control plane saw nothing beyond the budget"
-    );
-    assert_eq!(
-        clusters_status(&router, "reader").await,
-        StatusCode::OK,
-        "a cached answer needs no review"
-    );
+    let nothing_beyond = "the control plane saw nothing beyond the budget";
+    assert_eq!(fake.reviews().0, 2, "{nothing_beyond}");
+    let status = clusters_status(&router, "reader").await;
+    assert_eq!(status, StatusCode::OK, "a cached answer needs no review");
 }
