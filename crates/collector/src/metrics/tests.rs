@@ -223,12 +223,8 @@ fn member_info_labels_every_member_with_its_source_and_credential_kind() {
 #[test]
 fn member_info_takes_the_host_from_the_endpoint_the_registry_gives() {
     let watched = scrape::Watched::default();
-    watched
-        .members_mut()
-        .insert("m1".into(), MemberEntry::default());
-    watched
-        .members_mut()
-        .insert("m2".into(), MemberEntry::default());
+    let entry = |name: &str| (name.to_owned(), MemberEntry::default());
+    watched.members_mut().extend([entry("m1"), entry("m2")]);
     let endpoint = |name: &str| (name == "m1").then(|| "https://u:pw@api.m1.example:6443/x".into());
     let labels = member_info::info_labels(&watched, "karmada", endpoint);
     let hosts: Vec<_> = labels

@@ -52,20 +52,19 @@ fn exchange(stream: &mut TcpStream, request: &[u8], limit: Duration) -> String {
     String::from_utf8_lossy(&response).into_owned()
 }
 
+/// [`exchange`] on a new connection to `addr`, off the runtime, within 10 s.
+async fn exchange_on_new_connection(addr: SocketAddr, request: &'static [u8]) -> String {
+    let limit = Duration::from_secs(10);
+    let exchanged = move || exchange(&mut TcpStream::connect(addr).unwrap(), request, limit);
+    tokio::task::spawn_blocking(exchanged).await.unwrap()
+}
+
 const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
 #[tokio::test]
 async fn serve_answers_on_the_socket_and_returns_after_shutdown() {
     let (addr, stop, server) = start(ServerLimits::default()).await;
-    let response = tokio::task::spawn_blocking(move || {
-        exchange(
-            &mut TcpStream::connect(addr).unwrap(),
-            HEALTHZ,
-            Duration::from_secs(10),
-        )
-    })
-    .await
-    .unwrap();
+    let response = exchange_on_new_connection(addr, HEALTHZ).await;
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
     assert!(response.ends_with("\r\n\r\nok"), "{response}");
 
@@ -80,15 +79,7 @@ async fn a_client_that_never_finishes_its_headers_is_cut_off() {
     };
     let (addr, _stop, _server) = start(limits).await;
     let started = Instant::now();
-    let response = tokio::task::spawn_blocking(move || {
-        exchange(
-            &mut TcpStream::connect(addr).unwrap(),
-            b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
-            Duration::from_secs(10),
-        )
-    })
-    .await
-    .unwrap();
+    let response = exchange_on_new_connection(addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "the connection stayed open {:?} ({response:?})",
