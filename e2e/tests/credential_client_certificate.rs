@@ -63,10 +63,13 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     }
     let workloads = member.create_namespace("workloads").await?;
     let plane = CapiPlane::create(control_plane).await?;
+    let write_cert = async |cert| {
+        plane
+            .write(MEMBER, &Kubeconfig::client_cert(member, cert))
+            .await
+    };
     let alice = member.issue_client_cert("alice", &["tether-test"], HOUR)?;
-    plane
-        .write(MEMBER, &Kubeconfig::client_cert(member, &alice))
-        .await?;
+    write_cert(&alice).await?;
 
     // (a) The collector reaches the member as alice.
     let started = Instant::now();
@@ -104,9 +107,7 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
 
     // Cluster API renews the certificate by rewriting the Secret: bob, valid twice as long.
     let bob = member.issue_client_cert("bob", &["tether-test"], 2 * HOUR)?;
-    plane
-        .write(MEMBER, &Kubeconfig::client_cert(member, &bob))
-        .await?;
+    write_cert(&bob).await?;
     let written = Instant::now();
     let mut asked = 0;
     loop {
@@ -153,30 +154,15 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
     );
 
     // (c) An expired certificate is reported as such, not as a rejected credential.
-    let expired = member.issue_expired_client_cert("alice", &["tether-test"])?;
-    plane
-        .write(MEMBER, &Kubeconfig::client_cert(member, &expired))
-        .await?;
-    let (took, ready) = wait_condition(
-        &collector,
-        MEMBER,
-        "Ready",
-        "False/CertificateExpired",
-        CONVERGE,
-    )
-    .await?;
+    write_cert(&member.issue_expired_client_cert("alice", &["tether-test"])?).await?;
+    let certificate_expired = "False/CertificateExpired";
+    let expired = |type_| wait_condition(&collector, MEMBER, type_, certificate_expired, CONVERGE);
+    let (took, ready) = expired("Ready").await?;
     println!(
         "expired certificate → Ready=False/CertificateExpired in {took:?}: {}",
         ready.message
     );
-    wait_condition(
-        &collector,
-        MEMBER,
-        "CredentialsValid",
-        "False/CertificateExpired",
-        CONVERGE,
-    )
-    .await?;
+    expired("CredentialsValid").await?;
     // Bob may not list namespaces (403) until the registry has the expired certificate too.
     let what = "the registry's client no longer gets 403";
     let refused = eventually(what, CONVERGE, || async {
