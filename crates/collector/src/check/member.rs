@@ -179,6 +179,7 @@ fn concluded(report: MemberReport, reason: &str, message: String) -> MemberRepor
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::member::health::tests::api;
     use rstest::rstest;
 
     fn access(list: Option<bool>, watch: Option<bool>) -> Access {
@@ -188,12 +189,6 @@ mod tests {
             watch,
             error: None,
         }
-    }
-
-    fn api(code: u16) -> kube::Error {
-        kube::Error::Api(Box::new(
-            kube::core::Status::failure("x", "y").with_code(code),
-        ))
     }
 
     #[rstest]

@@ -261,4 +261,4 @@ pub(crate) fn describe(err: &kube::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

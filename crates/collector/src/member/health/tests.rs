@@ -4,7 +4,8 @@ use member_client::CredentialKey;
 use rstest::rstest;
 use std::sync::Arc;
 
-fn api(code: u16) -> kube::Error {
+/// An API error with status `code`.
+pub(crate) fn api(code: u16) -> kube::Error {
     kube::Error::Api(Box::new(
         kube::core::Status::failure("x", "y").with_code(code),
     ))
