@@ -24,10 +24,8 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> std::io::Result<(String, String)>
         .env_remove("RUST_LOG")
         .envs(env.iter().copied());
     let output = command.output()?;
-    Ok((
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    ))
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    Ok((text(&output.stdout), text(&output.stderr)))
 }
 
 #[test]
@@ -48,15 +46,10 @@ fn the_collector_logs_plain_text_into_a_pipe() {
 fn color_always_colours_a_pipe_too_whatever_no_color_says() {
     let (_, stderr) = run(&["check", "--color=always"], &[("NO_COLOR", "1")]).unwrap();
     assert!(stderr.contains(ESCAPE), "no escapes: {stderr:?}");
-    let (stdout, _) = run(
-        &["--kubeconfig", "/nonexistent/kubeconfig"],
-        &[("TETHER_COLOR", "always")],
-    )
-    .unwrap();
-    assert!(
-        stdout.contains(ESCAPE),
-        "TETHER_COLOR=always: no escapes: {stdout:?}"
-    );
+    let always = [("TETHER_COLOR", "always")];
+    let (stdout, _) = run(&["--kubeconfig", "/nonexistent/kubeconfig"], &always).unwrap();
+    let coloured = stdout.contains(ESCAPE);
+    assert!(coloured, "TETHER_COLOR=always: no escapes: {stdout:?}");
 }
 
 #[test]

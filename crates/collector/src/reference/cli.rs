@@ -66,11 +66,7 @@ fn render_arg(page: &mut String, arg: &Arg) {
             aliases.join("`, `--")
         ));
     }
-    let help = arg
-        .get_long_help()
-        .or(arg.get_help())
-        .map(ToString::to_string);
-    let help = help.unwrap_or_default();
+    let help = (arg.get_long_help().or(arg.get_help())).map_or_else(String::new, |h| h.to_string());
     assert!(
         !help.trim().is_empty(),
         "--{long} has no help: give its field a doc comment"
@@ -97,25 +93,17 @@ fn render_arg(page: &mut String, arg: &Arg) {
 /// One program's (or subcommand's) section; a subcommand's copies of its parent's flags left
 /// out.
 fn render_command(page: &mut String, title: &str, command: &Command, parent: Option<&Command>) {
-    let about = command
-        .get_long_about()
-        .or(command.get_about())
-        .map(ToString::to_string);
-    let _ = writeln!(
-        page,
-        "## `{title}`\n\n{}\n",
-        escape(about.unwrap_or_default().trim())
-    );
+    let about = (command.get_long_about().or(command.get_about())).map(ToString::to_string);
+    let about = about.unwrap_or_default();
+    let _ = writeln!(page, "## `{title}`\n\n{}\n", escape(about.trim()));
     if let Some(after) = command.get_after_long_help() {
         let _ = writeln!(page, "```text\n{}\n```\n", after.to_string().trim_end());
     }
     let inherited =
         |arg: &Arg| parent.is_some_and(|p| p.get_arguments().any(|a| a.get_id() == arg.get_id()));
+    let own = |long: &str| !["help", "version"].contains(&long);
     for arg in command.get_arguments().filter(|arg| !inherited(arg)) {
-        if arg
-            .get_long()
-            .is_some_and(|long| !["help", "version"].contains(&long))
-        {
+        if arg.get_long().is_some_and(own) {
             render_arg(page, arg);
         }
     }
@@ -210,9 +198,8 @@ fn every_variable_read_outside_clap_is_on_the_page_and_read() {
             );
         }
     }
-    for variable in names(OTHER_VARIABLES, "| `", |c| {
-        c.is_ascii_uppercase() || c == '_'
-    }) {
+    let name_char = |c: char| c.is_ascii_uppercase() || c == '_';
+    for variable in names(OTHER_VARIABLES, "| `", name_char) {
         let variable = &variable[3..];
         assert!(
             sources.iter().any(|(_, text)| text.contains(variable)),
