@@ -53,29 +53,27 @@ async fn wait_secret_event(plane: &RotationPlane, name: &str, reason: &str) -> a
 async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_others_rotate()
 -> anyhow::Result<()> {
     let (plane, token) = with_unminting(1, ("refused", "no-minting", "plain")).await?;
+    let karmada = &plane.karmada;
     let collector = start_collector(&plane, FAST).await;
 
-    plane
-        .karmada
+    karmada
         .wait_condition("refused", "CredentialsValid", "False/RotationFailed", START)
         .await?;
-    let conditions = plane.karmada.conditions("refused").await?;
-    let credentials = conditions
-        .iter()
-        .find(|c| c.type_ == "CredentialsValid")
-        .unwrap();
+    let conditions = karmada.conditions("refused").await?;
+    let find = |type_| conditions.iter().find(|c| c.type_ == type_).unwrap();
+    let credentials = find("CredentialsValid");
     assert!(
         credentials.message.contains("(403)") && credentials.message.contains("forbidden"),
         "the apiserver's refusal is quoted: {}",
         credentials.message
     );
-    let ready = conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    let ready = find("Ready");
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
         ("True", "MemberReady"),
         "its current token still works"
     );
-    assert_eq!(plane.karmada.secret_token("refused").await?, token);
+    assert_eq!(karmada.secret_token("refused").await?, token);
     assert_eq!(plane.env.cluster(1).token_status(&token).await?, 200);
     wait_secret_event(&plane, "refused", "RotationFailed").await?;
     assert!(rotations(&collector, "refused", "failed").await >= 1.0);
@@ -86,7 +84,7 @@ async fn a_member_that_may_not_mint_is_rotation_failed_and_keeps_working_while_o
     })
     .await?;
     assert_eq!(
-        plane.karmada.condition("m00", "CredentialsValid").await?,
+        karmada.condition("m00", "CredentialsValid").await?,
         Some(("True".to_owned(), "CredentialsAccepted".to_owned()))
     );
     Ok(())
@@ -102,15 +100,13 @@ fn expired_token() -> String {
 #[tokio::test]
 async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() -> anyhow::Result<()> {
     let plane = RotationPlane::start(1, 1).await?;
-    let member = plane.env.cluster(1);
-    plane
-        .karmada
+    let (karmada, member) = (&plane.karmada, plane.env.cluster(1));
+    karmada
         .write_secret("m00", &expired_token(), member.ca_pem())
         .await?;
     let collector = start_collector(&plane, FAST).await;
 
-    plane
-        .karmada
+    karmada
         .wait_condition("m00", "CredentialsValid", "False/TokenExpired", START)
         .await?;
     assert!(rotations(&collector, "m00", "expired").await >= 1.0);
@@ -125,10 +121,7 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() -> a
     let fresh = member
         .mint_token("tether-rotation", "rot-0", testkit::MIN_TOKEN_EXPIRY)
         .await?;
-    plane
-        .karmada
-        .write_secret("m00", &fresh, member.ca_pem())
-        .await?;
+    karmada.write_secret("m00", &fresh, member.ca_pem()).await?;
     // The re-seeded chain rotates.
     plane
         .wait_rotated_from(&collector, "m00", &fresh, START)
@@ -140,23 +133,22 @@ async fn an_expired_chain_is_token_expired_until_a_fresh_token_reseeds_it() -> a
 async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothing()
 -> anyhow::Result<()> {
     let (plane, seeded) = with_unminting(0, ("shipped", "tether-member", "tether")).await?;
+    let karmada = &plane.karmada;
     let admin = plane.env.cluster(1).admin_client()?;
     for object in parse_documents(MEMBER_RBAC_YAML, "token-rotation.yaml")? {
         apply_object(&admin, &object).await?;
     }
     // At 0.8 of 600 s nothing is due for 8 minutes: only the request can mint.
     let collector = start_collector(&plane, "0.8").await;
-    plane
-        .karmada
+    karmada
         .wait_condition("shipped", "Ready", "True/MemberReady", START)
         .await?;
     // Past the new leader's wait before its first mint (3 × 3 s + 1 s), nothing was minted.
     tokio::time::sleep(Duration::from_secs(11)).await;
-    assert_eq!(plane.karmada.secret_token("shipped").await?, seeded);
+    assert_eq!(karmada.secret_token("shipped").await?, seeded);
 
     for (request, minted) in [("1", 1.0), ("1", 1.0), ("2", 2.0)] {
-        plane
-            .karmada
+        karmada
             .annotate("shipped", MINT_NOW_ANNOTATION, request)
             .await?;
         // Well within that wait: the running chain takes the request, nothing restarts.
@@ -169,14 +161,13 @@ async fn rotate_now_mints_at_once_with_the_shipped_member_rbac_and_relists_nothi
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(rotations(&collector, "shipped", "success").await, minted);
     }
-    assert_ne!(plane.karmada.secret_token("shipped").await?, seeded);
+    assert_ne!(karmada.secret_token("shipped").await?, seeded);
     assert_eq!(
         collector.metric("tether_relists_total", "").await?,
         0.0,
         "a mint-now annotation rebuilds no client"
     );
-    plane
-        .karmada
+    karmada
         .wait_condition(
             "shipped",
             "CredentialsValid",
