@@ -36,8 +36,10 @@ async fn timed_failure(
 #[case::grandchild_holds_stdout("sleep 60 &\necho $! > pid\nexit 0")]
 #[tokio::test]
 async fn a_plugin_still_running_at_the_timeout_is_killed(#[case] body: &str) {
-    let (plugins, failed, took) = timed_failure(body, |policy| policy.with_timeout(SHORT)).await;
-    assert_eq!(failed, ExecFailure::TimedOut { after: SHORT });
+    // Long enough for a loaded machine to start the script and write its pid file.
+    let timeout = Duration::from_secs(2);
+    let (plugins, failed, took) = timed_failure(body, |policy| policy.with_timeout(timeout)).await;
+    assert_eq!(failed, ExecFailure::TimedOut { after: timeout });
     assert!(took < Duration::from_secs(5), "took {took:?}");
     let pid = plugins.read("pid");
     assert!(ended(pid.trim()).await, "{pid} still runs");
