@@ -41,13 +41,12 @@ where
     K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync + Unpin,
     F: FnMut() -> BoxStream<'static, watcher::Result<watcher::Event<K>>> + Send + Unpin + 'static,
 {
-    let watch = start();
     Capped {
+        state: State::Watching(start()),
         start,
         store,
         dyntype,
         limit,
-        state: State::Watching(watch),
         listed: 0,
     }
 }
@@ -176,17 +175,13 @@ mod tests {
 
     /// Waits for the next error of `events`, which must be the cap's.
     async fn the_cap_breaks(events: &mut Events) {
-        loop {
-            match events.next().await {
-                Some(Err(err)) => {
-                    let limit = LimitExceeded::find_in(&err).cloned();
-                    assert_eq!(limit, Some(LimitExceeded::TooManyObjects { limit: 5 }));
-                    return;
-                }
-                Some(Ok(_)) => {}
-                None => panic!("the watch ended"),
+        let err = loop {
+            if let Err(err) = events.next().await.expect("the watch ended") {
+                break err;
             }
-        }
+        };
+        let limit = LimitExceeded::find_in(&err).cloned();
+        assert_eq!(limit, Some(LimitExceeded::TooManyObjects { limit: 5 }));
     }
 
     #[tokio::test(start_paused = true)]

@@ -141,15 +141,12 @@ mod tests {
         #[case] version: &str,
         #[case] resource: &str,
     ) {
-        let parsed: MirroredResource = text.parse().unwrap();
-        assert_eq!(
-            (
-                parsed.group.as_str(),
-                parsed.version.as_str(),
-                parsed.resource.as_str()
-            ),
-            (group, version, resource)
-        );
+        let want = MirroredResource {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            resource: resource.to_owned(),
+        };
+        assert_eq!(text.parse(), Ok(want));
     }
 
     #[rstest]
@@ -172,14 +169,10 @@ mod tests {
     #[case("authorization.k8s.io/v1/selfsubjectrulesreviews")]
     fn refuses_credentials_and_reviews(#[case] text: &str) {
         let err = text.parse::<MirroredResource>().unwrap_err();
-        assert!(
-            matches!(err, ParseResourceError::Denied { .. }),
-            "{text}: {err}"
-        );
-        assert!(
-            err.to_string()
-                .starts_with(&format!("{text} may not be mirrored: "))
-        );
+        let denied = matches!(err, ParseResourceError::Denied { .. });
+        assert!(denied, "{text}: {err}");
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("{text} may not be mirrored: ")));
     }
 
     #[test]
@@ -189,9 +182,7 @@ mod tests {
 
     #[test]
     fn displays_core_explicitly() {
-        assert_eq!(
-            "v1/pods".parse::<MirroredResource>().unwrap().to_string(),
-            "core/v1/pods"
-        );
+        let pods: MirroredResource = "v1/pods".parse().unwrap();
+        assert_eq!(pods.to_string(), "core/v1/pods");
     }
 }
