@@ -24,7 +24,6 @@ use crate::Text;
 
 const V1: &str = "client.authentication.k8s.io/v1";
 const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
-const SHORT: Duration = Duration::from_millis(300);
 
 /// NB: exec fails with ETXTBSY if any process holds the file open for writing, and a test that
 /// forks while another writes a script hands its child that descriptor until the child execs.
