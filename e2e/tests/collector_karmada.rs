@@ -21,12 +21,9 @@ const CONVERGE: Duration = Duration::from_secs(10);
 
 /// Whether the collector wrote an `Unauthorized` Event about `member`.
 async fn unauthorized_reported(s: &Scenario, member: &str) -> bool {
-    let events = events_about(s.karmada.client(), None, member)
-        .await
-        .unwrap();
-    events
-        .iter()
-        .any(|e| e.reason.as_deref() == Some("Unauthorized"))
+    let events = events_about(s.karmada.client(), None, member).await;
+    let mut reasons = events.unwrap().into_iter().filter_map(|e| e.reason);
+    reasons.any(|reason| reason == "Unauthorized")
 }
 
 #[tokio::test]
@@ -62,10 +59,11 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
     // back before the next probe, so the conditions are awaited rather than read. What must never
     // appear is an auth failure: the collector used the new token before the old one died.
     s.karmada.wait_healthy("member1", CONVERGE).await?;
+    let refused = s
+        .collector
+        .metric("tether_watch_errors_total", r#"kind="unauthorized""#);
     assert_eq!(
-        s.collector
-            .metric("tether_watch_errors_total", r#"kind="unauthorized""#)
-            .await?,
+        refused.await?,
         0.0,
         "no watch was refused after the rotation"
     );
@@ -112,13 +110,9 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
     member
         .wait_until_unauthorized(&stale, REVOCATION_TIMEOUT)
         .await?;
-    let took = s
-        .wait(
-            "member1",
-            "CredentialsValid=False/Unauthorized",
-            2 * probe + Duration::from_secs(1),
-        )
-        .await?;
+    let limit = 2 * probe + Duration::from_secs(1);
+    let took = s.wait("member1", "CredentialsValid=False/Unauthorized", limit);
+    let took = took.await?;
     eprintln!("CredentialsValid=False/Unauthorized {took:?} after the revocation was observable");
     s.wait("member1", "Ready=False/Unauthorized", CONVERGE)
         .await?;
@@ -139,11 +133,8 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
                 && l.ends_with(" 1")),
         "credential state unauthorized in /metrics:\n{metrics}"
     );
-    assert!(
-        s.metric("tether_unauthorized_responses_total", "member1")
-            .await?
-            >= 1.0
-    );
+    let unauthorized = s.metric("tether_unauthorized_responses_total", "member1");
+    assert!(unauthorized.await? >= 1.0);
 
     // The other member is unaffected.
     let ready = s.karmada.condition("member2", "Ready").await;

@@ -30,10 +30,8 @@ async fn start_replica_b(s: &Scenario) -> RunningCollector {
 
 /// The reporting instances of Events on Cluster `member` with `reason`.
 async fn reporters(s: &Scenario, member: &str, reason: &str) -> Vec<String> {
-    let events = events_about(s.karmada.client(), None, member)
-        .await
-        .unwrap();
-    (events.into_iter())
+    let events = events_about(s.karmada.client(), None, member).await;
+    (events.unwrap().into_iter())
         .filter(|e| e.reason.as_deref() == Some(reason))
         .filter_map(|e| e.reporting_instance)
         .collect()

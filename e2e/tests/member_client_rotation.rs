@@ -14,6 +14,7 @@ use member_client::{
     CredentialCacheConfig, CredentialKey, CredentialState, FailureKind, MemberClientConfig,
     test_util::{FakeSource, TestMember},
 };
+use rstest::rstest;
 use testkit::{Cluster, Environment, RestartOptions, status_code};
 
 /// How long a rotated member may take to show a change made after the rotation.
@@ -37,32 +38,36 @@ async fn list_configmaps(member: &TestMember, ns: &str) -> kube::Result<ObjectLi
         .await
 }
 
-async fn create_configmap(cluster: &Cluster, ns: &str, name: &str) {
+async fn create_configmap(cluster: &Cluster, ns: &str, name: &str) -> anyhow::Result<()> {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(name.to_owned());
-    Api::<ConfigMap>::namespaced(cluster.admin_client().unwrap(), ns)
+    Api::<ConfigMap>::namespaced(cluster.admin_client()?, ns)
         .create(&PostParams::default(), &cm)
-        .await
-        .unwrap();
+        .await?;
+    Ok(())
 }
 
 /// Rotates member1 from agent-a's token to agent-b's, revokes agent-a, restarts the apiserver so
 /// that every watch must reconnect, then checks who still sees a change made afterwards.
-async fn rotate_revoke_restart(tell_the_cache: bool) {
-    let mut env = Environment::with_members(1).await.unwrap();
+#[rstest]
+#[case::announced_by_the_secret_watch(true)]
+#[case::the_cache_missed_through_401_refresh(false)]
+#[tokio::test]
+async fn watch_survives_rotation(#[case] tell_the_cache: bool) -> anyhow::Result<()> {
+    let mut env = Environment::with_members(1).await?;
     let cluster = env.members()[0].clone();
-    let ns = cluster.create_namespace("rotation").await.unwrap();
+    let ns = cluster.create_namespace("rotation").await?;
     for sa in ["agent-a", "agent-b"] {
-        cluster.create_service_account(&ns, sa).await.unwrap();
+        cluster.create_service_account(&ns, sa).await?;
     }
-    let token_a = cluster.mint_token(&ns, "agent-a", HOUR).await.unwrap();
-    let token_b = cluster.mint_token(&ns, "agent-b", HOUR).await.unwrap();
+    let token_a = cluster.mint_token(&ns, "agent-a", HOUR).await?;
+    let token_b = cluster.mint_token(&ns, "agent-b", HOUR).await?;
 
     let (secret, member) = member_client(&cluster, &token_a);
-    let baked = cluster.client_with_token(&token_a).unwrap();
+    let baked = cluster.client_with_token(&token_a)?;
     let ours = Informer::start(Api::<ConfigMap>::namespaced(member.client.clone(), &ns));
     let theirs = Informer::start(Api::<ConfigMap>::namespaced(baked.clone(), &ns));
-    create_configmap(&cluster, &ns, "before").await;
+    create_configmap(&cluster, &ns, "before").await?;
     assert!(ours.wait_for("before", CONVERGE).await);
     assert!(theirs.wait_for("before", CONVERGE).await);
     assert_eq!(member.health.current(), CredentialState::Valid);
@@ -72,9 +77,9 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
     if tell_the_cache {
         member.tokens.invalidate(&member.key).await;
     }
-    cluster.revoke(&ns, "agent-a", &token_a).await.unwrap();
-    env.restart(1, RestartOptions::default()).await.unwrap();
-    create_configmap(&cluster, &ns, "after").await;
+    cluster.revoke(&ns, "agent-a", &token_a).await?;
+    env.restart(1, RestartOptions::default()).await?;
+    create_configmap(&cluster, &ns, "after").await?;
 
     assert!(
         ours.wait_for("after", CONVERGE).await,
@@ -107,17 +112,6 @@ async fn rotate_revoke_restart(tell_the_cache: bool) {
         FailureKind::NotFound,
         "a 404 is still a 404: {err}"
     );
-}
-
-#[tokio::test]
-async fn watch_survives_rotation_announced_by_the_secret_watch() -> anyhow::Result<()> {
-    rotate_revoke_restart(true).await;
-    Ok(())
-}
-
-#[tokio::test]
-async fn watch_survives_rotation_the_cache_missed_through_401_refresh() -> anyhow::Result<()> {
-    rotate_revoke_restart(false).await;
     Ok(())
 }
 
