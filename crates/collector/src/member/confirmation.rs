@@ -58,10 +58,8 @@ mod tests {
         );
         assert_eq!(first.ready_status(), "Unknown");
         tokio::time::advance(CONFIRM_AFTER / 2).await;
-        assert_eq!(
-            confirmation.judge(&first, refused.clone()).reason(),
-            "Settling"
-        );
+        let second = confirmation.judge(&first, refused.clone());
+        assert_eq!(second.reason(), "Settling");
         tokio::time::advance(CONFIRM_AFTER / 2).await;
         assert_eq!(confirmation.judge(&first, refused.clone()), refused);
         // Once reported, it stays reported without waiting.
@@ -84,15 +82,11 @@ mod tests {
     #[test]
     fn a_members_error_body_is_cut_and_cannot_forge_lines() {
         let body = format!("evil\nlevel=ERROR msg=forged {}", "x".repeat(100_000));
-        let err = kube::Error::Api(Box::new(
-            kube::core::Status::failure(&body, "y").with_code(500),
-        ));
+        let status = kube::core::Status::failure(&body, "y").with_code(500);
+        let err = kube::Error::Api(Box::new(status));
         let message = MemberHealth::from_error(&err).message();
         assert!(!message.contains('\n'), "{message}");
-        assert!(
-            message.len() <= 2 * member_client::Text::MAX_BYTES,
-            "{}",
-            message.len()
-        );
+        let bytes = message.len();
+        assert!(bytes <= 2 * member_client::Text::MAX_BYTES, "{bytes}");
     }
 }

@@ -147,67 +147,69 @@ impl InformerStates {
 mod tests {
     use super::*;
 
+    const NODES: &str = "core/v1/nodes";
+
+    /// States with one informer, `key`, still syncing.
+    fn one(key: &str) -> InformerStates {
+        let states = InformerStates::default();
+        states.add(key);
+        states
+    }
+
+    /// How `key`'s informer fails; it must be failing.
+    fn failure(states: &InformerStates, key: &str) -> InformerFailure {
+        match &states.now()[key] {
+            InformerState::Failing(failure) => failure.clone(),
+            other => panic!("{key} is not failing: {other:?}"),
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_failure_not_seen_again_is_over() {
-        let states = InformerStates::default();
-        states.add("core/v1/nodes");
-        states.observe::<()>("core/v1/nodes", &Ok(watcher::Event::InitDone));
-        states.observe::<()>("core/v1/nodes", &Err(forbidden()));
-        assert!(matches!(
-            states.now()["core/v1/nodes"],
-            InformerState::Failing(_)
-        ));
+        let states = one(NODES);
+        states.observe::<()>(NODES, &Ok(watcher::Event::InitDone));
+        states.observe::<()>(NODES, &Err(forbidden()));
+        failure(&states, NODES);
         tokio::time::advance(FAILURE_FRESHNESS + std::time::Duration::from_secs(1)).await;
-        assert_eq!(states.now()["core/v1/nodes"], InformerState::Synced);
+        assert_eq!(states.now()[NODES], InformerState::Synced);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_broken_limit_lasts_until_the_informer_recovers() {
-        let states = InformerStates::default();
-        states.add("core/v1/nodes");
+        let states = one(NODES);
         let over = watcher::Error::InitialListFailed(kube::Error::Service(Box::new(
             member_client::LimitExceeded::TooManyObjects { limit: 3 },
         )));
-        states.observe::<()>("core/v1/nodes", &Err(over));
+        states.observe::<()>(NODES, &Err(over));
         tokio::time::advance(FAILURE_FRESHNESS * 4).await;
-        let InformerState::Failing(failure) = &states.now()["core/v1/nodes"] else {
-            panic!("the limit was forgotten: {:?}", states.now());
-        };
-        assert_eq!(failure.kind, FailureKind::LimitExceeded);
-        states.observe::<()>("core/v1/nodes", &Ok(watcher::Event::InitDone));
-        assert_eq!(states.now()["core/v1/nodes"], InformerState::Synced);
+        let kind = failure(&states, NODES).kind;
+        assert_eq!(kind, FailureKind::LimitExceeded, "the limit was forgotten");
+        states.observe::<()>(NODES, &Ok(watcher::Event::InitDone));
+        assert_eq!(states.now()[NODES], InformerState::Synced);
     }
 
     #[test]
     fn a_watch_that_fell_behind_is_no_failure() {
-        let states = InformerStates::default();
-        states.add("core/v1/nodes");
-        states.observe::<()>("core/v1/nodes", &Ok(watcher::Event::InitDone));
+        let states = one(NODES);
+        states.observe::<()>(NODES, &Ok(watcher::Event::InitDone));
         let gone = watcher::Error::WatchError(Box::new(
             kube::core::Status::failure("too old resource version", "Expired").with_code(410),
         ));
-        states.observe::<()>("core/v1/nodes", &Err(gone));
-        assert_eq!(states.now()["core/v1/nodes"], InformerState::Synced);
+        states.observe::<()>(NODES, &Err(gone));
+        assert_eq!(states.now()[NODES], InformerState::Synced);
     }
 
     #[test]
     fn a_members_words_in_a_failure_are_sanitized() {
-        let states = InformerStates::default();
-        states.add("core/v1/nodes");
+        let states = one(NODES);
         let words = format!("no\nForged=True\u{1b}[2J{}", "x".repeat(1 << 20));
         let hostile = watcher::Error::InitialListFailed(kube::Error::Api(Box::new(
             kube::core::Status::failure(&words, "Forbidden").with_code(403),
         )));
-        states.observe::<()>("core/v1/nodes", &Err(hostile));
-        let InformerState::Failing(failure) = &states.now()["core/v1/nodes"] else {
-            panic!("{:?}", states.now().keys());
-        };
-        let message = &failure.message;
-        assert!(
-            message.len() <= member_client::Text::MAX_BYTES,
-            "{} bytes",
-            message.len()
-        );
+        states.observe::<()>(NODES, &Err(hostile));
+        let message = failure(&states, NODES).message;
+        let bytes = message.len();
+        assert!(bytes <= member_client::Text::MAX_BYTES, "{bytes} bytes");
         assert!(!message.contains('\n') && !message.contains('\u{1b}'));
         assert!(message.contains("Forged=True"));
     }
@@ -221,23 +223,15 @@ mod tests {
 
     #[test]
     fn an_informer_goes_from_syncing_to_failing_to_synced() {
-        let states = InformerStates::default();
-        states.add("apps/v1/deployments");
-        assert_eq!(states.now()["apps/v1/deployments"], InformerState::Syncing);
-        states.observe::<()>("apps/v1/deployments", &Err(forbidden()));
-        let InformerState::Failing(failure) = &states.now()["apps/v1/deployments"] else {
-            panic!("not failing: {:?}", states.now());
-        };
-        assert_eq!(
-            (failure.kind, failure.verb),
-            (FailureKind::Forbidden, "list")
-        );
-        states.observe::<()>("apps/v1/deployments", &Ok(watcher::Event::Init));
-        assert!(matches!(
-            states.now()["apps/v1/deployments"],
-            InformerState::Failing(_)
-        ));
-        states.observe::<()>("apps/v1/deployments", &Ok(watcher::Event::InitDone));
-        assert_eq!(states.now()["apps/v1/deployments"], InformerState::Synced);
+        let deployments = "apps/v1/deployments";
+        let states = one(deployments);
+        assert_eq!(states.now()[deployments], InformerState::Syncing);
+        states.observe::<()>(deployments, &Err(forbidden()));
+        let failed = failure(&states, deployments);
+        assert_eq!((failed.kind, failed.verb), (FailureKind::Forbidden, "list"));
+        states.observe::<()>(deployments, &Ok(watcher::Event::Init));
+        failure(&states, deployments);
+        states.observe::<()>(deployments, &Ok(watcher::Event::InitDone));
+        assert_eq!(states.now()[deployments], InformerState::Synced);
     }
 }
