@@ -38,13 +38,9 @@ pub fn collector_args(objects: &[Value], what: &str) -> Args {
 
 /// The collector's container, the pod's only one.
 pub fn collector_container(deployment: &Deployment) -> &Container {
-    let Some(pod) = deployment
-        .spec
-        .as_ref()
+    let pod = (deployment.spec.as_ref())
         .and_then(|s| s.template.spec.as_ref())
-    else {
-        panic!("a pod spec")
-    };
+        .expect("a pod spec");
     assert_eq!(pod.containers.len(), 1, "one container");
     &pod.containers[0]
 }
@@ -138,15 +134,13 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
     let quantity = |map: &Option<BTreeMap<String, Quantity>>, key: &str| {
         map.as_ref().and_then(|m| m.get(key)).map(|q| q.0.clone())
     };
-    assert_eq!(quantity(&resources.requests, "cpu").as_deref(), Some("50m"));
-    assert_eq!(
-        quantity(&resources.requests, "memory").as_deref(),
-        Some("64Mi")
-    );
-    assert_eq!(
-        quantity(&resources.limits, "memory").as_deref(),
-        Some("512Mi")
-    );
+    for (kind, map, key, want) in [
+        ("requests", &resources.requests, "cpu", "50m"),
+        ("requests", &resources.requests, "memory", "64Mi"),
+        ("limits", &resources.limits, "memory", "512Mi"),
+    ] {
+        assert_eq!(quantity(map, key).as_deref(), Some(want), "{what}: {kind}");
+    }
 
     // The replica's identity and the Lease's namespace (the pod's) from the downward API.
     let field = |name: &str| {
@@ -159,16 +153,12 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
             .and_then(|v| v.field_ref.as_ref())
             .map(|f| f.field_path.clone())
     };
-    assert_eq!(
-        field("POD_NAME").as_deref(),
-        Some("metadata.name"),
-        "{what}"
-    );
-    assert_eq!(
-        field("POD_NAMESPACE").as_deref(),
-        Some("metadata.namespace"),
-        "{what}"
-    );
+    for (name, path) in [
+        ("POD_NAME", "metadata.name"),
+        ("POD_NAMESPACE", "metadata.namespace"),
+    ] {
+        assert_eq!(field(name).as_deref(), Some(path), "{what}: {name}");
+    }
 
     // The HTTP port is the one the collector listens on; the probes use the probe port.
     let listens = [
@@ -191,16 +181,13 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
     };
     let http_port = IntOrString::String("http".to_owned());
     let probes_port = IntOrString::String("probes".to_owned());
-    assert_eq!(
-        probe(&container.liveness_probe),
-        (Some("/healthz".to_owned()), probes_port.clone()),
-        "{what}"
-    );
-    assert_eq!(
-        probe(&container.readiness_probe),
-        (Some("/readyz".to_owned()), probes_port),
-        "{what}"
-    );
+    for (kind, path) in [
+        (&container.liveness_probe, "/healthz"),
+        (&container.readiness_probe, "/readyz"),
+    ] {
+        let want = (Some(path.to_owned()), probes_port.clone());
+        assert_eq!(probe(kind), want, "{what}: {path}");
+    }
 
     // The Service selects these pods and exposes the port.
     let services: Vec<_> = of_kind(objects, "Service").collect();
