@@ -102,26 +102,23 @@ mod tests {
 
     const SUB: &str = "system:serviceaccount:tether:collector";
 
+    /// What a token of [`account`] issued by `https://k` says it is.
+    fn identity() -> TokenIdentity {
+        TokenIdentity {
+            sub: SUB.into(),
+            iss: "https://k".into(),
+        }
+    }
+
     #[test]
     fn only_the_named_service_accounts_jwt_can_be_minted_for() {
         let token = jwt(&format!(r#"{{"sub":"{SUB}","iss":"https://k"}}"#));
-        assert_eq!(
-            current(&token, &account()),
-            Ok(TokenIdentity {
-                sub: SUB.into(),
-                iss: "https://k".into()
-            })
-        );
+        assert_eq!(current(&token, &account()), Ok(identity()));
         let other = jwt(r#"{"sub":"system:serviceaccount:tether:admin","iss":"https://k"}"#);
         let refusal = current(&other, &account()).unwrap_err();
         assert_eq!(refusal.kind, RefusalKind::ServiceAccountMismatch);
-        assert!(
-            refusal
-                .message
-                .contains("\"system:serviceaccount:tether:admin\""),
-            "{}",
-            refusal.message
-        );
+        let admin = "\"system:serviceaccount:tether:admin\"";
+        assert!(refusal.message.contains(admin), "{}", refusal.message);
     }
 
     #[test]
@@ -142,10 +139,7 @@ mod tests {
 
     #[test]
     fn a_minted_token_must_keep_the_current_sub_and_iss() {
-        let identity = TokenIdentity {
-            sub: SUB.into(),
-            iss: "https://k".into(),
-        };
+        let identity = identity();
         let same = jwt(&format!(r#"{{"sub":"{SUB}","iss":"https://k","exp":1}}"#));
         assert_eq!(check_minted(&identity, &same), Ok(()));
         for minted in [

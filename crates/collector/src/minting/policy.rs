@@ -51,11 +51,8 @@ pub(crate) fn permit(args: &MintArgs, member: &str, request: &MintRequest) -> Pe
             ),
         ));
     }
-    if let Some(audience) = request
-        .audiences
-        .iter()
-        .find(|asked| !args.mint_audiences.contains(asked))
-    {
+    let allowed = |asked: &&String| args.mint_audiences.contains(asked);
+    if let Some(audience) = request.audiences.iter().find(|asked| !allowed(asked)) {
         let allowed = if args.mint_audiences.is_empty() {
             "only the member apiserver's own audience is allowed (no --mint-audience)".to_owned()
         } else {
@@ -105,6 +102,14 @@ mod tests {
         }
     }
 
+    /// The refusal in `permit`, which must be one.
+    fn refusal(permit: Permit) -> Refusal {
+        let Permit::Refused(refusal) = permit else {
+            panic!("not refused: {permit:?}")
+        };
+        refusal
+    }
+
     #[test]
     fn with_minting_off_no_definition_turns_it_on() {
         let off = args(&[]);
@@ -125,10 +130,8 @@ mod tests {
         assert_eq!(permit(&one, "m1", &request(None)), Permit::Mint);
         assert_eq!(permit(&one, "m1", &request(Some(false))), Permit::Off);
         assert_eq!(permit(&one, "m2", &request(None)), Permit::Off);
-        assert_eq!(
-            reason(&permit(&one, "m2", &request(Some(true)))),
-            Some("RotationNotAllowed")
-        );
+        let asked = permit(&one, "m2", &request(Some(true)));
+        assert_eq!(reason(&asked), Some("RotationNotAllowed"));
     }
 
     #[test]
@@ -138,19 +141,14 @@ mod tests {
         asked.expiration_seconds = 3600;
         assert_eq!(permit(&all, "m1", &asked), Permit::Mint);
         asked.expiration_seconds = 3601;
-        let refused = permit(&all, "m1", &asked);
-        assert_eq!(reason(&refused), Some("RotationOverCap"));
-        let Permit::Refused(refusal) = refused else {
-            unreachable!()
-        };
-        assert!(refusal.message.contains("3601 s"), "{}", refusal.message);
+        let refused = refusal(permit(&all, "m1", &asked));
+        assert_eq!(refused.kind.reason(), "RotationOverCap");
+        assert!(refused.message.contains("3601 s"), "{}", refused.message);
         // The default cap is a day.
         asked.expiration_seconds = 86_401;
         let default = args(&["--mint-tokens"]);
-        assert_eq!(
-            reason(&permit(&default, "m1", &asked)),
-            Some("RotationOverCap")
-        );
+        let over_a_day = permit(&default, "m1", &asked);
+        assert_eq!(reason(&over_a_day), Some("RotationOverCap"));
         asked.expiration_seconds = 86_400;
         assert_eq!(permit(&default, "m1", &asked), Permit::Mint);
     }
@@ -160,27 +158,17 @@ mod tests {
         let mut asked = request(None);
         asked.audiences = vec!["vault".into()];
         let none = args(&["--mint-tokens"]);
-        assert_eq!(
-            reason(&permit(&none, "m1", &asked)),
-            Some("RotationOverCap")
-        );
+        let unlisted = permit(&none, "m1", &asked);
+        assert_eq!(reason(&unlisted), Some("RotationOverCap"));
         let listed = args(&[
             "--mint-tokens",
-            "--mint-audience",
-            "vault",
-            "--mint-audience",
-            "sts",
+            "--mint-audience=vault",
+            "--mint-audience=sts",
         ]);
         assert_eq!(permit(&listed, "m1", &asked), Permit::Mint);
         asked.audiences = vec!["sts".into(), "https://attacker".into()];
-        let refused = permit(&listed, "m1", &asked);
-        let Permit::Refused(refusal) = refused else {
-            panic!("{refused:?}")
-        };
-        assert!(
-            refusal.message.contains("https://attacker") && refusal.message.contains("vault, sts"),
-            "{}",
-            refusal.message
-        );
+        let message = refusal(permit(&listed, "m1", &asked)).message;
+        assert!(message.contains("https://attacker"), "{message}");
+        assert!(message.contains("vault, sts"), "{message}");
     }
 }
