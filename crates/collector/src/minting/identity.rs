@@ -25,15 +25,13 @@ pub(crate) struct TokenIdentity {
 /// ServiceAccount and an issuer; [`RefusalKind::ServiceAccountMismatch`] for another
 /// ServiceAccount's token.
 pub(crate) fn current(token: &str, account: &ServiceAccountRef) -> Result<TokenIdentity, Refusal> {
-    let not_mintable = |why: &str| {
-        Refusal::new(
-            RefusalKind::NotMintable,
-            format!(
-                "the current token {why}, so Tether cannot tell that it is {account}'s and \
+    let not_mintable = |why: &str| Refusal {
+        kind: RefusalKind::NotMintable,
+        message: format!(
+            "the current token {why}, so Tether cannot tell that it is {account}'s and \
                  mints nothing with it; write a token of that ServiceAccount (`kubectl create \
                  token`) to seed the chain"
-            ),
-        )
+        ),
     };
     let claims = JwtClaims::of(token).ok_or_else(|| not_mintable("is not a JWT"))?;
     let sub = claims
@@ -46,14 +44,14 @@ pub(crate) fn current(token: &str, account: &ServiceAccountRef) -> Result<TokenI
         .ok_or_else(|| not_mintable("names no issuer (iss)"))?;
     let wanted = account.username();
     if sub != wanted {
-        return Err(Refusal::new(
-            RefusalKind::ServiceAccountMismatch,
-            format!(
+        return Err(Refusal {
+            kind: RefusalKind::ServiceAccountMismatch,
+            message: format!(
                 "the current token authenticates as {:?} (its sub), not as the ServiceAccount \
                  the definition names ({wanted:?}); nothing was minted",
                 Text::new(&sub).as_str()
             ),
-        ));
+        });
     }
     Ok(TokenIdentity { sub, iss })
 }
@@ -74,9 +72,9 @@ pub(crate) fn check_minted(current: &TokenIdentity, minted: &str) -> Result<(), 
             format!("{:?}", Text::new(c).as_str())
         })
     };
-    Err(Refusal::new(
-        RefusalKind::MintedTokenMismatch,
-        format!(
+    Err(Refusal {
+        kind: RefusalKind::MintedTokenMismatch,
+        message: format!(
             "the member answered the TokenRequest with a token whose sub is {} and iss {}, \
              where the current token's are {:?} and {:?}; it was not written (if the member's \
              issuer changed, write a token of the new issuer to re-seed the chain)",
@@ -85,7 +83,7 @@ pub(crate) fn check_minted(current: &TokenIdentity, minted: &str) -> Result<(), 
             Text::new(&current.sub).as_str(),
             Text::new(&current.iss).as_str(),
         ),
-    ))
+    })
 }
 
 #[cfg(test)]

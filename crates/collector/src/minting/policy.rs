@@ -29,27 +29,27 @@ pub(crate) fn permit(args: &MintArgs, member: &str, request: &MintRequest) -> Pe
     }
     if !args.allows(member) {
         return match request.enabled {
-            Some(true) => Permit::Refused(Refusal::new(
-                RefusalKind::NotAllowed,
-                "the definition asks for token minting (tether.io/mint-tokens: \"true\"), \
-                 but minting is the operator's decision and this collector mints for no such \
-                 member (--mint-tokens, --mint-tokens-for); nothing is minted, and the \
-                 current token is used until it expires"
+            Some(true) => Permit::Refused(Refusal {
+                kind: RefusalKind::NotAllowed,
+                message: "the definition asks for token minting (tether.io/mint-tokens: \
+                          \"true\"), but minting is the operator's decision and this collector \
+                          mints for no such member (--mint-tokens, --mint-tokens-for); nothing \
+                          is minted, and the current token is used until it expires"
                     .to_owned(),
-            )),
+            }),
             _ => Permit::Off,
         };
     }
     let cap = args.mint_max_expiration.as_secs();
     if u64::try_from(request.expiration_seconds).map_or(true, |asked| asked > cap) {
-        return Permit::Refused(Refusal::new(
-            RefusalKind::OverCap,
-            format!(
+        return Permit::Refused(Refusal {
+            kind: RefusalKind::OverCap,
+            message: format!(
                 "the definition asks for tokens that live {} s, more than the {cap} s \
                  --mint-max-expiration allows; nothing is minted",
                 request.expiration_seconds
             ),
-        ));
+        });
     }
     let allowed = |asked: &&String| args.mint_audiences.contains(asked);
     if let Some(audience) = request.audiences.iter().find(|asked| !allowed(asked)) {
@@ -61,14 +61,14 @@ pub(crate) fn permit(args: &MintArgs, member: &str, request: &MintRequest) -> Pe
                 args.mint_audiences.join(", ")
             )
         };
-        return Permit::Refused(Refusal::new(
-            RefusalKind::OverCap,
-            format!(
+        return Permit::Refused(Refusal {
+            kind: RefusalKind::OverCap,
+            message: format!(
                 "the definition asks for tokens for the audience {}, but {allowed}; nothing is \
                  minted",
                 Text::new(audience)
             ),
-        ));
+        });
     }
     Permit::Mint
 }

@@ -146,9 +146,7 @@ mod tests {
 
     #[test]
     fn without_a_token_there_is_nothing_to_schedule() {
-        assert_eq!(
-            next(None, &MintRecord::default(), None, 0.8, SPACING, at(1)),
-            Next::NoToken
-        );
+        let nothing = next(None, &MintRecord::default(), None, 0.8, SPACING, at(1));
+        assert_eq!(nothing, Next::NoToken);
     }
 }

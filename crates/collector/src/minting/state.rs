@@ -51,13 +51,6 @@ pub(crate) struct Refusal {
     pub(crate) message: String,
 }
 
-impl Refusal {
-    /// A refusal of `kind`, said by `message`.
-    pub(crate) fn new(kind: RefusalKind, message: String) -> Self {
-        Self { kind, message }
-    }
-}
-
 /// The bound a refused mint request broke; each is its own condition reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RefusalKind {
