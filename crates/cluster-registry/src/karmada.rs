@@ -49,10 +49,8 @@ pub enum SyncMode {
 /// The spec of a Karmada `Cluster`, limited to what Tether reads.
 #[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(group = "cluster.karmada.io", version = "v1alpha1", kind = "Cluster")]
 #[kube(
-    group = "cluster.karmada.io",
-    version = "v1alpha1",
-    kind = "Cluster",
     status = "ClusterStatus",
     derive = "PartialEq",
     doc = "A Karmada member cluster (`cluster.karmada.io/v1alpha1`), limited to what Tether reads and writes."
