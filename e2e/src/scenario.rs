@@ -159,26 +159,17 @@ impl Scenario {
 
     /// Creates Deployment `name` on member `i` and sets its `readyReplicas`.
     pub async fn create_deployment(&self, i: usize, name: &str, ready: i32) -> anyhow::Result<()> {
-        let client = self.member(i).admin_client()?;
-        Api::<Deployment>::namespaced(client.clone(), &self.namespace)
-            .create(
-                &PostParams::default(),
-                &deployment(&self.namespace, name, 3),
-            )
+        let created = deployment(&self.namespace, name, 3);
+        Api::<Deployment>::namespaced(self.member(i).admin_client()?, &self.namespace)
+            .create(&PostParams::default(), &created)
             .await?;
-        set_deployment_status(&client, &self.namespace, name, ready).await?;
-        Ok(())
+        self.set_ready(i, name, ready).await
     }
 
     /// Sets `readyReplicas` of Deployment `name` on member `i` (the status subresource).
     pub async fn set_ready(&self, i: usize, name: &str, ready: i32) -> anyhow::Result<()> {
-        set_deployment_status(
-            &self.member(i).admin_client()?,
-            &self.namespace,
-            name,
-            ready,
-        )
-        .await?;
+        let client = self.member(i).admin_client()?;
+        set_deployment_status(&client, &self.namespace, name, ready).await?;
         Ok(())
     }
 
@@ -188,15 +179,11 @@ impl Scenario {
             .collector
             .get_json(&format!("/api/v1/clusters/{member}/apps/v1/deployments"))
             .await?;
-        Ok(list["items"].as_array().and_then(|items| {
-            items
-                .iter()
-                .find(|d| {
-                    d["metadata"]["name"] == name
-                        && d["metadata"]["namespace"] == self.namespace.as_str()
-                })
-                .and_then(|d| d["status"]["readyReplicas"].as_i64())
-        }))
+        let mut items = list["items"].as_array().into_iter().flatten();
+        let ours = items.find(|d| {
+            d["metadata"]["name"] == name && d["metadata"]["namespace"] == self.namespace.as_str()
+        });
+        Ok(ours.and_then(|d| d["status"]["readyReplicas"].as_i64()))
     }
 
     /// Polls until the mirrored `readyReplicas` of `name` on `member` is `want`.

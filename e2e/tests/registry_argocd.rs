@@ -36,7 +36,7 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() -> anyhow
     let agents = Agents::create(member).await?;
     let ns = cp.create_namespace("argocd").await?;
     let secrets = Api::<Secret>::namespaced(admin.clone(), &ns);
-    let cluster_secret: Secret = serde_json::from_value(json!({
+    let cluster_secret = json!({
         "metadata": {
             "name": "cluster-member1",
             "labels": { "argocd.argoproj.io/secret-type": "cluster" },
@@ -46,16 +46,16 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() -> anyhow
             "server": member.endpoint(),
             "config": config(&agents.token_a, member.ca_pem()),
         },
-    }))?;
-    secrets
-        .create(&PostParams::default(), &cluster_secret)
-        .await?;
+    });
     // An unlabelled Secret beside it is not a cluster.
-    let unlabelled: Secret = serde_json::from_value(json!({
+    let unlabelled = json!({
         "metadata": { "name": "not-a-cluster" },
         "stringData": { "name": "ghost", "server": member.endpoint(), "config": "{}" },
-    }))?;
-    secrets.create(&PostParams::default(), &unlabelled).await?;
+    });
+    for secret in [cluster_secret, unlabelled] {
+        let secret: Secret = serde_json::from_value(secret)?;
+        secrets.create(&PostParams::default(), &secret).await?;
+    }
 
     let argocd = ArgoCdConfig {
         namespaces: vec![ns.clone()],
@@ -75,15 +75,13 @@ async fn argocd_cluster_secret_follows_rotation_garbage_and_deletion() -> anyhow
     assert_eq!(registry.state("ghost"), None);
 
     // Rotate to agent-b inside the config JSON.
-    let set_config = |config: String| {
-        let secrets = secrets.clone();
-        async move {
-            let patch = Patch::Merge(json!({ "stringData": { "config": config } }));
-            secrets
-                .patch("cluster-member1", &PatchParams::default(), &patch)
-                .await
-                .unwrap();
-        }
+    let set_config = async |config: String| {
+        let patch = Patch::Merge(json!({ "stringData": { "config": config } }));
+        let params = PatchParams::default();
+        secrets
+            .patch("cluster-member1", &params, &patch)
+            .await
+            .unwrap();
     };
     set_config(config(&agents.token_b, member.ca_pem())).await;
     assert_eq!(
