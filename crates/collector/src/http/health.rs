@@ -50,43 +50,35 @@ fn short(reason: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{get, state};
+    use super::super::{
+        HttpState,
+        tests::{get, state},
+    };
     use axum::http::StatusCode;
+
+    const REJECTED: &str = "control-plane credential is rejected";
+
+    /// The status code and body of `GET uri`, as `<code> <body>`.
+    async fn answer(state: &HttpState, uri: &str) -> String {
+        let (status, _, body) = get(state, uri).await;
+        format!("{} {body}", status.as_u16())
+    }
 
     #[tokio::test]
     async fn healthz_is_ok_whatever_the_readiness() {
         let state = state();
-        state
-            .readiness
-            .mark_not_ready("control-plane credential is rejected");
-        let (status, _, body) = get(&state, "/healthz").await;
-        assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
+        state.readiness.mark_not_ready(REJECTED);
+        assert_eq!(answer(&state, "/healthz").await, "200 ok");
     }
 
     #[tokio::test]
     async fn readyz_flips_from_503_to_200_and_back() {
         let state = state();
-        let (status, _, body) = get(&state, "/readyz").await;
-        assert_eq!(
-            (status, body.as_str()),
-            (StatusCode::SERVICE_UNAVAILABLE, "starting")
-        );
-
+        assert_eq!(answer(&state, "/readyz").await, "503 starting");
         state.readiness.mark_ready();
-        let (status, _, body) = get(&state, "/readyz").await;
-        assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
-
-        state
-            .readiness
-            .mark_not_ready("control-plane credential is rejected");
-        let (status, _, body) = get(&state, "/readyz").await;
-        assert_eq!(
-            (status, body.as_str()),
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "control-plane credential is rejected"
-            )
-        );
+        assert_eq!(answer(&state, "/readyz").await, "200 ok");
+        state.readiness.mark_not_ready(REJECTED);
+        assert_eq!(answer(&state, "/readyz").await, format!("503 {REJECTED}"));
     }
 
     #[tokio::test]
@@ -96,14 +88,8 @@ mod tests {
                     is forbidden: User \"system:serviceaccount:tether-system:tether-collector\" \
                     cannot list resource \"clusters\"";
         state.readiness.mark_not_ready(full);
-        let (status, _, body) = get(&state, "/readyz").await;
-        assert_eq!(
-            (status, body.as_str()),
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "member definitions are not listed"
-            )
-        );
+        let short = answer(&state, "/readyz").await;
+        assert_eq!(short, "503 member definitions are not listed");
         let (status, _, body) = get(&state, "/api/v1/readiness").await;
         assert_eq!(status, StatusCode::OK);
         let body: serde_json::Value = serde_json::from_str(&body).unwrap();
