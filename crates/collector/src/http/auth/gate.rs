@@ -69,42 +69,38 @@ impl AccessGate {
     /// Whether the holder of `token` may `get` `path`.
     pub(crate) async fn check(&self, token: &SecretString, path: &str) -> Access {
         let token_key = digest(&[token.expose_secret().as_bytes()]);
-        let user = self
-            .users
-            .try_get_with(
-                token_key,
-                bounded(
-                    "TokenReview",
-                    self.deadline,
-                    &self.budget,
-                    self.review.authenticate(token),
-                ),
-            )
-            .await;
-        let user = match user {
+        let authenticate = self.bounded("TokenReview", self.review.authenticate(token));
+        let user = match self.users.try_get_with(token_key, authenticate).await {
             Ok(Some(user)) => user,
             Ok(None) => return Access::Unauthenticated,
             Err(err) => return Access::Unavailable(err),
         };
         // Length-prefixed, so that no (token, path) pair collides with another by construction.
         let decision_key = digest(&[&token_key, &path.len().to_be_bytes(), path.as_bytes()]);
-        let allowed = self
-            .decisions
-            .try_get_with(
-                decision_key,
-                bounded(
-                    "SubjectAccessReview",
-                    self.deadline,
-                    &self.budget,
-                    self.review.authorize(&user, path),
-                ),
-            )
-            .await;
-        match allowed {
+        let authorize = self.bounded("SubjectAccessReview", self.review.authorize(&user, path));
+        match self.decisions.try_get_with(decision_key, authorize).await {
             Ok(true) => Access::Allowed,
             Ok(false) => Access::Forbidden { user: user.name },
             Err(err) => Access::Unavailable(err),
         }
+    }
+
+    /// `answer` or, once the deadline passes, [`ReviewError::Timeout`]; not asked at all, and
+    /// [`ReviewError::OverBudget`], when the budget has no room for it.
+    async fn bounded<T>(
+        &self,
+        review: &'static str,
+        answer: impl Future<Output = Result<T, ReviewError>>,
+    ) -> Result<T, ReviewError> {
+        let (budget, deadline) = (&self.budget, self.deadline);
+        let _slot = budget.try_start().map_err(|over| ReviewError::OverBudget {
+            review,
+            in_flight: over == OverBudget::InFlight,
+            retry_after: budget.retry_after(),
+        })?;
+        tokio::time::timeout(deadline, answer)
+            .await
+            .map_err(|_| ReviewError::Timeout { review, deadline })?
     }
 }
 
@@ -123,24 +119,6 @@ fn bounded_cache<V: Clone + Send + Sync + 'static>() -> Cache<Digest, V> {
         .max_capacity(MAX_ANSWERS)
         .time_to_live(ANSWER_TTL)
         .build()
-}
-
-/// `review` or, once `deadline` passes, [`ReviewError::Timeout`]; not asked at all, and
-/// [`ReviewError::OverBudget`], when `budget` has no room for it.
-async fn bounded<T>(
-    review: &'static str,
-    deadline: Duration,
-    budget: &ReviewBudget,
-    answer: impl Future<Output = Result<T, ReviewError>>,
-) -> Result<T, ReviewError> {
-    let _slot = budget.try_start().map_err(|over| ReviewError::OverBudget {
-        review,
-        in_flight: over == OverBudget::InFlight,
-        retry_after: budget.retry_after(),
-    })?;
-    tokio::time::timeout(deadline, answer)
-        .await
-        .map_err(|_| ReviewError::Timeout { review, deadline })?
 }
 
 fn digest(parts: &[&[u8]]) -> Digest {

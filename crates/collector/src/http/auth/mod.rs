@@ -75,7 +75,8 @@ pub(crate) enum ReviewError {
     /// More reviews were needed than the budget allows ([`ReviewConfig::rate`],
     /// [`ReviewConfig::burst`], [`MAX_REVIEWS_IN_FLIGHT`]); nothing was asked. The
     /// caller gets 429.
-    #[error("the {review} is over the access-review budget ({})", budget_part(*in_flight))]
+    #[error("the {review} is over the access-review budget ({})",
+        if *in_flight { "reviews in flight" } else { "rate" })]
     OverBudget {
         /// `TokenReview` or `SubjectAccessReview`.
         review: &'static str,
@@ -94,15 +95,6 @@ pub(crate) enum ReviewError {
         #[source]
         source: kube::Error,
     },
-}
-
-/// Which part of the review budget ran out.
-fn budget_part(in_flight: bool) -> &'static str {
-    if in_flight {
-        "reviews in flight"
-    } else {
-        "rate"
-    }
 }
 
 /// How the gate bounds reviews.
