@@ -33,35 +33,21 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
     plane.publish("member2", member, Some(elsewhere)).await?;
     let mut file_ca = ocm_access_provider("member3", member);
     file_ca["cluster"]["certificate-authority"] = json!("/etc/kubernetes/pki/ca.crt");
-    plane
-        .publish("member3", member, Some(json!([file_ca])))
-        .await?;
+    let file_ca = Some(json!([file_ca]));
+    plane.publish("member3", member, file_ca).await?;
 
     // No --allow-exec: the provider file's command is the allow-list.
     let collector = plane.source.start_collector(PROBE, &[]).await?;
     wait_healthy(&collector, MEMBER, START).await?;
-    let (_, unserved) = wait_condition(
-        &collector,
-        "member2",
-        "Ready",
-        "False/ProviderNotFound",
-        CONVERGE,
-    )
-    .await?;
+    let ready = |name, want| wait_condition(&collector, name, "Ready", want, CONVERGE);
+    let (_, unserved) = ready("member2", "False/ProviderNotFound").await?;
     println!("member2: {}", unserved.message);
     assert!(
         unserved.message.contains("gke-fleet")
             && unserved.message.contains("open-cluster-management"),
         "{unserved:?}"
     );
-    let (_, malformed) = wait_condition(
-        &collector,
-        "member3",
-        "Ready",
-        "False/DefinitionInvalid",
-        CONVERGE,
-    )
-    .await?;
+    let (_, malformed) = ready("member3", "False/DefinitionInvalid").await?;
     assert!(
         malformed.message.contains("certificate-authority"),
         "{malformed:?}"
@@ -122,9 +108,8 @@ async fn ocm_profiles_become_members_that_survive_rotation_through_the_401_path(
         &format!("{MEMBER} is no longer served"),
         CONVERGE,
         || async {
-            matching(collector.get(&path).await.unwrap().0, |status| {
-                *status == 404
-            })
+            let status = collector.get(&path).await.unwrap().0;
+            matching(status, |status| *status == 404)
         },
     )
     .await?;
