@@ -80,14 +80,38 @@ fn check_reason(reason: &InvalidReason) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn check_secret(secret: &StoredSecret) -> Result<(), TestCaseError> {
-    if let Err(err) = secret.credential() {
-        let text = format!("{err} {err:?}");
-        prop_assert!(!text.contains(TOKEN), "{}", text);
-        let shown = err.to_string();
-        prop_assert!(shown.len() <= MAX_REASON_BYTES, "{} bytes", shown.len());
-    }
+/// An error's text and `Debug` hold no token, and its text stays bounded.
+fn check_error(err: &(impl std::fmt::Display + std::fmt::Debug)) -> Result<(), TestCaseError> {
+    let text = format!("{err} {err:?}");
+    prop_assert!(!text.contains(TOKEN), "{}", text);
+    let shown = err.to_string();
+    prop_assert!(shown.len() <= MAX_REASON_BYTES, "{} bytes", shown.len());
     Ok(())
+}
+
+fn check_secret(secret: &StoredSecret) -> Result<(), TestCaseError> {
+    secret.credential().err().map_or(Ok(()), check_error)
+}
+
+/// An Argo CD cluster Secret holding `data`, as a member and as a credential.
+fn check_argocd_secret(data: BTreeMap<String, Vec<u8>>) -> Result<(), TestCaseError> {
+    let secret = secret(true, data);
+    check(argocd::member_from_secret(&secret), false)?;
+    check_secret(&StoredSecret::from_secret(
+        &CredentialKey::new("argocd", "cluster-x"),
+        &secret,
+    ))
+}
+
+/// A member file holding `yaml`, read from a directory of its own.
+fn check_member_file(yaml: &str) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    check(
+        crate::directory::read_member_blocking(dir.path(), path).definition,
+        false,
+    )
 }
 
 fn secret(labels_argocd: bool, data: BTreeMap<String, Vec<u8>>) -> Secret {
@@ -159,9 +183,7 @@ proptest! {
                 data.insert(key.to_owned(), value.into_bytes());
             }
         }
-        let secret = secret(true, data);
-        check(argocd::member_from_secret(&secret), false)?;
-        check_secret(&StoredSecret::from_secret(&CredentialKey::new("argocd", "cluster-x"), &secret))?;
+        check_argocd_secret(data)?;
     }
 
     #[test]
@@ -203,11 +225,7 @@ proptest! {
             any::<String>(),
         ],
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.yaml");
-        std::fs::write(&path, &yaml).unwrap();
-        let scanned = crate::directory::read_member_blocking(dir.path(), path);
-        check(scanned.definition, false)?;
+        check_member_file(&yaml)?;
     }
 }
 
@@ -236,16 +254,11 @@ proptest! {
             ("server".to_owned(), endpoint.clone().into_bytes()),
             ("config".to_owned(), config.into_bytes()),
         ]);
-        let secret = secret(true, data);
-        check(argocd::member_from_secret(&secret), false)?;
-        check_secret(&StoredSecret::from_secret(&CredentialKey::new("argocd", "cluster-x"), &secret))?;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.yaml");
+        check_argocd_secret(data)?;
         let mut yaml = format!("name: {name:?}\napiEndpoint: {endpoint:?}\ntokenFile: {endpoint:?}\n");
         if let Some(proxy) = proxy {
             yaml.push_str(&format!("proxyURL: {proxy:?}\n"));
         }
-        std::fs::write(&path, &yaml).unwrap();
-        check(crate::directory::read_member_blocking(dir.path(), path).definition, false)?;
+        check_member_file(&yaml)?;
     }
 }

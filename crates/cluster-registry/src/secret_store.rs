@@ -189,38 +189,19 @@ impl SecretStore {
     /// is usable as far as can be told without fetching: parsed, and an exec plugin on the
     /// allow-list.
     pub(crate) fn usable(&self, key: &CredentialKey) -> Result<Option<Bytes>, SourceError> {
-        let secret = self
-            .get(key)
-            .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
-        let stored = secret.stored().map_err(SourceError::clone)?;
-        if let StoredCredential::Exec(plan) = stored {
+        let stored = self.stored(key)?;
+        if let StoredCredential::Exec(plan) = &stored {
             plan.policy(&self.exec).check(&plan.config)?;
         }
         Ok(stored.ca_bundle().cloned())
     }
 
-    /// The credential stored under `key`, as [`fetch`](CredentialSource::fetch) returns it:
-    /// a static one checked to be current, or what its exec plugin prints now.
-    pub(crate) async fn credential(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
+    /// What was parsed from the Secret stored under `key`, or why it holds no credential.
+    fn stored(&self, key: &CredentialKey) -> Result<StoredCredential, SourceError> {
         let secret = self
             .get(key)
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
-        match secret.stored().map_err(SourceError::clone)? {
-            StoredCredential::Static(credential) => {
-                if let Some(identity) = credential.identity() {
-                    identity.check_current(SystemTime::now())?;
-                }
-                Ok(credential.clone())
-            }
-            StoredCredential::Exec(plan) => {
-                let output = exec::run(&plan.config, &plan.policy(&self.exec)).await?;
-                let credential = Credential::from_exec(&output)?;
-                Ok(match &plan.ca_bundle {
-                    Some(ca) => credential.with_ca_bundle(ca.clone()),
-                    None => credential,
-                })
-            }
-        }
+        secret.stored().cloned().map_err(SourceError::clone)
     }
 
     /// Stores `secret` under `key` and returns what was there.
@@ -248,11 +229,28 @@ impl fmt::Debug for SecretStore {
 
 #[async_trait]
 impl CredentialSource for SecretStore {
+    /// A static credential checked to be current, or what its exec plugin prints now.
+    ///
     /// # Errors
     /// [`SourceError::NotFound`] when the store has no such Secret, else as
-    /// `StoredSecret::credential`.
+    /// `StoredSecret::stored`, or why the certificate or the exec plugin failed.
     async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
-        self.credential(key).await
+        match self.stored(key)? {
+            StoredCredential::Static(credential) => {
+                if let Some(identity) = credential.identity() {
+                    identity.check_current(SystemTime::now())?;
+                }
+                Ok(credential)
+            }
+            StoredCredential::Exec(plan) => {
+                let output = exec::run(&plan.config, &plan.policy(&self.exec)).await?;
+                let credential = Credential::from_exec(&output)?;
+                Ok(match &plan.ca_bundle {
+                    Some(ca) => credential.with_ca_bundle(ca.clone()),
+                    None => credential,
+                })
+            }
+        }
     }
 }
 
