@@ -17,7 +17,7 @@
 //! #   args: [token]
 //! #   env: [{name: CLOUD_REGION, value: eu-1}]
 //! #   provideClusterInfo: true    # the plugin is told apiEndpoint, the CA and proxyURL
-//! caFile: member1-ca.crt          # optional, PEM
+//! caFile: member1-ca.crt          # optional, PEM; else the system roots
 //! insecureSkipTLSVerification: false  # optional
 //! proxyURL: http://proxy:3128     # optional
 //! mint:                           # optional: Tether mints tokens into tokenFile
@@ -106,46 +106,26 @@ impl DirectoryConfig {
     }
 }
 
-/// One member file.
-///
-/// ```
-/// use cluster_registry::directory::MemberFile;
-/// let file = MemberFile::parse("name: m1\napiEndpoint: https://10.0.0.1:6443\ntokenFile: m1.token\n")?;
-/// assert_eq!(file.token_file.unwrap().to_str(), Some("m1.token"));
-/// # Ok::<_, serde_yaml::Error>(())
-/// ```
+/// One member file; the module docs say what each key means. Unknown keys are an error, so a
+/// typo is not silently ignored.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MemberFile {
-    /// The member's name.
-    pub name: String,
-    /// The member apiserver's URL, `https://host[:port]`; required unless
-    /// [`kubeconfig`](Self::kubeconfig) is given.
-    pub api_endpoint: Option<String>,
-    /// The file holding the bearer token.
-    pub token_file: Option<PathBuf>,
-    /// The file holding the PEM client certificate chain, leaf first.
-    pub client_cert_file: Option<PathBuf>,
-    /// The file holding the client certificate's PEM private key.
-    pub client_key_file: Option<PathBuf>,
-    /// An exec credential plugin, instead of credential files.
-    pub exec: Option<MemberExec>,
-    /// A kubeconfig holding the endpoint, TLS settings and credential, instead of all other
-    /// keys but `name`.
-    pub kubeconfig: Option<PathBuf>,
-    /// The file holding the PEM CA bundle; the system roots are used without one.
-    pub ca_file: Option<PathBuf>,
-    /// Skip verifying the member's serving certificate.
+struct MemberFile {
+    name: String,
+    api_endpoint: Option<String>,
+    token_file: Option<PathBuf>,
+    client_cert_file: Option<PathBuf>,
+    client_key_file: Option<PathBuf>,
+    exec: Option<MemberExec>,
+    kubeconfig: Option<PathBuf>,
+    ca_file: Option<PathBuf>,
     #[serde(rename = "insecureSkipTLSVerification", default)]
-    pub insecure_skip_tls_verification: bool,
-    /// An `http://` or `https://` proxy.
+    insecure_skip_tls_verification: bool,
     #[serde(rename = "proxyURL", default)]
-    pub proxy_url: Option<String>,
-    /// Minting: Tether mints the token of this ServiceAccount and replaces
-    /// [`token_file`](Self::token_file) with it ([`minting`](crate::minting)). `rotation:`
-    /// is its former spelling, still read.
+    proxy_url: Option<String>,
+    /// `rotation:` is its former spelling, still read.
     #[serde(alias = "rotation")]
-    pub mint: Option<MintBlock>,
+    mint: Option<MintBlock>,
 }
 
 /// Where a member file's connection settings and credential come from.
@@ -157,14 +137,6 @@ enum Layout<'a> {
 }
 
 impl MemberFile {
-    /// Parses a member file. Unknown keys are an error, so a typo is not silently ignored.
-    ///
-    /// # Errors
-    /// If `yaml` is not a member file.
-    pub fn parse(yaml: &str) -> Result<Self, serde_yaml::Error> {
-        serde_yaml::from_str(yaml)
-    }
-
     /// Where the member's settings come from, or why its keys do not define one member with
     /// one credential.
     fn layout(&self) -> Result<Layout<'_>, String> {
@@ -290,7 +262,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
         Err(FileError::NotFound) => return invalid(path, "vanished while being read".into()),
         Err(FileError::Refused(why)) => return invalid(path, why),
     };
-    let file = match MemberFile::parse(&text) {
+    let file = match serde_yaml::from_str::<MemberFile>(&text) {
         Ok(file) => file,
         Err(err) => return invalid(path, format!("not a member file ({})", yaml_error(&err))),
     };

@@ -18,13 +18,11 @@ use crate::kubeconfig;
 /// which often hold secrets.
 ///
 /// ```
-/// use cluster_registry::directory::MemberFile;
-/// let file = MemberFile::parse(
-///     "name: m1\napiEndpoint: https://h\nexec:\n  apiVersion: client.authentication.k8s.io/v1\n  \
-///      command: /usr/local/bin/cloud-auth\n  args: [--key=arg-s3cr3t]\n  \
-///      env: [{name: CLOUD_KEY, value: s3cr3t}]\n",
+/// use cluster_registry::directory::MemberExec;
+/// let exec: MemberExec = serde_yaml::from_str(
+///     "apiVersion: client.authentication.k8s.io/v1\ncommand: /usr/local/bin/cloud-auth\n\
+///      args: [--key=arg-s3cr3t]\nenv: [{name: CLOUD_KEY, value: s3cr3t}]\n",
 /// )?;
-/// let exec = file.exec.unwrap();
 /// assert_eq!(exec.command, "/usr/local/bin/cloud-auth");
 /// assert!(!format!("{exec:?}").contains("s3cr3t"));
 /// # Ok::<_, serde_yaml::Error>(())
