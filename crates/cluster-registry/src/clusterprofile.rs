@@ -8,16 +8,15 @@
 //! `spec.cluster.config`.
 //!
 //! [`ClusterProfile`] declares the upstream fields under upstream's names, so Tether reads and
-//! writes the objects other tools do. [`crd`] is the matching CRD for control planes that lack
+//! writes the objects other tools do. [`crd_yaml`] is the matching CRD for control planes that lack
 //! one; `deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml` is generated from it.
 
 mod definition;
 mod provider_file;
 mod provider_pins;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::{CustomResource, CustomResourceExt as _};
+use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -207,16 +206,11 @@ fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
-/// The CRD for [`ClusterProfile`], as `deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`
-/// holds it.
+/// The CRD for [`ClusterProfile`] as YAML, the content of
+/// `deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`.
 ///
 /// NOTE: it declares only the fields Tether reads and writes. Where another tool installed
 /// upstream's CRD (a superset), keep that one.
-pub fn crd() -> CustomResourceDefinition {
-    ClusterProfile::crd()
-}
-
-/// [`crd`] as YAML, the content of `deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml`.
 ///
 /// # Errors
 /// [`Error::CrdYaml`](crate::Error::CrdYaml) if serialization fails (it does not in practice).

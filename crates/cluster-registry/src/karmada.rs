@@ -3,15 +3,14 @@
 //!
 //! [`Cluster`] declares only the fields Tether reads, plus the `status` fields the collector
 //! writes, under Karmada's own names, so Tether reads and writes the objects of a real Karmada
-//! control plane. [`crd`] is the matching (smaller) CRD for control planes without Karmada;
+//! control plane. [`crd_yaml`] is the matching (smaller) CRD for control planes without Karmada;
 //! `deploy/crds/cluster.karmada.io_clusters.yaml` is generated from it.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::{CustomResource, CustomResourceExt as _, ResourceExt as _};
+use kube::{CustomResource, ResourceExt as _};
 use member_client::{Credential, CredentialKey, SourceError, validation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -184,15 +183,10 @@ pub(crate) fn credential(
     }
 }
 
-/// The CRD for [`Cluster`], as `deploy/crds/cluster.karmada.io_clusters.yaml` holds it.
+/// The CRD for [`Cluster`] as YAML, the content of `deploy/crds/cluster.karmada.io_clusters.yaml`.
 ///
 /// NOTE: it declares only Tether's fields. Where Karmada runs, use Karmada's own CRD (a
 /// superset); do not apply this one over it.
-pub fn crd() -> CustomResourceDefinition {
-    Cluster::crd()
-}
-
-/// [`crd`] as YAML, the content of `deploy/crds/cluster.karmada.io_clusters.yaml`.
 ///
 /// # Errors
 /// [`Error::CrdYaml`](crate::Error::CrdYaml) if serialization fails (it does not in practice).
