@@ -141,7 +141,7 @@ impl TokenHome {
         token: Option<&SecretString>,
         record: &MintRecord,
     ) -> Result<HomeSnapshot, HomeError> {
-        match self {
+        let secret = match self {
             Self::KarmadaSecret(secret) | Self::ArgoCdSecret(secret) => {
                 let mut object = base
                     .secret
@@ -169,20 +169,13 @@ impl TokenHome {
                     .replace(&secret.name, &PostParams::default(), &object)
                     .await
                     .map_err(|err| api_error(err, secret))?;
-                Ok(HomeSnapshot {
-                    token: token.cloned().or_else(|| base.token.clone()),
-                    record: record.clone(),
-                    secret: Some(written),
-                })
+                Some(written)
             }
             Self::File(path) => {
                 let now = read_file(path).await?.and_then(|raw| token_text(&raw));
-                let same = match (&now, &base.token) {
-                    (Some(a), Some(b)) => a.expose_secret() == b.expose_secret(),
-                    (None, None) => true,
-                    _ => false,
-                };
-                if !same {
+                if now.as_ref().map(SecretString::expose_secret)
+                    != base.token.as_ref().map(SecretString::expose_secret)
+                {
                     return Err(HomeError::Conflict);
                 }
                 // The record first: a token written without its record would be minted again.
@@ -190,13 +183,14 @@ impl TokenHome {
                 if let Some(token) = token {
                     replace_file(path, token.expose_secret().as_bytes()).await?;
                 }
-                Ok(HomeSnapshot {
-                    token: token.cloned().or_else(|| base.token.clone()),
-                    record: record.clone(),
-                    secret: None,
-                })
+                None
             }
-        }
+        };
+        Ok(HomeSnapshot {
+            token: token.cloned().or_else(|| base.token.clone()),
+            record: record.clone(),
+            secret,
+        })
     }
 }
 

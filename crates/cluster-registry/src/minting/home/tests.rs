@@ -19,6 +19,15 @@ async fn write_new(home: &TokenHome, base: &HomeSnapshot) -> Result<HomeSnapshot
     home.write(None, base, Some(&new), &record("r1")).await
 }
 
+/// A snapshot of a token file holding `token` and no record.
+fn holding(token: &str) -> HomeSnapshot {
+    HomeSnapshot {
+        token: Some(SecretString::from(token.to_owned())),
+        record: MintRecord::default(),
+        secret: None,
+    }
+}
+
 /// A directory holding `m1.token` with `content`, and the file as a token home.
 fn token_file_home(content: &str) -> (tempfile::TempDir, PathBuf, TokenHome) {
     let dir = tempfile::tempdir().unwrap();
@@ -96,12 +105,7 @@ fn an_argocd_config_keeps_every_other_field() {
 
 #[test]
 fn a_snapshot_never_shows_its_token() {
-    let snapshot = HomeSnapshot {
-        token: Some(SecretString::from("s3cr3t-token")),
-        record: MintRecord::default(),
-        secret: None,
-    };
-    assert!(!format!("{snapshot:?}").contains("s3cr3t"));
+    assert!(!format!("{:?}", holding("s3cr3t-token")).contains("s3cr3t"));
 }
 
 /// The token file is a symlink to a file outside the directory (standing in for the
@@ -116,12 +120,9 @@ async fn a_token_file_that_links_out_is_neither_read_nor_written_through() {
     assert!(err.to_string().contains("leads out"), "{err}");
 
     // A write based on what the link showed is refused too.
-    let base = HomeSnapshot {
-        token: Some(SecretString::from("victim-token")),
-        record: MintRecord::default(),
-        secret: None,
-    };
-    let err = write_new(&home, &base).await.unwrap_err();
+    let err = write_new(&home, &holding("victim-token"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("leads out"), "{err}");
     assert_eq!(
         std::fs::read_to_string(outside.path().join("victim")).unwrap(),
