@@ -37,12 +37,8 @@ mod tests {
         let (status, headers, body) = get(&state, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(headers[header::CONTENT_TYPE], OPENMETRICS);
-        assert!(
-            body.lines()
-                .any(|l| l
-                    == r#"tether_relists_total{member="m1",resource="apps/v1/deployments"} 1"#),
-            "{body}"
-        );
+        let relists = r#"tether_relists_total{member="m1",resource="apps/v1/deployments"} 1"#;
+        assert!(body.lines().any(|l| l == relists), "{body}");
         assert!(body.ends_with("# EOF\n"), "{body}");
     }
 }

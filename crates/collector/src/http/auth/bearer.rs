@@ -53,10 +53,8 @@ mod tests {
     #[case("bearer abc", "abc")]
     #[case("BEARER  abc ", "abc")]
     fn reads_the_token(#[case] value: &str, #[case] token: &str) {
-        assert_eq!(
-            bearer_token(&headers(&[value])).unwrap().expose_secret(),
-            token
-        );
+        let read = bearer_token(&headers(&[value])).unwrap();
+        assert_eq!(read.expose_secret(), token);
     }
 
     #[rstest]
@@ -73,9 +71,7 @@ mod tests {
     #[test]
     fn refuses_an_oversized_token_unread() {
         let value = format!("Bearer {}", "a".repeat(MAX_TOKEN_BYTES + 1));
-        assert_eq!(
-            bearer_token(&headers(&[&value])).unwrap_err(),
-            BearerError::Malformed
-        );
+        let refused = bearer_token(&headers(&[&value])).unwrap_err();
+        assert_eq!(refused, BearerError::Malformed);
     }
 }

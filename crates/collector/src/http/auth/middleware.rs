@@ -53,34 +53,31 @@ pub(crate) async fn require_access(
             tracing::debug!(%path, %user, "read API request forbidden by RBAC");
             refusal(StatusCode::FORBIDDEN, "forbidden")
         }
-        Access::Unavailable(err) if matches!(*err, ReviewError::OverBudget { .. }) => {
-            // At debug: a flood of random tokens would otherwise flood the log as well.
-            tracing::debug!(%path, error = %err, "read API request over the review budget: 429");
-            let mut response = refusal(StatusCode::TOO_MANY_REQUESTS, "too many access reviews");
-            if let ReviewError::OverBudget { retry_after, .. } = *err {
-                let seconds = retry_after.as_secs().max(1);
-                if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
-                    response.headers_mut().insert(RETRY_AFTER, value);
-                }
+        Access::Unavailable(err) => match *err {
+            ReviewError::OverBudget { retry_after, .. } => {
+                // At debug: a flood of random tokens would otherwise flood the log as well.
+                tracing::debug!(%path, error = %err, "read API request over the review budget: 429");
+                let mut response =
+                    refusal(StatusCode::TOO_MANY_REQUESTS, "too many access reviews");
+                let seconds = HeaderValue::from(retry_after.as_secs().max(1));
+                response.headers_mut().insert(RETRY_AFTER, seconds);
+                response
             }
-            response
-        }
-        Access::Unavailable(err) => {
-            tracing::warn!(%path, error = %err, source = ?std::error::Error::source(&*err).map(ToString::to_string), "read API access review failed; answering 503");
-            refusal(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the access review did not complete",
-            )
-        }
+            _ => {
+                tracing::warn!(%path, error = %err, source = ?std::error::Error::source(&*err).map(ToString::to_string), "read API access review failed; answering 503");
+                refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the access review did not complete",
+                )
+            }
+        },
     }
 }
 
 fn unauthenticated() -> Response {
     let mut response = refusal(StatusCode::UNAUTHORIZED, "unauthorized");
-    response.headers_mut().insert(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static(r#"Bearer realm="tether""#),
-    );
+    let challenge = HeaderValue::from_static(r#"Bearer realm="tether""#);
+    response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
     response
 }
 
