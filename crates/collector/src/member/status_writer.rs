@@ -10,14 +10,13 @@ use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
-use cluster_registry::karmada::{Cluster, ClusterStatus};
+use cluster_registry::karmada::Cluster;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Api, Client, Resource as _,
     api::{Patch, PatchParams},
     runtime::events::{Event, EventType, Recorder, Reporter},
 };
-use serde::Serialize;
 use tokio::sync::{Notify, watch};
 
 use super::{
@@ -30,12 +29,6 @@ use crate::shard::Shard;
 
 /// Field manager for status patches, and the reporting controller of Events.
 const MANAGER: &str = "tether-collector";
-
-/// The merge patch of a `Cluster`'s status subresource.
-#[derive(Debug, Serialize)]
-struct StatusPatch {
-    status: ClusterStatus,
-}
 
 /// The handle members' observers submit statuses through. Cloning is cheap.
 #[derive(Clone)]
@@ -230,9 +223,7 @@ impl Writes {
         if let Some(fence) = &self.fence {
             return fence.write(member, &status.cluster_status()).await;
         }
-        let patch = StatusPatch {
-            status: status.cluster_status(),
-        };
+        let patch = serde_json::json!({ "status": status.cluster_status() });
         let params = PatchParams {
             field_manager: Some(MANAGER.to_owned()),
             ..PatchParams::default()
