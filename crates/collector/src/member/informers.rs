@@ -92,27 +92,18 @@ pub(crate) fn start(
         replacing,
         max_objects,
     };
-    let mut tasks = Vec::with_capacity(mirror.len() + 1);
-    let (nodes, task) = watch(
-        &reporting,
-        "core/v1/nodes",
-        Api::<Node>::all(client.clone()),
-        (),
-    );
-    tasks.push(task);
-    let mut resources = Vec::with_capacity(mirror.len());
-    for resource in mirror {
-        let api_resource = resource.api_resource();
-        let api = Api::<DynamicObject>::all_with(client.clone(), &api_resource);
-        let (store, task) = watch(&reporting, &resource.to_string(), api, api_resource);
-        resources.push((resource.clone(), store));
-        tasks.push(task);
-    }
-    (
-        MemberStores { nodes, resources },
-        states,
-        Informers { tasks },
-    )
+    let (nodes, nodes_task) = watch(&reporting, "core/v1/nodes", Api::all(client.clone()), ());
+    let (resources, tasks): (Vec<_>, Vec<_>) = (mirror.iter())
+        .map(|resource| {
+            let api_resource = resource.api_resource();
+            let api = Api::all_with(client.clone(), &api_resource);
+            let (store, task) = watch(&reporting, &resource.to_string(), api, api_resource);
+            ((resource.clone(), store), task)
+        })
+        .unzip();
+    let tasks = std::iter::once(nodes_task).chain(tasks).collect();
+    let stores = MemberStores { nodes, resources };
+    (stores, states, Informers { tasks })
 }
 
 fn watch<K>(
@@ -182,8 +173,6 @@ pub(crate) fn node_summary(nodes: &Store<Node>) -> (i32, i32) {
                 .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
         })
         .count();
-    (
-        i32::try_from(nodes.len()).unwrap_or(i32::MAX),
-        i32::try_from(ready).unwrap_or(i32::MAX),
-    )
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    (count(nodes.len()), count(ready))
 }

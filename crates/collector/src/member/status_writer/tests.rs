@@ -48,13 +48,7 @@ async fn a_forged_ready_reason_reaches_the_event_as_bounded_text() {
     let (client, events) = apiserver(forged);
     let writes = Writes {
         clusters: Api::all(client.clone()),
-        recorder: Recorder::new(
-            client,
-            Reporter {
-                controller: MANAGER.to_owned(),
-                instance: None,
-            },
-        ),
+        recorder: Recorder::new(client, Reporter::from(MANAGER.to_owned())),
         queue: Arc::new(Queue::default()),
         written: BTreeMap::new(),
         fence: None,
@@ -67,10 +61,7 @@ async fn a_forged_ready_reason_reaches_the_event_as_bounded_text() {
         .unwrap_or_default()
         .to_owned();
     assert!(note.contains("(was Evil"), "{note:?}");
-    assert!(
-        note.len() <= 2 * member_client::Text::MAX_BYTES,
-        "{} bytes",
-        note.len()
-    );
+    let bytes = note.len();
+    assert!(bytes <= 2 * member_client::Text::MAX_BYTES, "{bytes} bytes");
     assert!(!note.chars().any(char::is_control), "{note:?}");
 }
