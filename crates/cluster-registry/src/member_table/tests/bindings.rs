@@ -33,13 +33,7 @@ async fn a_cluster_naming_another_members_secret_is_refused_and_hears_nothing_of
 
     // member1's rotation is member1's alone
     h.write_secret(&[("token", b"t2")]).await;
-    assert_eq!(
-        h.next(),
-        Some(RegistryEvent::CredentialsRotated {
-            name: "member1".into(),
-            secret: key("member1")
-        })
-    );
+    h.expect_rotated("member1", key("member1"));
     assert_eq!(h.next(), None);
     assert!(matches!(
         h.state("evil"),

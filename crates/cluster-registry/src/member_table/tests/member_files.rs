@@ -45,13 +45,7 @@ async fn a_rewritten_certificate_file_is_a_rotation_and_an_unchanged_one_is_noth
 
     write_identity("second");
     poll(&mut h, dir.path()).await;
-    assert_eq!(
-        h.next(),
-        Some(RegistryEvent::CredentialsRotated {
-            name: "m1".into(),
-            secret: spec.secret_ref.clone(),
-        })
-    );
+    h.expect_rotated("m1", spec.secret_ref.clone());
     let second = h.tokens.get(&spec.secret_ref).await.unwrap();
     assert_eq!(second.identity().unwrap().subject(), "second");
 }

@@ -92,6 +92,14 @@ impl Harness {
             .unwrap();
     }
 
+    /// The next event, which must be `CredentialsRotated` for `name`, whose credential is
+    /// stored under `secret`.
+    fn expect_rotated(&mut self, name: &str, secret: CredentialKey) {
+        let name = name.to_owned();
+        let rotated = RegistryEvent::CredentialsRotated { name, secret };
+        assert_eq!(self.next(), Some(rotated));
+    }
+
     /// The next event, which must be `Upserted`; returns its spec.
     fn expect_upserted(&mut self) -> MemberSpec {
         match self.next() {
@@ -123,10 +131,7 @@ fn spec(name: &str, endpoint: &str) -> MemberSpec {
 }
 
 fn def(name: &str) -> MemberDefinition {
-    MemberDefinition {
-        name: name.to_owned(),
-        spec: Ok(spec(name, "https://10.0.0.1:6443")),
-    }
+    def_with(name, spec(name, "https://10.0.0.1:6443"))
 }
 
 /// `def(name)` with its spec replaced by `spec`.

@@ -23,13 +23,7 @@ async fn a_new_token_invalidates_the_cache_before_rotated_is_sent() {
     let before = h.tokens.stats().invalidations;
 
     h.write_secret(&[("token", b"t2\n")]).await;
-    assert_eq!(
-        h.next(),
-        Some(RegistryEvent::CredentialsRotated {
-            name: "member1".into(),
-            secret: key("member1")
-        })
-    );
+    h.expect_rotated("member1", key("member1"));
     assert_eq!(h.tokens.stats().invalidations, before + 1);
     let fresh = h.tokens.get(&key("member1")).await.unwrap();
     assert_eq!(fresh.token().unwrap().expose_secret(), "t2");
