@@ -12,7 +12,7 @@ use e2e::{
     rbac_grants::api_reader_role,
     scenario::Scenario,
 };
-use testkit::{eventually, http_get_as};
+use testkit::{eventually, http_get_as, matching};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const PATHS: [&str; 2] = ["/api/v1/clusters", "/metrics"];
@@ -27,15 +27,9 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() ->
     // The shipped reader role, bound to `reader` only, as the docs say to.
     let base = kustomize_build(&kustomize_dir("base"))?;
     let role = api_reader_role(&base)?;
-    apply_rbac_for_real(
-        &admin,
-        &base
-            .iter()
-            .filter(|o| o["metadata"]["name"] == role.as_str())
-            .cloned()
-            .collect::<Vec<_>>(),
-    )
-    .await?;
+    let is_role = |o: &&serde_json::Value| o["metadata"]["name"] == role.as_str();
+    let role_objects: Vec<_> = base.iter().filter(is_role).cloned().collect();
+    apply_rbac_for_real(&admin, &role_objects).await?;
     let ns = cp.create_namespace("readers").await?;
     for sa in ["reader", "stranger"] {
         cp.create_service_account(&ns, sa).await?;
@@ -57,12 +51,8 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() ->
     // seen meanwhile is cached for the gate's TTL, so this can take that long.
     for path in PATHS {
         eventually(&format!("the reader gets {path}"), LIMIT, || async {
-            let (status, body) = http_get_as(addr, path, Some(&reader)).await.unwrap();
-            if status == 200 {
-                Ok(())
-            } else {
-                Err(format!("{status} {body}"))
-            }
+            let answer = http_get_as(addr, path, Some(&reader)).await.unwrap();
+            matching(answer, |(status, _)| *status == 200)
         })
         .await?;
     }
@@ -82,13 +72,9 @@ async fn only_readers_bound_to_the_api_reader_role_read_the_api_and_metrics() ->
     }
 
     // Open, and saying nothing about identities.
-    assert_eq!(
-        http_get_as(addr, "/healthz", None).await?,
-        (200, "ok".to_owned())
-    );
-    assert_eq!(
-        http_get_as(addr, "/readyz", None).await?,
-        (200, "ok".to_owned())
-    );
+    for path in ["/healthz", "/readyz"] {
+        let answer = http_get_as(addr, path, None).await?;
+        assert_eq!(answer, (200, "ok".to_owned()), "{path}");
+    }
     Ok(())
 }

@@ -7,10 +7,9 @@ use std::time::Duration;
 use e2e::{
     collector_run::{RunningCollector, control_plane_args},
     limits::{HOUR, PROBE, START},
+    manifest_apply::apply_object,
     scenario::{MEMBER, Scenario},
 };
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::{Api, api::PostParams};
 use testkit::{Environment, Karmada, REVOCATION_TIMEOUT, RestartOptions, eventually, matching};
 
 const CONVERGE: Duration = Duration::from_secs(10);
@@ -24,10 +23,10 @@ async fn each_failure_has_its_own_reason_and_heals_when_fixed() -> anyhow::Resul
 
     // Secret deleted.
     s.karmada.delete_secret(MEMBER).await?;
-    s.wait(MEMBER, "CredentialsValid=False/SecretNotFound", CONVERGE)
-        .await?;
-    s.wait(MEMBER, "Ready=False/SecretNotFound", CONVERGE)
-        .await?;
+    for condition in ["CredentialsValid", "Ready"] {
+        let want = format!("{condition}=False/SecretNotFound");
+        s.wait(MEMBER, &want, CONVERGE).await?;
+    }
 
     // Secret holds garbage: an empty token and a CA that is not PEM.
     s.karmada
@@ -47,10 +46,8 @@ async fn each_failure_has_its_own_reason_and_heals_when_fixed() -> anyhow::Resul
     s.env.stop(1).await?;
     s.wait(MEMBER, "Ready=False/Unreachable", CONVERGE).await?;
     let valid = s.karmada.condition(MEMBER, "CredentialsValid").await?;
-    assert_eq!(
-        valid,
-        Some(("Unknown".to_owned(), "Unreachable".to_owned()))
-    );
+    let unknown = ("Unknown".to_owned(), "Unreachable".to_owned());
+    assert_eq!(valid, Some(unknown));
     s.env.start(1).await?;
     s.wait(MEMBER, "Ready=True/MemberReady", CONVERGE).await?;
 
@@ -121,16 +118,15 @@ async fn own_credential_rejected_fails_readyz_at_once_then_exits_non_zero() -> a
     control_plane
         .create_service_account(&ns, "collector")
         .await?;
-    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+    let binding = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": { "name": "tether-collector-e2e" },
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin",
         },
         "subjects": [{ "kind": "ServiceAccount", "name": "collector", "namespace": ns }],
-    }))?;
-    Api::<ClusterRoleBinding>::all(control_plane.admin_client()?)
-        .create(&PostParams::default(), &binding)
-        .await?;
+    });
+    apply_object(&control_plane.admin_client()?, &binding).await?;
     let token = control_plane.mint_token(&ns, "collector", HOUR).await?;
 
     let grace = Duration::from_secs(3);
