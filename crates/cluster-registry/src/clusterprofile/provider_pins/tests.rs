@@ -74,19 +74,6 @@ fn a_profile_that_keeps_every_pin_is_served() {
     assert_eq!(secretreader_pins().check("p", PROFILE, &own), Ok(()));
 }
 
-#[test]
-fn another_members_cluster_name_is_refused() {
-    let mut config = own_config();
-    config["clusterName"] = json!("member1");
-    let err = refused("https://m2.example.com", config);
-    assert_eq!(err.condition_reason(), "DefinitionInvalid");
-    let text = err.to_string();
-    assert!(
-        text.contains("\"clusterName\" to \"member2\"") && text.contains("\"member1\""),
-        "{text}"
-    );
-}
-
 #[rstest]
 #[case::attacker("https://attacker.test")]
 #[case::suffix("https://m2.example.com.attacker.test")]
@@ -120,6 +107,9 @@ fn a_proxy_is_refused_unless_a_proxy_pattern_allows_it() {
 }
 
 #[rstest]
+#[case::another_members_cluster_name(json!({"clusterName": "member1", "inventory": "inventory",
+                         "region": "eu-west"}),
+    "\"clusterName\" to \"member2\"; profile inventory/member2 sets \"member1\"")]
 #[case::extra_key(json!({"clusterName": "member2", "inventory": "inventory",
                          "region": "eu-west", "namespace": "kube-system"}), "sets \"namespace\"")]
 #[case::missing_key(json!({"clusterName": "member2", "inventory": "inventory"}), "sets nothing")]
