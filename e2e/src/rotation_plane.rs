@@ -253,19 +253,14 @@ impl RotationPlane {
 /// The rotation annotations naming ServiceAccount `account` (`namespace/name`), asking for
 /// 600 s tokens, with `extra` on top.
 pub fn rotation_annotations(account: &str, extra: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut annotations = BTreeMap::from([
-        (SERVICE_ACCOUNT_ANNOTATION.to_owned(), account.to_owned()),
-        (
-            EXPIRATION_ANNOTATION.to_owned(),
-            MIN_TOKEN_EXPIRY.as_secs().to_string(),
-        ),
-    ]);
-    annotations.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    annotations
+    let expiration = MIN_TOKEN_EXPIRY.as_secs().to_string();
+    let fixed = [
+        (SERVICE_ACCOUNT_ANNOTATION, account),
+        (EXPIRATION_ANNOTATION, expiration.as_str()),
+    ];
+    (fixed.iter().chain(extra))
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 /// The flags that make rotation quick to watch: a token is replaced after `fraction` of its
@@ -290,11 +285,7 @@ pub fn fast_rotation_flags<'a>(fraction: &'a str, request_timeout: &'a str) -> [
 /// # Panics
 /// The collector's `/metrics` failing.
 pub async fn rotations(collector: &RunningCollector, member: &str, result: &str) -> f64 {
-    collector
-        .metric(
-            "tether_token_mints_total",
-            &format!(r#"member="{member}",result="{result}""#),
-        )
-        .await
-        .unwrap_or_else(|err| panic!("reading /metrics: {err:#}"))
+    let labels = format!(r#"member="{member}",result="{result}""#);
+    let mints = collector.metric("tether_token_mints_total", &labels).await;
+    mints.unwrap_or_else(|err| panic!("reading /metrics: {err:#}"))
 }

@@ -6,7 +6,7 @@ pub mod karmada;
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use bytes::Bytes;
 use cluster_registry::{MemberSpec, Registry, RegistryEvent};
 use e2e::limits::HOUR;
@@ -92,10 +92,8 @@ pub fn member_client(
     (spec, ca_bundle): &(MemberSpec, Option<Bytes>),
 ) -> Result<kube::Client> {
     let factory = ClientFactory::new(registry.tokens().clone()).with_policy(loopback_policy());
-    Ok(factory.build(
-        &spec.client_config(ca_bundle.clone()),
-        &CredentialHealth::new(),
-    )?)
+    let config = spec.client_config(ca_bundle.clone());
+    Ok(factory.build(&config, &CredentialHealth::new())?)
 }
 
 /// Who the member says the client is (`SelfSubjectReview`).
@@ -123,9 +121,10 @@ pub async fn list_namespaces(client: &kube::Client) -> Result<(), FailureKind> {
 /// Expects `event` to be `Upserted` (a member usable again) and `client`, built before, to
 /// work again.
 pub async fn expect_usable_again(event: RegistryEvent, client: &kube::Client) -> Result<()> {
-    if !matches!(event, RegistryEvent::Upserted { .. }) {
-        bail!("expected Upserted, got {event:?}");
-    }
+    ensure!(
+        matches!(event, RegistryEvent::Upserted { .. }),
+        "expected Upserted, got {event:?}"
+    );
     list_namespaces(client)
         .await
         .map_err(|kind| anyhow::anyhow!("the client still fails: {kind:?}"))
