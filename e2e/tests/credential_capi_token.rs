@@ -38,12 +38,8 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() -
         member_metric(&collector, "tether_relists_total", MEMBER).await,
         0.0
     );
-    let token_fetches = || {
-        collector.metric(
-            "tether_token_fetches_total",
-            "cache=\"members\",kind=\"token\"",
-        )
-    };
+    let labels = "cache=\"members\",kind=\"token\"";
+    let token_fetches = || collector.metric("tether_token_fetches_total", labels);
     let fetched_before = token_fetches().await?;
 
     let done = AtomicBool::new(false);
@@ -53,10 +49,8 @@ async fn a_token_member_rotates_through_its_kubeconfig_secret_without_relist() -
         member.delete_service_account(&ns, AGENT).await.unwrap();
         member.create_service_account(&ns, AGENT).await.unwrap();
         let new = member.mint_token(&ns, AGENT, HOUR).await.unwrap();
-        plane
-            .write(MEMBER, &Kubeconfig::token(member, &new))
-            .await
-            .unwrap();
+        let rewritten = Kubeconfig::token(member, &new);
+        plane.write(MEMBER, &rewritten).await.unwrap();
         let written = Instant::now();
         let dead = member
             .wait_until_unauthorized(&old, REVOCATION_TIMEOUT)
