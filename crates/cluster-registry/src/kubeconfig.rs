@@ -54,11 +54,10 @@ impl KubeconfigMember {
         name: String,
         key: CredentialKey,
     ) -> Result<MemberSpec, InvalidReason> {
-        let spec = self.endpoint.clone()?;
         Ok(MemberSpec {
             name,
             secret_ref: key,
-            ..spec
+            ..self.endpoint.clone()?
         })
     }
 }
@@ -173,16 +172,13 @@ fn selected(config: &Kubeconfig) -> Result<(Option<&Cluster>, Option<&AuthInfo>)
         .iter()
         .find(|c| c.name == context.cluster)
         .ok_or_else(|| "the context names no cluster in the kubeconfig".to_owned())?;
-    let user = match &context.user {
-        None => None,
-        Some(name) => Some(
-            config
-                .auth_infos
-                .iter()
+    let user = (context.user.as_ref())
+        .map(|name| {
+            (config.auth_infos.iter())
                 .find(|u| &u.name == name)
-                .ok_or_else(|| "the context names no user in the kubeconfig".to_owned())?,
-        ),
-    };
+                .ok_or_else(|| "the context names no user in the kubeconfig".to_owned())
+        })
+        .transpose()?;
     Ok((
         cluster.cluster.as_ref(),
         user.and_then(|u| u.auth_info.as_ref()),
