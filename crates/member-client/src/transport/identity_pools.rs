@@ -5,7 +5,7 @@ use std::{
     fmt,
     future::Future,
     pin::Pin,
-    sync::{Arc, Mutex, PoisonError, Weak},
+    sync::{Arc, Mutex, MutexGuard, PoisonError, Weak},
     task::{Context, Poll},
 };
 
@@ -66,6 +66,12 @@ struct Slots<H> {
     previous: Weak<IdentityPool<H>>,
 }
 
+impl<H> Shared<H> {
+    fn slots(&self) -> MutexGuard<'_, Slots<H>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 impl<H> Clone for IdentityPools<H> {
     fn clone(&self) -> Self {
         Self {
@@ -76,11 +82,7 @@ impl<H> Clone for IdentityPools<H> {
 
 impl<H> fmt::Debug for IdentityPools<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let slots = self
-            .shared
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let slots = self.shared.slots();
         f.debug_struct("IdentityPools")
             .field("recipe", &self.shared.recipe)
             .field("current", &slots.current.as_ref().map(|p| &p.identity))
@@ -104,11 +106,7 @@ impl<H: Dial> IdentityPools<H> {
 
     /// The pool for `identity`, made current if it is not the current one's.
     fn pool_for(&self, identity: &ClientIdentity) -> Arc<IdentityPool<H>> {
-        let mut slots = self
-            .shared
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut slots = self.shared.slots();
         if let Some(current) = &slots.current
             && current.identity.same_as(identity)
         {
@@ -137,11 +135,7 @@ impl<H: Dial> IdentityPools<H> {
     /// What the router holds (tests).
     #[cfg(test)]
     pub(crate) fn slots(&self) -> SlotsView {
-        let slots = self
-            .shared
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let slots = self.shared.slots();
         SlotsView {
             current: slots.current.as_ref().map(|p| p.identity.clone()),
             current_pool: slots.current.as_ref().map(Arc::as_ptr).map(|p| p as usize),
