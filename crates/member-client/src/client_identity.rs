@@ -126,19 +126,14 @@ impl ClientIdentity {
             .load_private_key(key.clone_key())
             .map_err(|err| invalid(&format!("unsupported private key ({err})")))?;
         let certified = CertifiedKey::new(chain, signer);
-        match certified.keys_match() {
-            Ok(()) => {}
-            Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
-                return Err(invalid(
-                    "the private key does not match the leaf certificate",
-                ));
+        certified.keys_match().map_err(|err| match err {
+            rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch) => {
+                invalid("the private key does not match the leaf certificate")
             }
-            Err(err) => {
-                return Err(invalid(&format!(
-                    "the private key cannot be checked against the leaf certificate ({err})"
-                )));
-            }
-        }
+            err => invalid(&format!(
+                "the private key cannot be checked against the leaf certificate ({err})"
+            )),
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 certified: Arc::new(certified),
@@ -216,7 +211,10 @@ impl fmt::Debug for ClientIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientIdentity")
             .field("subject", &self.subject())
-            .field("not_after", &Timestamp(self.inner.not_after))
+            .field(
+                "not_after",
+                &format_args!("{}", Timestamp(self.inner.not_after)),
+            )
             .field("chain_len", &self.inner.certified.cert.len())
             .finish_non_exhaustive()
     }
@@ -232,10 +230,7 @@ fn read_leaf(leaf: &CertificateDer<'_>) -> Result<(SystemTime, SystemTime, Text)
         .iter_common_name()
         .next()
         .and_then(|cn| cn.as_str().ok());
-    let subject = match common_name {
-        Some(cn) => Text::new(cn),
-        None => Text::new(&subject.to_string()),
-    };
+    let subject = common_name.map_or_else(|| Text::new(&subject.to_string()), Text::new);
     Ok((
         system_time(&validity.not_before),
         system_time(&validity.not_after),
@@ -267,12 +262,6 @@ impl fmt::Display for Timestamp {
             Ok(time) => write!(f, "{time}"),
             Err(_) => write!(f, "{secs} s after the epoch"),
         }
-    }
-}
-
-impl fmt::Debug for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
     }
 }
 
