@@ -89,7 +89,9 @@ impl fmt::Display for RequestKind {
 
 /// A limit a member broke. Each names itself in a member's condition
 /// ([`condition_reason`](Self::condition_reason)).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, strum::VariantNames)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, thiserror::Error, strum::VariantNames, strum::IntoStaticStr,
+)]
 #[non_exhaustive]
 pub enum LimitExceeded {
     /// A response body was larger than its limit.
@@ -133,13 +135,7 @@ impl LimitExceeded {
 
     /// The member condition's reason: the limit's name.
     pub fn condition_reason(&self) -> &'static str {
-        match self {
-            Self::ResponseTooLarge { .. } => "ResponseTooLarge",
-            Self::WatchLineTooLong { .. } => "WatchLineTooLong",
-            Self::ResponseTooSlow { .. } => "ResponseTooSlow",
-            Self::TooManyListPages { .. } => "TooManyListPages",
-            Self::TooManyObjects { .. } => "TooManyObjects",
-        }
+        self.into()
     }
 
     /// The limit `err` or one of its causes is, looking inside `io::Error`s too (kube wraps a
@@ -197,18 +193,13 @@ impl<S> ResponseLimit<S> {
                 limit: self.limits.watch_line_bytes,
             };
         }
-        let health = matches!(uri.path(), "/readyz" | "/livez" | "/healthz" | "/version");
-        if health {
-            Budget::Total {
-                request: RequestKind::Health,
-                limit: HEALTH_RESPONSE_BYTES,
+        let (request, limit) = match uri.path() {
+            "/readyz" | "/livez" | "/healthz" | "/version" => {
+                (RequestKind::Health, HEALTH_RESPONSE_BYTES)
             }
-        } else {
-            Budget::Total {
-                request: RequestKind::Other,
-                limit: self.limits.response_bytes,
-            }
-        }
+            _ => (RequestKind::Other, self.limits.response_bytes),
+        };
+        Budget::Total { request, limit }
     }
 
     /// Counts a list's pages: a `continue` request adds one for its path, a first page starts
