@@ -82,10 +82,8 @@ mod tests {
 
     #[test]
     fn carries_the_endpoint_the_ca_as_base64_and_the_tls_settings() {
-        let access = ProfileAccess::of(
-            &spec(CredentialKey::new("karmada-cluster", "m1")),
-            Some(b"PEM"),
-        );
+        let karmada = spec(CredentialKey::new("karmada-cluster", "m1"));
+        let access = ProfileAccess::of(&karmada, Some(b"PEM"));
         assert_eq!(access.server, "https://10.0.0.1:6443");
         assert_eq!(access.certificate_authority_data.as_deref(), Some("UEVN"));
         assert_eq!(access.tls_server_name.as_deref(), Some("api.member1"));

@@ -23,11 +23,7 @@ pub(crate) async fn start(
     BoxFuture<'static, ()>,
     Option<Lease>,
 )> {
-    let Startup {
-        args,
-        control_plane,
-        ..
-    } = startup;
+    let (args, control_plane) = (startup.args, startup.control_plane);
     let Some(namespace) = &args.publish_clusterprofiles else {
         return Ok((None, Box::pin(std::future::pending()), lease));
     };
@@ -73,9 +69,7 @@ mod tests {
 
         let off = directory(&[]);
         let (publisher, _writes, lease) = start(startup(&off), &registry, None).await.unwrap();
-        assert!(
-            publisher.is_none() && lease.is_none(),
-            "nothing without the flag"
-        );
+        let nothing = publisher.is_none() && lease.is_none();
+        assert!(nothing, "nothing without the flag");
     }
 }

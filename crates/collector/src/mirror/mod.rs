@@ -59,22 +59,16 @@ impl Mirror {
 
 impl ClusterReader for Mirror {
     fn clusters(&self) -> Vec<ClusterSummary> {
-        let entries: Vec<(String, Entry)> = self
-            .members
-            .iter()
+        let mut entries: Vec<(String, Entry)> = (self.members.iter())
             .map(|entry| (entry.key().clone(), entry.value().clone()))
             .collect();
-        let mut all: Vec<_> = entries
-            .iter()
-            .map(|(name, entry)| summary(name, entry))
-            .collect();
-        all.sort_by(|a, b| a.name.cmp(&b.name));
-        all
+        entries.sort_by(|(a, _), (b, _)| a.cmp(b));
+        entries.iter().map(summary).collect()
     }
 
     fn cluster(&self, name: &str) -> Option<ClusterSummary> {
         let entry = self.members.get(name)?.value().clone();
-        Some(summary(name, &entry))
+        Some(summary(&(name.to_owned(), entry)))
     }
 
     fn objects(&self, name: &str, resource: &MirroredResource) -> Option<Vec<serde_json::Value>> {
@@ -95,9 +89,9 @@ impl ClusterReader for Mirror {
     }
 }
 
-fn summary(name: &str, entry: &Entry) -> ClusterSummary {
+fn summary((name, entry): &(String, Entry)) -> ClusterSummary {
     ClusterSummary {
-        name: name.to_owned(),
+        name: name.clone(),
         status: entry.status.cluster_status(),
         resources: entry
             .stores
