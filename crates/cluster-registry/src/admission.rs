@@ -120,76 +120,40 @@ mod tests {
             .map(|r| r.condition_reason())
     }
 
-    const KARMADA_NS: &str = "karmada-cluster";
+    /// `name` at `endpoint`, its Secret in Karmada's namespace, TLS verified.
+    fn at(name: &str, endpoint: &str) -> MemberDefinition {
+        definition(name, endpoint, "karmada-cluster", false)
+    }
 
     #[rstest]
-    #[case::ok("m1", "https://10.0.0.1", KARMADA_NS, false, None)]
-    #[case::metadata(
-        "m1",
-        "https://169.254.169.254",
-        KARMADA_NS,
-        false,
+    #[case::ok(at("m1", "https://10.0.0.1"), None)]
+    #[case::metadata(at("m1", "https://169.254.169.254"), Some("EndpointForbidden"))]
+    #[case::loopback(at("m1", "https://127.0.0.1:6443"), Some("EndpointForbidden"))]
+    #[case::insecure(
+        definition("m1", "https://10.0.0.1", "karmada-cluster", true),
         Some("EndpointForbidden")
     )]
-    #[case::loopback(
-        "m1",
-        "https://127.0.0.1:6443",
-        KARMADA_NS,
-        false,
-        Some("EndpointForbidden")
-    )]
-    #[case::insecure("m1", "https://10.0.0.1", KARMADA_NS, true, Some("EndpointForbidden"))]
-    #[case::http("m1", "http://10.0.0.1", KARMADA_NS, false, Some("EndpointForbidden"))]
+    #[case::http(at("m1", "http://10.0.0.1"), Some("EndpointForbidden"))]
     #[case::other_namespace(
-        "m1",
-        "https://10.0.0.1",
-        "kube-system",
-        false,
+        definition("m1", "https://10.0.0.1", "kube-system", false),
         Some("SecretForbidden")
     )]
-    #[case::quote(
-        "m\"1",
-        "https://10.0.0.1",
-        KARMADA_NS,
-        false,
-        Some("DefinitionInvalid")
-    )]
-    #[case::newline(
-        "m1\nup 1",
-        "https://10.0.0.1",
-        KARMADA_NS,
-        false,
-        Some("DefinitionInvalid")
-    )]
-    #[case::upper(
-        "Member1",
-        "https://10.0.0.1",
-        KARMADA_NS,
-        false,
-        Some("DefinitionInvalid")
-    )]
+    #[case::quote(at("m\"1", "https://10.0.0.1"), Some("DefinitionInvalid"))]
+    #[case::newline(at("m1\nup 1", "https://10.0.0.1"), Some("DefinitionInvalid"))]
+    #[case::upper(at("Member1", "https://10.0.0.1"), Some("DefinitionInvalid"))]
     fn definitions_are_admitted_or_refused(
-        #[case] name: &str,
-        #[case] endpoint: &str,
-        #[case] namespace: &str,
-        #[case] insecure: bool,
+        #[case] def: MemberDefinition,
         #[case] want: Option<&str>,
     ) {
-        let def = || definition(name, endpoint, namespace, insecure);
-        assert_eq!(reason(true, def()), want);
+        assert_eq!(reason(true, def.clone()), want);
         // Only Karmada's secret refs are limited to the Secret namespaces.
         let elsewhere = want.filter(|&w| w != "SecretForbidden");
-        assert_eq!(reason(false, def()), elsewhere);
+        assert_eq!(reason(false, def), elsewhere);
     }
 
     #[test]
     fn a_bad_name_is_reported_under_a_safe_stable_stand_in() {
-        let admit = |name| {
-            Admission::default().admit(
-                true,
-                definition(name, "https://h", "karmada-cluster", false),
-            )
-        };
+        let admit = |name| Admission::default().admit(true, at(name, "https://h"));
         let a = admit("evil\"} 1\nx");
         assert!(is_dns1123_subdomain(&a.name), "{}", a.name);
         assert_eq!(a.name, admit("evil\"} 1\nx").name);
