@@ -11,10 +11,7 @@ use std::{
 
 use anyhow::Context as _;
 use cluster_registry::clusterprofile::{CLUSTER_MANAGER_LABEL, ClusterProfile};
-use k8s_openapi::api::{
-    core::v1::Namespace,
-    rbac::v1::{Role, RoleBinding},
-};
+use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     Api, Client,
     api::{DynamicObject, PostParams},
@@ -23,7 +20,8 @@ use serde_json::{Value, json};
 use testkit::{Cluster, Step, crd, eventually, matching};
 
 use crate::{
-    collector_run::RunningCollector, kubeconfig_plane::Kubeconfig, limits::HOUR, scenario::Scenario,
+    collector_run::RunningCollector, kubeconfig_plane::Kubeconfig, limits::HOUR,
+    manifest_apply::apply_rbac_for_real, scenario::Scenario,
 };
 
 /// The profiles of one namespace, through an admin client (cheap to clone).
@@ -182,7 +180,7 @@ pub async fn grant_consumer(
     secret_namespace: &str,
     secrets: &[&str],
 ) -> anyhow::Result<()> {
-    let admin = control_plane.admin_client()?;
+    let mut objects = Vec::new();
     for (namespace, group, resource, names) in [
         (
             inventory,
@@ -192,26 +190,22 @@ pub async fn grant_consumer(
         ),
         (secret_namespace, "", "secrets", secrets),
     ] {
-        let name = format!("consumer-{resource}");
-        let role: Role = serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace},
+        let metadata = json!({"name": format!("consumer-{resource}"), "namespace": namespace});
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata,
             "rules": [{"apiGroups": [group], "resources": [resource],
                        "resourceNames": names, "verbs": ["get"]}],
-        }))?;
-        Api::<Role>::namespaced(admin.clone(), namespace)
-            .create(&PostParams::default(), &role)
-            .await
-            .with_context(|| format!("creating Role {namespace}/{name}"))?;
-        let binding: RoleBinding = serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        }));
+        objects.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": metadata,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": metadata["name"],
+            },
             "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "consumers"}],
-        }))?;
-        Api::<RoleBinding>::namespaced(admin.clone(), namespace)
-            .create(&PostParams::default(), &binding)
-            .await
-            .with_context(|| format!("creating RoleBinding {namespace}/{name}"))?;
+        }));
     }
+    apply_rbac_for_real(&control_plane.admin_client()?, &objects).await?;
     Ok(())
 }
 

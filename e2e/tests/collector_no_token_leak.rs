@@ -67,13 +67,14 @@ async fn no_output_of_the_collector_holds_a_token() -> anyhow::Result<()> {
     s.wait("member1", "CredentialsValid=False/Unauthorized", CONVERGE)
         .await?;
 
-    let mut outputs = Vec::new();
     let status = s.karmada.status("member1").await?;
-    outputs.push(("Cluster status", status.to_string()));
     let events = Api::<Event>::all(s.karmada.client().clone())
         .list(&ListParams::default())
         .await?;
-    outputs.push(("Events", serde_json::to_string(&events.items)?));
+    let mut outputs = vec![
+        ("Cluster status", status.to_string()),
+        ("Events", serde_json::to_string(&events.items)?),
+    ];
     for path in [
         "/api/v1/clusters",
         "/api/v1/clusters/member1",
@@ -85,14 +86,12 @@ async fn no_output_of_the_collector_holds_a_token() -> anyhow::Result<()> {
         outputs.push((path, body));
     }
     let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
-    assert!(
-        logs.contains("member1"),
-        "the capture saw the collector's logs"
-    );
-    assert!(
-        logs.contains("rustls"),
-        "the capture saw the log crate's records"
-    );
+    for (seen, what) in [
+        ("member1", "the collector's logs"),
+        ("rustls", "the log crate's records"),
+    ] {
+        assert!(logs.contains(seen), "the capture saw {what}");
+    }
     outputs.push(("logs", logs));
 
     for (what, text) in &outputs {

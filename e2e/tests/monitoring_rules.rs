@@ -6,7 +6,7 @@ mod monitoring_support;
 
 use std::process::Command;
 
-use e2e::manifest::{chart_dir, parse_documents};
+use e2e::manifest::{chart_dir, of_kind, parse_documents};
 use monitoring_support::{
     ALERTS, BookLink, book_pages, dashboard, dashboard_queries, prometheus_dir, rule_list, rules,
     run_promtool,
@@ -135,20 +135,17 @@ fn helm_template(set: &[&str]) -> Vec<Value> {
 
 #[test]
 fn the_chart_renders_the_rules_as_a_prometheusrule_only_when_enabled() {
-    let kinds = |objects: &[Value]| {
-        objects
-            .iter()
-            .filter(|o| o["kind"] == "PrometheusRule")
-            .cloned()
-            .collect::<Vec<_>>()
-    };
-    assert!(kinds(&helm_template(&[])).is_empty(), "off by default");
+    let objects = helm_template(&[]);
+    let rules_off = of_kind(&objects, "PrometheusRule");
+    assert_eq!(rules_off.count(), 0, "off by default");
 
     let objects = helm_template(&[
         "prometheusRule.enabled=true",
         "prometheusRule.labels.release=monitoring",
     ]);
-    let [rule] = kinds(&objects).try_into().unwrap();
+    let [rule] = of_kind(&objects, "PrometheusRule").collect::<Vec<_>>()[..] else {
+        panic!("one PrometheusRule")
+    };
     assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
     assert_eq!(rule["metadata"]["labels"]["release"], "monitoring");
     assert_eq!(
