@@ -136,29 +136,25 @@ impl MembersDir {
         }
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         let mut tries = 0;
-        loop {
+        let err = loop {
             match rustix::fs::openat2(&self.fd, relative, flags | OFlags::CLOEXEC, mode, resolve) {
                 Ok(fd) => return Ok(fd),
                 Err(Errno::AGAIN) if tries < RACE_RETRIES => tries += 1,
-                Err(Errno::NOENT) => return Err(FileError::NotFound),
-                Err(Errno::XDEV) => {
-                    return Err(refused(
-                        "is a symlink that leads out of the members directory (or an absolute \
-                         symlink)",
-                    ));
-                }
-                Err(Errno::LOOP) => return Err(refused("has too many (or magic) symlinks")),
-                Err(Errno::NOSYS) => {
-                    return Err(refused(
-                        "cannot be opened safely: the kernel lacks openat2 (Linux 5.6 or later \
-                         is needed to read the members directory)",
-                    ));
-                }
-                Err(err) => {
-                    return Err(refused(&format!("unreadable ({})", io::Error::from(err))));
-                }
+                Err(err) => break err,
             }
-        }
+        };
+        Err(match err {
+            Errno::NOENT => FileError::NotFound,
+            Errno::XDEV => refused(
+                "is a symlink that leads out of the members directory (or an absolute symlink)",
+            ),
+            Errno::LOOP => refused("has too many (or magic) symlinks"),
+            Errno::NOSYS => refused(
+                "cannot be opened safely: the kernel lacks openat2 (Linux 5.6 or later is \
+                 needed to read the members directory)",
+            ),
+            err => refused(&format!("unreadable ({})", io::Error::from(err))),
+        })
     }
 }
 

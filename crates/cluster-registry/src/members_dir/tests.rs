@@ -198,13 +198,10 @@ fn a_file_is_replaced_by_an_atomic_rename_and_nothing_is_left_behind() {
     let members = MembersDir::open(dir.path()).unwrap();
     members.replace(Path::new("t"), b"new").unwrap();
     members.replace(Path::new("fresh"), b"created").unwrap();
+    let content = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("t")).unwrap(),
-        "new"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("fresh")).unwrap(),
-        "created"
+        (content("t"), content("fresh")),
+        ("new".into(), "created".into())
     );
     assert_eq!(names(dir.path()), ["fresh", "t"]);
     let mode = std::fs::metadata(dir.path().join("t")).unwrap();
