@@ -1,46 +1,34 @@
 //! Keys and PEM for the identity tests: rcgen where it can, `openssl genpkey` where ring cannot.
 
+use std::sync::OnceLock;
+
 use rcgen::{CertificateParams, DnType, KeyPair, SignatureAlgorithm};
 
 use super::*;
 
-/// A throwaway PKCS#8 key from `openssl genpkey` with `args`, made once per test run: ring
-/// cannot generate RSA keys (kubeadm's client certificates are RSA), and a P-521 key is what
-/// rustls' ring provider cannot load.
-pub(super) fn openssl_key(
-    cell: &'static std::sync::OnceLock<String>,
-    args: &[&str],
-) -> &'static str {
+/// A throwaway PKCS#8 key from `openssl genpkey` with `args` (space-separated), made once per
+/// test run: ring cannot generate RSA keys (kubeadm's client certificates are RSA), and a
+/// P-521 key is what rustls' ring provider cannot load.
+fn openssl_key(cell: &'static OnceLock<String>, args: &str) -> &'static str {
     cell.get_or_init(|| {
         let out = std::process::Command::new("openssl")
             .arg("genpkey")
-            .args(args)
+            .args(args.split(' '))
             .output()
             .expect("openssl genpkey");
-        assert!(out.status.success(), "openssl genpkey {args:?} failed");
+        assert!(out.status.success(), "openssl genpkey {args} failed");
         String::from_utf8(out.stdout).unwrap()
     })
 }
 
 pub(super) fn rsa_pkcs8() -> &'static str {
-    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    openssl_key(
-        &KEY,
-        &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
-    )
+    static KEY: OnceLock<String> = OnceLock::new();
+    openssl_key(&KEY, "-algorithm RSA -pkeyopt rsa_keygen_bits:2048")
 }
 
 pub(super) fn p521_pkcs8() -> &'static str {
-    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    openssl_key(
-        &KEY,
-        &[
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:secp521r1",
-        ],
-    )
+    static KEY: OnceLock<String> = OnceLock::new();
+    openssl_key(&KEY, "-algorithm EC -pkeyopt ec_paramgen_curve:secp521r1")
 }
 
 /// A leaf named `cn`, self-signed with `key`.
