@@ -22,43 +22,31 @@ async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() -> an
 
     // What this scenario must show of its own member: the samples behind the new panels.
     let lines: Vec<&str> = text.lines().collect();
-    let info = lines
-        .iter()
-        .find(|l| l.starts_with(r#"tether_member_info{member="member1""#))
+    let starting = |prefix: &str| lines.iter().find(|l| l.starts_with(prefix)).copied();
+    let info = starting(r#"tether_member_info{member="member1""#)
         .unwrap_or_else(|| panic!("no tether_member_info for member1 in\n{text}"));
     assert_eq!(
-        *info,
+        info,
         r#"tether_member_info{member="member1",source="karmada",endpoint_host="127.0.0.1",kind="token"} 1"#
     );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("tether_build_info{version="))
-    );
+    assert!(starting("tether_build_info{version=").is_some());
     assert!(lines.contains(&"tether_leader 1"), "{text}");
     assert!(
-        lines
-            .iter()
-            .any(|l| l
-                .starts_with(r#"tether_credential_expiry_timestamp_seconds{member="member1"}"#)),
+        starting(r#"tether_credential_expiry_timestamp_seconds{member="member1"}"#).is_some(),
         "the minted token's exp is exported: {text}"
     );
 
     // Every name a query selects, and where.
     let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let rules = rules()?;
-    for rule in rule_list(&rules) {
-        for name in metric_names(rule["expr"].as_str().unwrap()) {
-            used.entry(name)
-                .or_default()
-                .push(format!("alert {}", rule["alert"]));
-        }
-    }
-    for (at, query) in dashboard_queries(&dashboard()?) {
+    let alerts = rule_list(&rules).into_iter().map(|rule| {
+        let expr = rule["expr"].as_str().unwrap().to_owned();
+        (format!("alert {}", rule["alert"]), expr)
+    });
+    let panels = dashboard_queries(&dashboard()?).into_iter();
+    for (at, query) in alerts.chain(panels.map(|(at, q)| (format!("dashboard {at}"), q))) {
         for name in metric_names(&query) {
-            used.entry(name)
-                .or_default()
-                .push(format!("dashboard {at}"));
+            used.entry(name).or_default().push(at.clone());
         }
     }
     assert!(
@@ -76,13 +64,9 @@ async fn dashboard_and_rules_query_only_metrics_a_live_collector_exports() -> an
     );
 
     // promtool lints names, help and types, in the Prometheus text format.
-    let checked = run_promtool(
-        std::path::Path::new("."),
-        &["check", "metrics"],
-        Some(&openmetrics_as_prometheus_text(&text)),
-    );
-    if let Err(err) = checked {
-        panic!("{err:#}\n{text}");
-    }
+    let prometheus_text = openmetrics_as_prometheus_text(&text);
+    let check = ["check", "metrics"];
+    run_promtool(std::path::Path::new("."), &check, Some(&prometheus_text))
+        .unwrap_or_else(|err| panic!("{err:#}\n{text}"));
     Ok(())
 }
