@@ -217,43 +217,30 @@ fn errors_never_quote_the_token_or_the_key() {
     let (cert, _) = client_pem("m");
     let (_, other_key) = client_pem("other");
     let key_line = other_key.lines().nth(1).unwrap().to_owned();
+    let user = |lines: &[&str]| kubeconfig(&[], lines);
+    let cert_data = format!("client-certificate-data: {}", b64(&cert));
     let cases = [
         // the token where a bool, a list or a map belongs
         kubeconfig(
             &[&format!("insecure-skip-tls-verify: {SECRET}")],
             &["token: t"],
         ),
-        kubeconfig(&[], &[&format!("token: [{SECRET}]")]),
+        user(&[&format!("token: [{SECRET}]")]),
         kubeconfig(&[&format!("server: {{token: {SECRET}}}")], &[]),
         // broken YAML right after it
-        kubeconfig(&[], &[&format!("token: {SECRET}"), "  : ]["]),
+        user(&[&format!("token: {SECRET}"), "  : ]["]),
         format!("users: [{{name: u, user: {{token: {SECRET}"),
         // refused users that carry it
-        kubeconfig(&[], &[&format!("token: {SECRET}"), "username: admin"]),
-        kubeconfig(&[], &[&format!("password: {SECRET}")]),
-        kubeconfig(&[], &[&format!("token: {SECRET}"), "tokenFile: /t"]),
-        kubeconfig(
-            &[],
-            &[&format!(
-                "auth-provider: {{name: oidc, config: {{id-token: {SECRET}}}}}"
-            )],
-        ),
-        kubeconfig(&[], &[&format!("token: \"{SECRET}\\n{SECRET}\"")]),
+        user(&[&format!("token: {SECRET}"), "username: admin"]),
+        user(&[&format!("password: {SECRET}")]),
+        user(&[&format!("token: {SECRET}"), "tokenFile: /t"]),
+        user(&[&format!(
+            "auth-provider: {{name: oidc, config: {{id-token: {SECRET}}}}}"
+        )]),
+        user(&[&format!("token: \"{SECRET}\\n{SECRET}\"")]),
         // a key that does not fit the certificate, and one that is not base64
-        kubeconfig(
-            &[],
-            &[
-                &format!("client-certificate-data: {}", b64(&cert)),
-                &format!("client-key-data: {}", b64(&other_key)),
-            ],
-        ),
-        kubeconfig(
-            &[],
-            &[
-                &format!("client-certificate-data: {}", b64(&cert)),
-                &format!("client-key-data: '{key_line}'"),
-            ],
-        ),
+        user(&[&cert_data, &format!("client-key-data: {}", b64(&other_key))]),
+        user(&[&cert_data, &format!("client-key-data: '{key_line}'")]),
     ];
     for yaml in cases {
         let text = match parsed(&yaml) {
