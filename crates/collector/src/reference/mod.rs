@@ -14,11 +14,7 @@ use std::path::PathBuf;
 
 /// `docs/src/reference/{page}`.
 pub(crate) fn page_path(page: &str) -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/src/reference"
-    ))
-    .join(page)
+    root().join("docs/src/reference").join(page)
 }
 
 /// Asserts that `docs/src/reference/{page}` is `body` under the generated-page header; with

@@ -29,16 +29,14 @@ fn long_flags(text: &str) -> BTreeSet<&str> {
 }
 
 fn variables(text: &str) -> BTreeSet<&str> {
-    names(text, "TETHER_", |c| {
-        c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'
-    })
+    let tail = |c: char| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_';
+    names(text, "TETHER_", tail)
 }
 
 /// Metric names, a sample's suffix (`_bucket`, ...) left out.
 fn metrics(text: &str) -> BTreeSet<&str> {
-    let names = names(text, "tether_", |c| {
-        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'
-    });
+    let tail = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    let names = names(text, "tether_", tail);
     names.into_iter().map(family).collect()
 }
 
@@ -84,10 +82,8 @@ fn everything_the_book_names_is_on_a_reference_page() {
             .collect::<BTreeSet<_>>(),
     ];
     let mut documents = files(vec![root().join("docs/src")], "md");
-    documents.push((
-        root().join("README.md"),
-        std::fs::read_to_string(root().join("README.md")).unwrap(),
-    ));
+    let readme = root().join("README.md");
+    documents.push((readme.clone(), std::fs::read_to_string(&readme).unwrap()));
     let (mut problems, mut used, mut seen) = (Vec::new(), BTreeSet::new(), [0; 4]);
     for (path, text) in &documents {
         let named = [
@@ -107,10 +103,7 @@ fn everything_the_book_names_is_on_a_reference_page() {
             );
         }
     }
-    assert!(
-        seen.iter().all(|n| *n > 0),
-        "nothing found to check: {seen:?}"
-    );
+    assert!(!seen.contains(&0), "nothing found to check: {seen:?}");
     assert!(
         problems.is_empty(),
         "the book names what the code does not have (another program's flag goes in \
