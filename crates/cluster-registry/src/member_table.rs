@@ -99,12 +99,8 @@ impl MemberTable {
 
     /// The namespaces the Karmada definitions reference Secrets in.
     pub(crate) fn karmada_secret_namespaces(&self) -> BTreeSet<String> {
-        self.definitions
-            .iter()
-            .filter(|(origin, _)| matches!(origin, Origin::Karmada(_)))
-            .filter_map(|(_, def)| def.spec.as_ref().ok())
-            .map(|spec| spec.secret_ref.namespace.clone())
-            .collect()
+        let refs = self.karmada_secret_refs().into_iter();
+        refs.map(|key| key.namespace).collect()
     }
 
     /// A definition was added or changed.
@@ -310,25 +306,19 @@ impl MemberTable {
             }),
             (_, Told::Pending) => None,
         };
+        let (state, spec) = match &target {
+            Told::Pending => (MemberState::Pending, self.spec_of(name)),
+            Told::Ready { spec, .. } => (MemberState::Ready, Some(spec.clone())),
+            Told::Invalid(reason) => {
+                let reason = reason.clone();
+                (MemberState::Invalid { reason }, self.spec_of(name))
+            }
+        };
         let origin = self.owner(name).cloned();
-        let view = match &target {
-            Told::Pending => MemberView {
-                state: MemberState::Pending,
-                spec: self.spec_of(name),
-                origin,
-            },
-            Told::Ready { spec, .. } => MemberView {
-                state: MemberState::Ready,
-                spec: Some(spec.clone()),
-                origin,
-            },
-            Told::Invalid(reason) => MemberView {
-                state: MemberState::Invalid {
-                    reason: reason.clone(),
-                },
-                spec: self.spec_of(name),
-                origin,
-            },
+        let view = MemberView {
+            state,
+            spec,
+            origin,
         };
         self.views
             .write()
