@@ -80,18 +80,13 @@ fn assert_sandbox(objects: &[Value], what: &str, declared: bool) {
 #[test]
 fn the_chart_and_the_overlay_ship_the_plugin_sandbox() -> anyhow::Result<()> {
     let version = kube_version()?;
-    let declared = chart_dir().join("ci/exec-plugins-values.yaml");
-    assert_sandbox(
-        &helm_template(&version, Some(&declared))?,
-        "helm execPlugins",
-        true,
-    );
-    let allowed = chart_dir().join("ci/capi-values.yaml");
-    assert_sandbox(
-        &helm_template(&version, Some(&allowed))?,
-        "helm allowExec",
-        false,
-    );
+    for (values, what, declared) in [
+        ("ci/exec-plugins-values.yaml", "helm execPlugins", true),
+        ("ci/capi-values.yaml", "helm allowExec", false),
+    ] {
+        let objects = helm_template(&version, Some(&chart_dir().join(values)))?;
+        assert_sandbox(&objects, what, declared);
+    }
     let overlay = kustomize_dir("overlays/exec-plugins");
     assert_sandbox(&kustomize_build(&overlay)?, "kustomize exec-plugins", true);
     // The defaults run no plugin, and keep the collector non-root.

@@ -4,10 +4,7 @@
 
 use std::time::Duration;
 
-use e2e::{
-    collector_run::RunningCollector,
-    rotation_plane::{RotationPlane, rotations},
-};
+use e2e::rotation_plane::{RotationPlane, rotations};
 use testkit::eventually;
 
 /// Start-up: the registry lists, the member clients connect, the watches list.
@@ -21,18 +18,11 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
     const MEMBERS: usize = 50;
     const WINDOW: Duration = Duration::from_secs(120);
     let plane = RotationPlane::start(2, MEMBERS).await?;
-    let args = plane.collector_args(&[
-        "--mint-tokens",
-        "--mint-at-fraction",
-        "0.01",
-        "--probe-period",
-        "2",
-        "--request-timeout",
-        "3",
-    ])?;
-    let collector = RunningCollector::start(&args)
-        .await?
-        .with_reader(plane.admin_token());
+    let minting = ["--mint-tokens", "--mint-at-fraction", "0.01"];
+    let probing = ["--probe-period", "2", "--request-timeout", "3"];
+    let collector = plane
+        .start_collector(&[&minting[..], &probing].concat())
+        .await?;
     let names: Vec<String> = plane.members.iter().map(|m| m.name.clone()).collect();
     for name in &names {
         plane
@@ -69,13 +59,9 @@ async fn fifty_members_rotate_every_six_seconds_with_no_401_no_relist_and_one_wr
                 started.elapsed()
             );
         }
-        assert_eq!(
-            collector
-                .metric("tether_member_source_listed", r#"source="karmada""#)
-                .await?,
-            1.0,
-            "the collector's own watches of the control plane stay listed"
-        );
+        let listed = collector.metric("tether_member_source_listed", r#"source="karmada""#);
+        let own_watches = "the collector's own watches of the control plane stay listed";
+        assert_eq!(listed.await?, 1.0, "{own_watches}");
     }
     let window = started.elapsed();
     let counts = writes.counts();
