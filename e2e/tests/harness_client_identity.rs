@@ -63,8 +63,11 @@ async fn cert_rejection(cluster: &Cluster, cert: &ClientCert) -> Option<u16> {
     status_code(&err)
 }
 
-fn groups(info: &UserInfo) -> Vec<&str> {
-    info.groups.iter().flatten().map(String::as_str).collect()
+/// Who `cert` authenticates as on `cluster`: `user: group, group`.
+async fn identity(cluster: &Cluster, cert: &ClientCert) -> String {
+    let who = whoami_with_cert(cluster, cert).await.unwrap();
+    let groups = who.groups.unwrap_or_default().join(", ");
+    format!("{}: {groups}", who.username.unwrap())
 }
 
 #[tokio::test]
@@ -84,18 +87,13 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
         "ClientCert { .. }",
         "Debug hides the key"
     );
-    let who = whoami_with_cert(&member, &alice).await?;
-    assert_eq!(who.username.as_deref(), Some("alice"));
-    assert_eq!(groups(&who), ["tether-test", "system:authenticated"]);
+    let alice_tester = "alice: tether-test, system:authenticated";
+    assert_eq!(identity(&member, &alice).await, alice_tester);
 
     // Several O= are several groups.
     let bob = member.issue_client_cert("bob", &["tether-test", "tether-ops"], HOUR)?;
-    let who = whoami_with_cert(&member, &bob).await?;
-    assert_eq!(who.username.as_deref(), Some("bob"));
-    assert_eq!(
-        groups(&who),
-        ["tether-test", "tether-ops", "system:authenticated"]
-    );
+    let bob_groups = "bob: tether-test, tether-ops, system:authenticated";
+    assert_eq!(identity(&member, &bob).await, bob_groups);
 
     // Right CA, wrong time: the TLS handshake passes (the apiserver only requests a client
     // certificate) and authentication fails with 401, not as anonymous.
@@ -104,14 +102,8 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
 
     // A well-formed, valid certificate from another cluster's client CA.
     let foreign = control_plane.issue_client_cert("alice", &["tether-test"], HOUR)?;
-    assert_eq!(
-        whoami_with_cert(&control_plane, &foreign)
-            .await?
-            .username
-            .as_deref(),
-        Some("alice"),
-        "it is good where it was issued"
-    );
+    let at_home = identity(&control_plane, &foreign).await;
+    assert_eq!(at_home, alice_tester, "it is good where it was issued");
     assert_eq!(cert_rejection(&member, &foreign).await, Some(401));
 
     // A new serving CA, the same client CA: alice's certificate still works.
@@ -120,8 +112,7 @@ async fn client_certificates_authenticate_as_their_subject_and_survive_a_ca_rota
     let rotated = env.cluster(1);
     assert_ne!(rotated.ca_pem(), member.ca_pem(), "a new serving CA");
     assert_eq!(rotated.client_ca_pem().unwrap(), client_ca);
-    let who = whoami_with_cert(rotated, &alice).await?;
-    assert_eq!(who.username.as_deref(), Some("alice"));
+    assert_eq!(identity(rotated, &alice).await, alice_tester);
     assert_eq!(cert_rejection(rotated, &expired).await, Some(401));
     Ok(())
 }
@@ -183,13 +174,14 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() -> anyho
     let ns = member.create_namespace("plugin").await?;
     member.create_service_account(&ns, "agent").await?;
     let files = PluginFiles::for_cluster(member, "tokenrequest")?;
-    let vars = files.env(&[
-        ("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/agent")),
-        (
-            "KUBERNETES_EXEC_INFO",
-            exec_info(json!({ "server": member.endpoint() })),
-        ),
-    ]);
+    let info = exec_info(json!({ "server": member.endpoint() }));
+    let vars_for = |account: &str| {
+        files.env(&[
+            ("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/{account}")),
+            ("KUBERNETES_EXEC_INFO", info.clone()),
+        ])
+    };
+    let vars = vars_for("agent");
 
     let plugin = "tokenrequest-plugin.py";
     let mut tokens = Vec::new();
@@ -215,10 +207,7 @@ async fn tokenrequest_plugin_mints_a_fresh_short_lived_token_per_exec() -> anyho
 
     // A ServiceAccount that does not exist: the apiserver's 404, in one line, no token.
     let admin = member.admin_token()?;
-    let mut missing = vars.clone();
-    missing.retain(|(k, _)| *k != "PLUGIN_SERVICE_ACCOUNT");
-    missing.push(("PLUGIN_SERVICE_ACCOUNT", format!("{ns}/nobody")));
-    let out = run_plugin(plugin, &missing).await;
+    let out = run_plugin(plugin, &vars_for("nobody")).await;
     let stderr = failure(plugin, &out, &[&admin, &tokens[0], &tokens[1]]);
     assert!(stderr.contains("HTTP 404"), "{stderr}");
     assert_eq!(files.runs().len(), 3, "failed runs are counted too");
