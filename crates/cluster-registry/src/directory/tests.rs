@@ -115,12 +115,9 @@ fn bad_member_files_are_invalid_members(
         name, "m1",
         "named after the file when the name is unreadable"
     );
-    assert_eq!(member.refused().condition_reason(), want);
-    assert!(
-        member.refused().to_string().contains(says),
-        "{}",
-        member.refused()
-    );
+    let reason = member.refused();
+    assert_eq!(reason.condition_reason(), want);
+    assert!(reason.to_string().contains(says), "{reason}");
 }
 
 #[test]

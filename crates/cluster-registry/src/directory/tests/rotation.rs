@@ -13,12 +13,8 @@ fn a_mint_block_names_the_token_file_as_the_home(#[case] key: &str) {
         "name: m1\napiEndpoint: https://h:6443\ntokenFile: t\n\
          {key}:\n  serviceAccount: tether/collector\n  enabled: true\n",
     ));
-    let rotation = member
-        .definition
-        .spec
-        .unwrap()
-        .mint_request
-        .expect("a rotation");
+    let spec = member.definition.spec.unwrap();
+    let rotation = spec.mint_request.expect("a rotation");
     assert_eq!(rotation.home, TokenHome::File(dir.path("t")));
     assert_eq!(rotation.enabled, Some(true));
 }
