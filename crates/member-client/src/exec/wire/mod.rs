@@ -26,7 +26,7 @@
 //!
 //! [KEP-541]: https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
 
-use std::{fmt, str::FromStr};
+use std::str::FromStr;
 
 use crate::Text;
 
@@ -55,27 +55,20 @@ pub const KIND: &str = "ExecCredential";
 /// assert_eq!(v, ExecApiVersion::V1Beta1);
 /// assert!("client.authentication.k8s.io/v1alpha1".parse::<ExecApiVersion>().is_err());
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::IntoStaticStr)]
 pub enum ExecApiVersion {
     /// `client.authentication.k8s.io/v1`.
+    #[strum(to_string = "client.authentication.k8s.io/v1")]
     V1,
     /// `client.authentication.k8s.io/v1beta1`.
+    #[strum(to_string = "client.authentication.k8s.io/v1beta1")]
     V1Beta1,
 }
 
 impl ExecApiVersion {
     /// The `apiVersion` string.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::V1 => "client.authentication.k8s.io/v1",
-            Self::V1Beta1 => "client.authentication.k8s.io/v1beta1",
-        }
-    }
-}
-
-impl fmt::Display for ExecApiVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 
