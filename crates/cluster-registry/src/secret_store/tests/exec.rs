@@ -10,7 +10,7 @@ use std::{
 
 use member_client::{
     ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialKind, ExecError,
-    exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
+    exec::{ExecCluster, ExecConfig, ExecEnvVar},
 };
 use tokio::sync::RwLock;
 
@@ -64,12 +64,9 @@ impl Plugin {
 
     fn config(&self) -> ExecConfig {
         ExecConfig {
-            command: self.path.display().to_string(),
-            args: vec![],
-            env: vec![],
-            api_version: ExecApiVersion::V1,
             provide_cluster_info: true,
             cluster: Some(ExecCluster::new("https://10.0.0.1:6443")),
+            ..ExecConfig::new(self.path.display().to_string())
         }
     }
 }
@@ -139,9 +136,7 @@ async fn an_env_var_that_chooses_code_is_exec_not_allowed_at_once() {
     let _running = SCRIPTS.read().await;
     let store = SecretStore::with_exec_policy(plugin.policy());
     let mut config = plugin.config();
-    config
-        .env
-        .push(ExecEnvVar::new("LD_PRELOAD", "/tmp/evil.so"));
+    config.env = vec![ExecEnvVar::new("LD_PRELOAD", "/tmp/evil.so")];
     store.insert(key(), exec_secret(config, None));
     let err = store.usable(&key()).unwrap_err();
     assert!(
