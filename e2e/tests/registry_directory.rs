@@ -32,13 +32,11 @@ async fn member_files_follow_token_file_rotation_garbage_and_deletion() -> anyho
     write_atomically(&token_file, format!("{}\n", agents.token_a));
     write_atomically(&dir.path().join("member1-ca.crt"), member.ca_pem());
     let member_file = dir.path().join("member1.yaml");
-    write_atomically(
-        &member_file,
-        format!(
-            "name: member1\napiEndpoint: {}\ntokenFile: member1.token\ncaFile: member1-ca.crt\n",
-            member.endpoint()
-        ),
+    let text = format!(
+        "name: member1\napiEndpoint: {}\ntokenFile: member1.token\ncaFile: member1-ca.crt\n",
+        member.endpoint()
     );
+    write_atomically(&member_file, text);
     // A broken member file beside it is reported and harms nobody.
     write_atomically(&dir.path().join("broken.yaml"), "name: [unterminated");
 
