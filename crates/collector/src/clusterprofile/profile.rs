@@ -118,18 +118,19 @@ mod tests {
 
     /// The profile of a healthy member1 whose credential is `secret_ref`.
     fn healthy_member1(secret_ref: CredentialKey) -> ClusterProfile {
-        let access = access(secret_ref);
-        build(
-            "fleet",
-            "member1",
-            Some(&access),
-            &MemberStatus::with_health(MemberHealth::Healthy),
-        )
+        let status = MemberStatus::with_health(MemberHealth::Healthy);
+        build("fleet", "member1", Some(&access(secret_ref)), &status)
     }
 
     fn condition<'a>(profile: &'a ClusterProfile, type_: &str) -> &'a Condition {
         let status = profile.status.as_ref().unwrap();
         status.conditions.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
+    /// The status and reason of `profile`'s condition `type_`, as `<status> <reason>`.
+    fn said(profile: &ClusterProfile, type_: &str) -> String {
+        let condition = condition(profile, type_);
+        format!("{} {}", condition.status, condition.reason)
     }
 
     #[test]
@@ -178,23 +179,13 @@ mod tests {
             assert_eq!(healthy.last_transition_time, member[0].last_transition_time);
             let credentials = condition(&profile, "CredentialsValid");
             assert_eq!(credentials, &member[1], "{health:?}");
-            assert_eq!(
-                profile.status.as_ref().unwrap().conditions.len(),
-                2,
-                "no Ready beside ControlPlaneHealthy"
-            );
+            let conditions = &profile.status.as_ref().unwrap().conditions;
+            assert_eq!(conditions.len(), 2, "no Ready beside ControlPlaneHealthy");
         }
-        let healthy = build(
-            "fleet",
-            "m",
-            None,
-            &MemberStatus::with_health(MemberHealth::Healthy),
-        );
-        assert_eq!(condition(&healthy, "CredentialsValid").status, "True");
-        assert_eq!(
-            condition(&healthy, "CredentialsValid").reason,
-            "CredentialsAccepted"
-        );
+        let status = MemberStatus::with_health(MemberHealth::Healthy);
+        let healthy = build("fleet", "m", None, &status);
+        let credentials = said(&healthy, "CredentialsValid");
+        assert_eq!(credentials, "True CredentialsAccepted");
     }
 
     #[test]
@@ -213,11 +204,9 @@ mod tests {
                 }}],
             }}])
         );
-        let read: TetherExecExtension = serde_json::from_value(
-            written["status"]["accessProviders"][0]["cluster"]["extensions"][0]["extension"]
-                .clone(),
-        )
-        .unwrap();
+        let cluster = &written["status"]["accessProviders"][0]["cluster"];
+        let extension = cluster["extensions"][0]["extension"].clone();
+        let read: TetherExecExtension = serde_json::from_value(extension).unwrap();
         assert_eq!(read.member, "member1");
     }
 
@@ -225,26 +214,17 @@ mod tests {
     fn a_file_member_is_published_without_a_secret() {
         let profile = healthy_member1(CredentialKey::new("", "/etc/tether/members/member1.yaml"));
         let cluster = &profile.status.unwrap().access_providers[0].cluster;
-        assert_eq!(
-            cluster.extension(EXEC_EXTENSION),
-            Some(&json!({"member": "member1"}))
-        );
+        let extension = cluster.extension(EXEC_EXTENSION);
+        assert_eq!(extension, Some(&json!({"member": "member1"})));
     }
 
     #[test]
     fn a_member_without_a_usable_definition_has_no_access_provider() {
         let reason = InvalidReason::EndpointForbidden("loopback".into());
-        let profile = build(
-            "fleet",
-            "m",
-            None,
-            &MemberStatus::with_health(MemberHealth::Invalid(reason)),
-        );
-        let healthy = condition(&profile, CONTROL_PLANE_HEALTHY);
-        assert_eq!(
-            (healthy.status.as_str(), healthy.reason.as_str()),
-            ("False", "EndpointForbidden")
-        );
+        let status = MemberStatus::with_health(MemberHealth::Invalid(reason));
+        let profile = build("fleet", "m", None, &status);
+        let healthy = said(&profile, CONTROL_PLANE_HEALTHY);
+        assert_eq!(healthy, "False EndpointForbidden");
         let status = profile.status.unwrap();
         assert!(status.access_providers.is_empty());
         assert_eq!(status.version, None, "no version before /version answered");
