@@ -93,27 +93,6 @@ fn check_secret(secret: &StoredSecret) -> Result<(), TestCaseError> {
     secret.credential().err().map_or(Ok(()), check_error)
 }
 
-/// An Argo CD cluster Secret holding `data`, as a member and as a credential.
-fn check_argocd_secret(data: BTreeMap<String, Vec<u8>>) -> Result<(), TestCaseError> {
-    let secret = secret(true, data);
-    check(argocd::member_from_secret(&secret), false)?;
-    check_secret(&StoredSecret::from_secret(
-        &CredentialKey::new("argocd", "cluster-x"),
-        &secret,
-    ))
-}
-
-/// A member file holding `yaml`, read from a directory of its own.
-fn check_member_file(yaml: &str) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("m.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    check(
-        crate::directory::read_member_blocking(dir.path(), path).definition,
-        false,
-    )
-}
-
 fn secret(labels_argocd: bool, data: BTreeMap<String, Vec<u8>>) -> Secret {
     let mut secret = Secret::default();
     secret.metadata.name = Some("cluster-x".into());
@@ -183,7 +162,9 @@ proptest! {
                 data.insert(key.to_owned(), value.into_bytes());
             }
         }
-        check_argocd_secret(data)?;
+        let secret = secret(true, data);
+        check(argocd::member_from_secret(&secret), false)?;
+        check_secret(&StoredSecret::from_secret(&CredentialKey::new("argocd", "cluster-x"), &secret))?;
     }
 
     #[test]
@@ -225,7 +206,10 @@ proptest! {
             any::<String>(),
         ],
     ) {
-        check_member_file(&yaml)?;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.yaml");
+        std::fs::write(&path, &yaml).unwrap();
+        check(crate::directory::read_member_blocking(dir.path(), path).definition, false)?;
     }
 }
 
@@ -254,11 +238,16 @@ proptest! {
             ("server".to_owned(), endpoint.clone().into_bytes()),
             ("config".to_owned(), config.into_bytes()),
         ]);
-        check_argocd_secret(data)?;
+        let secret = secret(true, data);
+        check(argocd::member_from_secret(&secret), false)?;
+        check_secret(&StoredSecret::from_secret(&CredentialKey::new("argocd", "cluster-x"), &secret))?;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.yaml");
         let mut yaml = format!("name: {name:?}\napiEndpoint: {endpoint:?}\ntokenFile: {endpoint:?}\n");
         if let Some(proxy) = proxy {
             yaml.push_str(&format!("proxyURL: {proxy:?}\n"));
         }
-        check_member_file(&yaml)?;
+        std::fs::write(&path, &yaml).unwrap();
+        check(crate::directory::read_member_blocking(dir.path(), path).definition, false)?;
     }
 }
