@@ -141,10 +141,8 @@ mod tests {
         queue.submit("m2", &MemberStatus::with_health(MemberHealth::Healthy));
         let observed = queue.observed();
         assert_eq!(observed.len(), 2, "one entry per member");
-        assert_eq!(
-            observed[0].1.status.as_ref().map(MemberStatus::health),
-            Some(&MemberHealth::Unauthorized)
-        );
+        let m1 = observed[0].1.status.as_ref().map(MemberStatus::health);
+        assert_eq!(m1, Some(&MemberHealth::Unauthorized));
     }
 
     #[test]
