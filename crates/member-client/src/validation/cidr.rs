@@ -36,29 +36,21 @@ impl Cidr {
     }
 
     fn matches(&self, ip: IpAddr) -> bool {
-        let prefix = self.prefix;
         match (self.addr, ip) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => prefix_eq(&net.octets(), &ip.octets(), prefix),
-            (IpAddr::V6(net), IpAddr::V6(ip)) => prefix_eq(&net.octets(), &ip.octets(), prefix),
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                same_prefix(net.to_bits().into(), ip.to_bits().into(), 32 - self.prefix)
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                same_prefix(net.to_bits(), ip.to_bits(), 128 - self.prefix)
+            }
             _ => false,
         }
     }
 }
 
-fn prefix_eq(net: &[u8], ip: &[u8], prefix: u8) -> bool {
-    let full = usize::from(prefix / 8);
-    let rest = prefix % 8;
-    if net.get(..full) != ip.get(..full) {
-        return false;
-    }
-    if rest == 0 {
-        return true;
-    }
-    let mask = 0xffu8 << (8 - rest);
-    match (net.get(full), ip.get(full)) {
-        (Some(n), Some(i)) => n & mask == i & mask,
-        _ => false,
-    }
+/// Whether `net` and `ip` agree but for their last `host_bits` bits (all of them at 128).
+fn same_prefix(net: u128, ip: u128, host_bits: u8) -> bool {
+    net.checked_shr(host_bits.into()) == ip.checked_shr(host_bits.into())
 }
 
 impl FromStr for Cidr {
@@ -99,6 +91,7 @@ mod tests {
     #[case("10.0.0.0/9", "10.127.0.1", true)]
     #[case("0.0.0.0/0", "8.8.8.8", true)]
     #[case("::1/128", "::1", true)]
+    #[case("::/0", "fd00::1", true)]
     #[case("127.0.0.1/32", "::ffff:127.0.0.1", true)]
     #[case("::1/128", "127.0.0.1", false)]
     #[case("::ffff:0.0.0.0/96", "::ffff:10.0.0.1", true)]
