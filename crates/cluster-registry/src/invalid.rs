@@ -189,23 +189,16 @@ mod tests {
     use member_client::CredentialKey;
     use rstest::rstest;
 
-    #[test]
-    fn a_client_that_cannot_be_built_is_invalid_by_the_rule_it_broke() {
-        let broke = |source| {
-            let err = member_client::Error::Invalid {
-                member: "m".into(),
-                source,
-            };
-            InvalidReason::of_build_error(err).condition_reason()
-        };
-        assert_eq!(
-            broke(ValidationError::CaBundle("not PEM".into())),
-            "SecretInvalid"
-        );
-        assert_eq!(
-            broke(ValidationError::Forbidden("loopback".into())),
-            "EndpointForbidden"
-        );
+    #[rstest]
+    #[case::ca_bundle(ValidationError::CaBundle("not PEM".into()), "SecretInvalid")]
+    #[case::forbidden(ValidationError::Forbidden("loopback".into()), "EndpointForbidden")]
+    fn a_client_that_cannot_be_built_is_invalid_by_the_rule_it_broke(
+        #[case] source: ValidationError,
+        #[case] want: &str,
+    ) {
+        let member = "m".into();
+        let err = member_client::Error::Invalid { member, source };
+        assert_eq!(InvalidReason::of_build_error(err).condition_reason(), want);
     }
 
     #[rstest]
