@@ -47,9 +47,13 @@ pub fn ci_values_files() -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Runs the pinned helm with `args`; fails with its output unless it succeeds.
-fn helm(args: &mut Command) -> anyhow::Result<Output> {
-    let output = args.output().context("running helm")?;
+/// Runs the pinned helm `cmd` with `--values values` if given; fails with its output unless it
+/// succeeds.
+fn helm(mut cmd: Command, values: Option<&Path>) -> anyhow::Result<Output> {
+    if let Some(values) = values {
+        cmd.arg("--values").arg(values);
+    }
+    let output = cmd.output().context("running helm")?;
     ensure!(
         output.status.success(),
         "helm failed ({}):\n{}{}",
@@ -81,10 +85,7 @@ pub fn helm_template(kube_version: &str, values: Option<&Path>) -> anyhow::Resul
             "--kube-version",
             kube_version,
         ]);
-    if let Some(values) = values {
-        template.arg("--values").arg(values);
-    }
-    let output = helm(&mut template).context("helm template")?;
+    let output = helm(template, values).context("helm template")?;
     parse_documents(&String::from_utf8(output.stdout)?, "helm template")
 }
 
@@ -99,10 +100,7 @@ pub fn helm_lint(kube_version: &str, values: Option<&Path>) -> anyhow::Result<St
         .arg(chart_dir())
         .args(["--strict", "--namespace", COLLECTOR_SA.0])
         .args(["--kube-version", kube_version]);
-    if let Some(values) = values {
-        lint.arg("--values").arg(values);
-    }
-    let output = helm(&mut lint).context("helm lint")?;
+    let output = helm(lint, values).context("helm lint")?;
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
@@ -125,9 +123,6 @@ pub fn helm_install_dry_run(
         .args(["--namespace", namespace, "--create-namespace"])
         .args(["--dry-run=server", "--kubeconfig"])
         .arg(kubeconfig);
-    if let Some(values) = values {
-        install.arg("--values").arg(values);
-    }
-    let output = helm(&mut install).context("helm install --dry-run=server")?;
+    let output = helm(install, values).context("helm install --dry-run=server")?;
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

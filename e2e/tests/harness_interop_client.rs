@@ -45,12 +45,11 @@ impl Consumer {
         other["providers"][0]["name"] = json!("secretreader");
         let other_providers = dir.join("other-providers.json");
         std::fs::write(&other_providers, other.to_string()).unwrap();
-        let namespace = plane.namespace.clone();
         Self {
             kubeconfig,
             providers,
             other_providers,
-            namespace,
+            namespace: plane.namespace.clone(),
         }
     }
 
@@ -104,8 +103,7 @@ async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() 
             );
         }
     };
-    let web = format!("{apps}/web");
-    let api = format!("{apps}/api");
+    let (web, api) = (format!("{apps}/web"), format!("{apps}/api"));
 
     // --once: one list, through the plugin, and exit 0.
     let (status, lines, stderr) = consumer.once(&consumer.providers, member.name()).await;
@@ -138,11 +136,8 @@ async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() 
 
     // Without --once: list, informer, and a Deployment created meanwhile is seen ADDED.
     let runs_before = plane.plugin_runs();
-    let mut out = Running::spawn(consumer.command(
-        &consumer.providers,
-        member.name(),
-        &["--list-interval", "500ms"],
-    ))?;
+    let listing = ["--list-interval", "500ms"];
+    let mut out = Running::spawn(consumer.command(&consumer.providers, member.name(), &listing))?;
     out.until("the first list", |l| is_list_with(l, &web))
         .await?;
     out.until("ADDED web", |l| is_added(l, &web)).await?;
