@@ -109,11 +109,7 @@ impl SourceStates {
     /// Sets `source`'s state; subscribers are woken only if it changed.
     pub(crate) fn set(&self, source: &Source, state: SourceState) {
         self.states.send_if_modified(|states| {
-            if states.get(source) == Some(&state) {
-                return false;
-            }
-            states.insert(source.clone(), state);
-            true
+            states.insert(source.clone(), state.clone()).as_ref() != Some(&state)
         });
     }
 
