@@ -45,14 +45,11 @@ impl ShardPlane {
             let token = cluster
                 .mint_token(MEMBER_NAMESPACE, &account, MIN_TOKEN_EXPIRY)
                 .await?;
-            karmada
-                .register(&PushMember {
-                    name: &name,
-                    endpoint: cluster.endpoint(),
-                    ca_pem: cluster.ca_pem(),
-                    token: &token,
-                })
-                .await?;
+            let member = PushMember {
+                name: &name,
+                ..PushMember::of(cluster, &token)
+            };
+            karmada.register(&member).await?;
             names.push(name);
         }
         Ok(Self {
@@ -74,21 +71,12 @@ impl ShardPlane {
         extra: &[&str],
     ) -> anyhow::Result<CollectorProcess> {
         let mut args = admin_args(self.env.control_plane())?;
-        let lease = lease_seconds.to_string();
-        args.extend(
-            [
-                "--insecure-serve-api",
-                "--shards",
-                "auto",
-                "--shard-lease-seconds",
-                &lease,
-                "--leader-election-identity",
-                identity,
-            ]
-            .iter()
-            .chain(extra)
-            .map(|a| (*a).to_owned()),
-        );
+        let seconds = lease_seconds.to_string();
+        let sharded = ["--insecure-serve-api", "--shards", "auto"];
+        let lease = ["--shard-lease-seconds", &seconds];
+        let identity_flag = ["--leader-election-identity", identity];
+        let flags = [&sharded[..], &lease, &identity_flag, extra].concat();
+        args.extend(flags.iter().map(|a| (*a).to_owned()));
         spawn_healthy(&args, &temp_dir(identity)?, Duration::from_secs(60)).await
     }
 }
