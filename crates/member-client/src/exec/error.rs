@@ -52,7 +52,7 @@ pub enum ExecError {
     /// The plugin ran (or was meant to) and gave no usable credential. May pass on retry, as a
     /// plugin's backend may be down.
     #[error(transparent)]
-    Failed(ExecFailure),
+    Failed(#[from] ExecFailure),
 }
 
 impl ExecError {
@@ -65,12 +65,6 @@ impl ExecError {
             }
             Self::Failed(_) => "ExecFailed",
         }
-    }
-}
-
-impl From<ExecFailure> for ExecError {
-    fn from(failure: ExecFailure) -> Self {
-        Self::Failed(failure)
     }
 }
 

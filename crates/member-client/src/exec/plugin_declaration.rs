@@ -221,13 +221,11 @@ impl PluginDeclaration {
                 return Err(DeclarationError::DuplicateEnvName(rule.name.clone()));
             }
         }
-        let resolved = std::fs::canonicalize(&command).ok();
         Ok(Self {
-            command,
-            resolved,
             args,
             env,
             rules,
+            ..Self::command_only(command)
         })
     }
 
