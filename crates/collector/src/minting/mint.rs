@@ -138,10 +138,8 @@ pub(crate) async fn verify(
 ) -> Result<(), MintError> {
     let credential = Credential::from_token_bytes(token.expose_secret().as_bytes())
         .map_err(|err| MintError::NotVerified(format!("is unusable: {err}")))?;
-    let cache = CredentialCache::new(
-        Minted(Arc::new(credential)),
-        CredentialCacheConfig::default(),
-    );
+    let minted = Minted(Arc::new(credential));
+    let cache = CredentialCache::new(minted, CredentialCacheConfig::default());
     let client = ClientFactory::new(cache)
         .with_policy(policy.clone())
         .build(config, &CredentialHealth::new())

@@ -28,29 +28,26 @@ pub(crate) async fn minter(
         _ => lease,
     };
     let sharded = args.shard.shards == crate::shard::ShardMode::Auto;
+    let unelected = lease.is_none() && args.leader_elect && control_plane.is_some();
     let refusal = if sharded {
         Some(
             "this collector shares its members with other replicas (--shards auto), and token \
              minting needs a single writer: mint with one replica, or with leader election \
-             and without --shards"
-                .to_owned(),
+             and without --shards",
         )
     } else {
-        None
-    };
-    let refusal = refusal.or_else(|| {
-        (lease.is_none() && args.leader_elect && control_plane.is_some()).then(|| {
+        unelected.then_some(
             "this collector runs with leader election (--leader-elect) but joined none, so it \
-         cannot know it is the only replica minting: run it with --mint-tokens or \
-         --mint-tokens-for (it then joins the election), or with --leader-elect=false as a single replica"
-                .to_owned()
-        })
-    });
+             cannot know it is the only replica minting: run it with --mint-tokens or \
+             --mint-tokens-for (it then joins the election), or with --leader-elect=false as a \
+             single replica",
+        )
+    };
     let minter = Minter {
         control_plane: control_plane.map(|cp| cp.client.clone()),
         identity: identity.to_owned(),
         leader: lease.as_ref().and_then(Lease::leader),
-        refusal,
+        refusal: refusal.map(str::to_owned),
         args: args.mint.clone(),
         policy: args.endpoint_policy(),
         request_timeout: args.request_timeout(),
