@@ -155,21 +155,14 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
         json!({"labels": {"tether.io/member": member},
                "annotations": {"tether.io/server": RECORDED_SERVER}})
     };
-    for (name, metadata, type_) in [
+    let mut sa_token = marked(VICTIM);
+    sa_token["annotations"]["kubernetes.io/service-account.name"] = json!(AGENT);
+    for (name, mut metadata, type_) in [
         (VICTIM, marked(VICTIM), "Opaque"),
         ("unmarked", json!({}), "Opaque"),
         ("member2", marked("member2"), "Opaque"),
-        (
-            "sa-token",
-            {
-                let mut meta = marked(VICTIM);
-                meta["annotations"]["kubernetes.io/service-account.name"] = json!(AGENT);
-                meta
-            },
-            "kubernetes.io/service-account-token",
-        ),
+        ("sa-token", sa_token, "kubernetes.io/service-account-token"),
     ] {
-        let mut metadata = metadata;
         metadata["name"] = json!(name);
         let secret: Secret = serde_json::from_value(json!({
             "metadata": metadata, "type": type_,
@@ -183,11 +176,8 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
     let yaml = Kubeconfig::token(plane, &plane.admin_token()?).to_yaml()?;
     std::fs::write(&kubeconfig, yaml)?;
 
-    let served = run(
-        &binary,
-        &kubeconfig,
-        &exec_info(&ns, VICTIM, VICTIM, RECORDED_SERVER),
-    );
+    let own = exec_info(&ns, VICTIM, VICTIM, RECORDED_SERVER);
+    let served = run(&binary, &kubeconfig, &own);
     assert!(
         served.status.success(),
         "the member's own marked Secret for its recorded server: {}",
@@ -219,10 +209,8 @@ async fn tether_credential_serves_only_the_marked_secret_of_the_member_to_its_re
         ),
     ] {
         let output = run(&binary, &kubeconfig, &info);
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr),
-        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
         println!("{attack}: exit {:?}: {stderr}", output.status.code());
         assert!(
             !stdout.contains(SECRET_TOKEN) && !stderr.contains(SECRET_TOKEN),
