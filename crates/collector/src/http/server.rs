@@ -7,7 +7,7 @@ use std::{
     future::Future,
     io,
     net::IpAddr,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
@@ -89,10 +89,7 @@ struct PeerSlot {
 impl PeerCounts {
     /// A slot for one more connection from `peer`, or `None` when it already holds `cap`.
     fn claim(&self, peer: IpAddr, cap: usize) -> Option<PeerSlot> {
-        let mut counts = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let open = counts.entry(peer).or_default();
         if cap != 0 && *open >= cap {
             return None;
@@ -107,11 +104,7 @@ impl PeerCounts {
 
 impl Drop for PeerSlot {
     fn drop(&mut self) {
-        let mut counts = self
-            .counts
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut counts = self.counts.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(open) = counts.get_mut(&self.peer) {
             *open = open.saturating_sub(1);
             if *open == 0 {
@@ -177,9 +170,7 @@ pub(crate) async fn serve(
                 Transport::Tls(acceptor) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(tls)) => serve_connection(&http, tls, router, watcher).await,
-                        Ok(Err(err)) => {
-                            tracing::debug!(error = %err, "TLS handshake failed");
-                        }
+                        Ok(Err(err)) => tracing::debug!(error = %err, "TLS handshake failed"),
                         Err(_) => tracing::debug!("TLS handshake timed out"),
                     }
                 }

@@ -167,20 +167,12 @@ impl Supervisor {
         metrics.record_shard_moves("in", moves.taken_over);
         metrics.record_shard_moves("out", handed_over);
     }
-}
 
-impl Supervisor {
     /// Stops the members whose handover grace is over.
     async fn release_due(&mut self, gate: &mut ShardGate) {
         let now = Instant::now();
-        let due: Vec<String> = gate
-            .releasing
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .map(|(member, _)| member.clone())
-            .collect();
-        for member in due {
-            gate.releasing.remove(&member);
+        let due: Vec<_> = gate.releasing.extract_if(|_, at| *at <= now).collect();
+        for (member, _) in due {
             if !gate.ownership.owns(&member) {
                 self.forget(&member).await;
             }
