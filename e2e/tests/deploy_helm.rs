@@ -66,10 +66,7 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() -> anyhow::Res
     let crds: Vec<_> = of_kind(&objects, "CustomResourceDefinition").collect();
     assert_eq!(crds.len(), 1, "installCRDs=true renders the CRD");
     let mut crd = crds[0].clone();
-    let annotations = crd
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-        .unwrap();
+    let annotations = crd["metadata"]["annotations"].as_object_mut().unwrap();
     assert_eq!(
         annotations.remove("helm.sh/resource-policy"),
         Some("keep".into()),
@@ -96,11 +93,7 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() -> anyhow::Res
     // Beside Karmada, as the kustomize overlay.
     let values = chart_dir().join("ci/beside-karmada-values.yaml");
     let beside = helm_template(version, Some(&values))?;
-    assert!(
-        of_kind(&beside, "CustomResourceDefinition")
-            .next()
-            .is_none()
-    );
+    assert_eq!(of_kind(&beside, "CustomResourceDefinition").count(), 0);
     assert_rbac(&beside, false, "helm beside Karmada");
     assert!(!assert_collector_workload(&beside, "helm beside Karmada").write_status);
     apply(&client, &beside, &[KARMADA_SECRETS, COLLECTOR_SA.0]).await?;
@@ -125,10 +118,8 @@ async fn helm_chart_renders_and_is_accepted_by_a_real_apiserver() -> anyhow::Res
     let bad = tempfile::NamedTempFile::new()?;
     std::fs::write(bad.path(), "publishClusterProfiles: Not_A_Namespace\n")?;
     let err = helm_template(version, Some(bad.path())).unwrap_err();
-    assert!(
-        format!("{err:#}").contains("must be a namespace name"),
-        "{err:#}"
-    );
+    let err = format!("{err:#}");
+    assert!(err.contains("must be a namespace name"), "{err}");
 
     // The chart and the kustomize base make the same kinds of objects in the same places.
     let places = |objects: &[Value]| {

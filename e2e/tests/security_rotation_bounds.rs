@@ -43,11 +43,8 @@ async fn with_minting_off_a_definition_asking_for_rotation_gets_no_token_request
         .await?;
 
     tokio::time::sleep(WOULD_HAVE_MINTED).await;
-    assert_eq!(
-        plane.token_requests(1).await?,
-        before,
-        "no TokenRequest was sent"
-    );
+    let requests = plane.token_requests(1).await?;
+    assert_eq!(requests, before, "no TokenRequest was sent");
     assert_eq!(plane.karmada.secret_token("m00").await?, seeded);
     assert_eq!(rotations(&collector, "m00", "success").await, 0.0);
     let message = plane.refusal("m00", "RotationNotAllowed", START).await?;
@@ -61,14 +58,8 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
 -> anyhow::Result<()> {
     let mut plane = RotationPlane::start(1, 1).await?;
     let others = plane.karmada.secret_token("m00").await?;
-    plane
-        .add(RotatingMember::new(
-            "impostor",
-            1,
-            "tether-rotation",
-            "rot-x",
-        ))
-        .await?;
+    let impostor = RotatingMember::new("impostor", 1, "tether-rotation", "rot-x");
+    plane.add(impostor).await?;
     // Its Secret holds rot-0's token, which may mint rot-x's: minting would switch identities.
     let member = plane.env.cluster(1);
     plane
@@ -93,18 +84,12 @@ async fn a_definition_naming_another_service_account_than_its_token_is_refused_u
     assert_eq!(plane.karmada.secret_token("impostor").await?, others);
     // The member itself is left alone: its token works, it is Ready, and m00 (not allowed
     // by the operator, asking with "true") mints nothing either.
-    assert_eq!(
-        plane.karmada.condition("impostor", "Ready").await?,
-        Some(("True".to_owned(), "MemberReady".to_owned()))
-    );
-    assert_eq!(
-        plane
-            .karmada
-            .condition("m00", "CredentialsValid")
-            .await?
-            .map(|(_, reason)| reason),
-        Some("RotationNotAllowed".to_owned())
-    );
+    let impostor = plane.karmada.condition("impostor", "Ready").await?;
+    let ready = ("True".to_owned(), "MemberReady".to_owned());
+    assert_eq!(impostor, Some(ready));
+    let m00 = plane.karmada.condition("m00", "CredentialsValid").await?;
+    let reason = m00.map(|(_, reason)| reason);
+    assert_eq!(reason.as_deref(), Some("RotationNotAllowed"));
     Ok(())
 }
 
@@ -150,11 +135,8 @@ async fn a_lifetime_over_the_cap_or_an_unlisted_audience_is_refused_until_the_de
     }
     // The Lease is taken first, then a new leader's wait.
     tokio::time::sleep(WOULD_HAVE_MINTED + Duration::from_secs(6)).await;
-    assert_eq!(
-        plane.token_requests(1).await?,
-        before,
-        "no TokenRequest was sent"
-    );
+    let requests = plane.token_requests(1).await?;
+    assert_eq!(requests, before, "no TokenRequest was sent");
     assert_eq!(&plane.karmada.secret_token("long").await?, long);
     assert_eq!(&plane.karmada.secret_token("aud").await?, aud);
 
@@ -211,14 +193,9 @@ async fn hostile_member(
     let plane = RotationPlane::start(1, 0).await?;
     let hostile = HostileEndpoint::start(Ipv4Addr::new(127, 0, 0, 2)).await?;
     let annotations = rotation_annotations("hostile/hostile", annotations);
+    let url = hostile.url();
     plane
-        .register(
-            name,
-            &hostile.url(),
-            hostile.ca_pem(),
-            current,
-            &annotations,
-        )
+        .register(name, &url, hostile.ca_pem(), current, &annotations)
         .await?;
     hostile.set_minted_token(minted);
     let allow = hostile.allow_endpoint_arg();
