@@ -126,21 +126,19 @@ mod tests {
     use rstest::rstest;
     use serde_json::{Value, json};
 
-    fn config(provide_cluster_info: bool, cluster: ExecCluster) -> ExecConfig {
-        ExecConfig {
-            api_version: ExecApiVersion::V1Beta1,
-            provide_cluster_info,
-            cluster: Some(cluster),
-            ..ExecConfig::new("/bin/plugin")
-        }
-    }
-
     fn minimal() -> ExecCluster {
         ExecCluster::new("https://10.0.0.1:6443")
     }
 
-    fn parsed(config: &ExecConfig) -> Value {
-        serde_json::from_str(&ExecInfo::for_plugin(config).to_json()).unwrap()
+    /// What a v1beta1 plugin of [`minimal`]'s cluster is handed, parsed.
+    fn sent(provide_cluster_info: bool) -> Value {
+        let config = ExecConfig {
+            api_version: ExecApiVersion::V1Beta1,
+            provide_cluster_info,
+            cluster: Some(minimal()),
+            ..ExecConfig::new("/bin/plugin")
+        };
+        serde_json::from_str(&ExecInfo::for_plugin(&config).to_json()).unwrap()
     }
 
     #[rstest]
@@ -149,7 +147,7 @@ mod tests {
     #[case::left_out_unless_asked_for(false, json!({"interactive": false}))]
     fn the_cluster_is_sent_only_when_asked_for(#[case] provide: bool, #[case] spec: Value) {
         assert_eq!(
-            parsed(&config(provide, minimal())),
+            sent(provide),
             json!({
                 "apiVersion": "client.authentication.k8s.io/v1beta1",
                 "kind": "ExecCredential",
