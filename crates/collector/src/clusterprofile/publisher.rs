@@ -204,10 +204,7 @@ impl Writes {
 
     /// Writes every observed member whose profile differs from what this replica wrote.
     async fn write_profiles(&mut self) {
-        let due: Vec<(String, ClusterProfile, Option<String>)> = self
-            .queue
-            .observed()
-            .into_iter()
+        let due: Vec<_> = (self.queue.observed().into_iter())
             .filter_map(|(member, latest)| {
                 let status = latest.status.as_ref()?;
                 let built =
@@ -332,21 +329,13 @@ impl Writes {
             }
         };
         let mut members = self.queue.members();
-        members.extend(
-            self.registry
-                .states()
-                .into_iter()
-                // A pull-mode Cluster is not Tether's to publish.
-                .filter(|(_, state)| {
-                    !matches!(
-                        state,
-                        MemberState::Invalid {
-                            reason: InvalidReason::PullMode
-                        }
-                    )
-                })
-                .map(|(member, _)| member),
-        );
+        // A pull-mode Cluster is not Tether's to publish.
+        let pull_mode = MemberState::Invalid {
+            reason: InvalidReason::PullMode,
+        };
+        let published =
+            |(member, state): (String, MemberState)| (state != pull_mode).then_some(member);
+        members.extend(self.registry.states().into_iter().filter_map(published));
         let garbage = ours.into_iter().filter(|meta| {
             meta.name
                 .as_ref()
