@@ -55,10 +55,8 @@ fn files_inside_the_directory_are_read() {
     std::fs::write(dir.path().join("t"), "tok").unwrap();
     assert_eq!(read(dir.path(), Path::new("t"), 16).unwrap(), b"tok");
     assert_eq!(read(dir.path(), &dir.path().join("t"), 16).unwrap(), b"tok");
-    assert!(matches!(
-        read(dir.path(), Path::new("missing"), 16),
-        Err(FileError::NotFound)
-    ));
+    let missing = read(dir.path(), Path::new("missing"), 16);
+    assert!(matches!(missing, Err(FileError::NotFound)), "{missing:?}");
 }
 
 #[test]

@@ -77,10 +77,8 @@ async fn garbage_in_the_secret_is_secret_invalid() {
     assert!(why.contains("UTF-8"), "{why}");
     // a different kind of garbage is a new reason
     h.write_secret(&[("nothing", b"")]).await;
-    assert!(matches!(
-        h.expect_invalid("member1"),
-        InvalidReason::SecretInvalid(_)
-    ));
+    let reason = h.expect_invalid("member1");
+    assert!(matches!(reason, InvalidReason::SecretInvalid(_)));
     // and a good token makes it usable again
     h.write_secret(&[("token", b"t3")]).await;
     h.expect_upserted();

@@ -76,10 +76,8 @@ async fn a_missing_token_file_reads_as_no_token_and_a_secret_needs_a_control_pla
     let home = TokenHome::File(dir.path().join("absent.token"));
     assert!(home.read(None).await.unwrap().token.is_none());
     let secret = TokenHome::KarmadaSecret(CredentialKey::new("ns", "s"));
-    assert!(matches!(
-        secret.read(None).await,
-        Err(HomeError::Invalid(_))
-    ));
+    let read = secret.read(None).await;
+    assert!(matches!(read, Err(HomeError::Invalid(_))), "{read:?}");
 }
 
 #[test]
@@ -97,10 +95,8 @@ fn an_argocd_config_keeps_every_other_field() {
     );
 
     let mut garbage = BTreeMap::from([(CONFIG_KEY.to_owned(), ByteString(b"[1]".to_vec()))]);
-    assert!(matches!(
-        set_argocd_token(&mut garbage, &SecretString::from("new")),
-        Err(HomeError::Invalid(_))
-    ));
+    let set = set_argocd_token(&mut garbage, &SecretString::from("new"));
+    assert!(matches!(set, Err(HomeError::Invalid(_))), "{set:?}");
 }
 
 #[test]
