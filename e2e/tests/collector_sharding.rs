@@ -71,10 +71,8 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
     ];
 
     // Each member is served by one replica, which wrote its status; no replica over the bound.
-    eventually("three replicas share the members", LIMIT, || {
-        settled(&all, &writers)
-    })
-    .await?;
+    let shared = "three replicas share the members";
+    eventually(shared, LIMIT, || settled(&all, &writers)).await?;
     let owners = partition(&all).await.unwrap();
     let bound = (1.25 * MEMBERS as f64 / 3.0).ceil() as usize;
     for identity in IDENTITIES {
@@ -85,10 +83,8 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
         );
         let replica = all.iter().find(|(i, _)| *i == identity).unwrap().1;
         let label = format!("replica=\"{identity}\"");
-        assert_eq!(
-            metric(replica, "tether_shard_members", &label).await?,
-            held as f64
-        );
+        let counted = metric(replica, "tether_shard_members", &label).await?;
+        assert_eq!(counted, held as f64);
     }
     for member in &plane.members {
         let ready = plane.karmada.condition(member, "Ready").await?;
@@ -120,17 +116,11 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
     let c_members_now = members_of(&partition(&all).await.unwrap(), IDENTITIES[2]);
     let killed = Instant::now();
     drop(c);
-    eventually(
-        "shard-a and shard-b take the killed replica's members",
-        LIMIT,
-        || async { partition(&two).await.is_some() },
-    )
-    .await?;
+    let taken = "shard-a and shard-b take the killed replica's members";
+    eventually(taken, LIMIT, || async { partition(&two).await.is_some() }).await?;
     let without_owner = killed.elapsed();
-    eventually("the new owners write the status", LIMIT, || {
-        settled(&two, &writers)
-    })
-    .await?;
+    let written = "the new owners write the status";
+    eventually(written, LIMIT, || settled(&two, &writers)).await?;
     let bound_two = (1.25 * MEMBERS as f64 / 2.0).ceil() as usize;
     let owners = partition(&two).await.unwrap();
     for (identity, _) in two {
