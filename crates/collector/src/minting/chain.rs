@@ -57,15 +57,12 @@ impl TokenChain {
         state: watch::Sender<MintState>,
         changed: Arc<Notify>,
     ) -> Self {
-        let recorder = minter.control_plane.clone().map(|client| {
-            Recorder::new(
-                client,
-                Reporter {
-                    controller: REPORTER.to_owned(),
-                    instance: Some(minter.identity.clone()),
-                },
-            )
-        });
+        let reporter = Reporter {
+            controller: REPORTER.to_owned(),
+            instance: Some(minter.identity.clone()),
+        };
+        let control_plane = minter.control_plane.clone();
+        let recorder = control_plane.map(|client| Recorder::new(client, reporter));
         let (requests, changes) = watch::channel(request.clone());
         let chain = Chain {
             member,
@@ -157,17 +154,13 @@ impl Chain {
         let deadline = self.minter.request_timeout;
         let read = tokio::time::timeout(deadline, home.read(self.minter.control_plane.as_ref()));
         let snapshot = match read.await {
-            Ok(Ok(snapshot)) => snapshot,
-            Ok(Err(err)) => {
-                return self
-                    .failed(format!("the token cannot be read from the {home}: {err}"))
-                    .await;
-            }
-            Err(_) => {
-                return self
-                    .failed(format!("reading the {home} took over {deadline:?}"))
-                    .await;
-            }
+            Ok(Ok(snapshot)) => Ok(snapshot),
+            Ok(Err(err)) => Err(format!("the token cannot be read from the {home}: {err}")),
+            Err(_) => Err(format!("reading the {home} took over {deadline:?}")),
+        };
+        let snapshot = match snapshot {
+            Ok(snapshot) => snapshot,
+            Err(message) => return self.failed(message).await,
         };
         // Before anything is due: a token the chain may not renew is reported at once.
         let current =
@@ -243,22 +236,15 @@ impl Chain {
             Err(err) => return self.failed(err.to_string()).await,
         };
         let expires_at = JwtClaims::of(token.expose_secret()).and_then(|c| c.exp);
+        let asked = self.request.requested.clone();
         let record = MintRecord {
             minted_at: Some(SystemTime::now()),
             expires_at,
-            handled_request: self
-                .request
-                .requested
-                .clone()
-                .or(snapshot.record.handled_request.clone()),
+            handled_request: asked.or(snapshot.record.handled_request.clone()),
             minted_by: Some(self.minter.identity.clone()),
         };
-        let write = home.write(
-            self.minter.control_plane.as_ref(),
-            &snapshot,
-            Some(&token),
-            &record,
-        );
+        let control_plane = self.minter.control_plane.as_ref();
+        let write = home.write(control_plane, &snapshot, Some(&token), &record);
         match tokio::time::timeout(deadline, write).await {
             Ok(Ok(_)) => {
                 self.minter.metrics.record_token_mint(&member, "success");
