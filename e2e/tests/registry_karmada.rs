@@ -93,6 +93,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() -> anyhow::Resu
     assert_eq!(list_namespaces(&client).await, Ok(()));
 
     // Garbage: a token that is not UTF-8.
+    let unavailable = Err(FailureKind::CredentialUnavailable);
     let patch_token = |token: &[u8]| {
         let patch = Patch::Merge(json!({ "data": { "token": ByteString(token.to_vec()) } }));
         let secrets = secrets.clone();
@@ -106,10 +107,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() -> anyhow::Resu
     patch_token(&[0xff, 0xfe, 0x00]).await;
     let event = next_event_of(&mut events, "member1").await?;
     expect_invalid(&event, "member1", "SecretInvalid")?;
-    assert_eq!(
-        list_namespaces(&client).await,
-        Err(FailureKind::CredentialUnavailable)
-    );
+    assert_eq!(list_namespaces(&client).await, unavailable);
 
     // Fixed again: Upserted (the collector resumes the member).
     patch_token(agents.token_b.as_bytes()).await;
@@ -120,10 +118,7 @@ async fn karmada_cluster_follows_rotation_deletion_and_garbage() -> anyhow::Resu
     secrets.delete("member1", &DeleteParams::default()).await?;
     let event = next_event_of(&mut events, "member1").await?;
     expect_invalid(&event, "member1", "SecretNotFound")?;
-    assert_eq!(
-        list_namespaces(&client).await,
-        Err(FailureKind::CredentialUnavailable)
-    );
+    assert_eq!(list_namespaces(&client).await, unavailable);
 
     // The Cluster deleted: Removed.
     clusters.delete("member1", &DeleteParams::default()).await?;
@@ -146,10 +141,8 @@ async fn a_new_ca_bundle_is_an_upsert_and_unrelated_changes_are_silent() -> anyh
     let driver = tokio::spawn(driver.run());
     let upserted = next_upserted(&mut events).await?;
     let wrong_ca = member_client(&registry, &upserted)?;
-    assert_eq!(
-        list_namespaces(&wrong_ca).await,
-        Err(FailureKind::Unreachable)
-    );
+    let listed = list_namespaces(&wrong_ca).await;
+    assert_eq!(listed, Err(FailureKind::Unreachable));
     let invalidations = registry.tokens().stats().invalidations;
 
     // An unrelated change (a label, another key) says nothing and invalidates nothing...

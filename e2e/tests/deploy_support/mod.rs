@@ -116,23 +116,19 @@ impl From<bool> for Writes {
 
 pub fn expected_grants(writes: impl Into<Writes>) -> BTreeSet<String> {
     let writes = writes.into();
-    let mut expected = grants(READ_GRANTS);
-    if writes.status {
-        expected.extend(grants(WRITE_GRANTS));
-    }
-    if writes.profiles {
-        expected.extend(grants(PUBLISH_GRANTS));
-    }
-    if writes.tokens {
-        expected.extend(grants(ROTATION_GRANTS));
-    }
-    if writes.status || writes.profiles || writes.tokens {
-        expected.extend(grants(LEASE_GRANTS));
-    }
-    if writes.shards {
-        expected.extend(grants(SHARD_GRANTS));
-    }
-    expected
+    let lease = writes.status || writes.profiles || writes.tokens;
+    [
+        (true, READ_GRANTS),
+        (writes.status, WRITE_GRANTS),
+        (writes.profiles, PUBLISH_GRANTS),
+        (writes.tokens, ROTATION_GRANTS),
+        (lease, LEASE_GRANTS),
+        (writes.shards, SHARD_GRANTS),
+    ]
+    .into_iter()
+    .filter(|(wanted, _)| *wanted)
+    .flat_map(|(_, lines)| grants(lines))
+    .collect()
 }
 
 pub fn assert_rbac(objects: &[Value], writes: impl Into<Writes>, what: &str) {
