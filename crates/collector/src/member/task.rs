@@ -119,8 +119,7 @@ impl MemberTask {
             informers: informer_states,
             confirmation: Confirmation::default(),
         };
-        let notified = rotated.clone();
-        let prober = tokio::spawn(prober.run(health, notified, mint_changes));
+        let prober = tokio::spawn(prober.run(health, rotated.clone(), mint_changes));
         let mut task = Self {
             prober: Some(prober),
             informers: Some(informers),
@@ -142,9 +141,13 @@ impl MemberTask {
     /// again, a new endpoint or CA) rebuilds the client, as the registry's `Upserted` says.
     pub(crate) fn only_mint_changed(&self, spec: &MemberSpec, ca_bundle: Option<&Bytes>) -> bool {
         let (defined, ca) = &self.definition;
+        let client_part = |spec: &MemberSpec| MemberSpec {
+            mint_request: None,
+            ..spec.clone()
+        };
         ca.as_ref() == ca_bundle
             && defined.mint_request != spec.mint_request
-            && client_part(defined.clone()) == client_part(spec.clone())
+            && client_part(defined) == client_part(spec)
     }
 
     /// Mints the member's tokens as `plan` says from now on (`None`, or a plan the operator's
@@ -201,12 +204,6 @@ impl MemberTask {
         self.rotated.notify_one();
         self.credential_changed.notify_one();
     }
-}
-
-/// `spec` without its mint request.
-fn client_part(mut spec: MemberSpec) -> MemberSpec {
-    spec.mint_request = None;
-    spec
 }
 
 /// The probing half of a member task, and the owner of the member's status.

@@ -278,10 +278,8 @@ mod former_spellings {
     }
 
     fn with(vars: &[(&str, &str)], args: &[&str]) -> MintArgs {
-        let vars: BTreeMap<String, String> = (vars.iter())
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        parse(args).with_former_variables(|name| vars.get(name).cloned())
+        let vars = BTreeMap::from_iter(vars.iter().copied());
+        parse(args).with_former_variables(|name| vars.get(name).map(|v| (*v).to_owned()))
     }
 
     #[test]
@@ -291,24 +289,18 @@ mod former_spellings {
         let some = with(&[("TETHER_ROTATE_TOKENS_FOR", "m1, m2,")], &[]);
         assert_eq!(some.mint_tokens_for, ["m1", "m2"]);
         for no in ["false", "0", "off", ""] {
-            assert!(
-                !with(&[("TETHER_ROTATE_TOKENS", no)], &[]).mint_tokens,
-                "{no}"
-            );
+            let minting = with(&[("TETHER_ROTATE_TOKENS", no)], &[]).mint_tokens;
+            assert!(!minting, "{no}");
         }
         // The new variable (clap read it already) or a flag wins.
-        let newer = with(
-            &[
-                ("TETHER_ROTATE_TOKENS", "true"),
-                ("TETHER_MINT_TOKENS", "false"),
-            ],
-            &[],
-        );
+        let both = [
+            ("TETHER_ROTATE_TOKENS", "true"),
+            ("TETHER_MINT_TOKENS", "false"),
+        ];
+        let newer = with(&both, &[]);
         assert!(!newer.mint_tokens);
-        let flag = with(
-            &[("TETHER_ROTATE_TOKENS_FOR", "m9")],
-            &["--mint-tokens-for=m1"],
-        );
+        let m9 = [("TETHER_ROTATE_TOKENS_FOR", "m9")];
+        let flag = with(&m9, &["--mint-tokens-for=m1"]);
         assert_eq!(flag.mint_tokens_for, ["m1"]);
     }
 }
