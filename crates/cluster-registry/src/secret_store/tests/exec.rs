@@ -10,6 +10,7 @@ use std::{
 
 use member_client::{
     ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialKind, ExecError,
+    IdentityError,
     exec::{ExecCluster, ExecConfig, ExecEnvVar},
 };
 use tokio::sync::RwLock;
@@ -174,10 +175,7 @@ async fn an_expired_stored_certificate_is_certificate_expired_on_fetch() {
     store.insert(key(), identity(expired_client_pem("old")));
     let err = store.fetch(&key()).await.unwrap_err();
     assert!(
-        matches!(
-            err,
-            SourceError::Identity(member_client::IdentityError::Expired { .. })
-        ),
+        matches!(err, SourceError::Identity(IdentityError::Expired { .. })),
         "{err:?}"
     );
     assert_eq!(reason_of(&err), "CertificateExpired");
