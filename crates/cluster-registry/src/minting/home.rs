@@ -12,7 +12,7 @@ use std::{
 };
 
 use k8s_openapi::{ByteString, api::core::v1::Secret};
-use kube::{Api, Client, api::PostParams};
+use kube::{Api, Client, ResourceExt as _, api::PostParams};
 use member_client::{CredentialKey, Text};
 use secrecy::{ExposeSecret as _, SecretSlice, SecretString};
 
@@ -101,11 +101,7 @@ impl TokenHome {
                     Self::ArgoCdSecret(_) => argocd_token(&data)?,
                     _ => data.get(TOKEN_KEY).and_then(|t| token_text(&t.0)),
                 };
-                let record = object
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(RECORD_ANNOTATION))
+                let record = (object.annotations().get(RECORD_ANNOTATION))
                     .map(|text| MintRecord::parse(text))
                     .unwrap_or_default();
                 Ok(HomeSnapshot {
