@@ -176,13 +176,10 @@ pub(super) mod tests {
         router: Router,
         request: Request<Body>,
     ) -> (StatusCode, HeaderMap, String) {
-        let response = router.oneshot(request).await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        (status, headers, String::from_utf8(body.to_vec()).unwrap())
+        let (parts, body) = router.oneshot(request).await.unwrap().into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        (parts.status, parts.headers, text)
     }
 
     #[tokio::test]
