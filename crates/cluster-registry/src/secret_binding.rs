@@ -19,6 +19,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt as _;
 use member_client::{CredentialKey, Text};
 
 use crate::InvalidReason;
@@ -54,17 +55,9 @@ pub(crate) struct SecretBinding {
 impl SecretBinding {
     /// The binding of `secret`, read from its metadata.
     pub(crate) fn of(secret: &Secret) -> Self {
-        let meta = &secret.metadata;
         Self {
-            label: meta
-                .labels
-                .as_ref()
-                .and_then(|labels| labels.get(MEMBER_LABEL))
-                .cloned(),
-            cluster_owners: meta
-                .owner_references
-                .iter()
-                .flatten()
+            label: secret.labels().get(MEMBER_LABEL).cloned(),
+            cluster_owners: (secret.owner_references().iter())
                 .filter(|owner| {
                     owner.kind == "Cluster"
                         && owner.api_version.split('/').next() == Some(KARMADA_CLUSTER_GROUP)
