@@ -155,11 +155,7 @@ impl TokenHome {
                         }
                     }
                 }
-                object
-                    .metadata
-                    .annotations
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(RECORD_ANNOTATION.to_owned(), record.to_json());
+                (object.annotations_mut()).insert(RECORD_ANNOTATION.to_owned(), record.to_json());
                 // `replace` sends the resourceVersion it was read at: a 409 if it moved.
                 let written = secrets(control_plane, secret)?
                     .replace(&secret.name, &PostParams::default(), &object)
