@@ -47,19 +47,13 @@ const REVIEW_BURST: u32 = 20;
 async fn start_collector(env: &Environment) -> CollectorProcess {
     let control_plane = env.control_plane();
     let mut args = admin_args(control_plane).unwrap();
-    let (lease, rate, burst) = (
-        LEASE_SECONDS.to_string(),
-        REVIEW_RATE.to_string(),
-        REVIEW_BURST.to_string(),
-    );
-    let reviews = [
-        "--access-review-rate",
-        &rate,
-        "--access-review-burst",
-        &burst,
-    ];
+    let lease = LEASE_SECONDS.to_string();
+    let (rate, burst) = (REVIEW_RATE.to_string(), REVIEW_BURST.to_string());
+    let rate = ["--access-review-rate", &rate];
+    let burst = ["--access-review-burst", &burst];
     let namespace = ["--leader-election-namespace", "tether-system"];
-    let flags = [&candidate("serving-a", &lease)[..], &namespace, &reviews].concat();
+    let candidate = candidate("serving-a", &lease);
+    let flags = [&candidate[..], &namespace, &rate, &burst].concat();
     args.extend(flags.into_iter().map(str::to_owned));
     spawn_healthy(&args, &temp_dir("serving").unwrap(), START)
         .await
