@@ -103,9 +103,8 @@ impl ProfilesApi {
                     "labels": profile.metadata.labels,
                 });
                 object["spec"] = json!(profile.spec);
-                self.api
-                    .patch(name, &params, &Patch::Apply(&object))
-                    .await?
+                let apply = Patch::Apply(&object);
+                self.api.patch(name, &params, &apply).await?
             }
         };
         let mut status = head;
@@ -159,12 +158,8 @@ impl ProfilesApi {
         let mut ours = Vec::new();
         loop {
             let page = self.api.list_metadata(&params).await?;
-            ours.extend(
-                page.items
-                    .into_iter()
-                    .map(|item| item.metadata)
-                    .filter(|meta| owner_of(meta) == Owner::Tether),
-            );
+            let metas = page.items.into_iter().map(|item| item.metadata);
+            ours.extend(metas.filter(|meta| owner_of(meta) == Owner::Tether));
             match page.metadata.continue_ {
                 Some(token) if !token.is_empty() => params = params.continue_token(&token),
                 _ => return Ok(ours),
@@ -179,11 +174,8 @@ pub(crate) fn is_conflict(err: &kube::Error) -> bool {
 }
 
 fn owner_of(meta: &ObjectMeta) -> Owner {
-    let label = meta
-        .labels
-        .as_ref()
-        .and_then(|labels| labels.get(CLUSTER_MANAGER_LABEL));
-    match label {
+    let labels = meta.labels.as_ref();
+    match labels.and_then(|labels| labels.get(CLUSTER_MANAGER_LABEL)) {
         Some(manager) if manager == TETHER_CLUSTER_MANAGER => Owner::Tether,
         other => Owner::Other(other.cloned()),
     }
