@@ -178,27 +178,18 @@ async fn a_follower_writes_nothing_and_a_new_leader_publishes_and_collects_garba
     let holder = s.hold_the_lease(HELD).await?;
 
     let lease = LEASE.as_secs().to_string();
-    let mut b = s
-        .start_collector(
-            &[
-                &["--publish-clusterprofiles", FLEET, "--write-status=false"],
-                &candidate("replica-b", &lease)[..],
-            ]
-            .concat(),
-        )
-        .await?;
+    let publish = ["--publish-clusterprofiles", FLEET, "--write-status=false"];
+    let candidate = candidate("replica-b", &lease);
+    let flags = [&publish[..], &candidate].concat();
+    let mut b = s.start_collector(&flags).await?;
     s.wait_sees_both(&b, START).await?;
     // Every member listed and probed, and more than a retry period: a follower writes nothing.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(b.metric("tether_leader", "").await?, 0.0);
-    assert!(
-        inventory.get("broken").await?.is_none(),
-        "a follower published"
-    );
-    assert!(
-        inventory.get("ghost").await?.is_some(),
-        "a follower collected"
-    );
+    let broken = inventory.get("broken").await?;
+    assert!(broken.is_none(), "a follower published");
+    let ghost = inventory.get("ghost").await?;
+    assert!(ghost.is_some(), "a follower collected");
 
     // The holder dies: b leads once the Lease expires.
     holder.abort();
