@@ -116,8 +116,7 @@ mod tests {
         drop(tx);
         leadership.changed().await;
         assert!(!leadership.leading(), "an ended election leads nothing");
-        let never =
-            tokio::time::timeout(std::time::Duration::from_millis(20), leadership.changed());
+        let never = tokio::time::timeout(Duration::from_millis(20), leadership.changed());
         assert!(never.await.is_err(), "no change after the end");
     }
 }

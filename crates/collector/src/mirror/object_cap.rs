@@ -76,11 +76,8 @@ where
 {
     /// Whether `event` would take the kind over the cap.
     fn breaks_cap(&mut self, event: &watcher::Event<K>) -> Option<watcher::Error> {
-        let over = || {
-            kube::Error::Service(Box::new(LimitExceeded::TooManyObjects {
-                limit: self.limit,
-            }))
-        };
+        let limit = self.limit;
+        let over = || kube::Error::Service(Box::new(LimitExceeded::TooManyObjects { limit }));
         match event {
             watcher::Event::Init => {
                 self.listed = 0;
