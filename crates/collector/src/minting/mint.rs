@@ -56,11 +56,9 @@ pub(crate) async fn check_current(
     user: &str,
     deadline: Duration,
 ) -> Result<(), MintError> {
-    let seen = user_of(client, deadline).await.map_err(|why| {
-        MintError::Failed(Text::new(&format!(
-            "the current token could not be checked: {why}"
-        )))
-    })?;
+    let seen = user_of(client, deadline).await;
+    let unchecked = |why: String| format!("the current token could not be checked: {why}");
+    let seen = seen.map_err(|why| MintError::Failed(Text::new(&unchecked(why))))?;
     if seen == user {
         return Ok(());
     }
@@ -102,11 +100,9 @@ pub(crate) async fn request_token(
     let api = Api::<ServiceAccount>::namespaced(client.clone(), &account.namespace);
     let params = PostParams::default();
     let asked = api.create_token_request(&account.name, &params, &token_request);
-    let answer = tokio::time::timeout(deadline, asked).await.map_err(|_| {
-        MintError::Failed(Text::new(&format!(
-            "the TokenRequest took over {deadline:?}"
-        )))
-    })?;
+    let late = format!("the TokenRequest took over {deadline:?}");
+    let answer = tokio::time::timeout(deadline, asked).await;
+    let answer = answer.map_err(|_| MintError::Failed(Text::new(&late)))?;
     match answer {
         Ok(answer) => answer
             .status
