@@ -81,11 +81,8 @@ async fn minted_token_works_on_its_member_only_and_gets_401_after_revoke() -> an
 
     let took = m1.revoke(&ns, "agent", &token).await?;
     eprintln!("revocation observed after {took:?}");
-    assert_eq!(
-        m1.token_status(&token).await?,
-        401,
-        "a revoked token is rejected"
-    );
+    let revoked = m1.token_status(&token).await?;
+    assert_eq!(revoked, 401, "a revoked token is rejected");
     Ok(())
 }
 
@@ -122,19 +119,13 @@ async fn restart_with_a_new_ca_rotates_trust_and_keeps_tokens() -> anyhow::Resul
     let restart = began.elapsed();
 
     let rotated = env.cluster(1);
-    assert_eq!(
-        rotated.endpoint(),
-        member.endpoint(),
-        "same port after restart"
-    );
+    let endpoint = rotated.endpoint();
+    assert_eq!(endpoint, member.endpoint(), "same port after restart");
     assert_ne!(rotated.ca_pem(), member.ca_pem(), "a new CA");
     assert_ne!(env.apiserver(1).unwrap().pid(), old_pid, "a new process");
     expect_tls_rejection(rotated.endpoint(), member.ca_pem()).await;
-    assert_eq!(
-        rotated.token_status(&token).await?,
-        200,
-        "the old token still works"
-    );
+    let old_token = rotated.token_status(&token).await?;
+    assert_eq!(old_token, 200, "the old token still works");
     eprintln!("restart with a new CA took {restart:?}");
 
     // Stopped: unreachable (no HTTP answer at all). Started again: the token works.

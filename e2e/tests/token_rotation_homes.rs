@@ -76,11 +76,8 @@ async fn an_argocd_secret_gets_each_new_token_in_its_config_and_keeps_the_rest()
     let config: serde_json::Value = serde_json::from_slice(&data["config"].0)?;
     let token = config["bearerToken"].as_str().unwrap();
     assert_ne!(token, seeded);
-    assert_eq!(
-        config["tlsClientConfig"]["caData"],
-        ca_data.as_str(),
-        "the rest is kept"
-    );
+    let kept_ca = &config["tlsClientConfig"]["caData"];
+    assert_eq!(kept_ca, ca_data.as_str(), "the rest is kept");
     assert_eq!(data["project"].0, b"platform");
     assert_eq!(member.token_status(token).await?, 200);
     let record = &written.metadata.annotations.unwrap()[RECORD_ANNOTATION];
