@@ -3,13 +3,13 @@
 use std::time::{Duration, Instant};
 
 use e2e::{
-    collector_run::{RunningCollector, admin_args, candidate, temp_dir},
+    collector_run::{RunningCollector, admin_args, candidate, spawn_healthy, temp_dir},
     limits::{PROBE, START},
     scenario::Scenario,
 };
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use testkit::{CollectorProcess, eventually, matching, metrics};
+use testkit::{eventually, matching, metrics};
 
 /// Long, so that a takeover well within it can only come from a released Lease.
 const LEASE: &str = "30";
@@ -32,14 +32,7 @@ async fn sigterm_releases_the_lease_and_exits_promptly() -> anyhow::Result<()> {
     let serve = ["--probe-period", "1", "--insecure-serve-api"];
     let flags = [&serve[..], &candidate("replica-p", LEASE)].concat();
     args.extend(flags.into_iter().map(str::to_owned));
-    let bin = testkit::locate_collector()?;
-    let logs = temp_dir("shutdown")?;
-    let mut process = CollectorProcess::spawn(&bin, &args, &logs)?;
-    // Its stdout is a pipe: keep it in a file, so that logging never blocks.
-    let mut stdout = process.take_stdout().unwrap();
-    let mut log = std::fs::File::create(logs.join("collector.stdout"))?;
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut log));
-    process.wait_until_healthy(START).await?;
+    let mut process = spawn_healthy(&args, &temp_dir("shutdown")?, START).await?;
     eventually("the process leads", START, || async {
         let leader = process.metrics().await?;
         matching(metrics::sum(&leader, "tether_leader", ""), |n| *n == 1.0)

@@ -104,11 +104,8 @@ async fn a_hanging_plugin_fails_in_time_an_unlisted_one_never_runs_and_others_st
             took <= EXEC_TIMEOUT + PROBE + SLACK,
             "ExecFailed only after {took:?}"
         );
-        assert!(
-            ready.message.contains("did not finish within"),
-            "{}",
-            ready.message
-        );
+        let message = &ready.message;
+        assert!(message.contains("did not finish within"), "{message}");
         let runs = std::fs::read_to_string(&hang_runs).unwrap_or_default();
         assert!(runs.lines().count() >= 1, "the allowed plugin did run");
 

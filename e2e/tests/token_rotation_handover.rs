@@ -50,11 +50,8 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() -> anyhow::R
     let writes = plane.count_secret_writes();
     let requests_before = plane.token_requests(1).await?;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    assert_eq!(
-        metric(&b, "tether_token_mints_total", "").await,
-        0.0,
-        "the follower mints nothing"
-    );
+    let mints = metric(&b, "tether_token_mints_total", "").await;
+    assert_eq!(mints, 0.0, "the follower mints nothing");
     let at_kill = writes.counts();
     drop(a); // SIGKILL: no Lease release, a mint may be cut off anywhere.
 
@@ -64,11 +61,8 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() -> anyhow::R
     let at_end = writes.counts();
     let requests = plane.token_requests(1).await? - requests_before;
     drop(writes);
-    assert_eq!(
-        metric(&b, "tether_leader", "").await,
-        1.0,
-        "replica-b leads"
-    );
+    let leader = metric(&b, "tether_leader", "").await;
+    assert_eq!(leader, 1.0, "replica-b leads");
     let written: u32 = at_end.values().sum();
     assert!(
         requests >= f64::from(written) && requests <= f64::from(written) + 1.0,
@@ -84,10 +78,8 @@ async fn a_new_leader_mints_once_per_window_and_loses_no_rotation() -> anyhow::R
             "{name}: {before} rotations before the kill, {after} after 30 s more"
         );
     }
-    assert_eq!(
-        metric(&b, "tether_token_mints_total", r#"result="conflict""#).await,
-        0.0
-    );
+    let conflicts = metric(&b, "tether_token_mints_total", r#"result="conflict""#);
+    assert_eq!(conflicts.await, 0.0);
     eprintln!(
         "handover: {written} tokens written for {requests} TokenRequests across the SIGKILL of \
          the leader; every chain went on"
