@@ -72,8 +72,9 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     let allow = declared.display().to_string();
 
     // At 1 % of its remaining lifetime a 600 s token is fetched again after ~6 s.
+    let exec = ["--exec-plugins", &allow];
     let fraction = ["--credential-refresh-fraction", "0.01"];
-    let flags = [&["--exec-plugins", &allow][..], &fraction].concat();
+    let flags = [&exec[..], &fraction].concat();
     let mut refreshing = plane.source.start_collector(PROBE, &flags).await?;
     wait_healthy(&refreshing, MEMBER, START).await?;
     let first = plugin.runs().len();
@@ -82,12 +83,8 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
     let mut samples = 0;
     while started.elapsed() < WATCHED {
         let ready = condition(&refreshing, MEMBER, "Ready").await.unwrap();
-        assert_eq!(
-            ready.short(),
-            "True/MemberReady",
-            "{:?} in",
-            started.elapsed()
-        );
+        let at = started.elapsed();
+        assert_eq!(ready.short(), "True/MemberReady", "{at:?} in");
         let unauthorized = member_metric(&refreshing, UNAUTHORIZED, MEMBER).await;
         assert_eq!(unauthorized, 0.0, "a refresh ahead of expiry meets no 401");
         samples += 1;
@@ -119,10 +116,7 @@ async fn an_exec_member_is_refreshed_ahead_of_expiry_and_recovers_from_revocatio
 
     // Revocation. The default fraction keeps a token for minutes, so the one in use outlives
     // the apiserver's ~10 s cache of its authentication and meets the 401.
-    let collector = plane
-        .source
-        .start_collector(PROBE, &["--exec-plugins", &allow])
-        .await?;
+    let collector = plane.source.start_collector(PROBE, &exec).await?;
     wait_healthy(&collector, MEMBER, START).await?;
     let before = plugin.runs().len();
     assert_eq!(member_metric(&collector, UNAUTHORIZED, MEMBER).await, 0.0);

@@ -7,7 +7,7 @@ mod registry_support;
 use std::time::{Duration, Instant};
 
 use cluster_registry::{MemberState, RegistryEvent, Source, SourceState};
-use e2e::manifest_apply::apply_object;
+use e2e::{limits::HOUR, manifest_apply::apply_object};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
 use member_client::CredentialKey;
@@ -20,11 +20,9 @@ async fn secrets_are_watched_only_in_referenced_namespaces() -> anyhow::Result<(
     let setup = KarmadaSetup::start().await?;
     let member = setup.member();
     let other = setup.control_plane().create_namespace("unrelated").await?;
+    let stray = secret("member1", setup.agents.token_a.as_bytes(), member.ca_pem());
     Api::<Secret>::namespaced(setup.admin.clone(), &other)
-        .create(
-            &PostParams::default(),
-            &secret("member1", setup.agents.token_a.as_bytes(), member.ca_pem()),
-        )
+        .create(&PostParams::default(), &stray)
         .await?;
     setup.define_member1(member.ca_pem()).await?;
     let (registry, mut events, driver) = setup.registry(setup.admin.clone()).build();
@@ -64,10 +62,8 @@ async fn only_referenced_secrets_are_kept_and_a_later_reference_brings_its_secre
     let member2 = support::karmada::cluster("member2", "Push", member.endpoint(), &setup.ns);
     setup.clusters().create(&pp, &member2).await?;
     let second = support::next_event_of(&mut events, "member2").await?;
-    assert!(
-        matches!(second, RegistryEvent::Upserted { .. }),
-        "{second:?}"
-    );
+    let upserted = matches!(second, RegistryEvent::Upserted { .. });
+    assert!(upserted, "{second:?}");
     assert!(stored("member2").is_some());
     assert!(
         stored("member1").is_some(),
@@ -101,10 +97,8 @@ async fn watches_resume_after_a_control_plane_restart() -> anyhow::Result<()> {
         support::next_event_of(&mut events, "member1").await?,
         RegistryEvent::CredentialsRotated { .. }
     ));
-    assert_eq!(
-        support::whoami(&client).await?,
-        setup.agents.user("agent-b")
-    );
+    let who = support::whoami(&client).await?;
+    assert_eq!(who, setup.agents.user("agent-b"));
     driver.abort();
     Ok(())
 }
@@ -131,9 +125,7 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-cluster-reader" },
         "subjects": subject,
     })).await?;
-    let token = cp
-        .mint_token(&home, "registry", Duration::from_secs(3600))
-        .await?;
+    let token = cp.mint_token(&home, "registry", HOUR).await?;
     let limited = cp.client_with_token(&token)?;
 
     let (registry, mut events, driver) = setup.registry(limited).build();
@@ -172,10 +164,8 @@ async fn a_namespace_the_registry_may_not_read_is_secret_forbidden_until_rbac_al
         }
     })
     .await?;
-    assert!(
-        matches!(event, RegistryEvent::Upserted { .. }),
-        "expected Upserted, got {event:?}"
-    );
+    let upserted = matches!(event, RegistryEvent::Upserted { .. });
+    assert!(upserted, "expected Upserted, got {event:?}");
     eprintln!("member1 upserted {:?} after the grant", granted.elapsed());
     assert_eq!(registry.state("member1"), Some(MemberState::Ready));
     assert_eq!(
