@@ -268,11 +268,8 @@ pub async fn process_metric(
     name: &str,
     selector: &str,
 ) -> anyhow::Result<f64> {
-    Ok(testkit::metrics::sum(
-        &process.metrics().await?,
-        name,
-        selector,
-    ))
+    let text = process.metrics().await?;
+    Ok(testkit::metrics::sum(&text, name, selector))
 }
 
 /// Numbers the directories [`temp_dir`] makes in this process.

@@ -47,17 +47,11 @@ impl ProfilePlane {
         let secrets_ns = control_plane.create_namespace("creds").await?;
         let files = PluginFiles::for_cluster(control_plane, "profile-plane")?;
         let provider_file = files.path("providers.json").display().to_string();
-        let source = MemberSource::new(
-            control_plane,
-            &[
-                "--members-from",
-                "clusterprofile",
-                "--clusterprofile-namespace",
-                &namespace,
-                "--clusterprofile-provider-file",
-                &provider_file,
-            ],
-        );
+        let from = ["--members-from", "clusterprofile"];
+        let namespace_flag = ["--clusterprofile-namespace", &namespace];
+        let provider_flag = ["--clusterprofile-provider-file", &provider_file];
+        let flags = [&from[..], &namespace_flag, &provider_flag].concat();
+        let source = MemberSource::new(control_plane, &flags);
         let plane = Self {
             source,
             profiles: Api::namespaced_with(

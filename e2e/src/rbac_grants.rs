@@ -108,11 +108,8 @@ pub fn rbac_grants(objects: &[Value]) -> anyhow::Result<BTreeSet<String>> {
                     || (namespace.is_some() && deletes_only_profiles(rule)),
                 "{which}: delete on anything but ClusterProfiles in their namespace: {rule:?}"
             );
-            let secrets = rule
-                .resources
-                .iter()
-                .flatten()
-                .any(|r| r == "secrets" || r.starts_with("secrets/"));
+            let is_secrets = |r: &String| r == "secrets" || r.starts_with("secrets/");
+            let secrets = rule.resources.iter().flatten().any(is_secrets);
             ensure!(
                 !(secrets && namespace.is_none()),
                 "{which}: Secrets granted cluster-wide by a ClusterRole"

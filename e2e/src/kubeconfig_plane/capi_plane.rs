@@ -24,16 +24,10 @@ impl CapiPlane {
     /// Creates a fresh namespace on `control_plane` for the Secrets.
     pub async fn create(control_plane: &Cluster) -> anyhow::Result<Self> {
         let namespace = control_plane.create_namespace("capi").await?;
+        let from = ["--members-from", "capi"];
+        let namespace_flag = ["--kubeconfig-namespace", &namespace];
         Ok(Self {
-            source: MemberSource::new(
-                control_plane,
-                &[
-                    "--members-from",
-                    "capi",
-                    "--kubeconfig-namespace",
-                    &namespace,
-                ],
-            ),
+            source: MemberSource::new(control_plane, &[&from[..], &namespace_flag].concat()),
             secrets: Api::namespaced(control_plane.admin_client()?, &namespace),
             namespace,
         })
@@ -44,8 +38,7 @@ impl CapiPlane {
     pub async fn write(&self, member: &str, kubeconfig: &Kubeconfig) -> anyhow::Result<()> {
         let name = format!("{member}-kubeconfig");
         let secret = json!({
-            "apiVersion": "v1",
-            "kind": "Secret",
+            "apiVersion": "v1", "kind": "Secret",
             "metadata": {
                 "name": name,
                 "namespace": self.namespace,
