@@ -38,10 +38,8 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
 
     let old_token = member.mint_token(&ns, "agent-a", HOUR).await?;
     // A Deployment informer with the token baked in at start, as Karmada's was before PR #7663.
-    let baked = Informer::start(Api::<Deployment>::namespaced(
-        member.client_with_token(&old_token)?,
-        &ns,
-    ));
+    let baked_in = member.client_with_token(&old_token)?;
+    let baked = Informer::start(Api::<Deployment>::namespaced(baked_in, &ns));
 
     // Rotate: the Secret gets agent-b's token, agent-a is revoked, and the member apiserver
     // restarts so that every watch must reconnect.
@@ -67,10 +65,8 @@ async fn rotation_revocation_and_restart_red_for_baked_in_green_for_the_collecto
         0.0,
         "no watch was refused after the rotation"
     );
-    assert!(
-        !unauthorized_reported(&s, "member1").await,
-        "member1 was never reported Unauthorized"
-    );
+    let reported = unauthorized_reported(&s, "member1").await;
+    assert!(!reported, "member1 was never reported Unauthorized");
 
     // Red: the baked-in informer, given as long again, still shows the old value.
     tokio::time::sleep(CONVERGE).await;
@@ -118,10 +114,8 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
         .await?;
 
     // Loud: an Event on the Cluster, and /metrics.
-    assert!(
-        unauthorized_reported(&s, "member1").await,
-        "an Unauthorized Event on Cluster member1"
-    );
+    let reported = unauthorized_reported(&s, "member1").await;
+    assert!(reported, "an Unauthorized Event on Cluster member1");
     assert_eq!(s.metric("tether_credential_state", "member1").await?, 1.0);
     let (_, metrics) = s.collector.get("/metrics").await?;
     assert!(

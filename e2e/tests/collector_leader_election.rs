@@ -45,10 +45,8 @@ async fn one_replica_writes_and_the_other_takes_over_within_the_lease() -> anyho
     let mut b = start_replica_b(&s).await;
     // b watches and probes like a, but does not lead.
     b.wait_member_ready("member1", START).await?;
-    assert!(
-        leading(&s.collector).await,
-        "replica-a started first and leads"
-    );
+    let a_leads = leading(&s.collector).await;
+    assert!(a_leads, "replica-a started first and leads");
     assert!(!leading(&b).await, "replica-b follows");
 
     // A transition: only the leader writes it.
@@ -109,11 +107,8 @@ async fn a_new_leader_writes_and_records_what_it_saw_while_following() -> anyhow
     tokio::time::sleep(2 * PROBE).await;
     assert!(!leading(&b).await, "someone else holds the Lease");
     for name in ["member1", "broken"] {
-        assert_eq!(
-            s.karmada.condition(name, "Ready").await?,
-            None,
-            "a follower wrote {name}"
-        );
+        let ready = s.karmada.condition(name, "Ready").await?;
+        assert_eq!(ready, None, "a follower wrote {name}");
     }
 
     // The holder dies: b leads once the Lease expires, writes both, and records both

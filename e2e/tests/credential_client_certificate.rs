@@ -117,11 +117,8 @@ async fn a_client_certificate_member_is_ready_rotates_in_place_and_expires_visib
             break;
         }
         assert_eq!(who, "alice", "nobody else");
-        assert!(
-            written.elapsed() < SWITCH,
-            "still {who} {:?} after the write",
-            written.elapsed()
-        );
+        let since = written.elapsed();
+        assert!(since < SWITCH, "still {who} {since:?} after the write");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let switched = written.elapsed();
