@@ -14,7 +14,7 @@
 
 mod deploy_support;
 
-use std::path::PathBuf;
+use std::{collections::BTreeSet, path::PathBuf};
 
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
@@ -104,12 +104,10 @@ fn kustomize_deployments_match_the_collector_cli() -> anyhow::Result<()> {
             "components/publish-clusterprofiles/{roles}"
         )))?);
     }
+    let ids = |objects: &[Value]| objects.iter().map(id).collect::<BTreeSet<_>>();
     assert_eq!(
-        publishing
-            .iter()
-            .map(id)
-            .collect::<std::collections::BTreeSet<_>>(),
-        base.iter().map(id).collect(),
+        ids(&publishing),
+        ids(&base),
         "the component adds its Roles and RoleBindings and nothing else"
     );
 
