@@ -23,28 +23,16 @@ pub fn assert_network_policy(objects: &[Value], what: &str) {
     let policy: NetworkPolicy = typed(policies[0]).unwrap();
     let deployment: Deployment = typed(deployment).unwrap();
     let spec = policy.spec.unwrap();
-    let pod_labels = deployment
-        .spec
-        .unwrap()
-        .template
-        .metadata
-        .unwrap()
-        .labels
-        .unwrap();
-    let selector = spec
-        .pod_selector
-        .unwrap_or_default()
-        .match_labels
-        .unwrap_or_default();
+    let template = deployment.spec.unwrap().template;
+    let pod_labels = template.metadata.unwrap().labels.unwrap();
+    let selector = spec.pod_selector.unwrap_or_default().match_labels;
+    let selector = selector.unwrap_or_default();
     assert!(
         !selector.is_empty() && selector.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
         "{what}: the NetworkPolicy selects the collector's pods"
     );
-    assert_eq!(
-        spec.policy_types,
-        Some(vec!["Ingress".to_owned()]),
-        "{what}"
-    );
+    let types = spec.policy_types;
+    assert_eq!(types, Some(vec!["Ingress".to_owned()]), "{what}");
     let ingress = spec.ingress.unwrap_or_default();
     assert_eq!(ingress.len(), 1, "{what}: one ingress rule");
     let ports: Vec<_> = ingress[0]
@@ -53,14 +41,11 @@ pub fn assert_network_policy(objects: &[Value], what: &str) {
         .flatten()
         .map(|p| (p.port.clone(), p.protocol.clone()))
         .collect();
-    assert_eq!(
-        ports,
-        [(
-            Some(IntOrString::String("http".to_owned())),
-            Some("TCP".to_owned())
-        )],
-        "{what}: only the HTTP port"
+    let http = (
+        Some(IntOrString::String("http".to_owned())),
+        Some("TCP".to_owned()),
     );
+    assert_eq!(ports, [http], "{what}: only the HTTP port");
     let from = serde_json::to_value(&ingress[0].from).unwrap();
     assert_eq!(
         from,

@@ -69,13 +69,10 @@ impl KarmadaSetup {
     /// Creates member1's Secret (agent-a's token and `ca`) and its Push Cluster pointing at
     /// the member.
     pub async fn define_member1(&self, ca: &str) -> Result<()> {
-        let token = &self.agents.token_a;
-        let (name, endpoint) = ("member1", self.member().endpoint());
         let member1 = PushMember {
-            name,
-            endpoint,
+            name: "member1",
             ca_pem: ca,
-            token,
+            ..PushMember::of(self.member(), &self.agents.token_a)
         };
         self.karmada.register(&member1).await
     }
