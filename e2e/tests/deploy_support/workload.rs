@@ -57,16 +57,12 @@ pub fn assert_collector_workload(objects: &[Value], what: &str) -> Args {
 
     // The flags are the collector's real flags.
     let args = container_args(container, what);
-    assert!(
-        container.command.is_none(),
-        "{what}: the image's entrypoint runs"
-    );
+    let entrypoint = container.command.is_none();
+    assert!(entrypoint, "{what}: the image's entrypoint runs");
     assert_eq!(args.sources.members_from, MembersFrom::Karmada, "{what}");
     assert_eq!(args.log_format, LogFormat::Json, "{what}");
-    assert!(
-        args.kubeconfig.is_none(),
-        "{what}: in-cluster, no kubeconfig"
-    );
+    let in_cluster = args.kubeconfig.is_none();
+    assert!(in_cluster, "{what}: in-cluster, no kubeconfig");
     assert_eq!(
         args.control_plane_token_file,
         Path::new(PROJECTED_TOKEN),
