@@ -92,12 +92,7 @@ pub use text::Text;
 pub use validation::{EndpointPolicy, MemberEndpoint, ValidationError};
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
-/// The README's Rust examples, compiled as doctests so that they cannot rot.
+/// This crate's README, its example compiled as a doctest so that it cannot rot.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-
-/// The book's page on embedding the libraries, its example compiled as a doctest too.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/src/embedding.md")]
-pub struct BookEmbeddingDoctests;
