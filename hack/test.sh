@@ -37,3 +37,7 @@ fi
 cargo build -p collector --bin collector -p tether-credential --bin tether-credential
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+
+# The two libraries package as crates.io would take them, each then built from its package
+# alone. Like kube, they enable no Kubernetes version of k8s-openapi: an embedder picks one.
+K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --locked -p member-client -p tether-cluster-registry

@@ -2,8 +2,8 @@
 //! `ClusterProfile` with the argument `clusterprofile`.
 //!
 //! ```sh
-//! cargo run -p cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml
-//! cargo run -p cluster-registry --example crd_gen -- clusterprofile > deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml
+//! cargo run -p tether-cluster-registry --example crd_gen > deploy/crds/cluster.karmada.io_clusters.yaml
+//! cargo run -p tether-cluster-registry --example crd_gen -- clusterprofile > deploy/crds/multicluster.x-k8s.io_clusterprofiles.yaml
 //! ```
 
 fn main() -> Result<(), cluster_registry::Error> {

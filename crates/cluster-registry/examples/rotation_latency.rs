@@ -3,8 +3,8 @@
 //! carries the new token.
 //!
 //! ```sh
-//! cargo run -p cluster-registry --example rotation_latency            # 50 rotations
-//! cargo run -p cluster-registry --example rotation_latency -- 200     # or another count
+//! cargo run -p tether-cluster-registry --example rotation_latency            # 50 rotations
+//! cargo run -p tether-cluster-registry --example rotation_latency -- 200     # or another count
 //! ```
 //!
 //! Each rotation writes a freshly minted token of the *other* ServiceAccount (`agent-a` ↔

@@ -12,7 +12,7 @@ pub(crate) fn yaml<K: CustomResourceExt>(
     let yaml = serde_yaml::to_string(&K::crd()).map_err(crate::Error::CrdYaml)?;
     Ok(format!(
         "# Generated from {source}; do not edit.\n\
-         # Regenerate: cargo run -p cluster-registry --example crd_gen{args} > {file}\n\
+         # Regenerate: cargo run -p tether-cluster-registry --example crd_gen{args} > {file}\n\
          {yaml}"
     ))
 }
