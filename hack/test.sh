@@ -41,3 +41,6 @@ cargo test --workspace --doc
 # The two libraries package as crates.io would take them, each then built from its package
 # alone. Like kube, they enable no Kubernetes version of k8s-openapi: an embedder picks one.
 K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --locked -p member-client -p tether-cluster-registry
+
+# Their public APIs are their snapshots (crates/*/public-api.txt): a change to one is a diff.
+hack/public-api.sh
