@@ -42,5 +42,8 @@ cargo test --workspace --doc
 # alone. Like kube, they enable no Kubernetes version of k8s-openapi: an embedder picks one.
 K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --locked -p member-client -p tether-cluster-registry
 
+# Every feature combination the docs promise (docs/src/embedding/features.md) builds, lint-clean.
+hack/features.sh
+
 # Their public APIs are their snapshots (crates/*/public-api.txt): a change to one is a diff.
 hack/public-api.sh

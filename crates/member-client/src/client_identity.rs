@@ -14,14 +14,16 @@
 //! assert_eq!(err.condition_reason(), "CertificateInvalid");
 //! ```
 
-use std::{
-    fmt,
-    sync::Arc,
-    time::{Duration, SystemTime},
-};
+#[cfg(feature = "client-cert")]
+use std::time::Duration;
+use std::{fmt, sync::Arc, time::SystemTime};
 
-use rustls::{InconsistentKeys, crypto::ring, sign::CertifiedKey};
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _};
+#[cfg(feature = "client-cert")]
+use rustls::{InconsistentKeys, sign::CertifiedKey};
+#[cfg(feature = "client-cert")]
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+#[cfg(feature = "client-cert")]
 use x509_parser::{certificate::X509Certificate, prelude::FromDer as _, time::ASN1Time};
 
 use crate::Text;
@@ -56,8 +58,13 @@ pub struct ClientIdentity {
     inner: Arc<Inner>,
 }
 
+// Never built without the `client-cert` feature: `from_pem` refuses every certificate.
+#[cfg_attr(not(feature = "client-cert"), allow(dead_code))]
 struct Inner {
+    /// The chain, leaf first.
+    chain: Vec<CertificateDer<'static>>,
     /// The chain with its signer: what a handshake presents.
+    #[cfg(feature = "client-cert")]
     certified: Arc<CertifiedKey>,
     /// The key as given, to compare identities; `PrivateKeyDer` zeroes itself on drop.
     key: PrivateKeyDer<'static>,
@@ -86,6 +93,20 @@ impl ClientIdentity {
     /// no key, an unsupported key, a certificate that does not parse, a key that does not
     /// match the leaf) in words that never quote the key.
     pub fn from_pem(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, IdentityError> {
+        #[cfg(not(feature = "client-cert"))]
+        {
+            let _ = (cert_chain_pem, key_pem);
+            Err(IdentityError::Invalid(Text::new(
+                "client certificates are not supported by this build of member-client (its \
+                 `client-cert` feature)",
+            )))
+        }
+        #[cfg(feature = "client-cert")]
+        Self::parse(cert_chain_pem, key_pem)
+    }
+
+    #[cfg(feature = "client-cert")]
+    fn parse(cert_chain_pem: &[u8], key_pem: &[u8]) -> Result<Self, IdentityError> {
         let invalid = |why: &str| IdentityError::Invalid(Text::new(why));
         if cert_chain_pem.len() > Self::MAX_CHAIN_BYTES {
             return Err(invalid(&format!(
@@ -121,11 +142,11 @@ impl ClientIdentity {
         })?;
         let key_label = pem::key_label(&key)
             .ok_or_else(|| invalid("a private key encoding that has no PEM label"))?;
-        let signer = ring::default_provider()
+        let signer = crypto_provider()
             .key_provider
             .load_private_key(key.clone_key())
             .map_err(|err| invalid(&format!("unsupported private key ({err})")))?;
-        let certified = CertifiedKey::new(chain, signer);
+        let certified = CertifiedKey::new(chain.clone(), signer);
         certified.keys_match().map_err(|err| match err {
             rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch) => {
                 invalid("the private key does not match the leaf certificate")
@@ -136,6 +157,7 @@ impl ClientIdentity {
         })?;
         Ok(Self {
             inner: Arc::new(Inner {
+                chain,
                 certified: Arc::new(certified),
                 key,
                 key_label,
@@ -165,7 +187,7 @@ impl ClientIdentity {
     /// The certificate chain as PEM, leaf first: what an `ExecCredential`'s
     /// `clientCertificateData` holds.
     pub fn certificate_chain_pem(&self) -> String {
-        pem::chain(self.inner.certified.cert.iter().map(|cert| cert.as_ref()))
+        pem::chain(self.inner.chain.iter().map(|cert| cert.as_ref()))
     }
 
     /// The private key as PEM, in the encoding it was given in (PKCS#8, PKCS#1 or SEC1): what
@@ -181,7 +203,7 @@ impl ClientIdentity {
     /// loaded.
     pub fn same_as(&self, other: &ClientIdentity) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
-            || (self.inner.certified.cert == other.inner.certified.cert
+            || (self.inner.chain == other.inner.chain
                 && self.inner.key.secret_der() == other.inner.key.secret_der())
     }
 
@@ -202,6 +224,7 @@ impl ClientIdentity {
     }
 
     /// The chain and its signer, as a TLS handshake presents them.
+    #[cfg(feature = "client-cert")]
     pub(crate) fn certified_key(&self) -> &Arc<CertifiedKey> {
         &self.inner.certified
     }
@@ -215,12 +238,22 @@ impl fmt::Debug for ClientIdentity {
                 "not_after",
                 &format_args!("{}", Timestamp(self.inner.not_after)),
             )
-            .field("chain_len", &self.inner.certified.cert.len())
+            .field("chain_len", &self.inner.chain.len())
             .finish_non_exhaustive()
     }
 }
 
 /// `notBefore`, `notAfter` and the subject of the leaf.
+/// The rustls crypto backend the `rustls-*` feature picked; ring when both are on.
+#[cfg(feature = "client-cert")]
+fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    #[cfg(feature = "rustls-ring")]
+    return rustls::crypto::ring::default_provider();
+    #[cfg(not(feature = "rustls-ring"))]
+    return rustls::crypto::aws_lc_rs::default_provider();
+}
+
+#[cfg(feature = "client-cert")]
 fn read_leaf(leaf: &CertificateDer<'_>) -> Result<(SystemTime, SystemTime, Text), String> {
     let (_, cert) = X509Certificate::from_der(leaf)
         .map_err(|_| "the leaf certificate is not X.509".to_owned())?;
@@ -238,6 +271,7 @@ fn read_leaf(leaf: &CertificateDer<'_>) -> Result<(SystemTime, SystemTime, Text)
     ))
 }
 
+#[cfg(feature = "client-cert")]
 fn system_time(time: &ASN1Time) -> SystemTime {
     let secs = time.timestamp();
     let offset = Duration::from_secs(secs.unsigned_abs());
@@ -258,10 +292,11 @@ impl fmt::Display for Timestamp {
             Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
             Err(before) => i64::try_from(before.duration().as_secs()).map_or(i64::MIN, |s| -s),
         };
-        match ASN1Time::from_timestamp(secs) {
-            Ok(time) => write!(f, "{time}"),
-            Err(_) => write!(f, "{secs} s after the epoch"),
+        #[cfg(feature = "client-cert")]
+        if let Ok(time) = ASN1Time::from_timestamp(secs) {
+            return write!(f, "{time}");
         }
+        write!(f, "{secs} s after the epoch")
     }
 }
 

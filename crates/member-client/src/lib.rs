@@ -42,6 +42,21 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(not(any(
+    feature = "rustls-ring",
+    feature = "rustls-aws-lc-rs",
+    feature = "openssl-tls"
+)))]
+compile_error!(
+    "member-client needs a TLS stack: enable one of its features rustls-ring (the default), \
+     rustls-aws-lc-rs or openssl-tls"
+);
+#[cfg(all(feature = "client-cert", not(feature = "__rustls")))]
+compile_error!(
+    "member-client's client-cert feature presents certificates through rustls: enable \
+     rustls-ring or rustls-aws-lc-rs with it, or leave it out with openssl-tls"
+);
+
 mod client_factory;
 mod client_identity;
 mod credential;

@@ -60,7 +60,10 @@ pub(crate) fn service(
     match &config.proxy_url {
         None => finish(config, connector, limits),
         Some(proxy) if proxy.scheme_str() == Some("https") => {
+            #[cfg(feature = "__rustls")]
             let tls_to_proxy = config.rustls_https_connector_with_connector(connector)?;
+            #[cfg(not(feature = "__rustls"))]
+            let tls_to_proxy = config.openssl_https_connector_with_connector(connector)?;
             finish(config, Tunnel::new(proxy.clone(), tls_to_proxy), limits)
         }
         Some(proxy) => finish(config, Tunnel::new(proxy.clone(), connector), limits),

@@ -2,6 +2,7 @@
 //! `clientCertificateData` and `clientKeyData`).
 
 use base64::Engine as _;
+#[cfg(feature = "client-cert")]
 use rustls_pki_types::PrivateKeyDer;
 use secrecy::{SecretString, zeroize::Zeroizing};
 
@@ -13,6 +14,7 @@ const LINE: usize = 64;
 
 /// The PEM label of a key's encoding; `None` for an encoding this crate does not know (none
 /// today: `PrivateKeyDer` is non-exhaustive, so a later version may add one).
+#[cfg(feature = "client-cert")]
 pub(super) fn key_label(key: &PrivateKeyDer<'_>) -> Option<&'static str> {
     match key {
         PrivateKeyDer::Pkcs1(_) => Some("RSA PRIVATE KEY"),

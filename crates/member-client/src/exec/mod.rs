@@ -46,14 +46,20 @@
 //! [KEP-541]: https://github.com/kubernetes/enhancements/tree/master/keps/sig-auth/541-external-credential-providers
 
 mod config;
+#[cfg(all(feature = "exec", unix))]
 mod descendants;
 mod error;
 mod plugin_declaration;
 mod plugin_file;
 mod policy;
+#[cfg(all(feature = "exec", unix))]
 mod private_home;
+#[cfg(all(feature = "exec", unix))]
 mod process_table;
 mod refused_env;
+// Without the `exec` feature (or off unix), `run` refuses every plugin: nothing here spawns a
+// process, and rustix is not built.
+#[cfg_attr(not(all(feature = "exec", unix)), path = "run_refused.rs")]
 mod run;
 pub mod wire;
 
@@ -64,8 +70,11 @@ pub use plugin_declaration::{
 };
 pub use plugin_file::{ExecPluginsFile, ExecPluginsFileError, MAX_EXEC_PLUGINS_FILE_BYTES};
 pub use policy::{ExecPolicy, RunAs};
+#[cfg(all(feature = "exec", unix))]
 pub use process_table::proc_dir;
-pub use run::{PLUGIN_PATH, run};
+#[cfg(all(feature = "exec", unix))]
+pub use run::PLUGIN_PATH;
+pub use run::run;
 pub use wire::{ExecApiVersion, ExecCluster, ExecOutput, UnsupportedApiVersion};
 
 #[cfg(test)]

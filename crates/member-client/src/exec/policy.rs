@@ -140,6 +140,7 @@ impl ExecPolicy {
     }
 
     /// A turn to run a plugin: held for the run, then given back.
+    #[cfg(all(feature = "exec", unix))]
     pub(super) async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         // The semaphore is never closed.
         self.permits.acquire().await.ok()

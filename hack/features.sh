@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The feature combinations the docs promise (docs/src/embedding/features.md), each checked and
+# linted on its own: a library built with only some of its features must still compile cleanly.
+# Like kube, the libraries enable no Kubernetes version of k8s-openapi; one is picked here.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export K8S_OPENAPI_ENABLED_VERSION=1.36
+
+# check <package> <cargo feature arguments...>
+check() {
+  local package=$1
+  shift
+  echo "features: $package $*" >&2
+  cargo clippy --locked --quiet -p "$package" --lib "$@" -- -D warnings
+}
+
+# member-client: the TLS stack is one of three; exec plugins and client certificates are optional.
+check member-client
+check member-client --no-default-features --features rustls-ring
+check member-client --no-default-features --features rustls-aws-lc-rs,exec,client-cert
+check member-client --no-default-features --features openssl-tls
+check member-client --no-default-features --features openssl-tls,exec
