@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use cluster_registry::{RegistryBuilder, RegistryEvent};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::api::{Api, PostParams};
-use member_client::{ClientFactory, CredentialHealth, EndpointPolicy};
+use member_client::{ClientFactory, CredentialHealth, validation::EndpointPolicy};
 use testkit::{
     Environment,
     karmada::{Karmada, PushMember},

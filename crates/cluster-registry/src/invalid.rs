@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use member_client::{IdentityError, SourceError, Text, ValidationError};
+use member_client::{
+    client_identity::IdentityError, source::SourceError, text::Text, validation::ValidationError,
+};
 
 /// Why a member's definition or credential is unusable.
 ///

@@ -19,8 +19,9 @@ use base64::Engine as _;
 use bytes::Bytes;
 use kube::config::{AuthInfo, Cluster, Kubeconfig, NamedExtension};
 use member_client::{
-    CredentialKey, SourceError,
+    CredentialKey,
     exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
+    source::SourceError,
     validation,
 };
 use secrecy::ExposeSecret as _;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{CredentialKey, SourceError};
+use member_client::{CredentialKey, source::SourceError};
 
 use crate::{
     InvalidReason, MemberDefinition, kubeconfig, secret_store::secret_data,
@@ -110,7 +110,7 @@ impl KubeconfigSecretsConfig {
 mod tests {
     use super::*;
     use crate::kubeconfig::fixtures::{SERVER, kubeconfig};
-    use member_client::MemberEndpoint;
+    use member_client::validation::MemberEndpoint;
     use secrecy::ExposeSecret as _;
     use serde_json::json;
 

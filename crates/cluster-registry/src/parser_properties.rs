@@ -31,8 +31,8 @@ fn config() -> ProptestConfig {
 
 /// The most bytes a refusal's text may take, whatever the input's size: its detail is
 /// written into a condition message and logged, and each part a definition controls goes
-/// through `Text` (at most [`member_client::Text::MAX_BYTES`]).
-const MAX_REASON_BYTES: usize = 4 * member_client::Text::MAX_BYTES;
+/// through `Text` (at most [`member_client::text::Text::MAX_BYTES`]).
+const MAX_REASON_BYTES: usize = 4 * member_client::text::Text::MAX_BYTES;
 
 /// Text much longer than anything a field should hold: up to ~160 KiB.
 fn long() -> impl Strategy<Value = String> {

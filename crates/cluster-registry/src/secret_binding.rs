@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt as _;
-use member_client::{CredentialKey, Text};
+use member_client::{CredentialKey, text::Text};
 
 use crate::InvalidReason;
 

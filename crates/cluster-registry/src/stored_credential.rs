@@ -5,8 +5,10 @@ use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 use member_client::{
-    ClientIdentity, Credential, CredentialKey, SourceError,
+    Credential, CredentialKey,
+    client_identity::ClientIdentity,
     exec::{ExecConfig, ExecPolicy, PluginDeclaration},
+    source::SourceError,
 };
 
 /// A member's credential as the [`SecretStore`](crate::SecretStore) keeps it.
@@ -74,7 +76,7 @@ impl StoredCredential {
         let credential = self.static_credential();
         assert_eq!(
             credential.kind(),
-            member_client::CredentialKind::Certificate
+            member_client::credential::CredentialKind::Certificate
         );
         assert!(credential.token().is_none());
         credential.identity().unwrap().subject()

@@ -7,7 +7,7 @@ use kube::{
     Api, Resource,
     runtime::{watcher, watcher::Event},
 };
-use member_client::{WatchBackoffExt as _, watch_backoff};
+use member_client::{watch_backoff::WatchBackoffExt as _, watch_backoff::watch_backoff};
 use serde::de::DeserializeOwned;
 
 /// `watcher` → the shared progress backoff ([`watch_backoff`]).

@@ -11,7 +11,7 @@
 mod table;
 
 use cluster_registry::InvalidReason;
-use member_client::LimitExceeded;
+use member_client::response_limit::LimitExceeded;
 
 pub use table::Reason;
 

@@ -7,7 +7,7 @@
 //! by the next connection without rebuilding the `kube::Client`.
 //!
 //! ```
-//! use member_client::{ClientIdentity, IdentityError};
+//! use member_client::{client_identity::ClientIdentity, client_identity::IdentityError};
 //!
 //! let err = ClientIdentity::from_pem(b"not a certificate", b"").unwrap_err();
 //! assert!(matches!(err, IdentityError::Invalid(_)));
@@ -46,7 +46,7 @@ mod pem;
 /// #     params.distinguished_name.push(rcgen::DnType::CommonName, "system:admin");
 /// #     (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
 /// # }
-/// use member_client::ClientIdentity;
+/// use member_client::client_identity::ClientIdentity;
 /// let (cert_pem, key_pem) = pem();
 /// let identity = ClientIdentity::from_pem(cert_pem.as_bytes(), key_pem.as_bytes()).unwrap();
 /// assert_eq!(identity.subject(), "system:admin");

@@ -70,7 +70,7 @@ struct Counters {
 ///
 /// ```
 /// # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
-/// use member_client::{FileSource, CredentialCache, CredentialCacheConfig};
+/// use member_client::{file_source::FileSource, CredentialCache, CredentialCacheConfig};
 /// let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token");
 /// let key = source.secret_ref();
 /// let cache = CredentialCache::new(source, CredentialCacheConfig::default());

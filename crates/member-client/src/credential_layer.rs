@@ -2,7 +2,7 @@
 //!
 //! ```no_run
 //! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
-//! use member_client::{CredentialLayer, CredentialHealth, FileSource, CredentialCache, CredentialCacheConfig};
+//! use member_client::{credential_layer::CredentialLayer, CredentialHealth, file_source::FileSource, CredentialCache, CredentialCacheConfig};
 //! use tower::buffer::BufferLayer;
 //!
 //! let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token");

@@ -19,7 +19,7 @@ use crate::{Credential, CredentialKey, CredentialSource, SourceError};
 /// [`fetch`](CredentialSource::fetch) is ignored; use [`FileSource::secret_ref`] as the cache key.
 ///
 /// ```no_run
-/// use member_client::FileSource;
+/// use member_client::file_source::FileSource;
 /// let source = FileSource::new("/var/run/secrets/kubernetes.io/serviceaccount/token")
 ///     .with_ca_file("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
 /// let key = source.secret_ref();

@@ -28,7 +28,7 @@ impl JwtClaims {
     /// base64url JSON object as its payload. A claim of the wrong type reads as absent.
     ///
     /// ```
-    /// use member_client::JwtClaims;
+    /// use member_client::jwt_claims::JwtClaims;
     /// // {"sub":"system:serviceaccount:ns:sa","exp":2000000000}
     /// let token = "e30.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6bnM6c2EiLCJleHAiOjIwMDAwMDAwMDB9.c2ln";
     /// let claims = JwtClaims::of(token).unwrap();

@@ -30,7 +30,7 @@
 //! ```no_run
 //! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
 //! use member_client::{
-//!     ClientFactory, CredentialHealth, FileSource, MemberClientConfig, CredentialCache, CredentialCacheConfig,
+//!     ClientFactory, CredentialHealth, file_source::FileSource, MemberClientConfig, CredentialCache, CredentialCacheConfig,
 //! };
 //!
 //! let source = FileSource::new("/etc/tether/member1/token");
@@ -57,54 +57,77 @@ compile_error!(
      rustls-ring or rustls-aws-lc-rs with it, or leave it out with openssl-tls"
 );
 
-mod client_factory;
-mod client_identity;
-mod credential;
-mod credential_cache;
-mod credential_layer;
-mod credential_state;
+pub mod client_factory;
+pub mod client_identity;
+pub mod credential;
+pub mod credential_cache;
+pub mod credential_layer;
+pub mod credential_state;
 mod error;
 pub mod exec;
-mod failure_kind;
-mod file_source;
+pub mod failure_kind;
+pub mod file_source;
 mod guarded_resolver;
-mod jwt_claims;
-mod request_deadline;
-mod response_limit;
-mod source;
+pub mod jwt_claims;
+pub mod request_deadline;
+pub mod response_limit;
+pub mod source;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
-mod text;
+pub mod text;
 mod transport;
 pub mod validation;
-mod watch_backoff;
+pub mod watch_backoff;
 
-pub use client_factory::{
-    ClientFactory, ClientLimits, DEFAULT_REQUEST_TIMEOUT, MemberClientConfig,
-};
-pub use client_identity::{ClientIdentity, IdentityError};
-pub use credential::{Credential, CredentialKind};
-pub use credential_cache::{CredentialCache, CredentialCacheConfig, CredentialCacheStats};
-pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
-pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
+// The names an embedder starts from; everything else is in the module that defines it.
+pub use client_factory::{ClientFactory, MemberClientConfig};
+pub use credential::Credential;
+pub use credential_cache::{CredentialCache, CredentialCacheConfig};
+pub use credential_state::{CredentialHealth, CredentialState};
 pub use error::{Error, Result};
+pub use failure_kind::FailureKind;
+pub use source::{CredentialKey, CredentialSource};
+
+// Transitional: the old root paths, until every caller names the module.
+#[doc(hidden)]
+pub use client_factory::{ClientLimits, DEFAULT_REQUEST_TIMEOUT};
+#[doc(hidden)]
+pub use client_identity::{ClientIdentity, IdentityError};
+#[doc(hidden)]
+pub use credential::CredentialKind;
+#[doc(hidden)]
+pub use credential_cache::CredentialCacheStats;
+#[doc(hidden)]
+pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
+#[doc(hidden)]
+pub use credential_state::CredentialStats;
+#[doc(hidden)]
 pub use exec::{
     ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure, ExecOutput,
     ExecPolicy,
 };
-pub use failure_kind::{FailureKind, list_forbidden};
+#[doc(hidden)]
+pub use failure_kind::list_forbidden;
+#[doc(hidden)]
 pub use file_source::{FileSource, read_bounded};
+#[doc(hidden)]
 pub use jwt_claims::JwtClaims;
+#[doc(hidden)]
 pub use request_deadline::{
     DeadlineBody, DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
 };
+#[doc(hidden)]
 pub use response_limit::{
     DEFAULT_LIST_PAGES, DEFAULT_RESPONSE_BYTES, DEFAULT_WATCH_LINE_BYTES, HEALTH_RESPONSE_BYTES,
     LimitExceeded, RequestKind, ResponseLimits,
 };
-pub use source::{CredentialKey, CredentialSource, SourceError};
+#[doc(hidden)]
+pub use source::SourceError;
+#[doc(hidden)]
 pub use text::Text;
+#[doc(hidden)]
 pub use validation::{EndpointPolicy, MemberEndpoint, ValidationError};
+#[doc(hidden)]
 pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
 
 /// This crate's README, its example compiled as a doctest so that it cannot rot.

@@ -31,7 +31,7 @@ pub struct DeadlineExceeded(pub Duration);
 ///
 /// ```
 /// use std::time::Duration;
-/// use member_client::RequestDeadlineLayer;
+/// use member_client::request_deadline::RequestDeadlineLayer;
 /// let layer = RequestDeadlineLayer::new(Duration::from_secs(10));
 /// # let _ = layer;
 /// ```

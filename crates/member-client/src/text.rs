@@ -8,7 +8,7 @@ use std::fmt;
 /// line without forging lines or growing them without bound.
 ///
 /// ```
-/// use member_client::Text;
+/// use member_client::text::Text;
 /// assert_eq!(Text::new("line1\nline2\x1b[31m").as_str(), "line1 line2 [31m");
 /// assert!(Text::new(&"x".repeat(10_000)).as_str().len() <= Text::MAX_BYTES);
 /// ```

@@ -38,7 +38,7 @@ pub fn watch_backoff() -> watcher::ExponentialBackoff {
 /// use futures::StreamExt as _;
 /// use k8s_openapi::api::core::v1::Node;
 /// use kube::{Api, runtime::watcher};
-/// use member_client::{WatchBackoffExt as _, watch_backoff};
+/// use member_client::{watch_backoff::WatchBackoffExt as _, watch_backoff::watch_backoff};
 ///
 /// let mut nodes = watcher(Api::<Node>::all(client), watcher::Config::default())
 ///     .backoff_until_progress(watch_backoff())

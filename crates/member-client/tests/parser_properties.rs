@@ -13,9 +13,15 @@ use std::net::IpAddr;
 
 use base64::Engine as _;
 use member_client::{
-    Credential, EndpointPolicy, JwtClaims, MemberEndpoint, SourceError, Text, ValidationError,
+    Credential,
     exec::{ExecPluginsFile, ExecPluginsFileError},
+    jwt_claims::JwtClaims,
+    source::SourceError,
     test_util::proptest_config,
+    text::Text,
+    validation::EndpointPolicy,
+    validation::MemberEndpoint,
+    validation::ValidationError,
     validation::{self, Cidr},
 };
 use proptest::prelude::*;

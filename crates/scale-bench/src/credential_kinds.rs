@@ -17,11 +17,13 @@ use bytes::Bytes;
 use http::Response;
 use http_body_util::{BodyExt as _, Full};
 use member_client::{
-    ClientFactory, ClientIdentity, Credential, CredentialCache, CredentialCacheConfig,
-    CredentialHealth, CredentialKey, CredentialSource, EndpointPolicy, MemberClientConfig,
-    SourceError,
+    ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    CredentialKey, CredentialSource, MemberClientConfig,
+    client_identity::ClientIdentity,
     exec::{ExecConfig, ExecPolicy},
+    source::SourceError,
     test_util::{ClientAuth, FakeSource, LoopbackServer, TestPki},
+    validation::EndpointPolicy,
 };
 
 use crate::overhead::{self, OverheadReport};

@@ -17,8 +17,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use member_client::{
     ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-    EndpointPolicy, MemberClientConfig,
+    MemberClientConfig,
     test_util::{FakeSource, LoopbackServer, Reply},
+    validation::EndpointPolicy,
 };
 use secrecy::SecretString;
 

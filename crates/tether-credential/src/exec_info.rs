@@ -3,7 +3,8 @@
 
 use cluster_registry::{clusterprofile::TetherExecExtension, secret_credential};
 use member_client::{
-    CredentialKey, ExecApiVersion,
+    CredentialKey,
+    exec::ExecApiVersion,
     exec::wire::{ExecCluster, ExecInfo},
 };
 

@@ -75,7 +75,7 @@ fn classify(err: kube::Error, request: &ExecRequest) -> Error {
 mod tests {
     use super::*;
     use kube::core::Status;
-    use member_client::{CredentialKey, ExecApiVersion};
+    use member_client::{CredentialKey, exec::ExecApiVersion};
     use rstest::rstest;
 
     fn request() -> ExecRequest {

@@ -11,7 +11,7 @@ use cluster_registry::clusterprofile::{
     CREDENTIAL_MEMBER_LABEL, CREDENTIAL_SERVER_ANNOTATION, SERVICE_ACCOUNT_TOKEN_TYPE,
 };
 use k8s_openapi::api::core::v1::Secret;
-use member_client::Text;
+use member_client::text::Text;
 
 use crate::{error::Error, exec_info::ExecRequest};
 
@@ -51,7 +51,7 @@ pub(crate) fn check(stored: &Secret, request: &ExecRequest) -> Result<(), Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::{CredentialKey, ExecApiVersion};
+    use member_client::{CredentialKey, exec::ExecApiVersion};
     use rstest::rstest;
     use serde_json::{Value, json};
 

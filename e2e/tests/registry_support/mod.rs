@@ -69,10 +69,10 @@ impl Agents {
 }
 
 /// What the tests' loopback apiservers need: `127.0.0.1` allowed, `http://` still refused.
-pub fn loopback_policy() -> member_client::EndpointPolicy {
-    member_client::EndpointPolicy::default().allow(member_client::validation::Cidr::from_ip(
-        std::net::Ipv4Addr::LOCALHOST.into(),
-    ))
+pub fn loopback_policy() -> member_client::validation::EndpointPolicy {
+    member_client::validation::EndpointPolicy::default().allow(
+        member_client::validation::Cidr::from_ip(std::net::Ipv4Addr::LOCALHOST.into()),
+    )
 }
 
 /// Waits for the next event, which must be `Upserted`, and returns what it carries.

@@ -5,8 +5,9 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use kube::ResourceExt as _;
 use member_client::{
-    CredentialKey, Text,
+    CredentialKey,
     exec::{ExecCluster, ExecEnvVar},
+    text::Text,
 };
 use serde::Deserialize;
 
@@ -56,7 +57,10 @@ impl ClusterProfileConfig {
         let (spec, secret) = match built {
             Ok((spec, plan)) => (
                 Ok(spec),
-                Some(StoredSecret::parsed(Ok::<_, member_client::SourceError>(
+                Some(StoredSecret::parsed(Ok::<
+                    _,
+                    member_client::source::SourceError,
+                >(
                     StoredCredential::Exec(Arc::new(plan)),
                 ))),
             ),

@@ -10,7 +10,7 @@ use std::{collections::BTreeSet, fmt, path::Path, sync::Arc};
 
 use member_client::{
     exec::{DefinitionRules, PluginDeclaration},
-    read_bounded,
+    file_source::read_bounded,
 };
 use serde::Deserialize;
 

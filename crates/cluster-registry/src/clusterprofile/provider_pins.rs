@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use member_client::{Text, exec::Pattern};
+use member_client::{exec::Pattern, text::Text};
 use serde::Deserialize;
 
 use super::ProfileCluster;

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 use member_client::{
-    ClientIdentity, CredentialKey, SourceError, Text, exec::ExecCluster, validation,
+    CredentialKey, client_identity::ClientIdentity, exec::ExecCluster, source::SourceError,
+    text::Text, validation,
 };
 use secrecy::{ExposeSecret as _, SecretSlice};
 

@@ -3,8 +3,9 @@
 use std::fmt;
 
 use member_client::{
-    CredentialKey, SourceError,
+    CredentialKey,
     exec::{ExecCluster, ExecConfig},
+    source::SourceError,
 };
 use serde::Deserialize;
 

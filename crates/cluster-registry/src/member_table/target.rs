@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use member_client::Text;
+use member_client::text::Text;
 
 use super::{MemberTable, Origin, Told, list_forbidden};
 use crate::InvalidReason;

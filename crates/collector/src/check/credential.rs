@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use member_client::{Credential, JwtClaims, exec::wire::format_rfc3339};
+use member_client::{Credential, exec::wire::format_rfc3339, jwt_claims::JwtClaims};
 use secrecy::ExposeSecret as _;
 use serde::Serialize;
 

@@ -64,7 +64,7 @@ pub(crate) async fn whoami(client: &Client) -> Whoami {
 /// they are printed to a terminal. At most [`MAX_GROUPS`] groups are kept.
 pub(crate) fn answered(review: SelfSubjectReview) -> Whoami {
     let info = review.status.and_then(|s| s.user_info).unwrap_or_default();
-    let text = |raw: &str| String::from(member_client::Text::new(raw));
+    let text = |raw: &str| String::from(member_client::text::Text::new(raw));
     Whoami {
         user: info.username.as_deref().map(text),
         groups: (info.groups.unwrap_or_default().iter())
@@ -134,7 +134,7 @@ async fn review(
     let why = (!status.allowed)
         .then(|| status.reason.filter(|r| !r.is_empty()))
         .flatten()
-        .map(|r| member_client::Text::new(&r).into());
+        .map(|r| member_client::text::Text::new(&r).into());
     Ok((status.allowed, why))
 }
 
@@ -153,7 +153,7 @@ impl Readyz {
         match answer {
             Ok(body) => Self {
                 ok: true,
-                detail: member_client::Text::new(body.trim()).into(),
+                detail: member_client::text::Text::new(body.trim()).into(),
             },
             Err(err) => Self {
                 ok: false,

@@ -196,7 +196,7 @@ fn hostile() -> String {
 
 fn assert_sanitized(text: &str) {
     assert!(
-        text.len() <= member_client::Text::MAX_BYTES,
+        text.len() <= member_client::text::Text::MAX_BYTES,
         "{} bytes",
         text.len()
     );

@@ -10,7 +10,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::{EndpointPolicy, MemberClientConfig};
+use member_client::{MemberClientConfig, validation::EndpointPolicy};
 use rustls::{
     DigitallySignedStruct, RootCertStore, SignatureScheme,
     client::{
@@ -179,7 +179,7 @@ fn trusted_ca(ca_bundle: Option<&Bytes>) -> Vec<String> {
 
 /// A certificate's subject as RFC 4514 text, sanitized: whoever issued it chose every byte.
 pub(crate) fn subject(cert: &x509_parser::certificate::X509Certificate<'_>) -> String {
-    member_client::Text::new(&cert.subject().to_string()).into()
+    member_client::text::Text::new(&cert.subject().to_string()).into()
 }
 
 /// The serving certificate's subject, `notAfter`, and whether it names `server_name`.

@@ -63,7 +63,7 @@ fn secret_in_control_plane(key: &member_client::CredentialKey) -> Option<LocalSe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::{CredentialKey, MemberEndpoint};
+    use member_client::{CredentialKey, validation::MemberEndpoint};
     use rstest::rstest;
 
     fn spec(secret_ref: CredentialKey) -> MemberSpec {

@@ -98,7 +98,7 @@ mod tests {
     use super::*;
     use crate::member::health::MemberHealth;
     use cluster_registry::{InvalidReason, MemberSpec};
-    use member_client::{CredentialKey, MemberEndpoint};
+    use member_client::{CredentialKey, validation::MemberEndpoint};
     use serde_json::json;
 
     fn access(secret_ref: CredentialKey) -> ProfileAccess {

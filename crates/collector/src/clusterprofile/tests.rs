@@ -7,7 +7,7 @@ use std::{
 
 use cluster_registry::{DirectoryConfig, MemberSpec, RegistryBuilder};
 use kube::client::Body;
-use member_client::{CredentialKey, MemberEndpoint};
+use member_client::{CredentialKey, validation::MemberEndpoint};
 use rstest::rstest;
 use serde_json::json;
 use tokio::sync::watch;

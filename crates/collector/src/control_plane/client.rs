@@ -6,8 +6,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::{Client, client::ClientBuilder, config::KubeConfigOptions};
 use member_client::{
-    ClientFactory, ClientLimits, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    EndpointPolicy, FileSource, MemberClientConfig, RequestDeadlineLayer, validation::Cidr,
+    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, MemberClientConfig,
+    client_factory::ClientLimits, file_source::FileSource, request_deadline::RequestDeadlineLayer,
+    validation::Cidr, validation::EndpointPolicy,
 };
 
 use crate::{

@@ -87,6 +87,6 @@ mod tests {
         let message = MemberHealth::from_error(&err).message();
         assert!(!message.contains('\n'), "{message}");
         let bytes = message.len();
-        assert!(bytes <= 2 * member_client::Text::MAX_BYTES, "{bytes}");
+        assert!(bytes <= 2 * member_client::text::Text::MAX_BYTES, "{bytes}");
     }
 }

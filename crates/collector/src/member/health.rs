@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use cluster_registry::InvalidReason;
-use member_client::{FailureKind, LimitExceeded, SourceError};
+use member_client::{FailureKind, response_limit::LimitExceeded, source::SourceError};
 
 use super::informer_state::InformerState;
 use crate::reason::Reason;
@@ -189,7 +189,7 @@ impl MemberHealth {
 fn limit_flag(limit: &LimitExceeded) -> &'static str {
     match limit {
         LimitExceeded::ResponseTooLarge {
-            request: member_client::RequestKind::Health,
+            request: member_client::response_limit::RequestKind::Health,
             ..
         } => "a fixed limit",
         LimitExceeded::ResponseTooLarge { .. } => "set by --member-response-limit-mib",
@@ -245,7 +245,7 @@ fn source_error(err: &kube::Error) -> Option<&SourceError> {
 }
 
 /// The error and its causes on one line (tokens never reach errors, so this is safe to log),
-/// [`Text`](member_client::Text)-sanitized: the member writes its error bodies.
+/// [`Text`](member_client::text::Text)-sanitized: the member writes its error bodies.
 pub(crate) fn describe(err: &kube::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
@@ -257,7 +257,7 @@ pub(crate) fn describe(err: &kube::Error) -> String {
         }
         source = cause.source();
     }
-    member_client::Text::new(&text).into()
+    member_client::text::Text::new(&text).into()
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub(crate) struct InformerFailure {
     pub(crate) at: Instant,
     /// The limit the member broke, if that is the failure. It lasts until the informer syncs
     /// or sees an event again: a capped watch says nothing while it rests.
-    pub(crate) limit: Option<member_client::LimitExceeded>,
+    pub(crate) limit: Option<member_client::response_limit::LimitExceeded>,
 }
 
 impl InformerFailure {
@@ -57,10 +57,10 @@ impl InformerFailure {
             kind: FailureKind::of_watch(err),
             verb,
             // The member wrote most of it (a Status message): it reaches the condition.
-            message: member_client::Text::new(&err.to_string()).into(),
+            message: member_client::text::Text::new(&err.to_string()).into(),
             after_sync,
             at: Instant::now(),
-            limit: member_client::LimitExceeded::find_in(err).cloned(),
+            limit: member_client::response_limit::LimitExceeded::find_in(err).cloned(),
         }
     }
 }
@@ -178,7 +178,7 @@ mod tests {
     async fn a_broken_limit_lasts_until_the_informer_recovers() {
         let states = one(NODES);
         let over = watcher::Error::InitialListFailed(kube::Error::Service(Box::new(
-            member_client::LimitExceeded::TooManyObjects { limit: 3 },
+            member_client::response_limit::LimitExceeded::TooManyObjects { limit: 3 },
         )));
         states.observe::<()>(NODES, &Err(over));
         tokio::time::advance(FAILURE_FRESHNESS * 4).await;
@@ -209,7 +209,10 @@ mod tests {
         states.observe::<()>(NODES, &Err(hostile));
         let message = failure(&states, NODES).message;
         let bytes = message.len();
-        assert!(bytes <= member_client::Text::MAX_BYTES, "{bytes} bytes");
+        assert!(
+            bytes <= member_client::text::Text::MAX_BYTES,
+            "{bytes} bytes"
+        );
         assert!(!message.contains('\n') && !message.contains('\u{1b}'));
         assert!(message.contains("Forged=True"));
     }

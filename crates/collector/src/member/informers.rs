@@ -12,7 +12,9 @@ use kube::{
     api::DynamicObject,
     runtime::{WatchStreamExt as _, reflector, reflector::Store, watcher},
 };
-use member_client::{FailureKind, WatchBackoffExt as _, watch_backoff};
+use member_client::{
+    FailureKind, watch_backoff::WatchBackoffExt as _, watch_backoff::watch_backoff,
+};
 use serde::de::DeserializeOwned;
 
 use super::informer_state::InformerStates;
@@ -147,7 +149,7 @@ where
             Ok(_) => {}
             Err(err) => {
                 let kind = FailureKind::of_watch(err);
-                let err = member_client::Text::new(&err.to_string());
+                let err = member_client::text::Text::new(&err.to_string());
                 metrics.record_watch_error(&member, &resource, kind);
                 if kind == FailureKind::Unauthorized {
                     tracing::warn!(member = %member, resource = %resource, error = %err, "watch rejected: credential not accepted");

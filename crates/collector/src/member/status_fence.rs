@@ -45,7 +45,10 @@ pub(crate) enum FenceError {
     /// Another replica holds the claim; this one waits before taking it over.
     // The claim is read back from the Cluster's status, anyone's to write: it is logged as
     // `Text`, bounded and without control characters.
-    #[error("replica {} holds the member's claim", member_client::Text::new(owner))]
+    #[error(
+        "replica {} holds the member's claim",
+        member_client::text::Text::new(owner)
+    )]
     ClaimedBy {
         /// The other claim, `<identity>/<generation>`.
         owner: String,

@@ -216,7 +216,7 @@ impl Writes {
             .flat_map(|status| status.conditions)
             .find(|c| c.type_ == READY_CONDITION)
             // Anyone who can write the Cluster's status wrote this; it reaches an Event.
-            .map(|c| member_client::Text::new(&c.reason).to_string()))
+            .map(|c| member_client::text::Text::new(&c.reason).to_string()))
     }
 
     async fn write(&self, member: &str, status: &MemberStatus) -> Result<(), FenceError> {

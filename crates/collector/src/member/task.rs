@@ -5,7 +5,10 @@ use std::{sync::Arc, time::Duration};
 use bytes::Bytes;
 use cluster_registry::{MemberSpec, minting::MintRequest};
 use kube::Client;
-use member_client::{ClientLimits, CredentialHealth, LimitExceeded, MemberClientConfig};
+use member_client::{
+    CredentialHealth, MemberClientConfig, client_factory::ClientLimits,
+    response_limit::LimitExceeded,
+};
 use tokio::{
     sync::{Notify, watch},
     time::{Instant, MissedTickBehavior},

@@ -26,7 +26,7 @@ const FORMER_NAMES: &[(&str, &str)] = &[
 fn every_family_sampled() -> Metrics {
     let metrics = Metrics::new();
     let cache = CredentialCache::new(
-        member_client::FileSource::new("/nonexistent/token"),
+        member_client::file_source::FileSource::new("/nonexistent/token"),
         member_client::CredentialCacheConfig::default(),
     );
     metrics.watch_credential_cache("members", cache);

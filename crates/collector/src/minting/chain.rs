@@ -11,7 +11,7 @@ use kube::{
     Client,
     runtime::events::{Event, EventType, Recorder, Reporter},
 };
-use member_client::{JwtClaims, MemberClientConfig};
+use member_client::{MemberClientConfig, jwt_claims::JwtClaims};
 use secrecy::ExposeSecret as _;
 use tokio::sync::{Notify, watch};
 

@@ -4,7 +4,7 @@
 //! and a SelfSubjectReview with each token backs this up ([`super::mint`]).
 
 use cluster_registry::minting::ServiceAccountRef;
-use member_client::{JwtClaims, Text};
+use member_client::{jwt_claims::JwtClaims, text::Text};
 
 use super::state::{Refusal, RefusalKind};
 

@@ -41,7 +41,7 @@ mod state;
 use std::time::Duration;
 
 use kube::Client;
-use member_client::EndpointPolicy;
+use member_client::validation::EndpointPolicy;
 use tokio::sync::watch;
 
 #[cfg(test)]

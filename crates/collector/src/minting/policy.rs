@@ -3,7 +3,7 @@
 //! cap what each may ask.
 
 use cluster_registry::minting::MintRequest;
-use member_client::Text;
+use member_client::text::Text;
 
 use super::{
     MintArgs,

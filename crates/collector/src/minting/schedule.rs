@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use cluster_registry::minting::MintRecord;
-use member_client::JwtClaims;
+use member_client::jwt_claims::JwtClaims;
 
 /// What to do about a member's token chain now.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -42,7 +42,7 @@ impl MintState {
 
 /// Why the operator's bounds stop a member's minting, and a sentence saying how to fix it.
 /// The sentence never holds a token: only claims (`sub`, `iss`) and definition text, the
-/// latter through [`member_client::Text`].
+/// latter through [`member_client::text::Text`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Refusal {
     /// Which bound.

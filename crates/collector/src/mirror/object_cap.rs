@@ -19,7 +19,7 @@ use kube::runtime::{
     reflector::{ObjectRef, Store},
     watcher,
 };
-use member_client::LimitExceeded;
+use member_client::response_limit::LimitExceeded;
 
 /// How long a watch that broke the cap rests before it lists again.
 pub(crate) const REST: Duration = Duration::from_secs(15);

@@ -13,7 +13,7 @@ use super::{ExecApiVersion, ExecCluster};
 /// argument or a value: either may hold a secret (`--token=…`, `AWS_SECRET_ACCESS_KEY`).
 ///
 /// ```
-/// use member_client::{ExecApiVersion, ExecConfig, ExecEnvVar};
+/// use member_client::{exec::ExecApiVersion, exec::ExecConfig, exec::ExecEnvVar};
 /// let config = ExecConfig {
 ///     args: vec!["--key=arg-s3cr3t".to_owned()],
 ///     env: vec![ExecEnvVar::new("CLOUD_KEY", "s3cr3t")],

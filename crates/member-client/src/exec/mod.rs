@@ -28,8 +28,8 @@
 //! Patterns should accept values, not options that name files or programs.
 //!
 //! ```no_run
-//! # async fn doc() -> Result<(), member_client::ExecError> {
-//! use member_client::{ExecConfig, ExecPolicy, exec};
+//! # async fn doc() -> Result<(), member_client::exec::ExecError> {
+//! use member_client::{exec::ExecConfig, exec::ExecPolicy, exec};
 //!
 //! let policy = ExecPolicy::new(["/usr/local/bin/cloud-auth".into()]);
 //! let config = ExecConfig {

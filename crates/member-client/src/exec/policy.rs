@@ -29,11 +29,11 @@ use super::{ExecConfig, ExecError, PluginDeclaration, plugin_declaration::Invoca
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use member_client::ExecPolicy;
+/// use member_client::exec::ExecPolicy;
 /// let policy = ExecPolicy::new(["/usr/local/bin/cloud-auth".into()])
 ///     .with_timeout(Duration::from_secs(10));
 /// let path = policy.allowed("/usr/local/bin/cloud-auth")?;
-/// # Ok::<(), member_client::ExecError>(())
+/// # Ok::<(), member_client::exec::ExecError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct ExecPolicy {

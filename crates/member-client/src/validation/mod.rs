@@ -7,7 +7,7 @@
 //! gets the same answer. One function per rule, one error type.
 //!
 //! ```
-//! use member_client::{MemberEndpoint, validation::{self, EndpointPolicy, ValidationError}};
+//! use member_client::{validation::MemberEndpoint, validation::{self, EndpointPolicy, ValidationError}};
 //!
 //! let policy = EndpointPolicy::default();
 //! let route = |url| validation::route(&policy, &MemberEndpoint::new(url));
@@ -177,7 +177,7 @@ pub fn ca_bundle(pem: &[u8]) -> Result<Vec<Vec<u8>>, ValidationError> {
 /// verified against. The CA bundle is not part of it: it travels with the credential.
 ///
 /// ```
-/// use member_client::MemberEndpoint;
+/// use member_client::validation::MemberEndpoint;
 /// let endpoint = MemberEndpoint::new("https://10.0.0.1:6443");
 /// assert!(endpoint.proxy_url.is_none() && !endpoint.insecure_skip_tls_verify);
 /// ```

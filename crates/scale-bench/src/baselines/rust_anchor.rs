@@ -26,7 +26,7 @@ use kube::{
     api::PostParams,
     runtime::{WatchStreamExt as _, watcher},
 };
-use member_client::{ClientFactory, CredentialHealth, EndpointPolicy, FailureKind};
+use member_client::{ClientFactory, CredentialHealth, FailureKind, validation::EndpointPolicy};
 
 use super::{
     fleet_file::{FleetFile, FleetMember},

@@ -1,6 +1,6 @@
 use base64::Engine as _;
 use member_client::{
-    ExecError,
+    exec::ExecError,
     exec::{ExecConfig, ExecPolicy},
 };
 use rstest::rstest;

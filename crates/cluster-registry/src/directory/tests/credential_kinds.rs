@@ -1,7 +1,7 @@
 //! Each credential kind a member file may name, and the combinations it may not.
 
 use member_client::{
-    ClientIdentity,
+    client_identity::ClientIdentity,
     exec::{ExecApiVersion, ExecCluster, ExecEnvVar},
 };
 

@@ -8,7 +8,7 @@ use crate::{
     },
     test_ca::b64,
 };
-use member_client::MemberEndpoint;
+use member_client::validation::MemberEndpoint;
 
 const MEMBER: &str = "name: m1\nkubeconfig: m1.kubeconfig\n";
 

@@ -9,7 +9,7 @@ mod secrets;
 
 use std::collections::BTreeMap;
 
-use member_client::{CredentialCacheConfig, MemberEndpoint};
+use member_client::{CredentialCacheConfig, validation::MemberEndpoint};
 
 use super::*;
 use crate::karmada;
@@ -24,7 +24,7 @@ struct Harness {
 /// Tests define members at `https://h...` and loopback, in `ns`.
 fn test_admission() -> crate::admission::Admission {
     crate::admission::Admission {
-        policy: member_client::EndpointPolicy::loopback().allow_insecure_tls(true),
+        policy: member_client::validation::EndpointPolicy::loopback().allow_insecure_tls(true),
         secret_namespaces: ["ns", "karmada-cluster"].map(str::to_owned).into(),
     }
 }

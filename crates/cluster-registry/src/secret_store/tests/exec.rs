@@ -9,8 +9,11 @@ use std::{
 };
 
 use member_client::{
-    ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialKind, ExecError,
-    IdentityError,
+    CredentialCache, CredentialCacheConfig,
+    client_identity::ClientIdentity,
+    client_identity::IdentityError,
+    credential::CredentialKind,
+    exec::ExecError,
     exec::{ExecCluster, ExecConfig, ExecEnvVar},
 };
 use tokio::sync::RwLock;

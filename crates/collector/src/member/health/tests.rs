@@ -41,7 +41,7 @@ fn unavailable(source: SourceError) -> kube::Error {
 )]
 #[case::server_error(api(500), "Unreachable", "False", "Unknown")]
 #[case::resolved_to_a_forbidden_address(
-    kube::Error::Service(Box::new(std::io::Error::other(member_client::ValidationError::Forbidden(
+    kube::Error::Service(Box::new(std::io::Error::other(member_client::validation::ValidationError::Forbidden(
         "169.254.169.254 is a cloud metadata address".into()
     )))),
     "EndpointForbidden",
@@ -148,7 +148,7 @@ fn a_refusal_names_the_kind_and_the_verb() {
 #[test]
 fn a_broken_limit_is_named_in_the_reason() {
     let limit = LimitExceeded::ResponseTooLarge {
-        request: member_client::RequestKind::Health,
+        request: member_client::response_limit::RequestKind::Health,
         limit: 65_536,
     };
     let health = MemberHealth::from_error(&kube::Error::Service(Box::new(limit)));

@@ -229,7 +229,7 @@ async fn a_forged_claim_is_reported_as_bounded_text() {
         .unwrap_err();
     let shown = refused.to_string();
     assert!(
-        shown.len() <= 2 * member_client::Text::MAX_BYTES,
+        shown.len() <= 2 * member_client::text::Text::MAX_BYTES,
         "{} bytes",
         shown.len()
     );

@@ -62,6 +62,9 @@ async fn a_forged_ready_reason_reaches_the_event_as_bounded_text() {
         .to_owned();
     assert!(note.contains("(was Evil"), "{note:?}");
     let bytes = note.len();
-    assert!(bytes <= 2 * member_client::Text::MAX_BYTES, "{bytes} bytes");
+    assert!(
+        bytes <= 2 * member_client::text::Text::MAX_BYTES,
+        "{bytes} bytes"
+    );
     assert!(!note.chars().any(char::is_control), "{note:?}");
 }

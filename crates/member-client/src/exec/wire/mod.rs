@@ -14,7 +14,7 @@
 //! client-go reads them ([`parse_rfc3339`]).
 //!
 //! ```
-//! use member_client::{Credential, exec::wire::ExecOutput, ExecApiVersion};
+//! use member_client::{Credential, exec::wire::ExecOutput, exec::ExecApiVersion};
 //! use secrecy::ExposeSecret as _;
 //!
 //! let credential = Credential::from_token_bytes(b"tok-1")?;
@@ -50,7 +50,7 @@ pub const KIND: &str = "ExecCredential";
 /// `v1alpha1` is gone from client-go, so it is refused here too.
 ///
 /// ```
-/// use member_client::ExecApiVersion;
+/// use member_client::exec::ExecApiVersion;
 /// let v: ExecApiVersion = "client.authentication.k8s.io/v1beta1".parse().unwrap();
 /// assert_eq!(v, ExecApiVersion::V1Beta1);
 /// assert!("client.authentication.k8s.io/v1alpha1".parse::<ExecApiVersion>().is_err());
