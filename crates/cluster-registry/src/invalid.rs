@@ -3,7 +3,7 @@
 use std::fmt;
 
 use member_client::{
-    client_identity::IdentityError, source::SourceError, text::Text, validation::ValidationError,
+    SourceError, client_identity::IdentityError, text::Text, validation::ValidationError,
 };
 
 /// Why a member's definition or credential is unusable.

@@ -19,9 +19,8 @@ use base64::Engine as _;
 use bytes::Bytes;
 use kube::config::{AuthInfo, Cluster, Kubeconfig, NamedExtension};
 use member_client::{
-    CredentialKey,
+    CredentialKey, SourceError,
     exec::{ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar},
-    source::SourceError,
     validation,
 };
 use secrecy::ExposeSecret as _;

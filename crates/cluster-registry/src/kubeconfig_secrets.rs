@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{CredentialKey, source::SourceError};
+use member_client::{CredentialKey, SourceError};
 
 use crate::{
     InvalidReason, MemberDefinition, kubeconfig, secret_store::secret_data,

@@ -10,7 +10,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::{CredentialCache, CredentialKey, source::SourceError};
+use member_client::{CredentialCache, CredentialKey, SourceError};
 use tokio::sync::mpsc;
 
 use crate::{

@@ -26,7 +26,7 @@
 //! ```
 
 use k8s_openapi::api::core::v1::Secret;
-use member_client::{Credential, CredentialKey, source::SourceError};
+use member_client::{Credential, CredentialKey, SourceError};
 
 use crate::{
     KubeconfigSecretsConfig, argocd, karmada,
@@ -103,7 +103,7 @@ mod tests {
         labels::{ARGOCD_SECRET_TYPE, ARGOCD_SECRET_TYPE_CLUSTER},
         test_ca::{b64, ca_pem, client_pem},
     };
-    use member_client::credential::CredentialKind;
+    use member_client::CredentialKind;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
     use serde_json::{Value, json};

@@ -5,10 +5,9 @@ use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 use member_client::{
-    Credential, CredentialKey,
+    Credential, CredentialKey, SourceError,
     client_identity::ClientIdentity,
     exec::{ExecConfig, ExecPolicy, PluginDeclaration},
-    source::SourceError,
 };
 
 /// A member's credential as the [`SecretStore`](crate::SecretStore) keeps it.
@@ -76,7 +75,7 @@ impl StoredCredential {
         let credential = self.static_credential();
         assert_eq!(
             credential.kind(),
-            member_client::credential::CredentialKind::Certificate
+            member_client::CredentialKind::Certificate
         );
         assert!(credential.token().is_none());
         credential.identity().unwrap().subject()

@@ -5,32 +5,37 @@
 //! rotated: fresh clients (health checks) pass while long-lived watches get 401 forever. Here the
 //! token is read per request from a [`CredentialCache`] keyed by the Secret; the cache is refreshed
 //! single-flight when the Secret changes ([`CredentialCache::invalidate`]), when the JWT `exp` nears,
-//! or when a 401 says it is stale, and the rejected request is retried once ([`CredentialLayer`]).
+//! or when a 401 says it is stale, and the rejected request is retried once
+//! ([`credential_layer`]).
 //! A credential still rejected after a refresh is reported as [`Error::Unauthorized`] and
 //! [`CredentialState::Unauthorized`], never as "not found" or "unreachable" ([`FailureKind`]).
 //!
 //! # How data flows
+//! The crate root holds the names an embedder starts from; each other public item lives in the
+//! module that defines it ([`exec`], [`validation`], [`text`], ...).
+//!
 //! - A [`CredentialSource`] reads a [`Credential`] (token, optional CA bundle, expiry) for a
-//!   [`CredentialKey`]: [`FileSource`] reads a token file; cluster-registry's Secret store is
+//!   [`CredentialKey`]: [`file_source::FileSource`] reads a token file; cluster-registry's Secret store is
 //!   another.
 //! - The [`CredentialCache`] sits over one source: single-flight loads, expiry from the JWT `exp`,
 //!   [`invalidate`](CredentialCache::invalidate) when the Secret changes.
 //! - [`ClientFactory`] turns a [`MemberClientConfig`] into a `kube::Client`, after checking its
-//!   endpoint, proxy and CA bundle with [`validation`] (errors: [`ValidationError`] inside
-//!   [`Error::Invalid`]). The client's stack holds a [`CredentialLayer`], which takes the token
+//!   endpoint, proxy and CA bundle with [`validation`] (errors: [`validation::ValidationError`]
+//!   inside [`Error::Invalid`]). The client's stack holds a [`credential_layer::CredentialLayer`],
+//!   which takes the token
 //!   from the cache per request, refreshes and retries once on a 401, and reports what the
 //!   member says of the credential to a [`CredentialHealth`].
 //! - A failed request or watch is classified by [`FailureKind`] ([`FailureKind::of`],
-//!   [`FailureKind::of_watch`], [`list_forbidden`]); watches back off with
-//!   [`WatchBackoffExt::backoff_until_progress`] and [`watch_backoff`], which a failed list
-//!   (kube-runtime's `Init`) cannot reset.
+//!   [`FailureKind::of_watch`]); watches back off as [`mod@watch_backoff`] says, which a failed
+//!   list (kube-runtime's `Init`) cannot reset.
 //!
 //! Start with [`ClientFactory`]:
 //!
 //! ```no_run
 //! # async fn doc() -> Result<(), Box<dyn std::error::Error>> {
 //! use member_client::{
-//!     ClientFactory, CredentialHealth, file_source::FileSource, MemberClientConfig, CredentialCache, CredentialCacheConfig,
+//!     ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, MemberClientConfig,
+//!     file_source::FileSource,
 //! };
 //!
 //! let source = FileSource::new("/etc/tether/member1/token");
@@ -57,21 +62,21 @@ compile_error!(
      rustls-ring or rustls-aws-lc-rs with it, or leave it out with openssl-tls"
 );
 
-pub mod client_factory;
+mod client_factory;
 pub mod client_identity;
-pub mod credential;
-pub mod credential_cache;
+mod credential;
+mod credential_cache;
 pub mod credential_layer;
-pub mod credential_state;
+mod credential_state;
 mod error;
 pub mod exec;
-pub mod failure_kind;
+mod failure_kind;
 pub mod file_source;
 mod guarded_resolver;
 pub mod jwt_claims;
 pub mod request_deadline;
 pub mod response_limit;
-pub mod source;
+mod source;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 pub mod text;
@@ -79,28 +84,23 @@ mod transport;
 pub mod validation;
 pub mod watch_backoff;
 
-// The names an embedder starts from; everything else is in the module that defines it.
-pub use client_factory::{ClientFactory, MemberClientConfig};
-pub use credential::Credential;
-pub use credential_cache::{CredentialCache, CredentialCacheConfig};
-pub use credential_state::{CredentialHealth, CredentialState};
+// The names an embedder starts from, and the types their signatures hand back; everything else
+// is in the public module that defines it.
+pub use client_factory::{ClientFactory, ClientLimits, MemberClientConfig};
+pub use credential::{Credential, CredentialKind};
+pub use credential_cache::{CredentialCache, CredentialCacheConfig, CredentialCacheStats};
+pub use credential_state::{CredentialHealth, CredentialState, CredentialStats};
 pub use error::{Error, Result};
 pub use failure_kind::FailureKind;
-pub use source::{CredentialKey, CredentialSource};
+pub use source::{CredentialKey, CredentialSource, SourceError};
 
 // Transitional: the old root paths, until every caller names the module.
 #[doc(hidden)]
-pub use client_factory::{ClientLimits, DEFAULT_REQUEST_TIMEOUT};
+pub use client_factory::DEFAULT_REQUEST_TIMEOUT;
 #[doc(hidden)]
 pub use client_identity::{ClientIdentity, IdentityError};
 #[doc(hidden)]
-pub use credential::CredentialKind;
-#[doc(hidden)]
-pub use credential_cache::CredentialCacheStats;
-#[doc(hidden)]
 pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
-#[doc(hidden)]
-pub use credential_state::CredentialStats;
 #[doc(hidden)]
 pub use exec::{
     ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure, ExecOutput,
@@ -121,8 +121,6 @@ pub use response_limit::{
     DEFAULT_LIST_PAGES, DEFAULT_RESPONSE_BYTES, DEFAULT_WATCH_LINE_BYTES, HEALTH_RESPONSE_BYTES,
     LimitExceeded, RequestKind, ResponseLimits,
 };
-#[doc(hidden)]
-pub use source::SourceError;
 #[doc(hidden)]
 pub use text::Text;
 #[doc(hidden)]

@@ -4,7 +4,7 @@
 //! buffers a line until it sees a newline, without a bound: a member (or an endpoint a
 //! definition names) that streams a 2 GB `/readyz`, a list without end, or a watch event
 //! without a newline would grow the collector until the kernel kills it, and every member with
-//! it. Here every response body is counted as it arrives ([`ResponseLimit`], in the
+//! it. Here every response body is counted as it arrives (`ResponseLimit`, in the
 //! member's transport, under kube and above the connection pool):
 //!
 //! - `/readyz`, `/livez`, `/healthz` and `/version`: [`HEALTH_RESPONSE_BYTES`];

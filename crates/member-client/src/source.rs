@@ -15,7 +15,7 @@ use crate::{Credential, IdentityError, exec::ExecError};
 ///
 /// ```
 /// use async_trait::async_trait;
-/// use member_client::{Credential, CredentialSource, CredentialKey, source::SourceError};
+/// use member_client::{Credential, CredentialSource, CredentialKey, SourceError};
 ///
 /// struct Fixed;
 ///

@@ -4,7 +4,7 @@
 //! list), and its `StreamBackoff` resets on any `Ok`, so with `default_backoff()` a dead
 //! credential is retried about once a second forever. [`ProgressBackoff`] resets only on events
 //! that prove progress (`InitApply`, `InitDone`, `Apply`, `Delete`), so the delay keeps growing
-//! while every attempt fails.
+//! while every attempt fails. [`list_forbidden`] tells a refused list (403) from other failures.
 
 use std::{
     pin::Pin,
@@ -15,6 +15,8 @@ use std::{
 use futures::Stream;
 use kube::runtime::{utils::Backoff, watcher};
 use tokio::time::{Sleep, sleep};
+
+pub use crate::failure_kind::list_forbidden;
 
 /// The backoff for watches: from 0.5 s, doubling, at most 10 s, with jitter.
 ///

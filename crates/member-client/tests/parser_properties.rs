@@ -13,10 +13,9 @@ use std::net::IpAddr;
 
 use base64::Engine as _;
 use member_client::{
-    Credential,
+    Credential, SourceError,
     exec::{ExecPluginsFile, ExecPluginsFileError},
     jwt_claims::JwtClaims,
-    source::SourceError,
     test_util::proptest_config,
     text::Text,
     validation::EndpointPolicy,

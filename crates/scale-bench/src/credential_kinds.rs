@@ -18,10 +18,9 @@ use http::Response;
 use http_body_util::{BodyExt as _, Full};
 use member_client::{
     ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    CredentialKey, CredentialSource, MemberClientConfig,
+    CredentialKey, CredentialSource, MemberClientConfig, SourceError,
     client_identity::ClientIdentity,
     exec::{ExecConfig, ExecPolicy},
-    source::SourceError,
     test_util::{ClientAuth, FakeSource, LoopbackServer, TestPki},
     validation::EndpointPolicy,
 };

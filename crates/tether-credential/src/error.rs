@@ -6,7 +6,7 @@
 use std::{fmt, path::PathBuf, time::Duration};
 
 use kube::core::Status;
-use member_client::{CredentialKey, exec::wire::ExecInfoError, source::SourceError};
+use member_client::{CredentialKey, SourceError, exec::wire::ExecInfoError};
 
 use crate::duration::Short;
 

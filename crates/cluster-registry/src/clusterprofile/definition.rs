@@ -57,10 +57,7 @@ impl ClusterProfileConfig {
         let (spec, secret) = match built {
             Ok((spec, plan)) => (
                 Ok(spec),
-                Some(StoredSecret::parsed(Ok::<
-                    _,
-                    member_client::source::SourceError,
-                >(
+                Some(StoredSecret::parsed(Ok::<_, member_client::SourceError>(
                     StoredCredential::Exec(Arc::new(plan)),
                 ))),
             ),

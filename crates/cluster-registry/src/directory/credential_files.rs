@@ -4,8 +4,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 use member_client::{
-    CredentialKey, client_identity::ClientIdentity, exec::ExecCluster, source::SourceError,
-    text::Text, validation,
+    CredentialKey, SourceError, client_identity::ClientIdentity, exec::ExecCluster, text::Text,
+    validation,
 };
 use secrecy::{ExposeSecret as _, SecretSlice};
 

@@ -3,9 +3,8 @@
 use std::fmt;
 
 use member_client::{
-    CredentialKey,
+    CredentialKey, SourceError,
     exec::{ExecCluster, ExecConfig},
-    source::SourceError,
 };
 use serde::Deserialize;
 

@@ -1,7 +1,7 @@
 //! The kubeconfig parser: which cluster and user it picks, each credential kind, and what it
 //! refuses.
 
-use member_client::{credential::CredentialKind, exec::ExecApiVersion};
+use member_client::{CredentialKind, exec::ExecApiVersion};
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
 

@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use cluster_registry::{InvalidReason, MemberState, Registry};
-use member_client::{ClientFactory, CredentialHealth, CredentialKey, client_factory::ClientLimits};
+use member_client::{ClientFactory, ClientLimits, CredentialHealth, CredentialKey};
 
 use super::{
     credential::CredentialSummary,

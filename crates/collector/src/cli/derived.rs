@@ -38,21 +38,21 @@ impl Args {
     /// What every member client may do: `--request-timeout`, and what a member may send back,
     /// from `--member-response-limit-mib`, `--member-watch-line-limit-mib` and
     /// `--member-max-objects`.
-    pub fn member_client_limits(&self) -> member_client::client_factory::ClientLimits {
+    pub fn member_client_limits(&self) -> member_client::ClientLimits {
         const MIB: u64 = 1024 * 1024;
         let pages = self
             .member_max_objects
             .div_ceil(u64::from(crate::mirror::LIST_PAGE_SIZE))
             .saturating_mul(2)
             .saturating_add(10);
-        member_client::client_factory::ClientLimits {
+        member_client::ClientLimits {
             request_timeout: self.request_timeout(),
             response: member_client::response_limit::ResponseLimits {
                 response_bytes: self.member_response_limit_mib.saturating_mul(MIB),
                 watch_line_bytes: self.member_watch_line_limit_mib.saturating_mul(MIB),
                 list_pages: u32::try_from(pages).unwrap_or(u32::MAX),
             },
-            ..member_client::client_factory::ClientLimits::default()
+            ..member_client::ClientLimits::default()
         }
     }
 

@@ -194,6 +194,6 @@ fn every_member_client_gets_the_request_timeout_and_the_response_limits() {
     assert_eq!(limits.response.watch_line_bytes, 1024 * 1024);
     assert_eq!(
         limits.max_concurrent_requests,
-        member_client::client_factory::ClientLimits::default().max_concurrent_requests
+        member_client::ClientLimits::default().max_concurrent_requests
     );
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kube::{Client, client::ClientBuilder, config::KubeConfigOptions};
 use member_client::{
-    ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, MemberClientConfig,
-    client_factory::ClientLimits, file_source::FileSource, request_deadline::RequestDeadlineLayer,
+    ClientFactory, ClientLimits, CredentialCache, CredentialCacheConfig, CredentialHealth,
+    MemberClientConfig, file_source::FileSource, request_deadline::RequestDeadlineLayer,
     validation::Cidr, validation::EndpointPolicy,
 };
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use cluster_registry::InvalidReason;
-use member_client::{FailureKind, response_limit::LimitExceeded, source::SourceError};
+use member_client::{FailureKind, SourceError, response_limit::LimitExceeded};
 
 use super::informer_state::InformerState;
 use crate::reason::Reason;

@@ -6,8 +6,7 @@ use bytes::Bytes;
 use cluster_registry::{MemberSpec, minting::MintRequest};
 use kube::Client;
 use member_client::{
-    CredentialHealth, MemberClientConfig, client_factory::ClientLimits,
-    response_limit::LimitExceeded,
+    ClientLimits, CredentialHealth, MemberClientConfig, response_limit::LimitExceeded,
 };
 use tokio::{
     sync::{Notify, watch},

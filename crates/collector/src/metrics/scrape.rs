@@ -9,7 +9,7 @@ use std::{
 };
 
 use member_client::{
-    CredentialCache, CredentialHealth, CredentialState, FailureKind, credential::CredentialKind,
+    CredentialCache, CredentialHealth, CredentialKind, CredentialState, FailureKind,
 };
 use prometheus_client::{
     collector::Collector,
@@ -141,18 +141,15 @@ fn credential_cache_families<'a>(caches: &'a BTreeMap<String, CredentialCache>) 
         .iter()
         .map(|(name, cache)| (name.as_str(), cache.stats()))
         .collect();
-    let counter =
-        |name, help, value: fn(&member_client::credential_cache::CredentialCacheStats) -> u64| {
-            Family {
-                name,
-                help,
-                kind: MetricType::Counter,
-                samples: stats
-                    .iter()
-                    .map(|(cache, s)| (vec![("cache", *cache)], value(s)))
-                    .collect(),
-            }
-        };
+    let counter = |name, help, value: fn(&member_client::CredentialCacheStats) -> u64| Family {
+        name,
+        help,
+        kind: MetricType::Counter,
+        samples: stats
+            .iter()
+            .map(|(cache, s)| (vec![("cache", *cache)], value(s)))
+            .collect(),
+    };
     let fetches_by_kind = stats
         .iter()
         .flat_map(|(cache, s)| {

@@ -12,8 +12,8 @@ use k8s_openapi::api::{
 use kube::{Api, Client, api::PostParams};
 use member_client::{
     ClientFactory, Credential, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    CredentialKey, CredentialSource, FailureKind, MemberClientConfig, source::SourceError,
-    text::Text, validation::EndpointPolicy,
+    CredentialKey, CredentialSource, FailureKind, MemberClientConfig, SourceError, text::Text,
+    validation::EndpointPolicy,
 };
 use secrecy::{ExposeSecret as _, SecretString};
 

@@ -9,10 +9,9 @@ use std::{
 };
 
 use member_client::{
-    CredentialCache, CredentialCacheConfig,
+    CredentialCache, CredentialCacheConfig, CredentialKind,
     client_identity::ClientIdentity,
     client_identity::IdentityError,
-    credential::CredentialKind,
     exec::ExecError,
     exec::{ExecCluster, ExecConfig, ExecEnvVar},
 };
