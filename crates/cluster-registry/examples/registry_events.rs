@@ -11,8 +11,9 @@
 //! `ALLOW_ENDPOINT` (a CIDR) lets members have addresses the default policy refuses, such as
 //! loopback. It prints one line per event, `upserted <member> as <user> (<n> members)`,
 //! `rotated <member>: now <user>`, `removed <member> (<n> members)` or
-//! `invalid <member>: <reason>`, and at the end `members: <names>; <m> failed requests`; it
-//! exits non-zero if a request failed.
+//! `invalid <member>: <reason>` (or `skipped <member>: <error>` when no client can be built for
+//! it), and at the end `members: <names>; <m> failed requests`; it exits non-zero if a request
+//! failed.
 
 use std::collections::BTreeMap;
 
@@ -51,9 +52,14 @@ async fn main() -> anyhow::Result<()> {
         let name = event.member().to_owned();
         match event {
             RegistryEvent::Upserted { spec, ca_bundle } => {
-                let client =
-                    factory.build(&spec.client_config(ca_bundle), &CredentialHealth::new())?;
-                members.insert(name.clone(), client);
+                let config = spec.client_config(ca_bundle);
+                match factory.build(&config, &CredentialHealth::new()) {
+                    Ok(client) => members.insert(name.clone(), client),
+                    Err(err) => {
+                        println!("skipped {name}: {err}");
+                        continue;
+                    }
+                };
                 let user = whoami(&members[&name]).await;
                 println!(
                     "upserted {name} as {} ({} members)",
