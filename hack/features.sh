@@ -20,3 +20,11 @@ check member-client --no-default-features --features rustls-ring
 check member-client --no-default-features --features rustls-aws-lc-rs,exec,client-cert
 check member-client --no-default-features --features openssl-tls
 check member-client --no-default-features --features openssl-tls,exec
+
+# tether-cluster-registry: one feature per source of member definitions, and one for minting;
+# none, each alone, and the default (all of them, what the collector needs).
+check tether-cluster-registry
+check tether-cluster-registry --no-default-features
+for feature in karmada argocd kubeconfig-secrets clusterprofile directory minting; do
+  check tether-cluster-registry --no-default-features --features "$feature"
+done

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use member_client::{EndpointPolicy, Text, validation};
+use member_client::{text::Text, validation, validation::EndpointPolicy};
 
 use crate::{InvalidReason, MemberDefinition, MemberSpec, names::is_dns1123_subdomain};
 
@@ -92,7 +92,7 @@ fn stand_in_name(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::{CredentialKey, MemberEndpoint};
+    use member_client::{CredentialKey, validation::MemberEndpoint};
     use rstest::rstest;
 
     fn definition(name: &str, endpoint: &str, namespace: &str, insecure: bool) -> MemberDefinition {
@@ -107,6 +107,7 @@ mod tests {
                     tls_server_name: None,
                 },
                 secret_ref: CredentialKey::new(namespace, name),
+                #[cfg(feature = "minting")]
                 mint_request: None,
             }),
         }

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Secret;
+#[cfg(feature = "minting")]
 use kube::ResourceExt as _;
 use member_client::{
     CredentialKey, SourceError,
@@ -32,10 +33,11 @@ use member_client::{
 };
 use serde::Deserialize;
 
+#[cfg(feature = "minting")]
+use crate::minting::{MintRequest, TokenHome};
 use crate::{
     InvalidReason, MemberDefinition, kubeconfig,
     member::checked_spec,
-    minting::{MintRequest, TokenHome},
     secret_store::secret_data,
     stored_credential::{Material, StoredCredential},
 };
@@ -140,11 +142,14 @@ pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
             .tls_client_config
             .server_name
             .filter(|n| !n.trim().is_empty());
-        spec.mint_request = MintRequest::from_annotations(
-            secret.annotations(),
-            TokenHome::ArgoCdSecret(secret_ref.clone()),
-        )?
-        .map(Box::new);
+        #[cfg(feature = "minting")]
+        {
+            spec.mint_request = MintRequest::from_annotations(
+                secret.annotations(),
+                TokenHome::ArgoCdSecret(secret_ref.clone()),
+            )?
+            .map(Box::new);
+        }
         Ok(spec)
     })();
     MemberDefinition { name, spec }

@@ -48,6 +48,7 @@ pub const CREDENTIAL_SERVER_ANNOTATION: &str = "tether.io/server";
 pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 /// The one standardised condition type: whether the member's control plane is healthy.
 pub const CONTROL_PLANE_HEALTHY: &str = "ControlPlaneHealthy";
+pub use crate::crd::LocalSecretReference;
 pub use crate::kubeconfig::EXEC_EXTENSION;
 /// The extension holding extra plugin arguments (a JSON array of strings).
 pub const ADDITIONAL_ARGS_EXTENSION: &str =
@@ -196,7 +197,7 @@ pub struct TetherExecExtension {
     /// The member's name in Tether.
     pub member: String,
     /// The Secret holding the member's credential.
-    pub secret_ref: Option<crate::karmada::LocalSecretReference>,
+    pub secret_ref: Option<LocalSecretReference>,
 }
 
 fn any_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -1,6 +1,18 @@
-//! The CRDs Tether declares, as `deploy/crds/` holds them.
+//! The CRDs Tether declares, as `deploy/crds/` holds them, and what they share.
 
 use kube::CustomResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Names a Secret in a namespace (Karmada's `LocalSecretReference`; a `ClusterProfile`'s
+/// credential reference has the same shape).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalSecretReference {
+    /// The Secret's namespace.
+    pub namespace: String,
+    /// The Secret's name.
+    pub name: String,
+}
 
 /// `K`'s CRD as YAML, under a header naming `K` (`source`) and the command that writes it to
 /// `file` (`crd_gen` with `args`).

@@ -64,14 +64,15 @@ use std::{
     time::Duration,
 };
 
-use member_client::{CredentialKey, Text};
+use member_client::text::Text;
 use serde::Deserialize;
 
+#[cfg(feature = "minting")]
+use crate::minting::{MintBlock, MintRequest};
 use crate::{
-    Error, InvalidReason, MemberDefinition, Result,
+    Error, InvalidReason, MemberDefinition, Origin, Result,
     bounded_file::{self, FileError},
     member::checked_spec,
-    minting::{MintBlock, MintRequest},
     secret_store::StoredSecret,
 };
 
@@ -124,8 +125,14 @@ struct MemberFile {
     #[serde(rename = "proxyURL", default)]
     proxy_url: Option<String>,
     /// `rotation:` is its former spelling, still read.
+    #[cfg(feature = "minting")]
     #[serde(alias = "rotation")]
     mint: Option<MintBlock>,
+    /// Without minting built in, a `mint:` block asks for what this build cannot do: it is
+    /// read, so that the file stays valid, and left alone.
+    #[cfg(not(feature = "minting"))]
+    #[serde(alias = "rotation")]
+    mint: Option<serde::de::IgnoredAny>,
 }
 
 /// Where a member file's connection settings and credential come from.
@@ -184,12 +191,6 @@ impl MemberFile {
             _ => Ok(Layout::Direct { api_endpoint }),
         }
     }
-}
-
-/// The [`CredentialKey`] of the member defined by the file at `path`: no namespace, the path as
-/// the name.
-pub fn secret_ref_for(path: &Path) -> CredentialKey {
-    CredentialKey::new("", path.display().to_string())
 }
 
 /// One member file as read by a poll.
@@ -266,7 +267,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
         Ok(file) => file,
         Err(err) => return invalid(path, format!("not a member file ({})", yaml_error(&err))),
     };
-    let key = secret_ref_for(&path);
+    let key = Origin::file_key(&path);
     let (spec, secret) = match file.layout() {
         Err(why) => (
             Err(InvalidReason::DefinitionInvalid(
@@ -274,23 +275,28 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
             )),
             None,
         ),
-        Ok(Layout::Direct { api_endpoint }) => (
-            checked_spec(
+        Ok(Layout::Direct { api_endpoint }) => {
+            let spec = checked_spec(
                 file.name.clone(),
                 api_endpoint.to_owned(),
                 key.clone(),
                 file.insecure_skip_tls_verification,
                 file.proxy_url.clone(),
-            )
-            .and_then(|mut spec| {
+            );
+            #[cfg(feature = "minting")]
+            let spec = spec.and_then(|mut spec| {
                 spec.mint_request = mint_request(dir, &path, &file)?;
                 Ok(spec)
-            }),
-            credential_files::direct(dir, &key, &file, api_endpoint),
-        ),
+            });
+            (
+                spec,
+                credential_files::direct(dir, &key, &file, api_endpoint),
+            )
+        }
         Ok(Layout::Kubeconfig(kubeconfig)) => {
             let (spec, secret) = credential_files::kubeconfig(dir, &key, &file.name, kubeconfig);
             // Without a tokenFile there is nothing to write a minted token to.
+            #[cfg(feature = "minting")]
             let spec = mint_request(dir, &path, &file).and(spec);
             (spec, secret)
         }
@@ -309,6 +315,7 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
 /// name directly in the directory: the write-back replaces it through the directory's
 /// descriptor ([`MembersDir::replace`](crate::members_dir::MembersDir)), never through a
 /// subdirectory that could be swapped for a symlink.
+#[cfg(feature = "minting")]
 fn mint_request(
     dir: &Path,
     path: &Path,

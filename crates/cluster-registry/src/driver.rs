@@ -3,32 +3,41 @@
 
 use std::{collections::BTreeSet, path::PathBuf};
 
-use futures::{StreamExt as _, stream};
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Api, ResourceExt as _, runtime::watcher};
-use member_client::{CredentialKey, list_forbidden};
+use kube::runtime::watcher;
+use member_client::{CredentialKey, watch_backoff::list_forbidden};
 
+#[cfg(feature = "clusterprofile")]
 mod clusterprofiles;
 mod directory_poll;
+#[cfg(feature = "karmada")]
+mod karmada_clusters;
 
 use directory_poll::next_tick;
 
+#[cfg(feature = "argocd")]
+use crate::{argocd, labels};
 use crate::{
-    argocd,
-    clusterprofile::ClusterProfileConfig,
-    karmada::{self, Cluster},
-    labels,
     member_table::{Closed, MemberTable, Origin},
     secret_store::StoredSecret,
-    secret_watches::{NamespacedWatches, SecretWatches},
+    secret_watches::SecretWatches,
     source_configs::SourceConfigs,
     source_state::{Source, SourceState, SourceStates},
-    watch::{Change, Relist, watch},
+    watch::{Change, Relist},
 };
 
 fn secret_key(ns: &str, name: &str) -> CredentialKey {
     CredentialKey::new(ns, name)
 }
+
+/// Without Karmada there is no `Cluster` event.
+#[cfg(not(feature = "karmada"))]
+type ClusterEvent = std::convert::Infallible;
+
+/// Without `ClusterProfile`s there is no profile watch: a stream that never yields.
+#[cfg(not(feature = "clusterprofile"))]
+type ProfileWatches = futures::stream::Pending<std::convert::Infallible>;
 
 /// The future that keeps a [`Registry`](crate::Registry) current: it runs the watches and the
 /// directory poll and sends the [`RegistryEvent`](crate::RegistryEvent)s.
@@ -38,7 +47,7 @@ fn secret_key(ns: &str, name: &str) -> CredentialKey {
 ///
 /// # Recovery
 /// Watch errors are logged (`warn`) and retried with member-client's
-/// [`watch_backoff`](member_client::watch_backoff) (0.5 s doubling to 10 s, reset only by
+/// [`watch_backoff`](member_client::watch_backoff::watch_backoff) (0.5 s doubling to 10 s, reset only by
 /// progress); a directory that cannot be listed is logged and read again at the next poll.
 /// Members keep their last known state meanwhile, except members whose Secret namespace has
 /// never been listed and whose list is refused (403): they are `SecretForbidden` until a retry
@@ -78,56 +87,47 @@ impl RegistryDriver {
     }
 
     async fn run_until_closed(&mut self) -> Result<std::convert::Infallible, Closed> {
-        let mut clusters = match &self.configs.karmada {
-            Some((client, _)) => watch(
-                Api::<Cluster>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .boxed(),
-            None => stream::pending().boxed(),
-        };
+        let mut clusters = self.cluster_watch();
         let mut cluster_relist = Relist::<String>::default();
         let mut karmada_secrets = SecretWatches::default();
+        #[cfg(feature = "argocd")]
         let mut argocd_secrets = (self.configs.argocd.as_ref()).map_or_else(
             SecretWatches::default,
             |(client, config)| {
                 SecretWatches::labelled(client, &config.namespaces, labels::ARGOCD_CLUSTER_SELECTOR)
             },
         );
+        #[cfg(not(feature = "argocd"))]
+        let mut argocd_secrets = SecretWatches::default();
+        #[cfg(feature = "kubeconfig-secrets")]
         let mut kubeconfig_secrets = (self.configs.kubeconfig.as_ref()).map_or_else(
             SecretWatches::default,
             |(client, config)| {
                 SecretWatches::labelled(client, &config.namespaces, &config.label_selector)
             },
         );
-        let mut profiles = (self.configs.clusterprofile.as_ref()).map_or_else(
-            NamespacedWatches::default,
-            |(client, config)| {
-                NamespacedWatches::configured(
-                    client,
-                    &config.namespaces,
-                    &watcher::Config::default(),
-                )
-            },
-        );
+        #[cfg(not(feature = "kubeconfig-secrets"))]
+        let mut kubeconfig_secrets = SecretWatches::default();
+        let mut profiles = self.profile_watches();
         let mut files = BTreeSet::<PathBuf>::new();
+        #[cfg(feature = "directory")]
         let mut poll = self
             .configs
             .directory
             .as_ref()
             .map(|d| tokio::time::interval(d.poll_interval));
+        #[cfg(not(feature = "directory"))]
+        let mut poll: Option<tokio::time::Interval> = None;
         if let Some(poll) = &mut poll {
             poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         }
 
+        // A source left out of the build still has its branch, over a stream that never yields.
         loop {
             tokio::select! {
                 () = self.table.closed() => return Err(Closed),
                 Some(event) = clusters.next() => {
-                    if let Some(change) = cluster_relist.record(event, Cluster::name_any) {
-                        self.on_cluster(change).await?;
-                    }
-                    self.sync_karmada_watches(&mut karmada_secrets).await?;
+                    self.on_cluster_event(event, &mut cluster_relist, &mut karmada_secrets).await?;
                 }
                 Some((ns, event)) = karmada_secrets.next() => {
                     if let Some(change) = karmada_secrets.record(&ns, event, secret_key) {
@@ -144,93 +144,10 @@ impl RegistryDriver {
                         self.on_secret(SecretSource::Kubeconfig, &ns, change).await?;
                     }
                 }
-                Some((ns, event)) = profiles.next() => {
-                    if let Some(change) = profiles.record(&ns, event, ClusterProfileConfig::key) {
-                        self.on_profile(&ns, change).await?;
-                    }
-                }
+                Some(item) = profiles.next() => self.on_profile_item(item, &mut profiles).await?,
                 Some(_) = next_tick(&mut poll) => self.poll_directory(&mut files).await?,
             }
         }
-    }
-
-    async fn on_cluster(&mut self, change: Change<Cluster, String>) -> Result<(), Closed> {
-        match change {
-            Change::Applied(cluster, name) => {
-                let definition = karmada::member_from_cluster(&cluster);
-                self.table
-                    .apply_definition(Origin::Karmada(name), definition)
-                    .await
-            }
-            Change::Deleted(name) => self.table.remove_definition(&Origin::Karmada(name)).await,
-            Change::Listed(gone) => {
-                for name in gone {
-                    self.table.remove_definition(&Origin::Karmada(name)).await?;
-                }
-                self.sources
-                    .set(&Source::KarmadaClusters, SourceState::Listed);
-                Ok(())
-            }
-            Change::Failed(err) => {
-                tracing::warn!(error = %err, "watching Karmada Clusters failed; retrying");
-                self.list_failed(&Source::KarmadaClusters, &err);
-                Ok(())
-            }
-        }
-    }
-
-    /// Watches the Secrets of exactly the namespaces Karmada members reference.
-    async fn sync_karmada_watches(&mut self, watches: &mut SecretWatches) -> Result<(), Closed> {
-        let Some((client, config)) = &self.configs.karmada else {
-            return Ok(());
-        };
-        let wanted = self.table.karmada_secret_namespaces();
-        let stale: Vec<String> = watches
-            .namespaces
-            .keys()
-            .filter(|ns| !wanted.contains(*ns))
-            .cloned()
-            .collect();
-        let new: Vec<&String> = wanted
-            .iter()
-            .filter(|ns| !watches.namespaces.contains_key(*ns))
-            .collect();
-        let secret_watch = || {
-            let cfg = watcher::Config::default();
-            match &config.secret_label_selector {
-                Some(selector) => cfg.labels(selector),
-                None => cfg,
-            }
-        };
-        for ns in new {
-            tracing::debug!(namespace = %ns, "watching Secrets");
-            watches.start(client, ns, secret_watch());
-        }
-        // A newly named Secret that its namespace's watch saw and dropped: watch again, so that
-        // the list brings it; the keys the old watch knew stay known, so that the relist still
-        // removes what is gone.
-        let dropped: BTreeSet<String> = (self.table.dropped_but_named().into_iter())
-            .map(|key| key.namespace)
-            .filter(|ns| watches.namespaces.contains_key(ns))
-            .collect();
-        for ns in dropped {
-            tracing::debug!(namespace = %ns, "a Cluster names a Secret not kept; listing Secrets again");
-            let known = watches.stop(&ns);
-            watches.start(client, &ns, secret_watch());
-            if let Some((_, relist)) = watches.namespaces.get_mut(&ns) {
-                for key in &known {
-                    relist.applied(key, false);
-                }
-            }
-        }
-        for ns in stale {
-            tracing::debug!(namespace = %ns, "no member references it any more; unwatching Secrets");
-            self.table.namespace_unlisted(&ns);
-            for key in watches.stop(&ns) {
-                self.table.remove_secret(&key).await?;
-            }
-        }
-        Ok(())
     }
 
     async fn on_secret(
@@ -251,29 +168,33 @@ impl RegistryDriver {
                 }
                 // The Secret first, so that a new Argo CD member is Ready at its first settle
                 // and a token change is a rotation of the definition in use.
-                let kubeconfig = self.configs.kubeconfig.as_ref().map(|(_, c)| c);
-                let stored = match (source, kubeconfig) {
-                    (SecretSource::Kubeconfig, Some(config)) => {
-                        StoredSecret::parsed(config.credential(&key, &secret))
-                    }
-                    _ => StoredSecret::from_secret(&key, &secret),
+                #[cfg(feature = "kubeconfig-secrets")]
+                let kubeconfig = (self.configs.kubeconfig.as_ref())
+                    .filter(|_| source == SecretSource::Kubeconfig)
+                    .map(|(_, c)| c);
+                #[cfg(feature = "kubeconfig-secrets")]
+                let stored = match kubeconfig {
+                    Some(config) => StoredSecret::parsed(config.credential(&key, &secret)),
+                    None => StoredSecret::from_secret(&key, &secret),
                 };
+                #[cfg(not(feature = "kubeconfig-secrets"))]
+                let stored = StoredSecret::from_secret(&key, &secret);
                 self.table.apply_secret(key.clone(), stored).await?;
-                match (source, kubeconfig) {
-                    (SecretSource::ArgoCd, _) => {
-                        let definition = argocd::member_from_secret(&secret);
-                        self.table
-                            .apply_definition(Origin::ArgoCd(key), definition)
-                            .await
-                    }
-                    (SecretSource::Kubeconfig, Some(config)) => {
-                        let definition = config.member_from_secret(&secret);
-                        self.table
-                            .apply_definition(Origin::Kubeconfig(key), definition)
-                            .await
-                    }
-                    _ => Ok(()),
+                #[cfg(feature = "argocd")]
+                if source == SecretSource::ArgoCd {
+                    let definition = argocd::member_from_secret(&secret);
+                    return (self.table)
+                        .apply_definition(Origin::ArgoCd(key), definition)
+                        .await;
                 }
+                #[cfg(feature = "kubeconfig-secrets")]
+                if let Some(config) = kubeconfig {
+                    let definition = config.member_from_secret(&secret);
+                    return (self.table)
+                        .apply_definition(Origin::Kubeconfig(key), definition)
+                        .await;
+                }
+                Ok(())
             }
             Change::Deleted(key) => self.secret_gone(source, &key).await,
             Change::Listed(gone) => {
@@ -343,5 +264,38 @@ impl RegistryDriver {
             self.sources
                 .set(source, SourceState::Failing(err.to_string()));
         }
+    }
+}
+
+/// The branches of the sources left out of the build: their streams never yield.
+#[cfg(not(all(feature = "karmada", feature = "clusterprofile")))]
+impl RegistryDriver {
+    #[cfg(not(feature = "karmada"))]
+    fn cluster_watch(&self) -> futures::stream::BoxStream<'static, ClusterEvent> {
+        futures::stream::pending().boxed()
+    }
+
+    #[cfg(not(feature = "karmada"))]
+    async fn on_cluster_event(
+        &mut self,
+        event: ClusterEvent,
+        _: &mut Relist<String>,
+        _: &mut SecretWatches,
+    ) -> Result<(), Closed> {
+        match event {}
+    }
+
+    #[cfg(not(feature = "clusterprofile"))]
+    fn profile_watches(&self) -> ProfileWatches {
+        futures::stream::pending()
+    }
+
+    #[cfg(not(feature = "clusterprofile"))]
+    async fn on_profile_item(
+        &mut self,
+        item: std::convert::Infallible,
+        _: &mut ProfileWatches,
+    ) -> Result<(), Closed> {
+        match item {}
     }
 }

@@ -90,7 +90,7 @@ impl fmt::Debug for RegistryEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use member_client::MemberEndpoint;
+    use member_client::validation::MemberEndpoint;
 
     #[test]
     fn debug_shows_the_size_of_a_ca_bundle_not_its_text() {
@@ -99,6 +99,7 @@ mod tests {
                 name: "m1".into(),
                 endpoint: MemberEndpoint::new("https://h"),
                 secret_ref: CredentialKey::new("ns", "m1"),
+                #[cfg(feature = "minting")]
                 mint_request: None,
             },
             ca_bundle: Some(Bytes::from_static(b"-----BEGIN CERTIFICATE-----")),

@@ -15,11 +15,14 @@ use member_client::{Credential, CredentialKey, SourceError, validation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::{InvalidReason, MemberDefinition, Result, member::checked_spec};
+#[cfg(feature = "minting")]
 use crate::{
-    InvalidReason, MemberDefinition, Result,
-    member::checked_spec,
+    MemberSpec,
     minting::{MintRequest, TokenHome},
 };
+
+pub use crate::crd::LocalSecretReference;
 
 /// Secret data key holding the bearer token.
 pub const TOKEN_KEY: &str = "token";
@@ -72,15 +75,6 @@ pub struct ClusterSpec {
     /// An `http://`, `https://` or `socks5://` proxy (Tether supports the first two).
     #[serde(rename = "proxyURL")]
     pub proxy_url: Option<String>,
-}
-
-/// Names a Secret in a namespace (Karmada's `LocalSecretReference`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct LocalSecretReference {
-    /// The Secret's namespace.
-    pub namespace: String,
-    /// The Secret's name.
-    pub name: String,
 }
 
 /// The status of a Karmada `Cluster`, limited to what the collector writes.
@@ -143,18 +137,22 @@ pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
             .as_ref()
             .ok_or_else(|| InvalidReason::DefinitionInvalid("spec.secretRef is not set".into()))?;
         let secret_ref = CredentialKey::new(&secret_ref.namespace, &secret_ref.name);
-        let mut member = checked_spec(
+        let member = checked_spec(
             name.clone(),
             spec.api_endpoint.clone().unwrap_or_default(),
             secret_ref.clone(),
             spec.insecure_skip_tls_verification,
             spec.proxy_url.clone(),
         )?;
-        member.mint_request = MintRequest::from_annotations(
-            cluster.annotations(),
-            TokenHome::KarmadaSecret(secret_ref),
-        )?
-        .map(Box::new);
+        #[cfg(feature = "minting")]
+        let member = MemberSpec {
+            mint_request: MintRequest::from_annotations(
+                cluster.annotations(),
+                TokenHome::KarmadaSecret(secret_ref),
+            )?
+            .map(Box::new),
+            ..member
+        };
         Ok(member)
     })();
     MemberDefinition { name, spec: result }
@@ -202,7 +200,7 @@ pub fn crd_yaml() -> Result<String> {
 mod tests {
     use super::*;
     use crate::test_ca::ca_pem;
-    use member_client::MemberEndpoint;
+    use member_client::validation::MemberEndpoint;
     use rstest::rstest;
     use secrecy::ExposeSecret as _;
     use serde_json::json;

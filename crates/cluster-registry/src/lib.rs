@@ -76,34 +76,69 @@
 //! member file's `mint:` block. [`minting::TokenHome`] reads the token where the
 //! member's credential lives and writes a new one back there, conditionally.
 //!
+//! # Features
+//! One Cargo feature per source of definitions (`karmada`, `argocd`, `kubeconfig-secrets`,
+//! `clusterprofile`, `directory`) and one for minting (`minting`), all on by default; a build
+//! without a source has no module, config or builder method for it. The README lists what
+//! each brings.
+//!
 //! # Sources
 //! [`Registry::sources`] says, per source of definitions ([`Source`]), whether it is listed,
 //! still listing, or failing with which error ([`SourceState`]). A consumer that cannot list
 //! its definitions sees no new member and no removal; the collector reports that as not ready.
 
+// Parts of the machinery every source shares go unused in a build without some sources (the
+// Secret watches with no Secret source, say); the full build is linted for them.
+#![cfg_attr(
+    not(all(
+        feature = "karmada",
+        feature = "argocd",
+        feature = "kubeconfig-secrets",
+        feature = "clusterprofile",
+        feature = "directory",
+        feature = "minting"
+    )),
+    allow(dead_code)
+)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod admission;
+#[cfg(feature = "argocd")]
 pub mod argocd;
+#[cfg(any(feature = "directory", feature = "minting"))]
 mod bounded_file;
+#[cfg(feature = "clusterprofile")]
 pub mod clusterprofile;
+#[cfg(any(feature = "karmada", feature = "clusterprofile"))]
 mod crd;
+#[cfg(feature = "directory")]
 pub mod directory;
 mod driver;
 mod error;
 mod event;
 mod invalid;
+#[cfg(feature = "karmada")]
 pub mod karmada;
 pub mod kubeconfig;
+#[cfg(feature = "kubeconfig-secrets")]
 pub mod kubeconfig_secrets;
 pub mod labels;
 mod member;
 mod member_table;
+#[cfg(any(feature = "directory", feature = "minting"))]
 mod members_dir;
+#[cfg(feature = "minting")]
 pub mod minting;
 pub mod names;
 #[cfg(test)]
 mod parser_properties;
 mod registry;
 pub mod secret_binding;
+#[cfg(all(
+    feature = "karmada",
+    feature = "argocd",
+    feature = "kubeconfig-secrets"
+))]
 pub mod secret_credential;
 mod secret_store;
 mod secret_watches;
@@ -116,14 +151,19 @@ mod test_ca;
 mod watch;
 
 pub use admission::DEFAULT_SECRET_NAMESPACE;
+#[cfg(feature = "argocd")]
 pub use argocd::ArgoCdConfig;
+#[cfg(feature = "clusterprofile")]
 pub use clusterprofile::ClusterProfileConfig;
+#[cfg(feature = "directory")]
 pub use directory::DirectoryConfig;
 pub use driver::RegistryDriver;
 pub use error::{Error, Result};
 pub use event::RegistryEvent;
 pub use invalid::{InvalidReason, MemberState};
+#[cfg(feature = "karmada")]
 pub use karmada::KarmadaConfig;
+#[cfg(feature = "kubeconfig-secrets")]
 pub use kubeconfig_secrets::KubeconfigSecretsConfig;
 pub use member::{MemberDefinition, MemberSpec};
 pub use member_table::Origin;

@@ -1,9 +1,11 @@
 //! [`MemberSpec`]: one member cluster as a source defines it.
 
 use bytes::Bytes;
-use member_client::{CredentialKey, MemberClientConfig, MemberEndpoint, validation};
+use member_client::{CredentialKey, MemberClientConfig, validation, validation::MemberEndpoint};
 
-use crate::{InvalidReason, minting::MintRequest};
+use crate::InvalidReason;
+#[cfg(feature = "minting")]
+use crate::minting::MintRequest;
 
 /// One member cluster, as a source (Karmada `Cluster`, Argo CD cluster Secret, member file)
 /// defines it. It holds no credential: the token is read through
@@ -12,7 +14,7 @@ use crate::{InvalidReason, minting::MintRequest};
 ///
 /// ```
 /// use cluster_registry::MemberSpec;
-/// use member_client::{CredentialKey, MemberEndpoint};
+/// use member_client::{CredentialKey, validation::MemberEndpoint};
 ///
 /// let spec = MemberSpec {
 ///     name: "member1".into(),
@@ -32,7 +34,9 @@ pub struct MemberSpec {
     /// Where its token and CA bundle live; the [`CredentialCache`](member_client::CredentialCache) key.
     pub secret_ref: CredentialKey,
     /// Whether Tether mints this member's tokens, and where it writes them
-    /// ([`mint_request`](crate::minting)); `None` when the definition does not ask.
+    /// ([`mint_request`](crate::minting)); `None` when the definition does not ask. Only with
+    /// the `minting` feature.
+    #[cfg(feature = "minting")]
     pub mint_request: Option<Box<MintRequest>>,
 }
 
@@ -87,6 +91,7 @@ pub(crate) fn checked_spec(
             ..MemberEndpoint::new(api_endpoint)
         },
         secret_ref,
+        #[cfg(feature = "minting")]
         mint_request: None,
     })
 }

@@ -3,19 +3,32 @@
 
 use std::{collections::BTreeMap, sync::PoisonError};
 
+#[cfg(any(
+    feature = "karmada",
+    feature = "argocd",
+    feature = "kubeconfig-secrets",
+    feature = "clusterprofile"
+))]
 use kube::Client;
-use member_client::{CredentialCache, CredentialCacheConfig, EndpointPolicy, exec::ExecPolicy};
+use member_client::{
+    CredentialCache, CredentialCacheConfig, exec::ExecPolicy, validation::EndpointPolicy,
+};
 use tokio::sync::mpsc;
 
+#[cfg(feature = "argocd")]
+use crate::argocd::ArgoCdConfig;
+#[cfg(feature = "clusterprofile")]
+use crate::clusterprofile::ClusterProfileConfig;
+#[cfg(feature = "directory")]
+use crate::directory::DirectoryConfig;
+#[cfg(feature = "karmada")]
+use crate::karmada::KarmadaConfig;
+#[cfg(feature = "kubeconfig-secrets")]
+use crate::kubeconfig_secrets::KubeconfigSecretsConfig;
 use crate::{
     MemberSpec, MemberState, Origin, RegistryEvent,
     admission::Admission,
-    argocd::ArgoCdConfig,
-    clusterprofile::ClusterProfileConfig,
-    directory::DirectoryConfig,
     driver::RegistryDriver,
-    karmada::KarmadaConfig,
-    kubeconfig_secrets::KubeconfigSecretsConfig,
     member_table::{MemberTable, MemberView, SharedViews},
     secret_store::SecretStore,
     source_configs::SourceConfigs,
@@ -27,8 +40,9 @@ const DEFAULT_EVENT_CAPACITY: usize = 256;
 
 /// The builder methods that read one more source, through a client, as its config says.
 macro_rules! client_sources {
-    ($($(#[$doc:meta])* $method:ident => $field:ident: $config:ty;)*) => {$(
+    ($($(#[$doc:meta])* $feature:literal $method:ident => $field:ident: $config:ty;)*) => {$(
         $(#[$doc])*
+        #[cfg(feature = $feature)]
         #[must_use]
         pub fn $method(mut self, client: Client, config: $config) -> Self {
             self.sources.$field = Some((client, config));
@@ -74,6 +88,7 @@ impl RegistryBuilder {
     }
 
     /// Read Karmada `Cluster`s (and the Secrets they reference) through `client`.
+    #[cfg(feature = "karmada")]
     #[must_use]
     pub fn karmada(self, client: Client) -> Self {
         self.karmada_with(client, KarmadaConfig::default())
@@ -81,17 +96,17 @@ impl RegistryBuilder {
 
     client_sources! {
         /// Read Karmada `Cluster`s through `client`, watching Secrets as `config` says.
-        karmada_with => karmada: KarmadaConfig;
+        "karmada" karmada_with => karmada: KarmadaConfig;
         /// Read Argo CD cluster Secrets through `client`.
-        argocd => argocd: ArgoCdConfig;
+        "argocd" argocd => argocd: ArgoCdConfig;
         /// Read kubeconfig Secrets (Cluster API's, Flux-style) through `client`.
-        kubeconfig_secrets => kubeconfig: KubeconfigSecretsConfig;
+        "kubeconfig-secrets" kubeconfig_secrets => kubeconfig: KubeconfigSecretsConfig;
         /// Read `ClusterProfile`s through `client`, reaching each member through the first of
         /// its access providers that `config`'s provider file serves.
         ///
         /// The provider file's commands are added to the exec allow-list: a profile chooses a
         /// provider, never the program.
-        clusterprofiles => clusterprofile: ClusterProfileConfig;
+        "clusterprofile" clusterprofiles => clusterprofile: ClusterProfileConfig;
     }
 
     /// Run exec credential plugins under `policy` (default: [`ExecPolicy::none`], which runs
@@ -104,6 +119,7 @@ impl RegistryBuilder {
     }
 
     /// Read member files from a directory.
+    #[cfg(feature = "directory")]
     #[must_use]
     pub fn directory(mut self, config: DirectoryConfig) -> Self {
         self.sources.directory = Some(config);
@@ -148,12 +164,15 @@ impl RegistryBuilder {
     /// Creates the Secret store and the [`CredentialCache`] over it, and returns the handle, the
     /// event receiver and the driver. Nothing happens until the driver runs.
     pub fn build(self) -> (Registry, mpsc::Receiver<RegistryEvent>, RegistryDriver) {
+        #[cfg(feature = "clusterprofile")]
         let exec = match &self.sources.clusterprofile {
             Some((_, config)) => {
                 (self.exec).also_allowing(config.providers.commands().map(Into::into))
             }
             None => self.exec,
         };
+        #[cfg(not(feature = "clusterprofile"))]
+        let exec = self.exec;
         let store = SecretStore::with_exec_policy(exec);
         let tokens = CredentialCache::new(store.clone(), self.credential_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));

@@ -15,29 +15,50 @@ use member_client::{
     exec::{self, ExecPolicy},
 };
 
-use crate::{
-    argocd, karmada, labels, secret_binding::SecretBinding, stored_credential::StoredCredential,
-};
+#[cfg(feature = "argocd")]
+use crate::argocd;
+#[cfg(feature = "karmada")]
+use crate::karmada;
+#[cfg(all(feature = "karmada", feature = "argocd"))]
+use crate::labels;
+use crate::{secret_binding::SecretBinding, stored_credential::StoredCredential};
 
-/// How a Secret holds its credential.
+/// How a Secret holds its credential. A build reads only the formats of its sources.
+#[cfg(any(feature = "karmada", feature = "argocd"))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum SecretFormat {
     /// Karmada's keys: `token` (required) and `caBundle` (PEM, optional). Member files use it
     /// too.
+    #[cfg(feature = "karmada")]
     Karmada,
     /// Argo CD's `config` JSON: `bearerToken` and `tlsClientConfig.caData` (base64 of PEM).
+    #[cfg(feature = "argocd")]
     ArgoCd,
 }
 
+#[cfg(any(feature = "karmada", feature = "argocd"))]
 impl SecretFormat {
     /// The format of `secret`: [`ArgoCd`](Self::ArgoCd) if it carries the label
     /// `argocd.argoproj.io/secret-type=cluster`, else [`Karmada`](Self::Karmada).
+    #[cfg(all(feature = "karmada", feature = "argocd"))]
     pub(crate) fn of(secret: &Secret) -> Self {
         if labels::is_argocd_cluster(secret.metadata.labels.iter().flatten()) {
             Self::ArgoCd
         } else {
             Self::Karmada
         }
+    }
+
+    /// Karmada's: without the Argo CD source, no Secret is read as Argo CD's.
+    #[cfg(all(feature = "karmada", not(feature = "argocd")))]
+    pub(crate) fn of(_secret: &Secret) -> Self {
+        Self::Karmada
+    }
+
+    /// Argo CD's: without the Karmada source, only Argo CD's Secrets are read.
+    #[cfg(all(feature = "argocd", not(feature = "karmada")))]
+    pub(crate) fn of(_secret: &Secret) -> Self {
+        Self::ArgoCd
     }
 }
 
@@ -54,17 +75,30 @@ pub struct StoredSecret {
 
 impl StoredSecret {
     /// Parses `secret`, stored under `key`, by its [`SecretFormat`].
+    #[cfg(any(feature = "karmada", feature = "argocd"))]
     pub(crate) fn from_secret(key: &CredentialKey, secret: &Secret) -> Self {
         let data = secret_data(secret);
         Self {
             binding: SecretBinding::of(secret),
             ..Self::parsed(match SecretFormat::of(secret) {
+                #[cfg(feature = "karmada")]
                 SecretFormat::Karmada => {
                     karmada::credential(key, &data).map(StoredCredential::from)
                 }
+                #[cfg(feature = "argocd")]
                 SecretFormat::ArgoCd => argocd::credential(key, &data),
             })
         }
+    }
+
+    /// Without the Karmada and Argo CD sources, no Secret is read by their formats; only the
+    /// kubeconfig Secrets' source (which parses its own) watches Secrets then.
+    #[cfg(not(any(feature = "karmada", feature = "argocd")))]
+    pub(crate) fn from_secret(key: &CredentialKey, _secret: &Secret) -> Self {
+        Self::parsed(Err::<StoredCredential, _>(SourceError::Invalid {
+            key: key.clone(),
+            reason: "this build reads neither Karmada's nor Argo CD's Secrets".to_owned(),
+        }))
     }
 
     /// What a source's parser made of a Secret or file, with no binding but the key it is

@@ -6,7 +6,8 @@ mod rotation;
 
 use super::*;
 use crate::{stored_credential::StoredCredential, test_ca::ca_pem};
-use member_client::{MemberEndpoint, SourceError};
+use member_client::CredentialKey;
+use member_client::{SourceError, validation::MemberEndpoint};
 use rstest::rstest;
 use secrecy::ExposeSecret as _;
 use std::os::unix::fs::symlink;
@@ -38,7 +39,7 @@ impl Dir {
 
     /// Where `m1.yaml`'s credential is stored.
     fn key(&self) -> CredentialKey {
-        secret_ref_for(&self.path("m1.yaml"))
+        Origin::file_key(&self.path("m1.yaml"))
     }
 }
 

@@ -1,18 +1,48 @@
 //! What the driver does with `ClusterProfile` watch events: each profile defines a member and
 //! holds its plugin plan.
 
+use kube::runtime::watcher;
 use member_client::CredentialKey;
 
 use super::RegistryDriver;
 use crate::{
-    clusterprofile::ClusterProfile,
+    clusterprofile::{ClusterProfile, ClusterProfileConfig},
     member_table::{Closed, Origin},
+    secret_watches::{NamespacedWatches, WatchItem},
     source_state::{Source, SourceState},
     watch::Change,
 };
 
+/// The `ClusterProfile` watches: one per configured namespace.
+pub(super) type ProfileWatches = NamespacedWatches<ClusterProfile>;
+
 impl RegistryDriver {
-    pub(super) async fn on_profile(
+    /// The `ClusterProfile` watches; none when profiles are not read.
+    pub(super) fn profile_watches(&self) -> ProfileWatches {
+        (self.configs.clusterprofile.as_ref()).map_or_else(
+            NamespacedWatches::default,
+            |(client, config)| {
+                NamespacedWatches::configured(
+                    client,
+                    &config.namespaces,
+                    &watcher::Config::default(),
+                )
+            },
+        )
+    }
+
+    pub(super) async fn on_profile_item(
+        &mut self,
+        (ns, event): WatchItem<ClusterProfile>,
+        watches: &mut ProfileWatches,
+    ) -> Result<(), Closed> {
+        match watches.record(&ns, event, ClusterProfileConfig::key) {
+            Some(change) => self.on_profile(&ns, change).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn on_profile(
         &mut self,
         ns: &str,
         change: Change<ClusterProfile, CredentialKey>,

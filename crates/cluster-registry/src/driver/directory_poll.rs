@@ -3,13 +3,22 @@
 use std::{collections::BTreeSet, path::PathBuf};
 
 use super::RegistryDriver;
+use crate::member_table::Closed;
+#[cfg(feature = "directory")]
 use crate::{
     directory,
-    member_table::{Closed, Origin},
+    member_table::Origin,
     source_state::{Source, SourceState},
 };
 
 impl RegistryDriver {
+    /// Without the directory source there is no poll: its tick never comes.
+    #[cfg(not(feature = "directory"))]
+    pub(super) async fn poll_directory(&mut self, _: &mut BTreeSet<PathBuf>) -> Result<(), Closed> {
+        Ok(())
+    }
+
+    #[cfg(feature = "directory")]
     pub(super) async fn poll_directory(
         &mut self,
         known: &mut BTreeSet<PathBuf>,
@@ -30,7 +39,7 @@ impl RegistryDriver {
         self.sources.set(&source, SourceState::Listed);
         let mut seen = BTreeSet::new();
         for member in scanned {
-            let key = directory::secret_ref_for(&member.path);
+            let key = Origin::file_key(&member.path);
             match member.secret {
                 Some(secret) => self.table.apply_secret(key, secret).await?,
                 None => self.table.remove_secret(&key).await?,
@@ -44,9 +53,7 @@ impl RegistryDriver {
             self.table
                 .remove_definition(&Origin::File(gone.clone()))
                 .await?;
-            self.table
-                .remove_secret(&directory::secret_ref_for(gone))
-                .await?;
+            self.table.remove_secret(&Origin::file_key(gone)).await?;
         }
         *known = seen;
         Ok(())

@@ -1,10 +1,10 @@
 //! Where a member's definition came from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use member_client::CredentialKey;
 
-use crate::{SourceKind, directory};
+use crate::SourceKind;
 
 /// Where a member's definition came from. One origin defines at most one member.
 ///
@@ -41,6 +41,12 @@ impl Origin {
         }
     }
 
+    /// The [`CredentialKey`] of the member defined by the file at `path`: no namespace, the
+    /// path as the name.
+    pub(crate) fn file_key(path: &Path) -> CredentialKey {
+        CredentialKey::new("", path.display().to_string())
+    }
+
     /// The key the credential of a definition from this origin must be stored under: its own
     /// Secret, member file or profile. `None` for a Karmada `Cluster`, which names a Secret
     /// that [`SecretBinding`](crate::secret_binding) must bind to it.
@@ -50,7 +56,7 @@ impl Origin {
             Self::ArgoCd(key) | Self::Kubeconfig(key) | Self::ClusterProfile(key) => {
                 Some(key.clone())
             }
-            Self::File(path) => Some(directory::secret_ref_for(path)),
+            Self::File(path) => Some(Self::file_key(path)),
         }
     }
 }

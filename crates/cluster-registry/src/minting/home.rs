@@ -13,13 +13,17 @@ use std::{
 
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{Api, Client, ResourceExt as _, api::PostParams};
-use member_client::{CredentialKey, Text};
+use member_client::{CredentialKey, text::Text};
 use secrecy::{ExposeSecret as _, SecretSlice, SecretString};
 
 use super::record::{MintRecord, RECORD_ANNOTATION};
-use crate::{
-    argocd::CONFIG_KEY, bounded_file::FileError, karmada::TOKEN_KEY, members_dir::MembersDir,
-};
+use crate::{bounded_file::FileError, members_dir::MembersDir};
+
+/// The Karmada format's token key (`karmada::TOKEN_KEY`) and the Argo CD format's config key
+/// (`argocd::CONFIG_KEY`), named here too: minting writes to those Secrets in a build without
+/// their sources.
+const TOKEN_KEY: &str = "token";
+const CONFIG_KEY: &str = "config";
 
 /// The most of a token file (or its record) read: a service account token is about 1 KiB.
 const MAX_FILE_LEN: u64 = 64 * 1024;

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::directory;
 
 #[tokio::test]
 async fn removing_a_member_says_removed_once() {
@@ -54,7 +53,7 @@ async fn a_changed_endpoint_is_an_upsert() {
 /// order; returns the member file's origin.
 async fn define_member1_twice(h: &mut Harness, file_first: bool) -> Origin {
     let path = PathBuf::from("/m/member1.yaml");
-    let file_key = directory::secret_ref_for(&path);
+    let file_key = Origin::file_key(&path);
     h.table
         .apply_secret(file_key.clone(), secret(&[("token", b"t2")]))
         .await

@@ -9,7 +9,7 @@ use crate::{directory, test_ca::client_pem};
 async fn poll(h: &mut Harness, dir: &Path) {
     let path = dir.join("m1.yaml");
     let scanned = directory::read_member_blocking(dir, path.clone());
-    let key = directory::secret_ref_for(&path);
+    let key = Origin::file_key(&path);
     match scanned.secret {
         Some(secret) => h.table.apply_secret(key, secret).await.unwrap(),
         None => h.table.remove_secret(&key).await.unwrap(),

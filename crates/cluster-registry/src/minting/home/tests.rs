@@ -169,3 +169,10 @@ async fn a_fifo_as_token_file_is_refused_at_once() {
     let err = read.unwrap_err();
     assert!(err.to_string().contains("not a regular file"), "{err}");
 }
+
+#[cfg(all(feature = "karmada", feature = "argocd"))]
+#[test]
+fn the_keys_written_are_the_formats_keys() {
+    assert_eq!(TOKEN_KEY, crate::karmada::TOKEN_KEY);
+    assert_eq!(CONFIG_KEY, crate::argocd::CONFIG_KEY);
+}
