@@ -35,6 +35,9 @@ fi
 # The scale smoke test runs the collector binary as a child process; the ClusterProfile interop
 # test hands tether-credential to a client-go program.
 cargo build -p collector --bin collector -p tether-credential --bin tether-credential
+# The embedding examples' suite (e2e/tests/embedding_examples.rs) runs the example programs as
+# child processes; `cargo test` builds examples only as test harnesses, not as programs.
+cargo build --workspace --examples
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 

@@ -4,8 +4,9 @@
 //! control plane through a kubeconfig, while the test rotates and revokes member credentials
 //! under it. Each is judged by what it prints, its exit status, and the members' state.
 //!
-//! `cargo test --workspace --all-targets` builds the examples before it runs this file; alone,
-//! build them first (`cargo build -p member-client -p tether-cluster-registry --examples`).
+//! `cargo test` builds examples only as test harnesses, so the programs are built first:
+//! `hack/test.sh` runs `cargo build --workspace --examples` before the tests. A binary missing
+//! or older than its example's source is refused with the command that builds it.
 
 use std::{
     path::PathBuf,
