@@ -22,9 +22,10 @@ check member-client --no-default-features --features openssl-tls
 check member-client --no-default-features --features openssl-tls,exec
 
 # tether-cluster-registry: one feature per source of member definitions, and one for minting;
-# none, each alone, and the default (all of them, what the collector needs).
+# none, each alone, and the default (all of them, what the collector needs). It forwards
+# member-client's features, so each build names a TLS stack; openssl without the optional parts.
 check tether-cluster-registry
-check tether-cluster-registry --no-default-features
+check tether-cluster-registry --no-default-features --features openssl-tls
 for feature in karmada argocd kubeconfig-secrets clusterprofile directory minting; do
-  check tether-cluster-registry --no-default-features --features "$feature"
+  check tether-cluster-registry --no-default-features --features "rustls-ring,$feature"
 done
