@@ -9,7 +9,7 @@
 
 use std::{collections::BTreeMap, net::Ipv4Addr, time::Duration};
 
-use cluster_registry::{minting::MINT_NOW_ANNOTATION, secret_binding::MEMBER_LABEL};
+use cluster_registry::{MEMBER_LABEL, minting::MINT_NOW_ANNOTATION};
 use e2e::{
     collector_run::{admin_args, collector_check, spawn_healthy, temp_dir},
     limits::{HOUR, PROBE},

@@ -1,7 +1,7 @@
 //! Argo CD cluster Secrets: the member definition and its credential in one Secret.
 //!
 //! Argo CD keeps each cluster in a Secret labelled
-//! [`argocd.argoproj.io/secret-type=cluster`](crate::labels::ARGOCD_CLUSTER_SELECTOR) with the
+//! `argocd.argoproj.io/secret-type=cluster` with the
 //! keys `name`, `server` and `config`, a JSON document:
 //!
 //! ```json
@@ -105,20 +105,7 @@ struct ExecProviderConfig {
 /// token and CA are usable is the credential's business
 /// ([`SecretStore`](crate::SecretStore)), except that a `config` that is not JSON makes the
 /// whole definition [`SecretInvalid`](InvalidReason::SecretInvalid) (it also holds `insecure`).
-///
-/// ```
-/// use cluster_registry::argocd;
-/// use k8s_openapi::api::core::v1::Secret;
-///
-/// let secret: Secret = serde_json::from_value(serde_json::json!({
-///     "metadata": { "name": "cluster-m1", "namespace": "argocd" },
-///     "stringData": { "name": "m1", "server": "https://10.0.0.1:6443", "config": "{}" },
-/// })).unwrap();
-/// let def = argocd::member_from_secret(&secret);
-/// assert_eq!(def.name, "m1");
-/// assert_eq!(def.spec.unwrap().secret_ref.to_string(), "argocd/cluster-m1");
-/// ```
-pub fn member_from_secret(secret: &Secret) -> MemberDefinition {
+pub(crate) fn member_from_secret(secret: &Secret) -> MemberDefinition {
     let data = secret_data(secret);
     let secret_name = secret.metadata.name.clone().unwrap_or_default();
     let name = text(&data, NAME_KEY)

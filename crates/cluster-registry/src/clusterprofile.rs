@@ -35,7 +35,7 @@ pub const CLUSTER_MANAGER_LABEL: &str = "x-k8s.io/cluster-manager";
 /// The cluster manager name of the profiles Tether publishes, and of its access provider.
 pub const TETHER_CLUSTER_MANAGER: &str = "tether";
 /// The label that marks a control-plane Secret as the credential of one member, its value the
-/// member's name: the binding label of [`secret_binding`](crate::secret_binding), so the member
+/// member's name: the binding label of [`MEMBER_LABEL`](crate::MEMBER_LABEL), so the member
 /// a Secret serves and the member `tether-credential` hands it out for are one. The publisher
 /// writes it on the Secret of each member it publishes, where no other value is set.
 pub const CREDENTIAL_MEMBER_LABEL: &str = crate::secret_binding::MEMBER_LABEL;

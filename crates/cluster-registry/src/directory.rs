@@ -79,7 +79,7 @@ use crate::{
 mod credential_files;
 mod member_exec;
 
-pub use member_exec::{MemberExec, MemberExecEnv};
+pub(crate) use member_exec::MemberExec;
 
 /// Where the member files are and how often to look.
 #[derive(Clone, Debug)]

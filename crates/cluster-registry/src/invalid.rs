@@ -24,7 +24,7 @@ pub enum InvalidReason {
     /// The referenced Secret (or, for the directory source, the token file) does not exist.
     SecretNotFound,
     /// The member may not use the Secret it names: the Secret is bound to another member
-    /// ([`secret_binding`](crate::secret_binding)), its namespace is not one of the Secret
+    /// ([`MEMBER_LABEL`](crate::MEMBER_LABEL)), its namespace is not one of the Secret
     /// namespaces, or the registry may not list the Secrets there (403: the collector's RBAC
     /// does not cover it). The `String` is a whole sentence: it names the Secret or namespace,
     /// the rule or the apiserver's words, and what to do.

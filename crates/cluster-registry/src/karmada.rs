@@ -106,26 +106,10 @@ pub struct NodeSummary {
 ///
 /// A `Pull`-mode Cluster is [`InvalidReason::PullMode`]; a missing `apiEndpoint` or
 /// `secretRef`, or a bad endpoint or proxy, is invalid with its reason. Whether the Secret
-/// exists, is bound to this Cluster ([`secret_binding`](crate::secret_binding): a Secret serves
-/// one member only) and holds a usable credential is decided against the
+/// exists, is bound to this Cluster ([`MEMBER_LABEL`](crate::MEMBER_LABEL): a Secret serves one
+/// member only) and holds a usable credential is decided against the
 /// [`SecretStore`](crate::SecretStore).
-///
-/// ```
-/// use cluster_registry::karmada::{Cluster, member_from_cluster};
-///
-/// let cluster: Cluster = serde_json::from_value(serde_json::json!({
-///     "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-///     "metadata": { "name": "member1" },
-///     "spec": {
-///         "syncMode": "Push",
-///         "apiEndpoint": "https://10.0.0.1:6443",
-///         "secretRef": { "namespace": "karmada-cluster", "name": "member1" },
-///     },
-/// })).unwrap();
-/// let spec = member_from_cluster(&cluster).spec.unwrap();
-/// assert_eq!(spec.secret_ref.to_string(), "karmada-cluster/member1");
-/// ```
-pub fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
+pub(crate) fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
     let name = cluster.name_any();
     let spec = &cluster.spec;
     let result = (|| {

@@ -6,7 +6,7 @@
 //! kubeadm control plane provider rewrites it as it renews the client certificate). Flux reads
 //! kubeconfigs from the keys `value` or `value.yaml` of any Secret. Either way the Secret
 //! defines the member and holds its credential; a rewritten Secret is a rotation. What the
-//! kubeconfig may say is [`kubeconfig`]'s business.
+//! kubeconfig may say is listed in the book (`docs/src/reference/secret-formats.md`).
 
 use std::collections::BTreeMap;
 

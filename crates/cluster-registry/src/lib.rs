@@ -119,10 +119,10 @@ mod event;
 mod invalid;
 #[cfg(feature = "karmada")]
 pub mod karmada;
-pub mod kubeconfig;
+mod kubeconfig;
 #[cfg(feature = "kubeconfig-secrets")]
 pub mod kubeconfig_secrets;
-pub mod labels;
+mod labels;
 mod member;
 mod member_table;
 #[cfg(any(feature = "directory", feature = "minting"))]
@@ -133,7 +133,7 @@ pub mod names;
 #[cfg(test)]
 mod parser_properties;
 mod registry;
-pub mod secret_binding;
+mod secret_binding;
 #[cfg(all(
     feature = "karmada",
     feature = "argocd",
@@ -168,6 +168,7 @@ pub use kubeconfig_secrets::KubeconfigSecretsConfig;
 pub use member::{MemberDefinition, MemberSpec};
 pub use member_table::Origin;
 pub use registry::{Registry, RegistryBuilder};
+pub use secret_binding::MEMBER_LABEL;
 pub use secret_store::{SecretStore, StoredSecret};
 pub use source_kind::SourceKind;
 pub use source_state::{Source, SourceState, SourceStates};

@@ -1,5 +1,8 @@
 //! The RFC 1123 name rules of Kubernetes objects. A name that passes them can become a metric
 //! label, a log field, an Event's subject or a Secret reference without escaping.
+//!
+//! Public for the collector, which checks its namespace flags and Lease names by the rules the
+//! registry checks Secret references and ServiceAccounts by.
 
 /// Whether `name` is an RFC 1123 subdomain, as most object names must be: labels of
 /// lower-case alphanumerics and `-`, each at most 63 characters and starting and ending

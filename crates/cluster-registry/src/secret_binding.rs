@@ -28,6 +28,13 @@ use crate::InvalidReason;
 /// the Secret's owners and name, and also marks the Secret as that member's credential for
 /// `tether-credential`.
 ///
+/// A Secret serves exactly one member, and only that member's definition may use its
+/// credential: labelled with this label it serves the member named; else, owned by a Karmada
+/// `Cluster` (as `karmadactl join` and `karmada-agent` set it), that Cluster's member (owned by
+/// several, none); else the member of its own name. A member that names a Secret bound to
+/// another is [`SecretForbidden`](crate::InvalidReason::SecretForbidden). Argo CD and kubeconfig
+/// Secrets, member files and `ClusterProfile`s define the member they serve.
+///
 /// ```yaml
 /// apiVersion: v1
 /// kind: Secret

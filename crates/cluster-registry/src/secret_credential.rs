@@ -1,9 +1,11 @@
 //! The credential one Secret holds, read on its own: for a program that fetched that Secret
-//! itself (`tether-credential`) rather than through the registry's watches.
+//! itself (`tether-credential`) rather than through the registry's watches. An embedder of the
+//! registry does not need it: the registry's [`SecretStore`](crate::SecretStore) reads Secrets
+//! the same way.
 //!
 //! The Secret is read as the collector reads it, by the same parsers: an Argo CD cluster Secret
 //! (label `argocd.argoproj.io/secret-type=cluster`) by [`argocd`]; a kubeconfig
-//! Secret (key `value` or `value.yaml`, and no `token`) by [`kubeconfig`](crate::kubeconfig);
+//! Secret (key `value` or `value.yaml`, and no `token`) by the kubeconfig parser;
 //! anything else as Karmada's (`token`, optional `caBundle`). Which source the Secret came from
 //! is not known here, so the kubeconfig keys are what tell a kubeconfig Secret from a Karmada
 //! one.

@@ -192,12 +192,13 @@ pub struct SecretStore {
 
 impl SecretStore {
     /// An empty store, under which no exec plugin may run.
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// An empty store whose exec plugins run under `policy`.
-    pub fn with_exec_policy(policy: ExecPolicy) -> Self {
+    pub(crate) fn with_exec_policy(policy: ExecPolicy) -> Self {
         Self {
             entries: Arc::default(),
             exec: Arc::new(policy),
@@ -210,13 +211,8 @@ impl SecretStore {
     }
 
     /// How many Secrets are stored.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    /// Whether no Secret is stored.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// The CA bundle of the member whose credential is stored under `key`, if that credential
