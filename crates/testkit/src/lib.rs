@@ -33,6 +33,8 @@
 //! [`Karmada`] installs the `Cluster` CRD on a control plane and registers harness clusters as
 //! push-mode members, the way Karmada stores them. [`CollectorProcess`] runs Tether's
 //! `collector` binary against a control plane ([`control_plane_flags`]) as a child process.
+//! [`KarmadaControllerManager`] runs Karmada's own controller-manager (the pinned tool) there,
+//! with the CRDs of its module ([`install_karmada_crds`]).
 //!
 //! # Hostile endpoints
 //! [`HostileEndpoint`] is an HTTPS server on `127.0.0.2` and up that an attack test points a
@@ -91,6 +93,7 @@ pub mod interop;
 #[cfg(feature = "k3s")]
 mod k3s;
 pub mod karmada;
+pub mod karmada_controller;
 pub mod metrics;
 mod namespace;
 mod pki;
@@ -120,6 +123,7 @@ pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]
 pub use k3s::{K3S_TAG, K3sCluster};
 pub use karmada::{Condition, Karmada, PushMember};
+pub use karmada_controller::{KarmadaControllerManager, install_karmada_crds};
 pub use plain_http::{http_get, http_get_as};
 pub use ports::free_loopback_addr;
 pub use proc_dir::{proc_dir, proc_file, proc_status_bytes};
