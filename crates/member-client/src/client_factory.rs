@@ -223,7 +223,7 @@ impl Default for ClientLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CredentialCacheConfig, ValidationError, test_util::FakeSource};
+    use crate::{CredentialCacheConfig, test_util::FakeSource, validation::ValidationError};
     use rstest::rstest;
 
     fn factory() -> ClientFactory {
@@ -305,7 +305,7 @@ mod policy_tests {
     };
 
     use super::*;
-    use crate::{ValidationError, test_util::FakeSource};
+    use crate::{test_util::FakeSource, validation::ValidationError};
 
     /// A loopback listener that counts the connections it accepts.
     async fn listener() -> (u16, Arc<AtomicUsize>) {

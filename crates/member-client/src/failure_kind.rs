@@ -143,7 +143,7 @@ mod tests {
     )]
     #[case::response_too_large(
         kube::Error::Service(Box::new(crate::LimitExceeded::ResponseTooLarge {
-            request: crate::RequestKind::Health,
+            request: crate::response_limit::RequestKind::Health,
             limit: 1,
         })),
         FailureKind::LimitExceeded

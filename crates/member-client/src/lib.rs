@@ -94,39 +94,15 @@ pub use error::{Error, Result};
 pub use failure_kind::FailureKind;
 pub use source::{CredentialKey, CredentialSource, SourceError};
 
-// Transitional: the old root paths, until every caller names the module.
-#[doc(hidden)]
-pub use client_factory::DEFAULT_REQUEST_TIMEOUT;
-#[doc(hidden)]
-pub use client_identity::{ClientIdentity, IdentityError};
-#[doc(hidden)]
-pub use credential_layer::{Bearer, CredentialLayer, ResponseFuture};
-#[doc(hidden)]
-pub use exec::{
-    ExecApiVersion, ExecCluster, ExecConfig, ExecEnvVar, ExecError, ExecFailure, ExecOutput,
-    ExecPolicy,
-};
-#[doc(hidden)]
-pub use failure_kind::list_forbidden;
-#[doc(hidden)]
-pub use file_source::{FileSource, read_bounded};
-#[doc(hidden)]
-pub use jwt_claims::JwtClaims;
-#[doc(hidden)]
-pub use request_deadline::{
-    DeadlineBody, DeadlineExceeded, DeadlineFuture, RequestDeadline, RequestDeadlineLayer,
-};
-#[doc(hidden)]
-pub use response_limit::{
-    DEFAULT_LIST_PAGES, DEFAULT_RESPONSE_BYTES, DEFAULT_WATCH_LINE_BYTES, HEALTH_RESPONSE_BYTES,
-    LimitExceeded, RequestKind, ResponseLimits,
-};
-#[doc(hidden)]
-pub use text::Text;
-#[doc(hidden)]
-pub use validation::{EndpointPolicy, MemberEndpoint, ValidationError};
-#[doc(hidden)]
-pub use watch_backoff::{ProgressBackoff, WatchBackoffExt, watch_backoff};
+// Short paths inside the crate.
+pub(crate) use client_identity::{ClientIdentity, IdentityError};
+pub(crate) use credential_layer::CredentialLayer;
+pub(crate) use file_source::read_bounded;
+pub(crate) use jwt_claims::JwtClaims;
+pub(crate) use request_deadline::RequestDeadlineLayer;
+pub(crate) use response_limit::{LimitExceeded, ResponseLimits};
+pub(crate) use text::Text;
+pub(crate) use validation::{EndpointPolicy, MemberEndpoint};
 
 /// This crate's README, its example compiled as a doctest so that it cannot rot.
 #[cfg(doctest)]
