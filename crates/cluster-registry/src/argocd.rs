@@ -1,23 +1,5 @@
-//! Argo CD cluster Secrets: the member definition and its credential in one Secret.
-//!
-//! Argo CD keeps each cluster in a Secret labelled
-//! `argocd.argoproj.io/secret-type=cluster` with the
-//! keys `name`, `server` and `config`, a JSON document:
-//!
-//! ```json
-//! { "bearerToken": "<token>",
-//!   "tlsClientConfig": { "caData": "<base64 of the PEM CA bundle>", "insecure": false,
-//!                        "certData": "<base64 PEM>", "keyData": "<base64 PEM>",
-//!                        "serverName": "<name on the serving certificate>" },
-//!   "execProviderConfig": { "command": "argocd-k8s-auth", "args": ["aws"],
-//!                           "env": { "K": "V" },
-//!                           "apiVersion": "client.authentication.k8s.io/v1beta1" } }
-//! ```
-//!
-//! The credential is `bearerToken`, the client certificate `certData` + `keyData`, or the exec
-//! plugin `execProviderConfig` (run only if its command is on the exec allow-list). A `config`
-//! with none of them (`awsAuthConfig`, say) is
-//! [`SecretInvalid`](crate::InvalidReason::SecretInvalid).
+//! Argo CD cluster Secrets: the member definition and its credential in one Secret (the
+//! format is on [`ArgoCdConfig`]).
 
 use std::collections::BTreeMap;
 
@@ -50,6 +32,27 @@ pub const SERVER_KEY: &str = "server";
 pub const CONFIG_KEY: &str = "config";
 
 /// Where Argo CD cluster Secrets are watched.
+///
+/// Argo CD cluster Secrets: the member definition and its credential in one Secret.
+///
+/// Argo CD keeps each cluster in a Secret labelled
+/// `argocd.argoproj.io/secret-type=cluster` with the
+/// keys `name`, `server` and `config`, a JSON document:
+///
+/// ```json
+/// { "bearerToken": "<token>",
+///   "tlsClientConfig": { "caData": "<base64 of the PEM CA bundle>", "insecure": false,
+///                        "certData": "<base64 PEM>", "keyData": "<base64 PEM>",
+///                        "serverName": "<name on the serving certificate>" },
+///   "execProviderConfig": { "command": "argocd-k8s-auth", "args": ["aws"],
+///                           "env": { "K": "V" },
+///                           "apiVersion": "client.authentication.k8s.io/v1beta1" } }
+/// ```
+///
+/// The credential is `bearerToken`, the client certificate `certData` + `keyData`, or the exec
+/// plugin `execProviderConfig` (run only if its command is on the exec allow-list). A `config`
+/// with none of them (`awsAuthConfig`, say) is
+/// [`SecretInvalid`](crate::InvalidReason::SecretInvalid).
 #[derive(Clone, Debug)]
 pub struct ArgoCdConfig {
     /// The namespaces to watch (Argo CD's own). Default: `["argocd"]`.

@@ -1,63 +1,4 @@
-//! Member files: one YAML file per member in a directory, its credential in files beside it.
-//! The way to run Tether without a control plane.
-//!
-//! ```yaml
-//! # /etc/tether/members/member1.yaml
-//! name: member1
-//! apiEndpoint: https://10.0.0.1:6443
-//! # the credential: a token, a client certificate, or both ...
-//! tokenFile: member1.token        # relative to this directory, and inside it
-//! clientCertFile: member1.crt     # PEM chain, leaf first; needs clientKeyFile
-//! clientKeyFile: member1.key      # PEM (PKCS#8, PKCS#1 or SEC1)
-//! # ... or an exec plugin, as in a kubeconfig (it runs only as --exec-plugins declares it:
-//! # these args and env must be ones its declaration accepts)
-//! # exec:
-//! #   apiVersion: client.authentication.k8s.io/v1
-//! #   command: /usr/local/bin/cloud-auth
-//! #   args: [token]
-//! #   env: [{name: CLOUD_REGION, value: eu-1}]
-//! #   provideClusterInfo: true    # the plugin is told apiEndpoint, the CA and proxyURL
-//! caFile: member1-ca.crt          # optional, PEM; else the system roots
-//! insecureSkipTLSVerification: false  # optional
-//! proxyURL: http://proxy:3128     # optional
-//! mint:                           # optional: Tether mints tokens into tokenFile
-//!   serviceAccount: tether-member/tether
-//! ```
-//!
-//! or, with everything in a kubeconfig (its current context, else its only one):
-//!
-//! ```yaml
-//! name: member2
-//! kubeconfig: member2.kubeconfig  # read as a kubeconfig Secret's is: no file references
-//! ```
-//!
-//! A file names exactly one credential: `tokenFile`, `clientCertFile` + `clientKeyFile` (a
-//! `tokenFile` may come with them, as a kubeconfig user may have both: both are sent), `exec`,
-//! or `kubeconfig`. None, or `exec` with another, is
-//! [`DefinitionInvalid`](crate::InvalidReason::DefinitionInvalid); half a certificate is
-//! [`SecretInvalid`](crate::InvalidReason::SecretInvalid). `apiEndpoint` is required, except
-//! with `kubeconfig`, which says the endpoint, CA, proxy, TLS server name and credential
-//! itself: then `apiEndpoint`, `tokenFile`, `caFile`, `clientCertFile`, `clientKeyFile`,
-//! `exec`, `proxyURL` and `insecureSkipTLSVerification: true` are `DefinitionInvalid`.
-//!
-//! The directory is polled (every [`DirectoryConfig::poll_interval`], default 2 s): polling
-//! works the same on every filesystem, inside containers and on ConfigMap/Secret volumes
-//! (whose atomic `..data` symlink swaps inotify reports poorly), and at one `stat`-sized read
-//! per file per poll it costs nothing that matters. Every `*.yaml`/`*.yml` file not starting
-//! with `.` is a member file. A changed token, certificate, key, kubeconfig credential or exec
-//! stanza is a [`CredentialsRotated`](crate::RegistryEvent::CredentialsRotated), a changed CA
-//! file an [`Upserted`](crate::RegistryEvent::Upserted), a deleted token, certificate, key or
-//! kubeconfig file [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
-//!
-//! A definition's author picks the files Tether reads, so every file it names is opened
-//! relative to a descriptor of the directory with `openat2(RESOLVE_BENEATH)` (Linux 5.6+;
-//! without it nothing is read): it must resolve beneath the directory (its `..data`
-//! symlinks are fine; `..`, absolute paths, absolute symlinks and symlinks out are not), and
-//! only regular files of at most 16 KiB (token), 1 MiB (CA, certificate chain, kubeconfig),
-//! 64 KiB (key) and 64 KiB (member file) are read: anything else (a FIFO, a device) is
-//! `SecretInvalid` (`DefinitionInvalid` for the member file) at once. A `mint:` block's
-//! `tokenFile` must be a plain file name in the directory; each minted token replaces it
-//! through the same descriptor (a new `0600` file with a random name, renamed over it).
+//! A directory of member files (the format is on [`DirectoryConfig`]).
 
 use std::{
     path::{Path, PathBuf},
@@ -82,6 +23,67 @@ mod member_exec;
 pub(crate) use member_exec::MemberExec;
 
 /// Where the member files are and how often to look.
+///
+/// Member files: one YAML file per member in a directory, its credential in files beside it.
+/// The way to run Tether without a control plane.
+///
+/// ```yaml
+/// # /etc/tether/members/member1.yaml
+/// name: member1
+/// apiEndpoint: https://10.0.0.1:6443
+/// # the credential: a token, a client certificate, or both ...
+/// tokenFile: member1.token        # relative to this directory, and inside it
+/// clientCertFile: member1.crt     # PEM chain, leaf first; needs clientKeyFile
+/// clientKeyFile: member1.key      # PEM (PKCS#8, PKCS#1 or SEC1)
+/// # ... or an exec plugin, as in a kubeconfig (it runs only as --exec-plugins declares it:
+/// # these args and env must be ones its declaration accepts)
+/// # exec:
+/// #   apiVersion: client.authentication.k8s.io/v1
+/// #   command: /usr/local/bin/cloud-auth
+/// #   args: [token]
+/// #   env: [{name: CLOUD_REGION, value: eu-1}]
+/// #   provideClusterInfo: true    # the plugin is told apiEndpoint, the CA and proxyURL
+/// caFile: member1-ca.crt          # optional, PEM; else the system roots
+/// insecureSkipTLSVerification: false  # optional
+/// proxyURL: http://proxy:3128     # optional
+/// mint:                           # optional: Tether mints tokens into tokenFile
+///   serviceAccount: tether-member/tether
+/// ```
+///
+/// or, with everything in a kubeconfig (its current context, else its only one):
+///
+/// ```yaml
+/// name: member2
+/// kubeconfig: member2.kubeconfig  # read as a kubeconfig Secret's is: no file references
+/// ```
+///
+/// A file names exactly one credential: `tokenFile`, `clientCertFile` + `clientKeyFile` (a
+/// `tokenFile` may come with them, as a kubeconfig user may have both: both are sent), `exec`,
+/// or `kubeconfig`. None, or `exec` with another, is
+/// [`DefinitionInvalid`](crate::InvalidReason::DefinitionInvalid); half a certificate is
+/// [`SecretInvalid`](crate::InvalidReason::SecretInvalid). `apiEndpoint` is required, except
+/// with `kubeconfig`, which says the endpoint, CA, proxy, TLS server name and credential
+/// itself: then `apiEndpoint`, `tokenFile`, `caFile`, `clientCertFile`, `clientKeyFile`,
+/// `exec`, `proxyURL` and `insecureSkipTLSVerification: true` are `DefinitionInvalid`.
+///
+/// The directory is polled (every [`DirectoryConfig::poll_interval`], default 2 s): polling
+/// works the same on every filesystem, inside containers and on ConfigMap/Secret volumes
+/// (whose atomic `..data` symlink swaps inotify reports poorly), and at one `stat`-sized read
+/// per file per poll it costs nothing that matters. Every `*.yaml`/`*.yml` file not starting
+/// with `.` is a member file. A changed token, certificate, key, kubeconfig credential or exec
+/// stanza is a [`CredentialsRotated`](crate::RegistryEvent::CredentialsRotated), a changed CA
+/// file an [`Upserted`](crate::RegistryEvent::Upserted), a deleted token, certificate, key or
+/// kubeconfig file [`SecretNotFound`](crate::InvalidReason::SecretNotFound).
+///
+/// A definition's author picks the files Tether reads, so every file it names is opened
+/// relative to a descriptor of the directory with `openat2(RESOLVE_BENEATH)` (Linux 5.6+;
+/// without it nothing is read): it must resolve beneath the directory (its `..data`
+/// symlinks are fine; `..`, absolute paths, absolute symlinks and symlinks out are not), and
+/// only regular files of at most 16 KiB (token), 1 MiB (CA, certificate chain, kubeconfig),
+/// 64 KiB (key) and 64 KiB (member file) are read: anything else (a FIFO, a device) is
+/// `SecretInvalid` (`DefinitionInvalid` for the member file) at once. A `mint:` block's
+/// `tokenFile` must be a plain file name in the directory; each minted token replaces it
+/// through the same descriptor (a new `0600` file with a random name, renamed over it).
 #[derive(Clone, Debug)]
 pub struct DirectoryConfig {
     /// The directory holding the member files.

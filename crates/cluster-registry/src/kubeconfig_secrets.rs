@@ -1,12 +1,4 @@
-//! Secrets that hold a kubeconfig, one member each: Cluster API's `<cluster>-kubeconfig`
-//! Secrets and Flux-style `value` / `value.yaml` Secrets.
-//!
-//! Cluster API writes, for every workload cluster, a Secret named `<cluster>-kubeconfig`
-//! labelled `cluster.x-k8s.io/cluster-name=<cluster>`, whose key `value` is a kubeconfig (the
-//! kubeadm control plane provider rewrites it as it renews the client certificate). Flux reads
-//! kubeconfigs from the keys `value` or `value.yaml` of any Secret. Either way the Secret
-//! defines the member and holds its credential; a rewritten Secret is a rotation. What the
-//! kubeconfig may say is listed in the book (`docs/src/reference/secret-formats.md`).
+//! Secrets that hold a kubeconfig, one member each (see [`KubeconfigSecretsConfig`]).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +15,16 @@ use crate::{
 pub const CAPI_CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
 /// Which Secrets hold member kubeconfigs, and how to read them.
+///
+/// Secrets that hold a kubeconfig, one member each: Cluster API's `<cluster>-kubeconfig`
+/// Secrets and Flux-style `value` / `value.yaml` Secrets.
+///
+/// Cluster API writes, for every workload cluster, a Secret named `<cluster>-kubeconfig`
+/// labelled `cluster.x-k8s.io/cluster-name=<cluster>`, whose key `value` is a kubeconfig (the
+/// kubeadm control plane provider rewrites it as it renews the client certificate). Flux reads
+/// kubeconfigs from the keys `value` or `value.yaml` of any Secret. Either way the Secret
+/// defines the member and holds its credential; a rewritten Secret is a rotation. What the
+/// kubeconfig may say is listed in the book (`docs/src/reference/secret-formats.md`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KubeconfigSecretsConfig {
     /// The namespaces to watch. No Secret is listed cluster-wide.

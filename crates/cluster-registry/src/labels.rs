@@ -1,5 +1,5 @@
 //! Label keys and selectors this crate reads. Secret data keys live with their parsers
-//! ([`karmada`](crate::karmada), [`argocd`](crate::argocd)).
+//! (the `karmada` and `argocd` modules).
 
 /// The label Argo CD puts on its cluster Secrets, with the value [`ARGOCD_SECRET_TYPE_CLUSTER`].
 pub const ARGOCD_SECRET_TYPE: &str = "argocd.argoproj.io/secret-type";

@@ -1,9 +1,9 @@
 //! Where Tether's member clusters are defined, kept current in memory.
 //!
 //! The registry reads member definitions from Karmada `Cluster` objects ([`karmada`]), Argo CD
-//! cluster Secrets ([`argocd`]), kubeconfig Secrets ([`kubeconfig_secrets`]), SIG-Multicluster
-//! `ClusterProfile`s ([`clusterprofile`]) or a directory of member files ([`directory`]), keeps the
-//! Secrets they reference in an in-memory [`SecretStore`] fed by watches, and serves the
+//! cluster Secrets ([`ArgoCdConfig`]), kubeconfig Secrets ([`KubeconfigSecretsConfig`]),
+//! SIG-Multicluster `ClusterProfile`s ([`clusterprofile`]) or a directory of member files
+//! ([`DirectoryConfig`]), keeps the Secrets they reference in an in-memory [`SecretStore`] fed by watches, and serves the
 //! credentials through a [`CredentialCache`](member_client::CredentialCache) over that store, so a cache
 //! miss costs no API call.
 //!
@@ -104,7 +104,7 @@
 
 mod admission;
 #[cfg(feature = "argocd")]
-pub mod argocd;
+mod argocd;
 #[cfg(any(feature = "directory", feature = "minting"))]
 mod bounded_file;
 #[cfg(feature = "clusterprofile")]
@@ -112,7 +112,7 @@ pub mod clusterprofile;
 #[cfg(any(feature = "karmada", feature = "clusterprofile"))]
 mod crd;
 #[cfg(feature = "directory")]
-pub mod directory;
+mod directory;
 mod driver;
 mod error;
 mod event;
@@ -121,7 +121,7 @@ mod invalid;
 pub mod karmada;
 mod kubeconfig;
 #[cfg(feature = "kubeconfig-secrets")]
-pub mod kubeconfig_secrets;
+mod kubeconfig_secrets;
 mod labels;
 mod member;
 mod member_table;

@@ -4,7 +4,7 @@
 //! the same way.
 //!
 //! The Secret is read as the collector reads it, by the same parsers: an Argo CD cluster Secret
-//! (label `argocd.argoproj.io/secret-type=cluster`) by [`argocd`]; a kubeconfig
+//! (label `argocd.argoproj.io/secret-type=cluster`) by the Argo CD parser; a kubeconfig
 //! Secret (key `value` or `value.yaml`, and no `token`) by the kubeconfig parser;
 //! anything else as Karmada's (`token`, optional `caBundle`). Which source the Secret came from
 //! is not known here, so the kubeconfig keys are what tell a kubeconfig Secret from a Karmada
