@@ -1,8 +1,8 @@
 //! Tether beside the real Karmada: karmada-controller-manager v1.18.2 (its cluster and
 //! cluster-status controllers, the pinned tool `hack/tools/karmada-controller-manager`) and the
 //! collector as the `beside-karmada` overlay runs it (`--write-status=false`), on one control
-//! plane and two push-mode members registered as `karmadactl join` does. One setup serves both
-//! scenarios:
+//! plane and two push-mode members registered as `karmadactl join` does. One setup serves the
+//! three scenarios:
 //!
 //! 1. Karmada marks both members Ready, and the two never fight over a `Cluster`'s status: every
 //!    status write, sampled through the whole run (member apiserver restarts included), is
@@ -13,7 +13,10 @@
 //!    (two runs, ~141 s each): Tether mirrored the member 3.1-3.4 s after it was back, with no
 //!    401 and 0 relists for the rotation (1 for the restart); Karmada kept `Ready=True/ClusterReady`
 //!    for the 120 s watched while its Node and Pod informers were refused (first 401 after
-//!    3.1-3.4 s, 12 log lines in 120 s), and never counted a Node created on member1.
+//!    3.1-3.4 s, 12-14 log lines in 120 s), and never counted a Node created on member1.
+//! 3. Meanwhile a second collector with `--mint-tokens` mints member2's token and writes it into
+//!    the Secret: Karmada's member2 informers keep the seeded token, still valid, so Karmada
+//!    keeps `Ready` and counts a Node created on member2 after the mint (7.7 s after it).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -21,14 +24,24 @@ use std::{
     time::Duration,
 };
 
-use e2e::{collector_run::temp_dir, limits::HOUR, scenario::Scenario};
+use cluster_registry::minting::MINT_ANNOTATION;
+use e2e::{
+    collector_run::temp_dir,
+    limits::HOUR,
+    manifest::parse_documents,
+    manifest_apply::apply_object,
+    rotation_plane::{MEMBER_RBAC_YAML, rotation_annotations, rotations},
+    scenario::Scenario,
+};
 use k8s_openapi::api::core::v1::Node;
 use kube::{
     Api,
     api::{ApiResource, DynamicObject, PostParams},
 };
 use serde_json::json;
-use testkit::{KarmadaControllerManager, RestartOptions, eventually, install_karmada_crds};
+use testkit::{
+    KarmadaControllerManager, MIN_TOKEN_EXPIRY, RestartOptions, eventually, install_karmada_crds,
+};
 use tokio::time::Instant;
 
 /// The collector's probe period.
@@ -110,6 +123,28 @@ async fn karmada_and_tether_share_the_clusters_and_only_tether_follows_a_rotatio
     let mut s = Scenario::start_with(2, PROBE, &["--write-status=false"]).await?;
     let crds = install_karmada_crds(s.karmada.client()).await?;
     eprintln!("installed {} Karmada CRDs: {crds:?}", crds.len());
+    // 3's setup: member2's Secret holds a 600 s token of the shipped rotation ServiceAccount
+    // (tether-member/tether, which may mint its own tokens, and reads as the harness reader),
+    // and its Cluster asks Tether to rotate it. Karmada's member2 informers start with it.
+    let member2 = s.member(2).clone();
+    member2.create_namespace_named("tether-member").await?;
+    member2
+        .create_service_account("tether-member", "tether")
+        .await?;
+    let admin2 = member2.admin_client()?;
+    for object in parse_documents(MEMBER_RBAC_YAML, "token-rotation.yaml")? {
+        apply_object(&admin2, &object).await?;
+    }
+    let seeded = member2
+        .mint_token("tether-member", "tether", MIN_TOKEN_EXPIRY)
+        .await?;
+    s.karmada
+        .write_secret("member2", &seeded, member2.ca_pem())
+        .await?;
+    let annotations = rotation_annotations("tether-member/tether", &[(MINT_ANNOTATION, "true")]);
+    for (key, value) in &annotations {
+        s.karmada.annotate("member2", key, value).await?;
+    }
     let dir = temp_dir("karmada")?;
     let mut kcm = KarmadaControllerManager::start(s.env.control_plane(), &dir, &[])?;
     eprintln!(
@@ -192,7 +227,7 @@ async fn karmada_and_tether_share_the_clusters_and_only_tether_follows_a_rotatio
     .await?;
     let relists_restart = s.metric("tether_relists_total", "member1").await? - relists_before;
     eprintln!(
-        "Tether's member1 relists: {relists_rotation} for the rotation, {relists_restart} with the restart"
+        "Tether's member1 relists: {relists_rotation} for the rotation, {relists_restart} with the restart too"
     );
     assert_eq!(relists_rotation, 0.0, "the rotation alone rebuilds nothing");
 
@@ -204,7 +239,31 @@ async fn karmada_and_tether_share_the_clusters_and_only_tether_follows_a_rotatio
     })
     .await?;
     eprintln!("Karmada's first 401 {first_refusal:?} after member1 was back");
-    // A Node appears on both members; Karmada's healthy member2 counts it, member1 never does.
+    // 3. A second collector mints for member2 (the first one does not mint): a token at 1 %
+    // of its 600 s, written into the Secret Karmada reads.
+    let minting = s
+        .start_collector(&[
+            "--write-status=false",
+            "--mint-tokens",
+            "--mint-at-fraction",
+            "0.01",
+            "--mint-retry-seconds",
+            "2",
+            "--request-timeout",
+            "3",
+        ])
+        .await?;
+    let minted = eventually("Tether mints for member2", KARMADA_START, || async {
+        let done = rotations(&minting, "member2", "success").await;
+        anyhow::ensure!(done >= 1.0, "{done} mints");
+        let now = s.karmada.secret_token("member2").await?;
+        anyhow::ensure!(now != seeded, "the Secret still holds the seeded token");
+        anyhow::Ok(restarted.elapsed())
+    })
+    .await?;
+    eprintln!("Tether minted member2's token {minted:?} after member1 was back");
+    // A Node appears on both members after Tether's mint; Karmada counts member2's (its
+    // informers hold the seeded token, still valid), never member1's (revoked).
     for i in [1, 2] {
         let node: Node = serde_json::from_value(json!({ "metadata": { "name": "late" } }))?;
         Api::<Node>::all(s.member(i).admin_client()?)
