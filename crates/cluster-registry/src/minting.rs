@@ -236,7 +236,7 @@ impl MintRequest {
 /// A member file's `mint:` block (formerly `rotation:`), the annotations' fields under their camelCase names.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MintBlock {
+pub(crate) struct MintBlock {
     /// `namespace/name`.
     pub service_account: String,
     /// As [`MINT_ANNOTATION`].
