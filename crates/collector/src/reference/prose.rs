@@ -9,11 +9,14 @@ use super::{files, names, page_path, root};
 /// The flags of other programs the book shows, after their program. Each must still appear
 /// somewhere, so that the list shrinks with the book.
 const OTHER_PROGRAMS: &str = "\
-    cargo: --all-targets --check --doc --features --ignored --lib --test --workspace
+    cargo: --all-targets --check --doc --example --examples --features --ignored --lib --test
+        --workspace
     helm: --create-namespace --install --reuse-values --set --strict
     kubectl: --clusterrole --context --duration --from-file --serviceaccount
     kube-apiserver: --service-account-max-token-expiration
     aws eks get-token: --cluster-name
+    karmada-controller-manager: --cluster-failure-threshold --controllers
+        --health-probe-bind-address --metrics-bind-address
     scale-bench and shard-bench, through hack/bench.sh: --baseline-window --exec-misses
         --lease-seconds --members --overhead-rounds --replicas --sharded
     rust-anchor: --system
