@@ -102,7 +102,7 @@ pub(crate) use jwt_claims::JwtClaims;
 pub(crate) use request_deadline::RequestDeadlineLayer;
 pub(crate) use response_limit::{LimitExceeded, ResponseLimits};
 pub(crate) use text::Text;
-pub(crate) use validation::{EndpointPolicy, MemberEndpoint};
+pub(crate) use validation::MemberEndpoint;
 
 /// This crate's README, its example compiled as a doctest so that it cannot rot.
 #[cfg(doctest)]

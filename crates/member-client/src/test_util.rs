@@ -21,7 +21,7 @@ use http::Request;
 
 use crate::{
     ClientFactory, CredentialCache, CredentialCacheConfig, CredentialHealth, CredentialKey,
-    EndpointPolicy, MemberClientConfig,
+    MemberClientConfig, validation::EndpointPolicy,
 };
 
 mod fake_source;

@@ -19,9 +19,10 @@ use super::{
 };
 use crate::{
     ClientFactory, ClientIdentity, CredentialCache, CredentialCacheConfig, CredentialHealth,
-    CredentialKey, EndpointPolicy, MemberClientConfig,
+    CredentialKey, MemberClientConfig,
     guarded_resolver::{GuardedResolver, system_lookup},
     test_util::FakeSource,
+    validation::EndpointPolicy,
 };
 
 /// Every wait in these tests is bounded by this.
