@@ -18,6 +18,7 @@ export KUBEBUILDER_ASSETS
 # The Go anchors, built with this machine's Go and cached in .interop/bin like the e2e interop
 # programs (the bench finds them through the same script).
 hack/interop.sh client-go-anchor >/dev/null
+hack/interop.sh karmada-anchor >/dev/null
 
 # The collector and the Rust anchors run as child processes, so that their RSS and CPU are
 # their own: release builds.

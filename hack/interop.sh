@@ -2,7 +2,8 @@
 # Build the Go programs that are not Tether, each its own Go module: the interop programs under
 # e2e/interop/*/ (real client-go consumers that Tether's e2e tests run against what Tether and
 # its fixtures publish) and the scale bench's anchors under crates/scale-bench/anchors/*/
-# (client-go member clients as other systems wire them, measured beside Tether).
+# (client-go member clients as other systems wire them, and Karmada v1.18.2's own member config
+# builder in karmada-anchor, measured beside Tether). Each module has its own go.mod and go.sum.
 #
 # Usage:
 #   bin="$(hack/interop.sh)"          # build all that are missing or stale, print the bin dir
@@ -22,7 +23,7 @@ program_dirs=("$repo_root/e2e/interop" "$repo_root/crates/scale-bench/anchors")
 bin_dir="$repo_root/.interop/bin"
 
 case "${1:-}" in
-  -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+  -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
 esac
 (($# <= 1)) || die "at most one program name (try --help)"
 

@@ -1,8 +1,9 @@
 //! Scale and speed of Tether, measured against anchors in the same run: 1,000 logical member
 //! clusters in one collector on real kube-apiservers ([`scale`]), a mass rotation, other
 //! systems' member clients beside Tether's on a subset of the same members, each a process of
-//! its own ([`baselines`]: client-go as Karmada and Argo CD wire it, built from
-//! `anchors/client-go-anchor`, and kube-rs), and the per-request cost of the `CredentialLayer`
+//! its own ([`baselines`]: client-go as Karmada ≥ 1.19 and Argo CD wire it, built from
+//! `anchors/client-go-anchor`; Karmada v1.18.2's own member config builder, built from
+//! `anchors/karmada-anchor`; and kube-rs), and the per-request cost of the `CredentialLayer`
 //! ([`overhead`]). `hack/bench.sh` runs it all and prints one table ([`table`], [`sections`]);
 //! `tests/scale_smoke.rs` runs [`scale`] with 20 members and asserts the correctness goals, no
 //! timing.

@@ -206,6 +206,7 @@ async fn fleet_phases(
             programs: Programs {
                 rust_anchor: std::env::current_exe()?.with_file_name("rust-anchor"),
                 client_go_anchor: testkit::interop::binary("client-go-anchor")?,
+                karmada_anchor: testkit::interop::binary("karmada-anchor")?,
             },
         };
         let report = baselines::run(&mut fleet, &options)

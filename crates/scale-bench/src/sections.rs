@@ -239,7 +239,11 @@ pub fn baselines(b: &BaselineReport, scale: &ScaleReport) -> Section {
              ResettableTokenSourceWrapTransport, 5-min refresh (client-go-anchor --mode karmada; a \
              Secret-read window shorter than that may see none of its reads: \
              --baseline-window). \
-             client-go BearerToken: rest.Config{{BearerToken}} read once, as Karmada before #7663. \
+             Karmada {} (< #7663): Karmada's own util.BuildClusterConfig \
+             (github.com/karmada-io/karmada/pkg/util) over the member's Cluster and Secret read \
+             through the control plane, as util.NewClusterClientSet calls it; it copies the \
+             Secret's token into rest.Config.BearerToken once (karmada-anchor). client-go \
+             BearerToken: rest.Config{{BearerToken}} read once. \
              Argo CD: not gitops-engine (not buildable here) but its handleModEvent behaviour \
              written with client-go informers: on a changed cluster Secret, stop every informer, \
              rebuild the config, start and wait for sync. kube-rs: the token in kube::Config. \
@@ -249,6 +253,7 @@ pub fn baselines(b: &BaselineReport, scale: &ScaleReport) -> Section {
              store ({} members in the collector: {:.2}/s). Per-system stderr: {}.",
             table::duration(b.options.probe_period),
             crate::baselines::system::client_go_version(),
+            crate::baselines::system::karmada_version(),
             table::duration(b.revoked_after),
             table::duration(b.options.blind_after),
             scale.members,

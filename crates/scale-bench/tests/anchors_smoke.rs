@@ -25,6 +25,7 @@ async fn every_anchor_runs_ten_members_and_behaves_as_the_system_it_stands_for()
         programs: Programs {
             rust_anchor: env!("CARGO_BIN_EXE_rust-anchor").into(),
             client_go_anchor: testkit::interop::binary("client-go-anchor").unwrap(),
+            karmada_anchor: testkit::interop::binary("karmada-anchor").unwrap(),
         },
     };
     let report = baselines::run(&mut fleet, &options).await.unwrap();
@@ -60,8 +61,13 @@ async fn every_anchor_runs_ten_members_and_behaves_as_the_system_it_stands_for()
     assert!(argocd.relists_per_member >= 2.0, "{argocd:?}");
     assert_eq!(argocd.blind, 0, "{argocd:?}");
 
-    // Token baked in, in client-go and in kube-rs: never switch, refused, blind after the restart.
-    for system in [System::ClientGoBearerToken, System::KubeRsBakedIn] {
+    // Token baked in, by Karmada v1.18.2's own config builder, in client-go and in kube-rs: never
+    // switch, refused, blind after the restart.
+    for system in [
+        System::KarmadaBefore7663,
+        System::ClientGoBearerToken,
+        System::KubeRsBakedIn,
+    ] {
         let r = get(system);
         assert_eq!(r.never_switched, MEMBERS, "{system:?}: {r:?}");
         assert!(r.failed_401 > 0, "{system:?}: {r:?}");
