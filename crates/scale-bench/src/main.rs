@@ -37,7 +37,7 @@ struct Args {
     /// Seconds to wait for all Ready before reporting what there is.
     #[arg(long, default_value_t = 180)]
     ready_limit: u64,
-    /// Members of the anchors' subset (0: no anchors). Each of the five systems runs them all,
+    /// Members of the anchors' subset (0: no anchors). Each of the six systems runs them all,
     /// as a process of its own.
     #[arg(long, default_value_t = 50)]
     baseline_members: usize,
