@@ -38,7 +38,32 @@ cargo build -p collector --bin collector -p tether-credential --bin tether-crede
 # The embedding examples' suite (e2e/tests/embedding_examples.rs) runs the example programs as
 # child processes; `cargo test` builds examples only as test harnesses, not as programs.
 cargo build --workspace --examples
-cargo test --workspace --all-targets
+
+# Every test target, built once. karmada_real (e2e/tests/karmada_real.rs) spends minutes waiting
+# on Karmada's controllers and on member restarts: it runs beside the other suites instead of
+# after them, and its output is shown when it ends.
+karmada_real_test=karmada_and_tether_share_the_clusters_and_only_tether_follows_a_rotation
+karmada_real="$(cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics |
+  python3 -c 'import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "karmada_real" and msg.get("executable"):
+        print(msg["executable"])')"
+[[ -x $karmada_real ]] || { echo "test: the build made no karmada_real test" >&2; exit 1; }
+karmada_real_log="$(mktemp)"
+(cd e2e && exec "$karmada_real" --exact "$karmada_real_test") >"$karmada_real_log" 2>&1 &
+karmada_real_pid=$!
+trap 'kill "$karmada_real_pid" 2>/dev/null || true' EXIT
+
+# criterion's harness takes no --skip, so the benches (run once, as tests) go on their own.
+cargo test --workspace --lib --bins --tests --examples -- --skip "$karmada_real_test"
+cargo test --workspace --benches
+if ! wait "$karmada_real_pid"; then
+  cat "$karmada_real_log" >&2
+  echo "test: karmada_real failed (its output is above)" >&2
+  exit 1
+fi
+grep -E '^test |^test result' "$karmada_real_log" >&2
 cargo test --workspace --doc
 
 # The two libraries package as crates.io would take them, each then built from its package
