@@ -68,6 +68,10 @@ cargo test --workspace --doc
 
 # The two libraries package as crates.io would take them, each then built from its package
 # alone. Like kube, they enable no Kubernetes version of k8s-openapi: an embedder picks one.
+# cargo verifies each package against the other's fresh tarball through a local registry, but
+# unpacks a crate version under ~/.cargo/registry/src only once: a copy left by an earlier run of
+# the same version would be built instead of this tree's.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/{member-client,tether-cluster-registry}-[0-9]*
 K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --locked -p member-client -p tether-cluster-registry
 
 # Every feature combination the docs promise (docs/src/embedding/features.md) builds, lint-clean.
