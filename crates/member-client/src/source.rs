@@ -9,7 +9,7 @@ use crate::{Credential, IdentityError, exec::ExecError};
 /// Reads the current credential for a [`CredentialKey`].
 ///
 /// member-client knows nothing of where Secrets live: cluster-registry implements this over its
-/// in-memory Secret store, and [`FileSource`](crate::FileSource) reads a projected token file.
+/// in-memory Secret store, and [`FileSource`](crate::file_source::FileSource) reads a projected token file.
 /// The [`CredentialCache`](crate::CredentialCache) calls `fetch` only on a miss, an expiry, an
 /// invalidation or a 401, and never twice at once for the same key.
 ///
