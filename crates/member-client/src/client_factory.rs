@@ -85,6 +85,8 @@ pub struct ClientFactory {
     tokens: CredentialCache,
     policy: Arc<EndpointPolicy>,
     lookup: Lookup,
+    /// `None`: HTTP/1.1 only.
+    http2: Option<transport::Http2Settings>,
 }
 
 impl std::fmt::Debug for ClientFactory {
@@ -92,6 +94,7 @@ impl std::fmt::Debug for ClientFactory {
         f.debug_struct("ClientFactory")
             .field("tokens", &self.tokens)
             .field("policy", &self.policy)
+            .field("http2", &self.http2.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -104,7 +107,23 @@ impl ClientFactory {
             tokens,
             policy: Arc::new(EndpointPolicy::default()),
             lookup: guarded_resolver::system_lookup(),
+            http2: Some(transport::Http2Settings::default()),
         }
+    }
+
+    /// Whether clients offer HTTP/2 to members (on by default).
+    ///
+    /// With HTTP/2, a member that negotiates `h2` by ALPN gets one TLS connection per client
+    /// identity, carrying all of its watches, probes and requests up to the member's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (another connection is opened past it), and PINGed
+    /// after 30 s of silence, failing after 15 s more without an answer, as client-go does. A
+    /// member (or proxy) that does not offer `h2`, a plain `http://` endpoint and a protocol
+    /// upgrade get HTTP/1.1: one connection per request in flight. Off, every member gets
+    /// HTTP/1.1.
+    #[must_use]
+    pub fn with_http2(mut self, enabled: bool) -> Self {
+        self.http2 = enabled.then(transport::Http2Settings::default);
+        self
     }
 
     /// Judge endpoints by `policy` instead.
@@ -178,12 +197,12 @@ impl ClientFactory {
             .max_concurrent_requests
             .clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
         let resolver = GuardedResolver::new(Arc::clone(&self.policy), Arc::clone(&self.lookup));
-        let service = transport::service(&kube_config, resolver, config.limits.response).map_err(
-            |source| Error::BuildClient {
-                member: config.member.clone(),
-                source,
-            },
-        )?;
+        let service =
+            transport::service(&kube_config, resolver, config.limits.response, self.http2)
+                .map_err(|source| Error::BuildClient {
+                    member: config.member.clone(),
+                    source,
+                })?;
         let client = ClientBuilder::new(service, kube_config.default_namespace.clone())
             .with_layer(&RequestDeadlineLayer::new(config.limits.request_timeout))
             .with_layer(&ConcurrencyLimitLayer::new(in_flight))

@@ -29,7 +29,7 @@ mod loopback_server;
 mod test_pki;
 
 pub use fake_source::FakeSource;
-pub use loopback_server::{LoopbackServer, Peer, Reply};
+pub use loopback_server::{DEFAULT_MAX_CONCURRENT_STREAMS, LoopbackServer, Peer, Reply};
 pub use test_pki::{ClientAuth, TestPki};
 
 /// A JWT whose payload is `claims` (JSON), with a dummy signature: the client reads a token's

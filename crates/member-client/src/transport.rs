@@ -1,11 +1,11 @@
 //! The HTTP stack under a member client: kube's own default stack, rebuilt so that its
 //! connector resolves through the [`GuardedResolver`] and presents each request's client
-//! certificate.
+//! certificate, and so that it speaks HTTP/2.
 //!
 //! `kube::client::ClientBuilder::try_from(Config)` hard-wires a plain `HttpConnector`, whose
 //! resolver cannot be replaced; this module is that same stack (TLS from kube's config, connect
 //! / read / write timeouts, base URI, impersonation and extra headers, a `tracing` span per
-//! request) with the one difference, plus TCP keepalive. kube's retries of 429/503/504 are the
+//! request) with that difference, plus TCP keepalive. kube's retries of 429/503/504 are the
 //! [`CredentialLayer`](crate::CredentialLayer)'s, which keeps a copy of every request for its
 //! 401 retry anyway: one copy serves both. Proxy user info
 //! is refused by validation, so no proxy `Authorization` is set here.
@@ -14,12 +14,21 @@
 //! ([`IdentityPools`]): a request whose extensions hold a [`ClientIdentity`](crate::ClientIdentity)
 //! goes over connections that presented it, so a rotated certificate is used by the next
 //! request without closing the connections (watches) that the old one opened.
+//!
+//! Where kube speaks HTTP/1.1, a connection per request in flight, each pool here offers `h2`
+//! by ALPN and multiplexes every watch, probe and request of the member over one connection
+//! while the member's stream limit allows (`transport::pool`); a member that does not offer
+//! `h2` gets kube's HTTP/1.1.
 
+mod http2_connections;
+#[cfg(test)]
+mod http2_tests;
 mod identity_pools;
 #[cfg(test)]
 mod identity_tests;
 #[cfg(test)]
 mod mtls_server;
+mod pool;
 mod pool_recipe;
 mod request_span;
 
@@ -33,6 +42,7 @@ use tower::{BoxError, ServiceBuilder, ServiceExt as _, util::BoxCloneService};
 pub(crate) type GenericService =
     BoxCloneService<http::Request<Body>, http::Response<Box<DynBody>>, BoxError>;
 
+pub(crate) use self::http2_connections::Http2Settings;
 use self::{
     identity_pools::IdentityPools,
     pool_recipe::{Dial, PoolRecipe},
@@ -46,11 +56,12 @@ use crate::{
 const TCP_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// kube's default service for `config`, dialling only what `resolver` lets through, every
-/// response held to `limits`.
+/// response held to `limits`, offering HTTP/2 when `http2` is given.
 pub(crate) fn service(
     config: &kube::Config,
     resolver: GuardedResolver,
     limits: ResponseLimits,
+    http2: Option<Http2Settings>,
 ) -> Result<GenericService, kube::Error> {
     let mut connector = HttpConnector::new_with_resolver(resolver);
     connector.enforce_http(false);
@@ -58,15 +69,20 @@ pub(crate) fn service(
     // watch would wait on it for its whole idle deadline. Keepalive probes find it sooner.
     connector.set_keepalive(Some(TCP_KEEPALIVE));
     match &config.proxy_url {
-        None => finish(config, connector, limits),
+        None => finish(config, connector, limits, http2),
         Some(proxy) if proxy.scheme_str() == Some("https") => {
             #[cfg(feature = "__rustls")]
             let tls_to_proxy = config.rustls_https_connector_with_connector(connector)?;
             #[cfg(not(feature = "__rustls"))]
             let tls_to_proxy = config.openssl_https_connector_with_connector(connector)?;
-            finish(config, Tunnel::new(proxy.clone(), tls_to_proxy), limits)
+            finish(
+                config,
+                Tunnel::new(proxy.clone(), tls_to_proxy),
+                limits,
+                http2,
+            )
         }
-        Some(proxy) => finish(config, Tunnel::new(proxy.clone(), connector), limits),
+        Some(proxy) => finish(config, Tunnel::new(proxy.clone(), connector), limits, http2),
     }
 }
 
@@ -74,10 +90,11 @@ fn finish(
     config: &kube::Config,
     connector: impl Dial,
     limits: ResponseLimits,
+    http2: Option<Http2Settings>,
 ) -> Result<GenericService, kube::Error> {
     // kube's TLS and timeouts, one pool per client identity. Routed below the base URI and
     // retry layers, which keep a request's extensions (and so its identity) in every retry.
-    let client = IdentityPools::new(PoolRecipe::new(config, connector)?);
+    let client = IdentityPools::new(PoolRecipe::new(config, connector, http2)?);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .map_err(BoxError::from)

@@ -15,8 +15,12 @@ use std::{
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::combinators::BoxBody;
-use hyper::{body::Incoming, server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use hyper::{
+    body::Incoming,
+    server::conn::{http1, http2},
+    service::service_fn,
+};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::{HandshakeKind, ServerConfig, pki_types::CertificateDer};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
@@ -37,9 +41,13 @@ pub struct Peer {
     pub resumed: bool,
 }
 
+/// The `SETTINGS_MAX_CONCURRENT_STREAMS` a loopback server sends, as a kube-apiserver does.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 100;
+
 /// A server on a free port of a loopback address, HTTP/1.1 over TCP or over TLS, answering
-/// each request with `handler(request, peer)`. Dropping it closes its listener and every
-/// connection.
+/// each request with `handler(request, peer)`. Over TLS it speaks HTTP/2 on a connection whose
+/// ALPN chose `h2` (when the `ServerConfig` offers it). Dropping it closes its listener and
+/// every connection.
 #[derive(Debug)]
 pub struct LoopbackServer {
     addr: SocketAddr,
@@ -75,6 +83,24 @@ impl LoopbackServer {
         H: Fn(Request<Incoming>, Peer) -> F + Send + Sync + 'static,
         F: Future<Output = Reply> + Send + 'static,
     {
+        Self::start_with_streams(ip, tls, DEFAULT_MAX_CONCURRENT_STREAMS, handler).await
+    }
+
+    /// [`start`](Self::start), allowing `max_streams` concurrent streams on an HTTP/2
+    /// connection.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub async fn start_with_streams<H, F>(
+        ip: Ipv4Addr,
+        tls: Option<Arc<ServerConfig>>,
+        max_streams: u32,
+        handler: H,
+    ) -> io::Result<Self>
+    where
+        H: Fn(Request<Incoming>, Peer) -> F + Send + Sync + 'static,
+        F: Future<Output = Reply> + Send + 'static,
+    {
         if !ip.is_loopback() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -95,12 +121,14 @@ impl LoopbackServer {
                     (acceptor.clone(), Arc::clone(&shared), Arc::clone(&handler));
                 connections.spawn(async move {
                     let Some(acceptor) = acceptor else {
-                        return serve(tcp, Peer::default(), &counts, handler).await;
+                        return serve(tcp, Peer::default(), None, &counts, handler).await;
                     };
                     // A failed handshake (no acceptable client certificate) is no connection.
                     if let Ok(tls) = acceptor.accept(tcp).await {
-                        let peer = peer(tls.get_ref().1);
-                        serve(tls, peer, &counts, handler).await;
+                        let connection = tls.get_ref().1;
+                        let peer = peer(connection);
+                        let h2 = connection.alpn_protocol() == Some(b"h2".as_slice());
+                        serve(tls, peer, h2.then_some(max_streams), &counts, handler).await;
                     }
                 });
             }
@@ -134,7 +162,8 @@ impl LoopbackServer {
     }
 }
 
-async fn serve<S, H, F>(stream: S, peer: Peer, counts: &Counts, handler: Arc<H>)
+/// Serves one connection: HTTP/2 allowing `http2` streams, if given, else HTTP/1.1.
+async fn serve<S, H, F>(stream: S, peer: Peer, http2: Option<u32>, counts: &Counts, handler: Arc<H>)
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     H: Fn(Request<Incoming>, Peer) -> F + Send + Sync + 'static,
@@ -146,9 +175,16 @@ where
         let answer = handler(request, peer.clone());
         async move { Ok::<_, Infallible>(answer.await) }
     });
-    let _ = http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
+    let io = TokioIo::new(stream);
+    let _ = match http2 {
+        Some(max_streams) => {
+            http2::Builder::new(TokioExecutor::new())
+                .max_concurrent_streams(max_streams)
+                .serve_connection(io, service)
+                .await
+        }
+        None => http1::Builder::new().serve_connection(io, service).await,
+    };
     counts.open.fetch_sub(1, Ordering::SeqCst);
 }
 

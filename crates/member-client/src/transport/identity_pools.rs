@@ -10,11 +10,14 @@ use std::{
 };
 
 use http::{Request, Response};
-use hyper::body::Incoming;
-use hyper_util::client::legacy;
 use kube::client::Body;
+use tower::BoxError;
 
-use super::pool_recipe::{Dial, Pool, PoolRecipe};
+use super::{
+    http2_connections::PoolBody,
+    pool::{Pool, PoolFuture},
+    pool_recipe::{Dial, PoolRecipe},
+};
 use crate::ClientIdentity;
 
 /// Routes requests by the [`ClientIdentity`] they carry (`request.extensions().get()`).
@@ -44,35 +47,35 @@ use crate::ClientIdentity;
 /// contend on. A call takes a lock only to look up (or swap in) the pool of an identity;
 /// making a pool is cheap (no I/O: the TLS roots were loaded once) and nothing awaits under
 /// the lock.
-pub(crate) struct IdentityPools<H> {
+pub(crate) struct IdentityPools<H: Dial> {
     shared: Arc<Shared<H>>,
 }
 
-struct Shared<H> {
+struct Shared<H: Dial> {
     recipe: PoolRecipe<H>,
     anonymous: Pool<H>,
     slots: Mutex<Slots<H>>,
 }
 
 /// A pool and the identity all its connections presented.
-struct IdentityPool<H> {
+struct IdentityPool<H: Dial> {
     identity: ClientIdentity,
     pool: Pool<H>,
 }
 
-struct Slots<H> {
+struct Slots<H: Dial> {
     current: Option<Arc<IdentityPool<H>>>,
     /// The pool `current` replaced, alive only while requests hold it.
     previous: Weak<IdentityPool<H>>,
 }
 
-impl<H> Shared<H> {
+impl<H: Dial> Shared<H> {
     fn slots(&self) -> MutexGuard<'_, Slots<H>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-impl<H> Clone for IdentityPools<H> {
+impl<H: Dial> Clone for IdentityPools<H> {
     fn clone(&self) -> Self {
         Self {
             shared: Arc::clone(&self.shared),
@@ -80,7 +83,7 @@ impl<H> Clone for IdentityPools<H> {
     }
 }
 
-impl<H> fmt::Debug for IdentityPools<H> {
+impl<H: Dial> fmt::Debug for IdentityPools<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let slots = self.shared.slots();
         f.debug_struct("IdentityPools")
@@ -159,8 +162,8 @@ impl<H> tower::Service<Request<Body>> for IdentityPools<H>
 where
     H: Dial,
 {
-    type Response = Response<Incoming>;
-    type Error = legacy::Error;
+    type Response = Response<PoolBody>;
+    type Error = BoxError;
     type Future = ResponseFuture<H>;
 
     /// Always ready, like hyper's pooled client.
@@ -185,15 +188,15 @@ where
     }
 }
 
-/// Response future of [`IdentityPools`]: hyper's, holding the pool it was sent on until the
+/// Response future of [`IdentityPools`]: the pool's, holding the pool it was sent on until the
 /// response headers arrive (which is what keeps an old pool reachable for stale requests).
-pub(crate) struct ResponseFuture<H> {
-    inner: legacy::ResponseFuture,
+pub(crate) struct ResponseFuture<H: Dial> {
+    inner: PoolFuture,
     held: Option<Arc<IdentityPool<H>>>,
 }
 
-impl<H> Future for ResponseFuture<H> {
-    type Output = Result<Response<Incoming>, legacy::Error>;
+impl<H: Dial> Future for ResponseFuture<H> {
+    type Output = Result<Response<PoolBody>, BoxError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let output = Pin::new(&mut self.inner).poll(cx);
@@ -204,7 +207,7 @@ impl<H> Future for ResponseFuture<H> {
     }
 }
 
-impl<H> fmt::Debug for ResponseFuture<H> {
+impl<H: Dial> fmt::Debug for ResponseFuture<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }

@@ -8,12 +8,13 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt as _;
 use hyper_util::client::legacy::connect::HttpConnector;
 use kube::client::Body;
+use rstest::rstest;
 use tower::{BoxError, Service as _, ServiceExt as _};
 
 use super::{
-    GenericService,
+    GenericService, Http2Settings,
     identity_pools::IdentityPools,
-    mtls_server::{ClientAuth, MtlsServer, TestPki},
+    mtls_server::{ClientAuth, MtlsServer, Protocol, TestPki},
     pool_recipe::PoolRecipe,
     service,
 };
@@ -34,10 +35,12 @@ fn config(server: &MtlsServer, pki: &TestPki) -> kube::Config {
     config
 }
 
-/// The member stack `ClientFactory` puts under its layers.
+/// The member stack `ClientFactory` puts under its layers, offering `h2` as it does by
+/// default: the server's [`Protocol`] decides.
 fn transport(server: &MtlsServer, pki: &TestPki) -> GenericService {
     let resolver = GuardedResolver::new(Arc::new(EndpointPolicy::loopback()), system_lookup());
-    service(&config(server, pki), resolver, Default::default()).unwrap()
+    let http2 = Some(Http2Settings::default());
+    service(&config(server, pki), resolver, Default::default(), http2).unwrap()
 }
 
 fn request(path: &str, identity: Option<&ClientIdentity>) -> Request<Body> {
@@ -82,16 +85,21 @@ async fn get(svc: &mut GenericService, path: &str, identity: &ClientIdentity) ->
 }
 
 /// A CA, a server that requires a client certificate it issued, and identities `A` and `B`.
-async fn requiring_certificates() -> (TestPki, MtlsServer, ClientIdentity, ClientIdentity) {
+async fn requiring_certificates(
+    protocol: Protocol,
+) -> (TestPki, MtlsServer, ClientIdentity, ClientIdentity) {
     let pki = TestPki::new();
-    let server = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let server = MtlsServer::start(&pki, ClientAuth::Required, protocol).await;
     let (a, b) = (pki.identity("A"), pki.identity("B"));
     (pki, server, a, b)
 }
 
+#[rstest]
 #[tokio::test]
-async fn the_next_request_after_a_rotation_presents_the_new_identity() {
-    let (pki, server, a, b) = requiring_certificates().await;
+async fn the_next_request_after_a_rotation_presents_the_new_identity(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
+    let (pki, server, a, b) = requiring_certificates(protocol).await;
     let mut svc = transport(&server, &pki);
 
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
@@ -101,11 +109,15 @@ async fn the_next_request_after_a_rotation_presents_the_new_identity() {
     // A's idle connections went with A's pool; B's one is left.
     assert_eq!(server.wait_open_at_most(1).await, 1);
     assert_eq!(get(&mut svc, "/", &a).await.cn, "A");
+    server.assert_spoke(protocol);
 }
 
+#[rstest]
 #[tokio::test]
-async fn the_same_certificate_parsed_again_keeps_its_pool() {
-    let (pki, server, ..) = requiring_certificates().await;
+async fn the_same_certificate_parsed_again_keeps_its_pool(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
+    let (pki, server, ..) = requiring_certificates(protocol).await;
     let pools = pools(&server, &pki);
     let (chain, key) = pki.identity_pem("A");
     let parse = || ClientIdentity::from_pem(chain.as_bytes(), key.as_bytes()).unwrap();
@@ -117,11 +129,14 @@ async fn the_same_certificate_parsed_again_keeps_its_pool() {
     assert_eq!(get_via(&pools, &server, "/", &a_again).await.cn, "A");
     let why = "a new pool for the same identity";
     assert_eq!(pools.slots().current_pool, pool, "{why}");
+    server.assert_spoke(protocol);
 }
 
 #[tokio::test]
+/// HTTP/1.1 only: `/close` needs it. Both protocols share a pool's TLS config, and so its
+/// session cache.
 async fn sessions_are_never_resumed_across_identities() {
-    let (pki, server, a, b) = requiring_certificates().await;
+    let (pki, server, a, b) = requiring_certificates(Protocol::Http1).await;
     let mut svc = transport(&server, &pki);
 
     // `/close` ends each connection, so each request makes a new handshake. A resumed TLS 1.3
@@ -142,9 +157,12 @@ async fn sessions_are_never_resumed_across_identities() {
     }
 }
 
+#[rstest]
 #[tokio::test]
-async fn a_stream_opened_under_the_old_identity_survives_a_rotation() {
-    let (pki, server, a, b) = requiring_certificates().await;
+async fn a_stream_opened_under_the_old_identity_survives_a_rotation(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
+    let (pki, server, a, b) = requiring_certificates(protocol).await;
     let mut svc = transport(&server, &pki);
 
     let mut watch = send(&mut svc, "/stream", Some(&a))
@@ -171,12 +189,16 @@ async fn a_stream_opened_under_the_old_identity_survives_a_rotation() {
     // Once the stream ends, its connection is not pooled again: only B's idle one is left.
     drop(watch);
     assert_eq!(server.wait_open_at_most(1).await, 1);
+    server.assert_spoke(protocol);
 }
 
+#[rstest]
 #[tokio::test]
-async fn a_request_without_identity_presents_no_certificate() {
+async fn a_request_without_identity_presents_no_certificate(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
     let pki = TestPki::new();
-    let optional = MtlsServer::start(&pki, ClientAuth::Optional).await;
+    let optional = MtlsServer::start(&pki, ClientAuth::Optional, protocol).await;
     let a = pki.identity("A");
     let mut svc = transport(&optional, &pki);
 
@@ -188,17 +210,19 @@ async fn a_request_without_identity_presents_no_certificate() {
     assert_eq!(anonymous(&mut svc).await.cn, "anonymous", "{why}");
     assert_eq!(optional.accepted(), 2);
 
-    let required = MtlsServer::start(&pki, ClientAuth::Required).await;
+    let required = MtlsServer::start(&pki, ClientAuth::Required, protocol).await;
     let mut svc = transport(&required, &pki);
     assert!(send(&mut svc, "/", None).await.is_err());
     assert_eq!(required.accepted(), 0);
+    optional.assert_spoke(protocol);
 }
 
 /// The pools themselves, to look at what they keep.
 fn pools(server: &MtlsServer, pki: &TestPki) -> IdentityPools<HttpConnector> {
     let mut dial = HttpConnector::new();
     dial.enforce_http(false);
-    IdentityPools::new(PoolRecipe::new(&config(server, pki), dial).unwrap())
+    let http2 = Some(Http2Settings::default());
+    IdentityPools::new(PoolRecipe::new(&config(server, pki), dial, http2).unwrap())
 }
 
 fn absolute(server: &MtlsServer, path: &str, identity: &ClientIdentity) -> Request<Body> {
@@ -221,9 +245,12 @@ async fn get_via(
     seen(response.unwrap()).await
 }
 
+#[rstest]
 #[tokio::test]
-async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
-    let (pki, server, ..) = requiring_certificates().await;
+async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
+    let (pki, server, ..) = requiring_certificates(protocol).await;
     let pools = pools(&server, &pki);
     let identities: Vec<_> = (0..5).map(|i| pki.identity(&format!("id{i}"))).collect();
     for identity in &identities {
@@ -236,11 +263,15 @@ async fn rotations_keep_one_pool_and_close_the_old_ones_idle_connections() {
     assert_eq!(server.accepted(), 5);
     let why = "old pools' connections stay open";
     assert_eq!(server.wait_open_at_most(1).await, 1, "{why}");
+    server.assert_spoke(protocol);
 }
 
+#[rstest]
 #[tokio::test]
-async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_lives() {
-    let (pki, server, a, b) = requiring_certificates().await;
+async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_lives(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
+    let (pki, server, a, b) = requiring_certificates(protocol).await;
     let pools = pools(&server, &pki);
 
     let held = tokio::spawn(pools.clone().oneshot(absolute(&server, "/hold", &a)));
@@ -260,14 +291,18 @@ async fn a_request_still_carrying_the_old_identity_uses_the_old_pool_while_it_li
     let why = "A's pool outlived its requests";
     assert!(!pools.slots().previous_alive, "{why}");
     assert_eq!(server.wait_open_at_most(1).await, 1);
+    server.assert_spoke(protocol);
 }
 
 /// Through the whole stack: the identity comes from the cache, a rotated certificate is
 /// presented by the next request, and the copy sent after a 503 presents it too (an anonymous
 /// copy would be refused by the server).
+#[rstest]
 #[tokio::test]
-async fn a_factory_client_presents_the_identity_its_credential_holds() {
-    let (pki, server, a, b) = requiring_certificates().await;
+async fn a_factory_client_presents_the_identity_its_credential_holds(
+    #[values(Protocol::Http1, Protocol::Http2)] protocol: Protocol,
+) {
+    let (pki, server, a, b) = requiring_certificates(protocol).await;
     let source = Arc::new(FakeSource::identity(a.clone()));
     let key = CredentialKey::new("ns", "m1");
     let tokens = CredentialCache::from_arc(source.clone(), CredentialCacheConfig::default());
@@ -284,4 +319,5 @@ async fn a_factory_client_presents_the_identity_its_credential_holds() {
     }
     let response = client.send(request("/flaky", None)).await.unwrap();
     assert_eq!(seen(response).await.cn, "A");
+    server.assert_spoke(protocol);
 }

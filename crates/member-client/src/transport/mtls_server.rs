@@ -3,20 +3,22 @@
 //!
 //! Paths: `/stream` streams one line per [`MtlsServer::tick`] and never ends; `/hold` answers
 //! only after the next tick; `/flaky` answers 503 the first time; `/close` closes the
-//! connection after answering. Every response says in `x-resumed` whether its connection
-//! resumed a TLS session.
+//! connection after answering (HTTP/1.1 only). Every response says in `x-resumed` whether its
+//! connection resumed a TLS session. It offers `h2` by ALPN when started with
+//! [`Protocol::Http2`], and only HTTP/1.1 otherwise.
 
 use std::{
+    collections::BTreeSet,
     net::Ipv4Addr,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode};
+use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt as _, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use tokio::sync::broadcast;
@@ -34,23 +36,52 @@ struct State {
     ticks: broadcast::Sender<()>,
     holding: AtomicUsize,
     flaked: AtomicBool,
+    /// The HTTP versions of the requests served so far.
+    versions: Mutex<BTreeSet<String>>,
+}
+
+/// What the server offers by ALPN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// HTTP/1.1 alone (no ALPN): a client that offers `h2` falls back.
+    Http1,
+    /// `h2`, then HTTP/1.1.
+    Http2,
 }
 
 impl MtlsServer {
-    pub(crate) async fn start(pki: &TestPki, auth: ClientAuth) -> Self {
+    pub(crate) async fn start(pki: &TestPki, auth: ClientAuth, protocol: Protocol) -> Self {
+        let streams = crate::test_util::DEFAULT_MAX_CONCURRENT_STREAMS;
+        Self::start_with_streams(pki, auth, protocol, streams).await
+    }
+
+    /// [`start`](Self::start), allowing `max_streams` concurrent streams per HTTP/2 connection.
+    pub(crate) async fn start_with_streams(
+        pki: &TestPki,
+        auth: ClientAuth,
+        protocol: Protocol,
+        max_streams: u32,
+    ) -> Self {
         let state = Arc::new(State {
             ticks: broadcast::channel(16).0,
             holding: AtomicUsize::new(0),
             flaked: AtomicBool::new(false),
+            versions: Mutex::default(),
         });
         let shared = Arc::clone(&state);
-        let tls = Some(pki.server_config(Ipv4Addr::LOCALHOST, auth));
-        let server = LoopbackServer::start(Ipv4Addr::LOCALHOST, tls, move |request, peer| {
+        let mut tls = (*pki.server_config(Ipv4Addr::LOCALHOST, auth)).clone();
+        if protocol == Protocol::Http2 {
+            tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        }
+        let tls = Some(Arc::new(tls));
+        let handler = move |request, peer: Peer| {
             let state = Arc::clone(&shared);
             async move { respond(&state, &peer, request).await }
-        })
-        .await
-        .unwrap();
+        };
+        let server =
+            LoopbackServer::start_with_streams(Ipv4Addr::LOCALHOST, tls, max_streams, handler)
+                .await
+                .unwrap();
         Self { server, state }
     }
 
@@ -62,6 +93,21 @@ impl MtlsServer {
     /// One more line on every open `/stream`; answers every waiting `/hold`.
     pub(crate) fn tick(&self) {
         let _ = self.state.ticks.send(());
+    }
+
+    /// Panics unless every request so far came over `protocol`.
+    pub(crate) fn assert_spoke(&self, protocol: Protocol) {
+        let want = match protocol {
+            Protocol::Http1 => Version::HTTP_11,
+            Protocol::Http2 => Version::HTTP_2,
+        };
+        let versions = self.state.versions.lock().unwrap().clone();
+        assert_eq!(versions, BTreeSet::from([format!("{want:?}")]));
+    }
+
+    /// The address it listens on.
+    pub(crate) fn addr(&self) -> std::net::SocketAddr {
+        self.server.addr()
     }
 
     /// Connections whose handshake succeeded, so far.
@@ -94,6 +140,8 @@ async fn within_5s(check: impl Fn() -> bool) -> bool {
 }
 
 async fn respond(state: &State, peer: &Peer, request: Request<Incoming>) -> Reply {
+    let version = format!("{:?}", request.version());
+    state.versions.lock().unwrap().insert(version);
     let cn = peer.common_name.as_deref().unwrap_or("anonymous");
     let line = Bytes::from(format!("{cn}\n"));
     let body = match request.uri().path() {

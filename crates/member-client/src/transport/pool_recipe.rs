@@ -10,17 +10,22 @@ use hyper_openssl::client::legacy::HttpsConnector;
 #[cfg(feature = "__rustls")]
 use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
 use hyper_timeout::TimeoutConnector;
-use hyper_util::{
-    client::legacy::{self, connect::Connection},
-    rt::TokioExecutor,
-};
-use kube::client::{Body, ConfigExt as _};
+use hyper_util::client::legacy::connect::Connection;
+use kube::client::ConfigExt as _;
 #[cfg(feature = "client-cert")]
 use rustls::{SignatureScheme, client::ResolvesClientCert, sign::CertifiedKey};
 #[cfg(feature = "__rustls")]
 use rustls::{client::Resumption, pki_types::ServerName};
 
+#[cfg(feature = "__rustls")]
+use super::http2_connections::Http2Connections;
+use super::{http2_connections::Http2Settings, pool::Pool};
 use crate::ClientIdentity;
+
+/// How long a dial (TCP, TLS, the HTTP/2 preface) may take when kube's config sets no connect
+/// timeout.
+#[cfg(feature = "__rustls")]
+const DIAL_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A trait alias: the trait, and its impl for every type within `bounds`, from one list.
 macro_rules! trait_alias {
@@ -48,22 +53,22 @@ trait_alias! {
 /// TLS over `H`, with kube's timeouts.
 pub(crate) type Connector<H> = TimeoutConnector<HttpsConnector<H>>;
 
-/// One connection pool: hyper's pooled client over a [`Connector`].
-pub(crate) type Pool<H> = legacy::Client<Connector<H>, Body>;
-
-/// A pool over `https`, with `timeouts` (connect, read, write): kube's `ClientBuilder` stack.
-fn pool_over<H: Dial>(https: HttpsConnector<H>, timeouts: [Option<Duration>; 3]) -> Pool<H> {
+/// `https` with `timeouts` (connect, read, write): kube's `ClientBuilder` stack.
+fn connector_over<H: Dial>(
+    https: HttpsConnector<H>,
+    timeouts: [Option<Duration>; 3],
+) -> Connector<H> {
     let [connect, read, write] = timeouts;
     let mut connector = TimeoutConnector::new(https);
     connector.set_connect_timeout(connect);
     connector.set_read_timeout(read);
     connector.set_write_timeout(write);
-    legacy::Builder::new(TokioExecutor::new()).build(connector)
+    connector
 }
 
 /// Everything a pool is made from: the dialler (resolver, keepalive, proxy tunnel), the TLS
-/// verification of the member (roots or skip, server name) and the timeouts, all read from
-/// the `kube::Config` once.
+/// verification of the member (roots or skip, server name), the timeouts, all read from the
+/// `kube::Config` once, and whether to offer HTTP/2.
 #[cfg(feature = "__rustls")]
 pub(crate) struct PoolRecipe<H> {
     dial: H,
@@ -72,6 +77,8 @@ pub(crate) struct PoolRecipe<H> {
     server_name: Option<ServerName<'static>>,
     /// Connect, read and write timeouts.
     timeouts: [Option<Duration>; 3],
+    /// `None`: HTTP/1.1 only.
+    http2: Option<Http2Settings>,
 }
 
 #[cfg(feature = "__rustls")]
@@ -79,6 +86,7 @@ impl<H> fmt::Debug for PoolRecipe<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolRecipe")
             .field("server_name", &self.server_name)
+            .field("http2", &self.http2)
             .finish_non_exhaustive()
     }
 }
@@ -86,11 +94,16 @@ impl<H> fmt::Debug for PoolRecipe<H> {
 #[cfg(feature = "__rustls")]
 impl<H: Dial> PoolRecipe<H> {
     /// What `config.rustls_https_connector_with_connector(dial)` and kube's timeouts would
-    /// build, kept apart so that each pool gets its own copy.
+    /// build, kept apart so that each pool gets its own copy; HTTP/2 is offered when `http2`
+    /// is given.
     ///
     /// # Errors
     /// kube's, if its TLS config cannot be built or `tls_server_name` is not a server name.
-    pub(crate) fn new(config: &kube::Config, dial: H) -> Result<Self, kube::Error> {
+    pub(crate) fn new(
+        config: &kube::Config,
+        dial: H,
+        http2: Option<Http2Settings>,
+    ) -> Result<Self, kube::Error> {
         let server_name = config
             .tls_server_name
             .clone()
@@ -109,6 +122,7 @@ impl<H: Dial> PoolRecipe<H> {
                 config.read_timeout,
                 config.write_timeout,
             ],
+            http2,
         })
     }
 
@@ -128,22 +142,36 @@ impl<H: Dial> PoolRecipe<H> {
         if let Some(identity) = identity {
             tls.client_auth_cert_resolver = Arc::new(Present(Arc::clone(identity.certified_key())));
         }
-        // The rest is kube's `rustls_https_connector_with_connector` and `ClientBuilder` stack.
+        let http2 = self.http2.map(|settings| {
+            let dial_deadline = self.timeouts[0].unwrap_or(DIAL_DEADLINE);
+            Http2Connections::new(self.connector(tls.clone(), true), settings, dial_deadline)
+        });
+        Pool::new(self.connector(tls, false), http2)
+    }
+
+    /// kube's `rustls_https_connector_with_connector` and `ClientBuilder` stack, offering `h2`
+    /// first by ALPN if `h2`, else HTTP/1.1 alone.
+    fn connector(&self, tls: rustls::ClientConfig, h2: bool) -> Connector<H> {
         let mut https = HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http();
         if let Some(name) = &self.server_name {
             https = https.with_server_name_resolver(FixedServerNameResolver::new(name.clone()));
         }
-        pool_over(
-            https.enable_http1().wrap_connector(self.dial.clone()),
-            self.timeouts,
-        )
+        let https = if h2 {
+            https
+                .enable_all_versions()
+                .wrap_connector(self.dial.clone())
+        } else {
+            https.enable_http1().wrap_connector(self.dial.clone())
+        };
+        connector_over(https, self.timeouts)
     }
 }
 
 /// With OpenSSL, kube's own connector, whose TLS session cache every pool shares: there is only
-/// ever one pool, as client certificates (and so identities) need rustls.
+/// ever one pool, as client certificates (and so identities) need rustls. kube's OpenSSL
+/// connector offers no ALPN, so this stack speaks HTTP/1.1.
 #[cfg(not(feature = "__rustls"))]
 pub(crate) struct PoolRecipe<H> {
     https: HttpsConnector<H>,
@@ -160,11 +188,16 @@ impl<H> fmt::Debug for PoolRecipe<H> {
 
 #[cfg(not(feature = "__rustls"))]
 impl<H: Dial> PoolRecipe<H> {
-    /// What `config.openssl_https_connector_with_connector(dial)` and kube's timeouts build.
+    /// What `config.openssl_https_connector_with_connector(dial)` and kube's timeouts build;
+    /// `_http2` is never offered.
     ///
     /// # Errors
     /// kube's, if its TLS config cannot be built.
-    pub(crate) fn new(config: &kube::Config, dial: H) -> Result<Self, kube::Error> {
+    pub(crate) fn new(
+        config: &kube::Config,
+        dial: H,
+        _http2: Option<Http2Settings>,
+    ) -> Result<Self, kube::Error> {
         Ok(Self {
             https: config.openssl_https_connector_with_connector(dial)?,
             timeouts: [
@@ -177,7 +210,7 @@ impl<H: Dial> PoolRecipe<H> {
 
     /// A new pool; `_identity` is always `None` here, as no certificate parses without rustls.
     pub(crate) fn pool(&self, _identity: Option<&ClientIdentity>) -> Pool<H> {
-        pool_over(self.https.clone(), self.timeouts)
+        Pool::new(connector_over(self.https.clone(), self.timeouts), None)
     }
 }
 

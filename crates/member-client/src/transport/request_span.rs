@@ -12,9 +12,11 @@ use tower_http::{
 };
 use tracing::Span;
 
+use super::http2_connections::PoolBody;
+
 type MakeSpan = fn(&Request<Body>) -> Span;
 type OnRequest = fn(&Request<Body>, &Span);
-type OnResponse = fn(&Response<hyper::body::Incoming>, Duration, &Span);
+type OnResponse = fn(&Response<PoolBody>, Duration, &Span);
 type OnEos = fn(Option<&HeaderMap>, Duration, &Span);
 type OnFailure = fn(ServerErrorsFailureClass, Duration, &Span);
 
@@ -49,7 +51,7 @@ fn make_span(request: &Request<Body>) -> Span {
     )
 }
 
-fn on_response(response: &Response<hyper::body::Incoming>, _latency: Duration, span: &Span) {
+fn on_response(response: &Response<PoolBody>, _latency: Duration, span: &Span) {
     let status = response.status();
     span.record("http.status_code", status.as_u16());
     if status.is_client_error() || status.is_server_error() {
