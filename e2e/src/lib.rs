@@ -11,6 +11,7 @@
 )]
 
 pub mod access_review;
+pub mod child_process;
 pub mod clusterprofiles;
 pub mod collector_run;
 pub mod helm;
