@@ -8,14 +8,11 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde_json::Value;
-use tokio::{
-    io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader, Lines},
-    process::{Child, ChildStdout, Command},
-    task::JoinHandle,
-    time::Instant,
-};
+use tokio::process::Command;
+
+use crate::child_process::ChildProcess;
 
 /// A generous bound on each thing awaited: a process start, a plugin run, a watch event.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -70,81 +67,31 @@ pub async fn run(mut cmd: Command) -> anyhow::Result<(ExitStatus, Vec<Value>, St
     Ok((out.status, lines, stderr))
 }
 
-/// The consumer running in the background, its stdout read line by line.
-pub struct Running {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    stderr: JoinHandle<String>,
-    /// Every line read so far, for failure messages.
-    pub seen: Vec<String>,
+/// Starts `cmd` in the background, its JSON lines read one by one with [`until`], each wait
+/// bounded by [`DEADLINE`]; [`ChildProcess::stop`] ends it with SIGTERM (the contract: exit 0).
+///
+/// # Errors
+/// If it cannot be started.
+pub fn spawn(cmd: Command) -> anyhow::Result<ChildProcess> {
+    ChildProcess::spawn(cmd, DEADLINE)
 }
 
-impl Running {
-    /// Spawns `cmd` with its stdout and stderr piped.
-    pub fn spawn(mut cmd: Command) -> anyhow::Result<Self> {
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-        let stdout = child.stdout.take().context("no stdout")?;
-        let mut pipe = child.stderr.take().context("no stderr")?;
-        let stderr = tokio::spawn(async move {
-            let mut buf = String::new();
-            let _ = pipe.read_to_string(&mut buf).await;
-            buf
-        });
-        Ok(Self {
-            child,
-            lines: BufReader::new(stdout).lines(),
-            stderr,
-            seen: Vec::new(),
-        })
-    }
-
-    /// Waits, until [`DEADLINE`], for a line that `want` accepts, and returns it.
-    ///
-    /// # Errors
-    /// No such line in time, stdout closed, or a line that is not JSON.
-    pub async fn until(
-        &mut self,
-        what: &str,
-        want: impl Fn(&Value) -> bool,
-    ) -> anyhow::Result<Value> {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let Ok(line) = tokio::time::timeout_at(deadline, self.lines.next_line()).await else {
-                bail!("no {what} within {DEADLINE:?}; saw {:?}", self.seen);
-            };
-            let Some(line) = line? else {
-                bail!("stdout closed before {what}; saw {:?}", self.seen);
-            };
+/// Waits, until [`DEADLINE`], for a line of `client` that `want` accepts, and returns it.
+///
+/// # Errors
+/// No such line in time, stdout closed, or a line that is not JSON.
+pub async fn until(
+    client: &mut ChildProcess,
+    what: &str,
+    want: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    client
+        .until(what, |line| {
             let value: Value =
-                serde_json::from_str(&line).with_context(|| format!("not JSON: {line}"))?;
-            self.seen.push(line);
-            if want(&value) {
-                return Ok(value);
-            }
-        }
-    }
-
-    /// SIGTERM, then the exit status (the contract: 0) and its stderr; the rest of stdout is
-    /// in [`seen`](Self::seen). It is killed if it does not stop within [`DEADLINE`].
-    ///
-    /// # Errors
-    /// It ignored SIGTERM, or waiting for it failed.
-    pub async fn terminate(mut self) -> anyhow::Result<(ExitStatus, Vec<String>, String)> {
-        let pid = self.child.id().context("already reaped")?;
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .await?;
-        anyhow::ensure!(sent.success(), "kill -TERM {pid}");
-        let Ok(status) = tokio::time::timeout(DEADLINE, self.child.wait()).await else {
-            self.child.kill().await?;
-            bail!("the interop client ignored SIGTERM for {DEADLINE:?}");
-        };
-        while let Some(line) = self.lines.next_line().await? {
-            self.seen.push(line);
-        }
-        Ok((status?, self.seen, self.stderr.await?))
-    }
+                serde_json::from_str(line).with_context(|| format!("not JSON: {line}"))?;
+            Ok(want(&value).then_some(value))
+        })
+        .await
 }
 
 /// Whether `line` is a successful list that holds `object` (`namespace/name`).

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use e2e::{
     clusterprofiles::{Consumer, grant_consumer, start_publishing},
-    interop_client::{self, ProfileRef, Running, is_added, is_list_with},
+    interop_client::{self, ProfileRef, is_added, is_list_with},
     limits::{HOUR, PROBE},
     scenario::{MEMBER, Scenario},
 };
@@ -64,8 +64,8 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
     // 2. The token is rotated in the Secret and the old one revoked, while it lists every
     // 500 ms and watches.
     let watching = ["--namespace", &ns, "--list-interval", "500ms"];
-    let mut running = Running::spawn(interop_client::command(&profile_ref, &watching)?)?;
-    running.until("synced", |l| l["kind"] == "synced").await?;
+    let mut running = interop_client::spawn(interop_client::command(&profile_ref, &watching)?)?;
+    interop_client::until(&mut running, "synced", |l| l["kind"] == "synced").await?;
     let member = scenario.member(1).clone();
     let old_token = scenario.registered_tokens[0].clone();
     let new_token = member.mint_token(&ns, "agent-b", HOUR).await?;
@@ -75,13 +75,12 @@ async fn a_client_go_consumer_reaches_a_published_member_and_rides_out_a_rotatio
         .await?;
     let revocation = member.revoke(&ns, "agent-a", &old_token).await?;
     scenario.create_deployment(1, "after", 1).await?;
-    running
-        .until("ADDED after", |l| is_added(l, &after))
-        .await?;
-    running
-        .until("a list with after", |l| is_list_with(l, &after))
-        .await?;
-    let (status, seen, stderr) = running.terminate().await?;
+    interop_client::until(&mut running, "ADDED after", |l| is_added(l, &after)).await?;
+    interop_client::until(&mut running, "a list with after", |l| {
+        is_list_with(l, &after)
+    })
+    .await?;
+    let (status, seen, stderr) = running.stop().await?;
     println!(
         "the old token met 401 {revocation:?} after its ServiceAccount was deleted; {} lines \
          in all, none failed; stderr {stderr:?}",

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use e2e::collector_run::temp_dir;
-use e2e::interop_client::{self, ProfileRef, Running, is_added, is_list_with};
+use e2e::interop_client::{self, ProfileRef, is_added, is_list_with};
 use e2e::kubeconfig_plane::Kubeconfig;
 use e2e::limits::HOUR;
 use e2e::profile_plane::{OCM_MANAGER as OCM, ProfilePlane};
@@ -137,25 +137,24 @@ async fn a_client_go_consumer_reaches_a_member_through_an_ocm_cluster_profile() 
     // Without --once: list, informer, and a Deployment created meanwhile is seen ADDED.
     let runs_before = plane.plugin_runs();
     let listing = ["--list-interval", "500ms"];
-    let mut out = Running::spawn(consumer.command(&consumer.providers, member.name(), &listing))?;
-    out.until("the first list", |l| is_list_with(l, &web))
-        .await?;
-    out.until("ADDED web", |l| is_added(l, &web)).await?;
-    out.until("synced", |l| l["kind"] == "synced").await?;
+    let mut out =
+        interop_client::spawn(consumer.command(&consumer.providers, member.name(), &listing))?;
+    interop_client::until(&mut out, "the first list", |l| is_list_with(l, &web)).await?;
+    interop_client::until(&mut out, "ADDED web", |l| is_added(l, &web)).await?;
+    interop_client::until(&mut out, "synced", |l| l["kind"] == "synced").await?;
     let created = Instant::now();
     deployments
         .create(&PostParams::default(), &deployment(&apps, "api", 1))
         .await?;
-    out.until("ADDED api", |l| is_added(l, &api)).await?;
+    interop_client::until(&mut out, "ADDED api", |l| is_added(l, &api)).await?;
     let seen_after = created.elapsed();
-    out.until("a list with api", |l| is_list_with(l, &api))
-        .await?;
+    interop_client::until(&mut out, "a list with api", |l| is_list_with(l, &api)).await?;
     println!(
         "ADDED {api} {seen_after:?} after its creation; lines: {:?}",
-        out.seen
+        out.seen()
     );
 
-    let (status, seen, stderr) = out.terminate().await?;
+    let (status, seen, stderr) = out.stop().await?;
     assert!(status.success(), "exit after SIGTERM: {status}; {stderr}");
     assert!(
         !seen.iter().any(|l| l.contains("watch-error")),
