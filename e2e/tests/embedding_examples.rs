@@ -8,17 +8,13 @@
 //! `hack/test.sh` runs `cargo build --workspace --examples` before the tests. A binary missing
 //! or older than its example's source is refused with the command that builds it.
 
-use std::{
-    path::PathBuf,
-    process::{ExitStatus, Stdio},
-    time::Duration,
-};
+use std::{path::PathBuf, process::Stdio, time::Duration};
 
-use anyhow::{Context as _, bail, ensure};
+use anyhow::{Context as _, ensure};
 use cluster_registry::karmada::Cluster as KarmadaCluster;
 use e2e::{
-    kubeconfig_plane::Kubeconfig, limits::HOUR, manifest_apply::apply_object,
-    scenario::karmada_environment,
+    child_process::ChildProcess, kubeconfig_plane::Kubeconfig, limits::HOUR,
+    manifest_apply::apply_object, scenario::karmada_environment,
 };
 use k8s_openapi::{ByteString, api::core::v1::ConfigMap, api::core::v1::Secret};
 use kube::{
@@ -27,12 +23,7 @@ use kube::{
 };
 use serde_json::json;
 use testkit::{Cluster, Environment, PushMember, eventually};
-use tokio::{
-    io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader, Lines},
-    process::{Child, ChildStdout, Command},
-    task::JoinHandle,
-    time::Instant,
-};
+use tokio::process::Command;
 
 /// A bound on each thing awaited from an example: a line, a repaired object, its exit.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -82,109 +73,39 @@ impl ExampleSource {
         );
         Ok(binary)
     }
-}
 
-/// An example program running as a child process (killed when dropped), its stdout read line
-/// by line.
-struct Example {
-    child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    stderr: JoinHandle<String>,
-    /// Every line read so far, for assertions and failure messages.
-    seen: Vec<String>,
-}
-
-impl Example {
-    /// Starts the built example `name` of `package` with only `env` and `PATH` in its
-    /// environment: no proxy variable reaches it, and it dials only the harness's loopback
-    /// apiservers, which `ALLOW_ENDPOINT` lets it reach.
-    fn start(
-        example: &ExampleSource,
-        kubeconfig: &PathBuf,
-        env: &[(&str, &str)],
-    ) -> anyhow::Result<Self> {
-        let binary = example.binary()?;
-        let mut child = Command::new(&binary)
-            .env_clear()
+    /// Starts the built example with only `env` and `PATH` in its environment: no proxy
+    /// variable reaches it, and it dials only the harness's loopback apiservers, which
+    /// `ALLOW_ENDPOINT` lets it reach. Each line awaited and its stop are bounded by
+    /// [`DEADLINE`].
+    fn start(&self, kubeconfig: &PathBuf, env: &[(&str, &str)]) -> anyhow::Result<ChildProcess> {
+        let mut cmd = Command::new(self.binary()?);
+        cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("KUBECONFIG", kubeconfig)
             .env("ALLOW_ENDPOINT", "127.0.0.1/32")
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        let stdout = child.stdout.take().context("no stdout")?;
-        let mut pipe = child.stderr.take().context("no stderr")?;
-        let stderr = tokio::spawn(async move {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text).await;
-            text
-        });
-        Ok(Self {
-            child,
-            lines: BufReader::new(stdout).lines(),
-            stderr,
-            seen: Vec::new(),
-        })
+            .stdin(Stdio::null());
+        ChildProcess::spawn(cmd, DEADLINE)
     }
+}
 
-    /// Reads lines, until [`DEADLINE`], until one starts with `prefix`, and returns it.
-    async fn until(&mut self, prefix: &str) -> anyhow::Result<String> {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let Ok(line) = tokio::time::timeout_at(deadline, self.lines.next_line()).await else {
-                bail!(
-                    "no line {prefix:?}… within {DEADLINE:?}; saw {:#?}",
-                    self.seen
-                );
-            };
-            let Some(line) = line? else {
-                bail!("stdout closed before {prefix:?}…; saw {:#?}", self.seen);
-            };
-            self.seen.push(line.clone());
-            if line.starts_with(prefix) {
-                return Ok(line);
-            }
-        }
+/// Reads the example's lines until every one of `prefixes` starts some line read so far (in
+/// any order, since the example started), each line within [`DEADLINE`].
+async fn saw_all(example: &mut ChildProcess, prefixes: &[&str]) -> anyhow::Result<()> {
+    let missing = |seen: &[String]| -> Option<String> {
+        let started = |prefix: &&str| seen.iter().any(|line| line.starts_with(prefix));
+        prefixes
+            .iter()
+            .find(|p| !started(p))
+            .map(|p| (*p).to_owned())
+    };
+    while let Some(prefix) = missing(example.seen()) {
+        let what = format!("line {prefix:?}…");
+        let starts = |line: &str| Ok(line.starts_with(&prefix).then_some(()));
+        example.until(&what, starts).await?;
     }
-
-    /// Reads lines, until [`DEADLINE`], until every one of `prefixes` starts some line read
-    /// so far (in any order, since the example started).
-    async fn saw_all(&mut self, prefixes: &[&str]) -> anyhow::Result<()> {
-        let missing = |seen: &[String]| -> Option<String> {
-            let started = |prefix: &&str| seen.iter().any(|line| line.starts_with(prefix));
-            prefixes
-                .iter()
-                .find(|p| !started(p))
-                .map(|p| (*p).to_owned())
-        };
-        while let Some(prefix) = missing(&self.seen) {
-            self.until(&prefix).await?;
-        }
-        Ok(())
-    }
-
-    /// SIGTERM, then its exit status, the rest of its stdout and its stderr. It is killed if
-    /// it does not stop within [`DEADLINE`].
-    async fn stop(mut self) -> anyhow::Result<(ExitStatus, Vec<String>, String)> {
-        let pid = self.child.id().context("already reaped")?;
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .await?;
-        ensure!(sent.success(), "kill -TERM {pid}");
-        let Ok(status) = tokio::time::timeout(DEADLINE, self.child.wait()).await else {
-            self.child.kill().await?;
-            bail!("the example ignored SIGTERM for {DEADLINE:?}");
-        };
-        while let Some(line) = self.lines.next_line().await? {
-            self.seen.push(line);
-        }
-        Ok((status?, self.seen, self.stderr.await?))
-    }
+    Ok(())
 }
 
 /// Writes a kubeconfig for `control_plane`'s admin into `dir`: how the examples find it.
@@ -220,7 +141,7 @@ fn user(ns: &str, account: &str) -> String {
 }
 
 /// Ends the example with SIGTERM, checks that it exited 0, and returns every line it printed.
-async fn stop_cleanly(example: Example) -> anyhow::Result<Vec<String>> {
+async fn stop_cleanly(example: ChildProcess) -> anyhow::Result<Vec<String>> {
     let (status, seen, stderr) = example.stop().await?;
     // Shown when the test fails (the harness captures it otherwise).
     eprintln!("stdout:\n{}\nstderr:\n{stderr}", seen.join("\n"));
@@ -264,10 +185,12 @@ async fn own_secret_store_uses_each_rotation_without_a_restart() -> anyhow::Resu
             ("SECRET_NAME", "member1"),
             ("MEMBER_URL", member.endpoint()),
         ];
-        let mut example = Example::start(&OWN_SECRET_STORE, &kubeconfig, &env_vars)?;
-        example
-            .saw_all(&[&format!("authenticated as {}", user(&ns, "agent-a"))])
-            .await?;
+        let mut example = OWN_SECRET_STORE.start(&kubeconfig, &env_vars)?;
+        saw_all(
+            &mut example,
+            &[&format!("authenticated as {}", user(&ns, "agent-a"))],
+        )
+        .await?;
 
         // Rotate, revoke the old token, and rotate again: each is used by the running program.
         let rotate = |account: &'static str| {
@@ -288,7 +211,7 @@ async fn own_secret_store_uses_each_rotation_without_a_restart() -> anyhow::Resu
             user(&ns, "agent-a"),
             user(&ns, "agent-b")
         );
-        example.saw_all(&[&used]).await?;
+        saw_all(&mut example, &[&used]).await?;
         member.revoke(&ns, "agent-a", &token_a).await?;
         rotate("agent-c").await?;
         let used = format!(
@@ -296,7 +219,7 @@ async fn own_secret_store_uses_each_rotation_without_a_restart() -> anyhow::Resu
             user(&ns, "agent-b"),
             user(&ns, "agent-c")
         );
-        example.saw_all(&[&used]).await?;
+        saw_all(&mut example, &[&used]).await?;
 
         let printed = stop_cleanly(example).await?;
         let last = &printed[printed.len() - 1];
@@ -326,10 +249,10 @@ async fn registry_events_keep_one_client_per_member() -> anyhow::Result<()> {
         karmada.register(&PushMember::of(member2, &token2)).await?;
         let dir = tempfile::tempdir()?;
         let kubeconfig = control_plane_kubeconfig(env.control_plane(), &dir)?;
-        let mut example = Example::start(&REGISTRY_EVENTS, &kubeconfig, &[])?;
+        let mut example = REGISTRY_EVENTS.start(&kubeconfig, &[])?;
         let upserted1 = format!("upserted member1 as {} (", user(&ns1, "agent-a"));
         let upserted2 = format!("upserted member2 as {} (", user(&ns2, "agent-a"));
-        example.saw_all(&[&upserted1, &upserted2]).await?;
+        saw_all(&mut example, &[&upserted1, &upserted2]).await?;
 
         // Rotate member1: the client it holds is the same, and its next request is agent-b's.
         member1.create_service_account(&ns1, "agent-b").await?;
@@ -338,12 +261,12 @@ async fn registry_events_keep_one_client_per_member() -> anyhow::Result<()> {
             .write_secret("member1", &token_b, member1.ca_pem())
             .await?;
         let rotated = format!("rotated member1: now {}", user(&ns1, "agent-b"));
-        example.saw_all(&[&rotated]).await?;
+        saw_all(&mut example, &[&rotated]).await?;
 
         // member2's Cluster is deleted: its client goes.
         let clusters = Api::<KarmadaCluster>::all(karmada.client().clone());
         clusters.delete("member2", &DeleteParams::default()).await?;
-        example.saw_all(&["removed member2 (1 members)"]).await?;
+        saw_all(&mut example, &["removed member2 (1 members)"]).await?;
 
         let printed = stop_cleanly(example).await?;
         for member in ["member1", "member2"] {
@@ -427,13 +350,15 @@ async fn multicluster_controller_reconciles_through_rotation_and_revocation() ->
         let dir = tempfile::tempdir()?;
         let kubeconfig = control_plane_kubeconfig(env.control_plane(), &dir)?;
         let env_vars = [("NAMESPACE", CONTROLLED_NS)];
-        let mut example = Example::start(&MULTICLUSTER_CONTROLLER, &kubeconfig, &env_vars)?;
-        example
-            .saw_all(&[
+        let mut example = MULTICLUSTER_CONTROLLER.start(&kubeconfig, &env_vars)?;
+        saw_all(
+            &mut example,
+            &[
                 "reconciled member1/team-a/tether-example",
                 "reconciled member2/team-a/tether-example",
-            ])
-            .await?;
+            ],
+        )
+        .await?;
         for member in env.members() {
             configmap_converged(member).await?;
         }
@@ -445,9 +370,7 @@ async fn multicluster_controller_reconciles_through_rotation_and_revocation() ->
                 .write_secret(member.name(), &token, member.ca_pem())
                 .await?;
         }
-        example
-            .saw_all(&["rotated member1", "rotated member2"])
-            .await?;
+        saw_all(&mut example, &["rotated member1", "rotated member2"]).await?;
         let (member1, member2) = (env.cluster(1), env.cluster(2));
         tokio::try_join!(
             member1.revoke(CONTROLLED_NS, "agent-a", &old_tokens[0]),
@@ -475,7 +398,7 @@ async fn multicluster_controller_reconciles_through_rotation_and_revocation() ->
         // member2 leaves the fleet: its controller stops.
         let clusters = Api::<KarmadaCluster>::all(karmada.client().clone());
         clusters.delete("member2", &DeleteParams::default()).await?;
-        example.saw_all(&["stopped member2"]).await?;
+        saw_all(&mut example, &["stopped member2"]).await?;
 
         let printed = stop_cleanly(example).await?;
         for member in ["member1", "member2"] {
