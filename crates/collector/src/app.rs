@@ -104,7 +104,9 @@ pub async fn run(
         minter,
     };
     let supervisor = Supervisor::new(
-        ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),
+        ClientFactory::new(registry.tokens().clone())
+            .with_policy(args.endpoint_policy())
+            .with_http2(args.member_http2),
         context,
     );
 

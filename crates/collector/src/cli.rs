@@ -171,6 +171,15 @@ pub struct Args {
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub member_max_objects: u64,
 
+    /// Offer HTTP/2 to members, by ALPN. A member that negotiates it gets one connection per
+    /// client identity, carrying all of its watches, probes and requests up to its
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (another connection past that); the connection is
+    /// PINGed after 30 s of silence and dropped when a PING goes 15 s unanswered, failing its
+    /// watches. A member (or proxy) that does not offer `h2`, and a plain-HTTP member, get
+    /// HTTP/1.1: one connection per request in flight. `false`: HTTP/1.1 to every member.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub member_http2: bool,
+
     /// The share of a member credential's remaining lifetime (JWT `exp`, an exec plugin's
     /// `expirationTimestamp`, a certificate's `notAfter`), counted from when it was fetched,
     /// after which Tether fetches it again: a Secret is read again, a plugin runs again. Every

@@ -126,7 +126,7 @@ pub use karmada::{Condition, Karmada, PushMember};
 pub use karmada_controller::{KarmadaControllerManager, install_karmada_crds};
 pub use plain_http::{http_get, http_get_as};
 pub use ports::free_loopback_addr;
-pub use proc_dir::{proc_dir, proc_file, proc_status_bytes};
+pub use proc_dir::{established_connections, proc_dir, proc_file, proc_status_bytes};
 pub use service_account::{MIN_TOKEN_EXPIRY, READER_CLUSTER_ROLE, REVOCATION_TIMEOUT};
 pub use status_writers::{DoubleWrite, OWNER_CONDITION, StatusWriters};
 pub use workload::{deployment, set_deployment_status};

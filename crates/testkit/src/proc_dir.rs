@@ -33,6 +33,52 @@ pub fn proc_status_bytes(pid: u32, key: &str) -> Result<u64> {
         .with_context(|| format!("no {key} in /proc/<{pid}>/status"))
 }
 
+/// How many established TCP connections `pid` holds to `remote_port` (on any address): its
+/// socket inodes (`/proc/<n>/fd`) matched against its network namespace's table
+/// (`/proc/<n>/net/tcp` and `tcp6`), so that other processes' connections do not count.
+pub fn established_connections(pid: u32, remote_port: u16) -> usize {
+    let Some(dir) = proc_dir(pid) else {
+        return 0;
+    };
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(dir.join("fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let target = std::fs::read_link(entry.ok()?.path()).ok()?;
+            let target = target.to_str()?;
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let port = format!("{remote_port:04X}");
+    ["net/tcp", "net/tcp6"]
+        .iter()
+        .flat_map(|table| {
+            proc_file(pid, table)
+                .lines()
+                .skip(1)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local, remote, state ("01": established), ..., inode (the tenth field).
+            let (Some(remote), Some(state), Some(inode)) =
+                (fields.get(2), fields.get(3), fields.get(9))
+            else {
+                return false;
+            };
+            *state == "01"
+                && remote.rsplit(':').next() == Some(port.as_str())
+                && inodes.contains(*inode)
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +92,20 @@ mod tests {
         let rss = proc_status_bytes(std::process::id(), "VmRSS").unwrap();
         assert!(rss > 0 && rss.is_multiple_of(1024), "{rss}");
         assert!(proc_status_bytes(std::process::id(), "NoSuchLine").is_err());
+    }
+
+    #[test]
+    fn established_connections_are_this_processs_own_to_that_port() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let pid = std::process::id();
+        assert_eq!(established_connections(pid, port), 0);
+        let held: Vec<_> = (0..3)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        let accepted: Vec<_> = (0..3).map(|_| listener.accept().unwrap()).collect();
+        // The accepted ends are this process's too, but their remote port is the client's.
+        assert_eq!(established_connections(pid, port), 3);
+        drop((held, accepted));
     }
 }

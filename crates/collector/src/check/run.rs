@@ -48,7 +48,9 @@ pub async fn run(check: CheckArgs) -> anyhow::Result<CheckOutcome> {
         std::future::pending::<()>().await;
     };
     let checker = Checker {
-        factory: ClientFactory::new(registry.tokens().clone()).with_policy(args.endpoint_policy()),
+        factory: ClientFactory::new(registry.tokens().clone())
+            .with_policy(args.endpoint_policy())
+            .with_http2(args.member_http2),
         resources: reviewed_resources(&args.mirror),
         client_limits: args.member_client_limits(),
         deadline: check.check_timeout(),
