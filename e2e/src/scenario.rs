@@ -72,7 +72,14 @@ pub async fn events_about(
 /// ([`Karmada::install`]) and the collector's Lease namespace `tether-system` on the control
 /// plane: where every Karmada fleet of the tests starts.
 pub async fn karmada_environment(members: usize) -> anyhow::Result<(Environment, Karmada)> {
-    let env = Environment::with_members(members).await?;
+    karmada_environment_from(testkit::Config::default().members(members)).await
+}
+
+/// [`karmada_environment`] with the apiservers `config` describes.
+pub async fn karmada_environment_from(
+    config: testkit::Config,
+) -> anyhow::Result<(Environment, Karmada)> {
+    let env = config.start().await?;
     let karmada = Karmada::install(env.control_plane()).await?;
     env.control_plane()
         .create_namespace_named("tether-system")

@@ -1,15 +1,16 @@
 //! One connection per member: over HTTP/2 the collector carries every watch, probe and request
 //! of a member on one TLS connection, counted from its socket table; with `--member-http2=false`
-//! each watch holds a connection of its own.
+//! each watch holds a connection of its own. A member whose apiserver allows fewer concurrent
+//! streams than the collector has watches on it gets a second connection, not a queue.
 
 use std::time::Duration;
 
 use e2e::{
     collector_run::{admin_args, process_metric, spawn_healthy, temp_dir},
     limits::{HOUR, START},
-    scenario::karmada_environment,
+    scenario::{karmada_environment, karmada_environment_from},
 };
-use testkit::{CollectorProcess, Environment, PushMember, eventually};
+use testkit::{CollectorProcess, Environment, Karmada, PushMember, eventually};
 
 const MEMBERS: usize = 2;
 /// Deployments, ConfigMaps and Services, with the Nodes every member has watched: four
@@ -58,15 +59,21 @@ async fn collector(env: &Environment, name: &str, http2: &str) -> CollectorProce
     process
 }
 
-#[tokio::test]
-async fn over_http2_each_member_gets_one_connection() -> anyhow::Result<()> {
-    let (env, karmada) = karmada_environment(MEMBERS).await?;
+/// Registers every member of `env` in push mode, with a token of its own ServiceAccount.
+async fn register(env: &Environment, karmada: &Karmada) -> anyhow::Result<()> {
     for member in env.members() {
         member.create_namespace_named("agents").await?;
         member.create_service_account("agents", "agent").await?;
         let token = member.mint_token("agents", "agent", HOUR).await?;
         karmada.register(&PushMember::of(member, &token)).await?;
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn over_http2_each_member_gets_one_connection() -> anyhow::Result<()> {
+    let (env, karmada) = karmada_environment(MEMBERS).await?;
+    register(&env, &karmada).await?;
 
     let http2 = collector(&env, "http2", "true").await;
     let http1 = collector(&env, "http1", "false").await;
@@ -84,6 +91,30 @@ async fn over_http2_each_member_gets_one_connection() -> anyhow::Result<()> {
     );
     for n in over_http1 {
         assert!(n >= 4, "HTTP/1.1: a connection per watch, {n} here");
+    }
+    Ok(())
+}
+
+/// hyper's own pool would queue the fourth watch behind the other three for as long as they
+/// stay open, and the member would never be Ready.
+#[tokio::test]
+async fn a_member_allowing_fewer_streams_than_its_watches_gets_another_connection()
+-> anyhow::Result<()> {
+    let config = testkit::Config::default().members(MEMBERS);
+    let config = config.apiserver_flag("--http2-max-streams-per-connection=3");
+    let (env, karmada) = karmada_environment_from(config).await?;
+    register(&env, &karmada).await?;
+
+    // Ready: all four watches have listed.
+    let http2 = collector(&env, "three-streams", "true").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let connections = connections_per_member(&env, &http2);
+    println!("connections per member at 3 streams per connection: {connections:?}");
+    for n in connections {
+        assert!(
+            (2..=3).contains(&n),
+            "four watches at three streams each: {n}"
+        );
     }
     Ok(())
 }

@@ -23,6 +23,8 @@ pub(crate) struct ApiserverSpec {
     dir: PathBuf,
     port: u16,
     etcd_endpoint: String,
+    /// Flags besides the harness's own ([`Config::apiserver_flag`](crate::Config::apiserver_flag)).
+    pub(crate) extra_flags: Vec<String>,
 }
 
 /// The files the apiserver reads from `dir`, each named after the flag that passes it
@@ -56,6 +58,7 @@ impl ApiserverSpec {
             dir,
             port,
             etcd_endpoint,
+            extra_flags: Vec::new(),
         };
         let sa_key = SigningKey::generate()?;
         spec.write("service-account-signing-key-file", &sa_key.private_pem)?;
@@ -128,6 +131,7 @@ impl Apiserver {
         for flag in FILE_FLAGS {
             cmd.arg(format!("--{flag}={}", spec.dir.join(flag).display()));
         }
+        cmd.args(&spec.extra_flags);
         let log = spec.dir.join(format!("apiserver-{run}.log"));
         let process = ServerProcess::spawn(cmd, log, format!("kube-apiserver {}", spec.name))?;
         Ok(Self {

@@ -17,6 +17,8 @@ pub struct Config {
     pub ready_timeout: Duration,
     /// The binaries; `None` means [`Assets::locate`].
     pub assets: Option<Assets>,
+    /// Flags every kube-apiserver gets besides the harness's own.
+    pub apiserver_flags: Vec<String>,
 }
 
 impl Default for Config {
@@ -26,11 +28,18 @@ impl Default for Config {
             members: 2,
             ready_timeout: Duration::from_secs(60),
             assets: None,
+            apiserver_flags: Vec::new(),
         }
     }
 }
 
 impl Config {
+    /// Adds `flag` (as `--name=value`) to every kube-apiserver's command line.
+    pub fn apiserver_flag(mut self, flag: impl Into<String>) -> Self {
+        self.apiserver_flags.push(flag.into());
+        self
+    }
+
     /// Sets the number of member clusters.
     pub fn members(mut self, members: usize) -> Self {
         self.members = members;

@@ -62,6 +62,8 @@ pub struct Environment {
     etcd: Option<Etcd>,
     assets: Assets,
     ready_timeout: Duration,
+    /// Flags every apiserver gets besides the harness's own.
+    apiserver_flags: Vec<String>,
     /// `None` only while dropping.
     dir: Option<TempDir>,
 }
@@ -113,6 +115,7 @@ impl Environment {
             etcd: Some(etcd),
             assets,
             ready_timeout: config.ready_timeout,
+            apiserver_flags: config.apiserver_flags,
             dir: Some(dir),
         };
         match env.boot(names, ports).await {
@@ -155,7 +158,9 @@ impl Environment {
         // certificates issued before a rotation must keep working.
         let client_ca = Arc::new(TestCa::generate(&format!("{name} client CA"))?);
         let etcd = self.etcd()?.endpoint();
-        let spec = ApiserverSpec::create(self.dir()?, &name, port, etcd, &admin_token, &client_ca)?;
+        let mut spec =
+            ApiserverSpec::create(self.dir()?, &name, port, etcd, &admin_token, &client_ca)?;
+        spec.extra_flags.clone_from(&self.apiserver_flags);
         let ca = spec.issue_serving_cert()?;
         let endpoint = format!("https://127.0.0.1:{port}");
         let cluster = Cluster::with_admin_token(&name, &endpoint, &ca.pem(), &admin_token)?
