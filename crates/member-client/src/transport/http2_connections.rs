@@ -201,6 +201,7 @@ where
         handshake
             .timer(TokioTimer::new())
             .initial_max_send_streams(STREAMS_BEFORE_SETTINGS)
+            .initial_connection_window_size(CONNECTION_WINDOW)
             .keep_alive_interval(settings.ping_interval)
             .keep_alive_timeout(settings.ping_timeout)
             .keep_alive_while_idle(true);
@@ -339,6 +340,11 @@ where
         }))
     }
 }
+
+/// Bytes a connection may receive that no stream has read yet: client-go's 1 GiB, so that a
+/// few streams whose readers lag (each held to hyper's 2 MiB stream window) never stall the
+/// others on the connection, as they could not over HTTP/1.1.
+const CONNECTION_WINDOW: u32 = 1 << 30;
 
 /// How often a new connection looks whether the member's SETTINGS have been read, while
 /// requests wait for them.

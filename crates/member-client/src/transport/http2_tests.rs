@@ -139,6 +139,35 @@ async fn with_http2_off_a_factory_client_speaks_http1() {
     }
 }
 
+/// Three streams whose readers stopped hold 6 MiB unread, past hyper's default connection
+/// window of 5 MiB: the connection's other streams must still flow.
+#[tokio::test]
+async fn streams_whose_readers_lag_do_not_stall_the_others() {
+    let (pki, server) = anonymous_server(Protocol::Http2, 100).await;
+    let mut svc = transport(&server.url(), &pki, Some(Http2Settings::default()));
+
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        let request = Request::get("/flood").body(Body::from(Vec::new())).unwrap();
+        let response = tokio::time::timeout(PATIENCE, svc.clone().oneshot(request)).await;
+        stalled.push(response.unwrap().unwrap());
+    }
+    // Let the member fill every stalled stream's window.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut watch = open_stream(&svc).await.into_body();
+    server.tick();
+    let line = tokio::time::timeout(PATIENCE, watch.frame()).await;
+    assert!(
+        line.expect("the stream stalled")
+            .unwrap()
+            .unwrap()
+            .is_data()
+    );
+    get(&mut svc).await;
+    assert_eq!(server.accepted(), 1);
+    drop(stalled);
+}
+
 /// A TCP relay in front of `upstream` that can stop passing bytes either way: a member that
 /// went silent without closing anything.
 struct Relay {

@@ -1,7 +1,8 @@
 //! A loopback HTTPS server for the transport tests that answers each request with the common
 //! name of the client certificate its connection presented (`anonymous` for none).
 //!
-//! Paths: `/stream` streams one line per [`MtlsServer::tick`] and never ends; `/hold` answers
+//! Paths: `/stream` streams one line per [`MtlsServer::tick`] and never ends; `/flood` sends
+//! [`FLOOD_BYTES`] at once and never ends; `/hold` answers
 //! only after the next tick; `/flaky` answers 503 the first time; `/close` closes the
 //! connection after answering (HTTP/1.1 only). Every response says in `x-resumed` whether its
 //! connection resumed a TLS session. It offers `h2` by ALPN when started with
@@ -25,6 +26,9 @@ use tokio::sync::broadcast;
 
 pub(crate) use crate::test_util::{ClientAuth, TestPki};
 use crate::test_util::{LoopbackServer, Peer, Reply};
+
+/// What `/flood` sends before it waits for ever.
+pub(crate) const FLOOD_BYTES: usize = 8 * 1024 * 1024;
 
 /// The running server; stops (connections and all) when dropped.
 pub(crate) struct MtlsServer {
@@ -157,6 +161,16 @@ async fn respond(state: &State, peer: &Peer, request: Request<Incoming>) -> Repl
                 }
             });
             StreamBody::new(lines).boxed()
+        }
+        "/flood" => {
+            let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+            let count = FLOOD_BYTES / chunk.len();
+            let chunks = (0..count).map(move |_| Ok(Frame::data(chunk.clone())));
+            let chunks = futures::StreamExt::chain(
+                futures::stream::iter(chunks),
+                futures::stream::pending(),
+            );
+            StreamBody::new(chunks).boxed()
         }
         "/hold" => {
             // No response headers until the next tick: the request stays in flight.
