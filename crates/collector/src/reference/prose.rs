@@ -14,7 +14,7 @@ const OTHER_PROGRAMS: &str = "\
     libtest: --skip
     helm: --create-namespace --install --reuse-values --set --strict
     kubectl: --clusterrole --context --duration --from-file --serviceaccount
-    kube-apiserver: --service-account-max-token-expiration
+    kube-apiserver: --http2-max-streams-per-connection --service-account-max-token-expiration
     aws eks get-token: --cluster-name
     karmada-controller-manager: --cluster-failure-threshold --controllers
         --health-probe-bind-address --metrics-bind-address
