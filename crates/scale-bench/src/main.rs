@@ -1,7 +1,8 @@
 //! `scale-bench`: Tether's collector with 1,000 members on real kube-apiservers, a mass
 //! rotation, other systems' member clients (client-go as Karmada and Argo CD wire it, kube-rs)
-//! beside Tether's on a subset of the same members, and the CredentialLayer's per-request cost,
-//! printed as one table. Run it through `hack/bench.sh`.
+//! beside Tether's on a subset of the same members, the CredentialLayer's per-request cost, and
+//! the collector's connections per member over HTTP/2 and HTTP/1.1, printed as one table. Run it
+//! through `hack/bench.sh`.
 
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,11 @@ struct Args {
     /// Concurrent misses on an exec plugin in the single-flight case (0: skip).
     #[arg(long, default_value_t = 1000)]
     exec_misses: usize,
+    /// After the mass rotation, run a second collector on the same fleet with
+    /// `--member-http2=false`, for section 6's HTTP/1.1 column (false: skip it; the first
+    /// collector's connections are counted either way).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    http1_collector: bool,
 }
 
 fn progress(started: Instant, what: &str) {
@@ -118,10 +124,10 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
-    let (mut sections, footer) = if args.fleet.members > 0 {
+    let (mut sections, connections, footer) = if args.fleet.members > 0 {
         fleet_phases(&args, &bin, started).await?
     } else {
-        (Vec::new(), String::new())
+        (Vec::new(), None, String::new())
     };
     progress(started, "done");
     if !overhead.is_empty() {
@@ -133,6 +139,7 @@ async fn main() -> anyhow::Result<()> {
             exec.as_ref(),
         ));
     }
+    sections.extend(connections);
     println!();
     println!(
         "Tether scale bench: {} members on {} member apiservers (+ control plane), {} cores, {}",
@@ -148,13 +155,13 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sections 1 to 3: the fleet on real apiservers, the collector, the mass rotation, the anchors;
-/// and the lines printed under the table.
+/// Sections 1 to 3 and 6: the fleet on real apiservers, the collector, the mass rotation, the
+/// HTTP/1.1 collector, the anchors; and the lines printed under the table.
 async fn fleet_phases(
     args: &Args,
     bin: &std::path::Path,
     started: Instant,
-) -> anyhow::Result<(Vec<Section>, String)> {
+) -> anyhow::Result<(Vec<Section>, Option<Section>, String)> {
     progress(
         started,
         &format!(
@@ -194,6 +201,24 @@ async fn fleet_phases(
     footer += &format!("collector logs: {}\n", running.collector.log_dir.display());
     drop(running);
 
+    let http1 = if args.http1_collector {
+        progress(
+            started,
+            "second collector, --member-http2=false (the first stopped)",
+        );
+        let (report, log_dir) = run::without_http2(&fleet, bin, &options).await?;
+        footer += &format!(
+            "collector logs (--member-http2=false): {}\n",
+            log_dir.display()
+        );
+        Some(report)
+    } else {
+        None
+    };
+    footer += &sections::connection_counts(&scale.connections, http1.as_ref());
+    let connections =
+        sections::connections(&scale.connections, &rotation.connections, http1.as_ref());
+
     let mut sections = vec![sections::scale(&scale), sections::rotation(&rotation)];
     if args.baseline_members > 0 {
         progress(started, "anchors (collector stopped)");
@@ -214,5 +239,5 @@ async fn fleet_phases(
             .context("running the baselines")?;
         sections.push(sections::baselines(&report, &scale));
     }
-    Ok((sections, footer))
+    Ok((sections, Some(connections), footer))
 }

@@ -7,7 +7,10 @@ use crate::{
     baselines::{BaselineReport, System, SystemReport},
     credential_kinds::ExecSingleFlightReport,
     overhead::OverheadReport,
-    scale::report::{RotationReport, ScaleReport},
+    scale::{
+        connections::{COUNT_PERIOD, ConnectionCount, ConnectionReport},
+        report::{RotationReport, ScaleReport},
+    },
     table::{self, Row, Section},
 };
 
@@ -346,4 +349,148 @@ pub fn credential_kinds(
             .to_owned(),
         rows,
     }
+}
+
+/// The issue's goal for connections per member over HTTP/2 (3.6 over HTTP/1.1 before it).
+const CONNECTIONS_PER_MEMBER_GOAL: f64 = 1.1;
+
+/// Section 6: the collector's connections to the member apiservers and its RSS per member, the
+/// scale phase's collector (HTTP/2, the default) beside the same collector with
+/// `--member-http2=false` on the same fleet (`http1`, if it ran); `rotated`: the first
+/// collector's count at the end of the mass rotation.
+pub fn connections(
+    http2: &ConnectionReport,
+    rotated: &ConnectionCount,
+    http1: Option<&ConnectionReport>,
+) -> Section {
+    let members = http2.members();
+    let per_member = |r: &ConnectionReport, c: &ConnectionCount| {
+        format!("{:.2} ({})", r.per_member(c), c.total())
+    };
+    let most = |r: &ConnectionReport| {
+        let c = r.most();
+        format!(
+            "{:.2} ({} at {})",
+            r.per_member(&c),
+            c.total(),
+            table::duration(c.after)
+        )
+    };
+    let beyond = |r: &ConnectionReport| {
+        let c = r.most();
+        c.beyond_one_per_member(&r.members_per_apiserver)
+            .to_string()
+    };
+    let per_apiserver = |c: &ConnectionCount| slashed(&c.per_apiserver);
+    let rss = |r: &ConnectionReport| {
+        format!(
+            "{} (RSS {}, peak {})",
+            kib(r.rss_per_member()),
+            table::mib(r.rss_bytes),
+            table::mib(r.peak_rss_bytes)
+        )
+    };
+    let ready = |r: &ConnectionReport| r.all_ready.map_or("—".to_owned(), table::duration);
+    // A row of the HTTP/2 collector's figure beside the HTTP/1.1 one's, compared by `count`.
+    let compare = |what: &str,
+                   show: &dyn Fn(&ConnectionReport) -> String,
+                   count: &dyn Fn(&ConnectionReport) -> f64| {
+        let row = Row::plain(what, show(http2));
+        match http1 {
+            Some(h1) => row.anchor(show(h1), table::ratio(count(h1), count(http2))),
+            None => row.anchor("— (not run)", ""),
+        }
+    };
+    let steady = |r: &ConnectionReport| r.per_member(&r.steady());
+    let rows = vec![
+        compare(
+            "connections per member, end of the window (total)",
+            &|r| per_member(r, &r.steady()),
+            &steady,
+        )
+        .goal(
+            format!("≤ {CONNECTIONS_PER_MEMBER_GOAL} (HTTP/2)"),
+            steady(http2) <= CONNECTIONS_PER_MEMBER_GOAL,
+        ),
+        compare(
+            "connections per member, most seen (total, when after all Ready)",
+            &most,
+            &|r| r.per_member(&r.most()),
+        ),
+        Row::plain(
+            "connections beyond one per member, most seen (summed per apiserver)",
+            beyond(http2),
+        )
+        .anchor(http1.map_or("— (not run)".to_owned(), beyond), ""),
+        compare(
+            &format!(
+                "connections per apiserver, end of the window (members: {})",
+                slashed(&http2.members_per_apiserver)
+            ),
+            &|r| per_apiserver(&r.steady()),
+            &steady,
+        ),
+        compare(
+            "collector RSS per member, end of the window (RSS / members)",
+            &rss,
+            &|r| r.rss_per_member() as f64,
+        ),
+        // Not compared: section 1 sees Ready in the Clusters' status, after the status writer
+        // (and the Lease), the HTTP/1.1 collector in its own metrics.
+        Row::plain(
+            "collector start → every member Ready (HTTP/2: Clusters' conditions; HTTP/1.1: tether_member_ready)",
+            ready(http2),
+        )
+        .anchor(http1.map_or("— (not run)".to_owned(), ready), ""),
+        Row::plain(
+            "connections per member after the mass rotation (total; HTTP/2 only)",
+            format!(
+                "{:.2} ({})",
+                rotated.total() as f64 / members.max(1) as f64,
+                rotated.total()
+            ),
+        ),
+    ];
+    Section {
+        title: "6. Connections to the members".to_owned(),
+        note: format!(
+            "{members} members; the collector's established TCP connections to the member \
+             apiservers' ports, from its /proc entry (its socket inodes in fd/ matched against \
+             net/tcp and net/tcp6), every {} from all Ready to the end of the steady-state window. \
+             Tether: section 1's collector, HTTP/2 by ALPN (the default); anchor: the same binary \
+             on the same fleet with --member-http2=false (HTTP/1.1 to every member), started after \
+             section 2 with the first stopped, Ready by its own tether_member_ready (section 1's by \
+             the Clusters' conditions), then the same settle time and window. Members share \
+             apiservers and differ only by token, so /proc cannot tell whose a connection is: \
+             \"beyond one per member\" is, per apiserver, the connections above its members, \
+             summed.",
+            table::duration(COUNT_PERIOD),
+        ),
+        rows,
+    }
+}
+
+/// The line under the table with every count of section 6, so that a surplus shows when it came
+/// and whether it stayed.
+pub fn connection_counts(http2: &ConnectionReport, http1: Option<&ConnectionReport>) -> String {
+    let series = |r: &ConnectionReport| {
+        let counts: Vec<String> = (r.counts.iter())
+            .map(|c| format!("{} {}", table::duration(c.after), c.total()))
+            .collect();
+        counts.join(", ")
+    };
+    let mut line = format!(
+        "connections to the member apiservers after all Ready, HTTP/2: {}",
+        series(http2)
+    );
+    if let Some(h1) = http1 {
+        line += &format!("; HTTP/1.1: {}", series(h1));
+    }
+    line + "\n"
+}
+
+/// `334/333/333`.
+fn slashed(counts: &[usize]) -> String {
+    let counts: Vec<String> = counts.iter().map(usize::to_string).collect();
+    counts.join("/")
 }

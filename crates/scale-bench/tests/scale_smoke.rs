@@ -2,12 +2,14 @@
 //! of 1,000: the same code, through the crate's library. It asserts the correctness goals and
 //! no timing: every member Ready, then after a mass rotation (new ServiceAccount tokens in every
 //! Secret, old ServiceAccounts deleted) every switch seen, exactly one token fetch per rotated
-//! Secret, no relist, no 401 and no `CredentialsValid=False`.
+//! Secret, no relist, no 401 and no `CredentialsValid=False`; and connections counted, for the
+//! collector with HTTP/2 and a second with `--member-http2=false`.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 use std::time::Duration;
 
 use scale_bench::scale::{
+    connections,
     fleet::Fleet,
     run::{self, PhaseOptions},
 };
@@ -68,4 +70,22 @@ async fn twenty_members_ready_then_mass_rotation_without_refetch_relist_or_rejec
     );
     // Every member kept being probed with its new token after its old one was rejected.
     assert_eq!(running.conditions.ready(), MEMBERS);
+    drop(running);
+
+    // Connections, as section 6 counts them: every member holds at least one over HTTP/2, and at
+    // least one per watch (Nodes, Deployments) over HTTP/1.1, where a watch takes a connection.
+    let members = connections::members_per_apiserver(&fleet);
+    let http2 = scale.connections.steady().per_apiserver;
+    assert!(
+        http2.iter().zip(&members).all(|(held, m)| held >= m),
+        "{http2:?} for {members:?}"
+    );
+    let (http1, _) = run::without_http2(&fleet, &bin, &options).await.unwrap();
+    eprintln!("HTTP/1.1: {http1:?}");
+    assert!(http1.all_ready.is_some(), "{http1:?}");
+    let held = http1.steady().per_apiserver;
+    assert!(
+        held.iter().zip(&members).all(|(held, m)| *held >= 2 * m),
+        "{held:?} for {members:?}"
+    );
 }

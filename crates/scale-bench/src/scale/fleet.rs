@@ -43,6 +43,8 @@ pub struct MemberApiserver {
     pub namespace: String,
     /// `https://127.0.0.1:<port>`.
     pub endpoint: String,
+    /// The endpoint's port: what the collector's connections to it are counted by.
+    pub port: u16,
     /// PEM CA bundle of its serving certificate.
     pub ca_pem: String,
 }
@@ -124,11 +126,15 @@ impl Fleet {
             // Every member's ServiceAccounts read what the collector reads: one binding to the
             // namespace's ServiceAccount group, instead of one per member.
             cluster.grant_reader_to_namespace(&namespace).await?;
+            let port = (cluster.endpoint().parse::<http::Uri>().ok())
+                .and_then(|uri| uri.port_u16())
+                .with_context(|| format!("no port in {}", cluster.endpoint()))?;
             servers.push(MemberApiserver {
                 env_index: i + 1,
                 admin: cluster.admin_client()?,
                 namespace,
                 endpoint: cluster.endpoint().to_owned(),
+                port,
                 ca_pem: cluster.ca_pem().to_owned(),
             });
         }

@@ -2,7 +2,10 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use super::percentiles::Percentiles;
+use super::{
+    connections::{ConnectionCount, ConnectionReport},
+    percentiles::Percentiles,
+};
 
 /// What the scale phase measured.
 #[derive(Clone, Debug)]
@@ -42,6 +45,9 @@ pub struct ScaleReport {
     pub fetches_per_second: f64,
     /// The window's requests per second by `verb resource[/subresource]`, largest first.
     pub requests_by_kind: Vec<(String, f64)>,
+    /// The collector's connections to the member apiservers from all Ready to the end of the
+    /// window, and its RSS (as above).
+    pub connections: ConnectionReport,
 }
 
 /// What the mass rotation measured.
@@ -69,6 +75,9 @@ pub struct RotationReport {
     pub credentials_false: BTreeSet<String>,
     /// Members whose switch the collector did not log.
     pub not_switched: usize,
+    /// The collector's connections to the member apiservers at the end (old tokens rejected,
+    /// one more probe period), counted after the rotation's start.
+    pub connections: ConnectionCount,
 }
 
 impl RotationReport {

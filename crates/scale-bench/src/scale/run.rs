@@ -1,9 +1,11 @@
-//! The two collector phases: scale (start until every member is Ready, then a steady-state
-//! window) and mass rotation (every Secret rewritten at once, old ServiceAccounts deleted).
+//! The collector phases: scale (start until every member is Ready, then a steady-state window),
+//! mass rotation (every Secret rewritten at once, old ServiceAccounts deleted), and a second
+//! collector with HTTP/1.1 to every member, whose connections and RSS are compared with the
+//! first's.
 
 use std::{
     collections::BTreeMap,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
@@ -16,6 +18,7 @@ pub use super::report::{RotationReport, ScaleReport};
 use super::{
     collector_log::{CollectorLog, start_collector},
     conditions::ConditionWatch,
+    connections::{self, ConnectionCount, ConnectionReport},
     fleet::Fleet,
     percentiles::Percentiles,
     proc_stats::ProcSample,
@@ -106,7 +109,9 @@ async fn collector_counters(collector: &CollectorProcess) -> anyhow::Result<Coll
 }
 
 /// Starts the collector (`bin`) on the fleet, waits until every member is Ready (or the
-/// limit), lets it settle, and measures a steady-state window.
+/// limit), lets it settle, and measures a steady-state window; its connections to the member
+/// apiservers are counted from all Ready to the end of the window
+/// ([`connections::count_for`]).
 ///
 /// # Errors
 /// The collector not starting or dying, or the apiservers' metrics unreadable.
@@ -144,13 +149,15 @@ pub async fn scale(
             .map(|at| at.saturating_duration_since(started)),
     );
 
-    tokio::time::sleep(options.settle).await;
+    let pid = collector.pid();
+    let ready_at = Instant::now();
+    let mut counts = connections::count_for(pid, fleet, ready_at, options.settle).await;
     let (proc0, api0, col0) = (
         ProcSample::read(collector.pid())?,
         apiserver_counters(fleet).await?,
         collector_counters(&collector).await?,
     );
-    tokio::time::sleep(options.window).await;
+    counts.extend(connections::count_for(pid, fleet, ready_at, options.window).await);
     let (proc1, api1, col1) = (
         ProcSample::read(collector.pid())?,
         apiserver_counters(fleet).await?,
@@ -190,6 +197,13 @@ pub async fn scale(
         requests_per_second: (api1.requests - api0.requests - own_scrapes).max(0.0) / api_seconds,
         fetches_per_second: (col1.fetches - col0.fetches) / seconds(col0.at, col1.at),
         requests_by_kind,
+        connections: ConnectionReport {
+            members_per_apiserver: connections::members_per_apiserver(fleet),
+            all_ready,
+            counts,
+            rss_bytes: proc1.rss_bytes,
+            peak_rss_bytes: proc1.peak_rss_bytes,
+        },
     };
     Ok((
         Running {
@@ -271,6 +285,7 @@ pub async fn rotate_all(
     tokio::time::sleep(options.probe_period + Duration::from_secs(2)).await;
     poller.abort();
     let after = collector_counters(collector).await?;
+    let connections = ConnectionCount::read(collector.pid(), f, start);
 
     let curve = fetch_curve
         .lock()
@@ -290,5 +305,55 @@ pub async fn rotate_all(
         revoked_after,
         credentials_false: running.conditions.credentials_false_since_mark(),
         not_switched,
+        connections,
     })
+}
+
+/// Starts a second collector on the fleet, the same but for `--member-http2=false` (HTTP/1.1
+/// to every member), with no other collector running; waits until it has every member Ready by
+/// its own `tether_member_ready` (the `Cluster`s are Ready already, from the first); then counts
+/// its connections and reads its RSS over the settle time and the window of [`scale`], so that
+/// the two reports compare. Also returns its log directory.
+///
+/// # Errors
+/// The collector not starting or dying, or its metrics unreadable.
+pub async fn without_http2(
+    fleet: &Fleet,
+    bin: &Path,
+    options: &PhaseOptions,
+) -> anyhow::Result<(ConnectionReport, PathBuf)> {
+    let members = fleet.members.len() as f64;
+    let extra = ["--member-http2=false".to_owned()];
+    let control_plane = fleet.env.control_plane();
+    let (mut collector, _log) =
+        start_collector(bin, control_plane, options.probe_period, &extra).await?;
+    let started = collector.started;
+    let deadline = started + options.ready_limit;
+    let all_ready = loop {
+        let text = collector.metrics().await?;
+        if metrics::sum(&text, "tether_member_ready", "") >= members {
+            break Some(started.elapsed());
+        }
+        anyhow::ensure!(
+            collector.running(),
+            "the collector exited (logs in {})",
+            collector.log_dir.display()
+        );
+        if Instant::now() >= deadline {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let pid = collector.pid();
+    let length = options.settle + options.window;
+    let counts = connections::count_for(pid, fleet, Instant::now(), length).await;
+    let proc = ProcSample::read(pid)?;
+    let report = ConnectionReport {
+        members_per_apiserver: connections::members_per_apiserver(fleet),
+        all_ready,
+        counts,
+        rss_bytes: proc.rss_bytes,
+        peak_rss_bytes: proc.peak_rss_bytes,
+    };
+    Ok((report, collector.log_dir.clone()))
 }
