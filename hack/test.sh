@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# Each step's wall time on stderr, so that a slow run says where its time went.
+step_started=$(date +%s)
+took() {
+  local now
+  now=$(date +%s)
+  echo "test: $1 took $((now - step_started)) s" >&2
+  step_started=$now
+}
+
 # kube-apiserver + etcd: reuse KUBEBUILDER_ASSETS if it has both, else build or reuse .envtest/.
 KUBEBUILDER_ASSETS="$(hack/envtest.sh)"
 export KUBEBUILDER_ASSETS
@@ -17,14 +26,17 @@ echo "test: using the interop programs in $interop_bin" >&2
 # .tools/bin here, so that no test spends its time budget building one.
 tools_bin="$(hack/tools.sh)"
 echo "test: using helm, kustomize and promtool from $tools_bin" >&2
+took "the Go programs (kube-apiserver, etcd, interop programs, tools)"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+took "fmt and clippy"
 
 # The book (docs/): built with the pinned mdbook (built on first use), no warnings, no broken
 # internal link, and its Rust snippets compiled against the libraries of the binaries built
 # below (it builds them first).
 hack/docs.sh
+took "the book"
 
 # Doctests must compile; an `ignore`d one would rot unseen.
 if grep -rn --include='*.rs' '```ignore' crates e2e tests 2>/dev/null; then
@@ -54,6 +66,7 @@ karmada_real_log="$(mktemp)"
 (cd e2e && exec "$karmada_real" --exact "$karmada_real_test") >"$karmada_real_log" 2>&1 &
 karmada_real_pid=$!
 trap 'kill "$karmada_real_pid" 2>/dev/null || true' EXIT
+took "the binaries, examples and test targets"
 
 # criterion's harness takes no --skip, so the benches (run once, as tests) go on their own.
 cargo test --workspace --lib --bins --tests --examples -- --skip "$karmada_real_test"
@@ -64,7 +77,9 @@ if ! wait "$karmada_real_pid"; then
   exit 1
 fi
 grep -E '^test |^test result' "$karmada_real_log" >&2
+took "the tests and benches (karmada_real beside them)"
 cargo test --workspace --doc
+took "the doctests"
 
 # The two libraries package as crates.io would take them, each then built from its package
 # alone. Like kube, they enable no Kubernetes version of k8s-openapi: an embedder picks one.
@@ -73,9 +88,12 @@ cargo test --workspace --doc
 # the same version would be built instead of this tree's.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/{member-client,tether-cluster-registry}-[0-9]*
 K8S_OPENAPI_ENABLED_VERSION=1.36 cargo package --locked -p member-client -p tether-cluster-registry
+took "packaging"
 
 # Every feature combination the docs promise (docs/src/embedding/features.md) builds, lint-clean.
 hack/features.sh
+took "the feature matrix"
 
 # Their public APIs are their snapshots (crates/*/public-api.txt): a change to one is a diff.
 hack/public-api.sh
+took "the public API check"
