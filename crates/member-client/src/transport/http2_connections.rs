@@ -125,6 +125,8 @@ impl Drop for StreamSlot {
 
 struct Http2Connection {
     send: http2::SendRequest<Body>,
+    /// Set once the member sent GOAWAY: no new stream goes on it, though those open finish.
+    going_away: AtomicBool,
     /// Requests sent on it whose response body is still held.
     streams: AtomicUsize,
     /// The member's `SETTINGS_MAX_CONCURRENT_STREAMS` as the connection last read it.
@@ -224,11 +226,25 @@ where
     /// dial without `h2`.
     pub(crate) async fn send(
         &self,
-        request: Request<Body>,
+        mut request: Request<Body>,
     ) -> Result<Result<Response<PoolBody>, Declined<C::Response>>, BoxError> {
+        let mut refusals = 0;
         loop {
             match self.find() {
-                Found::Stream(slot) => return Ok(Ok(Self::send_on(slot, request).await?)),
+                Found::Stream(slot) => {
+                    let connection = Arc::clone(&slot.0);
+                    let copy = (refusals < MAX_REFUSALS)
+                        .then(|| crate::credential_layer::replayable(&request))
+                        .flatten();
+                    match (Self::send_on(slot, request).await, copy) {
+                        (Err(err), Some(copy)) if refused_unprocessed(err.as_ref()) => {
+                            connection.going_away.store(true, Ordering::Release);
+                            (request, refusals) = (copy, refusals + 1);
+                            continue;
+                        }
+                        (sent, _) => return Ok(Ok(sent?)),
+                    }
+                }
                 Found::Unsettled(mut max_streams, patience) => {
                     let read = max_streams.wait_for(|max| *max != STREAMS_BEFORE_SETTINGS);
                     // Read or not, the next look finds a stream, or dials once it is too old.
@@ -288,7 +304,9 @@ where
     /// first, are let go on the way.
     fn find(&self) -> Found {
         let mut open = self.connections();
-        open.retain(|connection| !connection.send.is_closed());
+        open.retain(|connection| {
+            !connection.send.is_closed() && !connection.going_away.load(Ordering::Acquire)
+        });
         let mut index = 0;
         open.retain(|connection| {
             index += 1;
@@ -320,6 +338,7 @@ where
         });
         let connection = Arc::new(Http2Connection {
             send,
+            going_away: AtomicBool::new(false),
             streams: AtomicUsize::new(1),
             max_streams,
             dialled_at: Instant::now(),
@@ -406,6 +425,28 @@ where
 enum Dialled<T> {
     Http2(StreamSlot),
     Http1(T),
+}
+
+/// How many times a request is sent again after the member refused it unprocessed. A
+/// kube-apiserver answers one 401 per HTTP/2 connection and refuses the streams sent beside it,
+/// so requests carrying a rejected credential get their 401s one connection at a time: this
+/// bounds the in-flight requests of such a member that all get their answer.
+const MAX_REFUSALS: u32 = 8;
+
+/// Whether `err` says the request never reached the member: refused by a GOAWAY whose last
+/// stream came before it (RFC 9113 §6.8), or dropped by hyper unsent as the connection closed.
+/// A kube-apiserver sends GOAWAY after it answered a request with 401 over HTTP/2, so requests
+/// sent beside that one meet this. Such a request is safe to send again, on another connection.
+fn refused_unprocessed(err: &(dyn std::error::Error + 'static)) -> bool {
+    crate::error::causes(err).any(|cause| {
+        let refused = cause
+            .downcast_ref::<h2::Error>()
+            .is_some_and(|h2| h2.is_go_away() && h2.is_remote());
+        refused
+            || cause
+                .downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_canceled)
+    })
 }
 
 /// A dial that failed, shared by the requests that waited for it; its source is the dial's
