@@ -55,7 +55,9 @@ impl Default for Http2Settings {
 
 /// How long a new connection may take to read the member's SETTINGS (the first frame it
 /// sends), which say how many streams it allows, while requests wait for it rather than dial.
-const SETTINGS_WAIT: Duration = Duration::from_secs(1);
+/// A thousand members starting at once on two cores took over a second now and then, and the
+/// request that gave up dialled a second connection that stayed.
+const SETTINGS_WAIT: Duration = Duration::from_secs(5);
 
 /// The streams a connection carries until the member's SETTINGS say how many it allows: one,
 /// so that no stream is ever queued past a limit not yet read. A member that never says keeps
