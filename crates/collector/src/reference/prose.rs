@@ -19,7 +19,7 @@ const OTHER_PROGRAMS: &str = "\
     karmada-controller-manager: --cluster-failure-threshold --controllers
         --health-probe-bind-address --metrics-bind-address
     scale-bench and shard-bench, through hack/bench.sh: --baseline-window --exec-misses
-        --lease-seconds --members --overhead-rounds --replicas --sharded
+        --http1-collector --lease-seconds --members --overhead-rounds --replicas --sharded
     rust-anchor: --system
     client-go-anchor: --mode
     any program: --help";
