@@ -115,11 +115,16 @@ async fn service_account_recreated_is_reported_unauthorized_and_healed_by_the_se
 
     // Loud: an Event on the Cluster (recorded once the status is written), and /metrics.
     let started = std::time::Instant::now();
-    testkit::eventually("an Unauthorized Event on Cluster member1", CONVERGE, || async {
-        unauthorized_reported(&s, "member1").await
-    })
+    testkit::eventually(
+        "an Unauthorized Event on Cluster member1",
+        CONVERGE,
+        || async { unauthorized_reported(&s, "member1").await },
+    )
     .await?;
-    eprintln!("the Unauthorized Event {:?} after the condition", started.elapsed());
+    eprintln!(
+        "the Unauthorized Event {:?} after the condition",
+        started.elapsed()
+    );
     assert_eq!(s.metric("tether_credential_state", "member1").await?, 1.0);
     let (_, metrics) = s.collector.get("/metrics").await?;
     assert!(
