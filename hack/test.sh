@@ -13,24 +13,20 @@ took() {
   step_started=$now
 }
 
-# The Go programs the tests run, built (or reused) beside the Rust lints and builds below, which
-# leave a core idle at times while a cold Go build also waits on module downloads:
-# - kube-apiserver + etcd: reuse KUBEBUILDER_ASSETS if it has both, else build or reuse .envtest/;
-# - the Go interop programs (e2e/interop/*/) the e2e tests run: build or reuse .interop/bin;
-# - the pinned Go tools the tests run (hack/tools/*/: helm, kustomize, promtool,
-#   karmada-controller-manager): build or reuse .tools/bin here, so that no test spends its time
-#   budget building one.
-# Their output is shown when they are done; nothing below needs them before the tests.
-go_dir="$(mktemp -d)"
-(
-  hack/envtest.sh >"$go_dir/envtest"
-  hack/interop.sh >"$go_dir/interop"
-  hack/tools.sh >"$go_dir/tools"
-  echo $(($(date +%s) - step_started)) >"$go_dir/seconds"
-) 2>"$go_dir/log" &
-go_pid=$!
-karmada_real_pid=
-trap 'kill $go_pid $karmada_real_pid 2>/dev/null || true' EXIT
+# kube-apiserver + etcd: reuse KUBEBUILDER_ASSETS if it has both, else build or reuse .envtest/.
+KUBEBUILDER_ASSETS="$(hack/envtest.sh)"
+export KUBEBUILDER_ASSETS
+echo "test: using kube-apiserver and etcd from $KUBEBUILDER_ASSETS" >&2
+
+# The Go interop programs (e2e/interop/*/) the e2e tests run: build or reuse .interop/bin.
+interop_bin="$(hack/interop.sh)"
+echo "test: using the interop programs in $interop_bin" >&2
+
+# The pinned Go tools the tests run (hack/tools/*/: helm, kustomize, promtool): build or reuse
+# .tools/bin here, so that no test spends its time budget building one.
+tools_bin="$(hack/tools.sh)"
+echo "test: using helm, kustomize and promtool from $tools_bin" >&2
+took "the Go programs (kube-apiserver, etcd, interop programs, tools)"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
@@ -66,22 +62,10 @@ for line in sys.stdin:
     if msg.get("reason") == "compiler-artifact" and msg["target"]["name"] == "karmada_real" and msg.get("executable"):
         print(msg["executable"])')"
 [[ -x $karmada_real ]] || { echo "test: the build made no karmada_real test" >&2; exit 1; }
-if ! wait "$go_pid"; then
-  cat "$go_dir/log" >&2
-  echo "test: building the Go programs failed (their output is above)" >&2
-  exit 1
-fi
-cat "$go_dir/log" >&2
-KUBEBUILDER_ASSETS="$(<"$go_dir/envtest")"
-export KUBEBUILDER_ASSETS
-echo "test: using kube-apiserver and etcd from $KUBEBUILDER_ASSETS" >&2
-echo "test: using the interop programs in $(<"$go_dir/interop")" >&2
-echo "test: using helm, kustomize, promtool and karmada-controller-manager from $(<"$go_dir/tools")" >&2
-echo "test: the Go programs took $(<"$go_dir/seconds") s, beside the steps above" >&2
-
 karmada_real_log="$(mktemp)"
 (cd e2e && exec "$karmada_real" --exact "$karmada_real_test") >"$karmada_real_log" 2>&1 &
 karmada_real_pid=$!
+trap 'kill "$karmada_real_pid" 2>/dev/null || true' EXIT
 took "the binaries, examples and test targets"
 
 # criterion's harness takes no --skip, so the benches (run once, as tests) go on their own.
