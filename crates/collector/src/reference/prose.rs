@@ -11,7 +11,6 @@ use super::{files, names, page_path, root};
 const OTHER_PROGRAMS: &str = "\
     cargo: --all-targets --check --doc --example --examples --features --ignored --lib --test
         --workspace
-    libtest: --skip
     helm: --create-namespace --install --reuse-values --set --strict
     kubectl: --clusterrole --context --duration --from-file --serviceaccount
     kube-apiserver: --http2-max-streams-per-connection --service-account-max-token-expiration
