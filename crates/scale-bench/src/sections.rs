@@ -369,11 +369,12 @@ pub fn connections(
     };
     let most = |r: &ConnectionReport| {
         let c = r.most();
+        // Counted every few seconds from all Ready: whole seconds say when.
         format!(
-            "{:.2} ({} at {})",
+            "{:.2} ({} at {} s)",
             r.per_member(&c),
             c.total(),
-            table::duration(c.after)
+            c.after.as_secs()
         )
     };
     let beyond = |r: &ConnectionReport| {

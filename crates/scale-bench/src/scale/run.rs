@@ -126,21 +126,10 @@ pub async fn scale(
     let (mut collector, log) =
         start_collector(bin, fleet.env.control_plane(), options.probe_period, &[]).await?;
     let started = collector.started;
-    let deadline = started + options.ready_limit;
-    let all_ready = loop {
-        if conditions.ready() >= members {
-            break Some(started.elapsed());
-        }
-        anyhow::ensure!(
-            collector.running(),
-            "the collector exited (logs in {})",
-            collector.log_dir.display()
-        );
-        if Instant::now() >= deadline {
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let all_ready = until_all_ready(&mut collector, options.ready_limit, async |_| {
+        Ok(conditions.ready() >= members)
+    })
+    .await?;
     let ready_count = conditions.ready();
     let ready = Percentiles::of(
         conditions
@@ -327,23 +316,11 @@ pub async fn without_http2(
     let control_plane = fleet.env.control_plane();
     let (mut collector, _log) =
         start_collector(bin, control_plane, options.probe_period, &extra).await?;
-    let started = collector.started;
-    let deadline = started + options.ready_limit;
-    let all_ready = loop {
+    let all_ready = until_all_ready(&mut collector, options.ready_limit, async |collector| {
         let text = collector.metrics().await?;
-        if metrics::sum(&text, "tether_member_ready", "") >= members {
-            break Some(started.elapsed());
-        }
-        anyhow::ensure!(
-            collector.running(),
-            "the collector exited (logs in {})",
-            collector.log_dir.display()
-        );
-        if Instant::now() >= deadline {
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+        Ok(metrics::sum(&text, "tether_member_ready", "") >= members)
+    })
+    .await?;
     let pid = collector.pid();
     let length = options.settle + options.window;
     let counts = connections::count_for(pid, fleet, Instant::now(), length).await;
@@ -356,4 +333,31 @@ pub async fn without_http2(
         peak_rss_bytes: proc.peak_rss_bytes,
     };
     Ok((report, collector.log_dir.clone()))
+}
+
+/// Asks `all_ready` every 100 ms until it answers true, and returns the time since `collector`
+/// started; `None` after `limit`.
+///
+/// # Errors
+/// The collector exiting, or `all_ready` failing.
+async fn until_all_ready(
+    collector: &mut CollectorProcess,
+    limit: Duration,
+    mut all_ready: impl AsyncFnMut(&CollectorProcess) -> anyhow::Result<bool>,
+) -> anyhow::Result<Option<Duration>> {
+    let deadline = collector.started + limit;
+    loop {
+        if all_ready(collector).await? {
+            return Ok(Some(collector.started.elapsed()));
+        }
+        anyhow::ensure!(
+            collector.running(),
+            "the collector exited (logs in {})",
+            collector.log_dir.display()
+        );
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
