@@ -179,6 +179,11 @@ impl<C> Http2Connections<C> {
     fn connections(&self) -> MutexGuard<'_, Vec<Arc<Http2Connection>>> {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Whether the member answered a dial without `h2`: HTTP/1.1 only from then on.
+    pub(crate) fn declined(&self) -> bool {
+        self.declined.load(Ordering::Acquire)
+    }
 }
 
 impl<C> fmt::Debug for Http2Connections<C> {
@@ -257,7 +262,7 @@ where
             }
             let failed_before = self.failed_dials.load(Ordering::Acquire);
             let dialing = self.dialing.lock().await;
-            if self.declined.load(Ordering::Acquire) {
+            if self.declined() {
                 let connection = None;
                 return Ok(Err(Declined {
                     connection,

@@ -6,14 +6,16 @@ use std::{
     fmt,
     future::Future,
     pin::Pin,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
     task::{Context, Poll},
 };
 
+use futures::{
+    TryFutureExt as _,
+    future::{BoxFuture, Either, MapErr, MapOk},
+};
 use http::{Request, Response, Uri, uri::Scheme};
+use hyper::body::Incoming;
 use hyper_util::client::legacy;
 use kube::client::Body;
 use tower::{BoxError, Service};
@@ -23,9 +25,15 @@ use super::{
     pool_recipe::{Connector, Dial},
 };
 
-/// What a pool's response future resolves to.
+/// A pool's response future: hyper's own for HTTP/1.1, unboxed, since it is most requests to
+/// a member that declined `h2`; boxed for HTTP/2, whose send awaits a stream or a dial.
 pub(crate) type PoolFuture =
-    Pin<Box<dyn Future<Output = Result<Response<PoolBody>, BoxError>> + Send + 'static>>;
+    Either<Http1Future, BoxFuture<'static, Result<Response<PoolBody>, BoxError>>>;
+
+type Http1Future = MapErr<
+    MapOk<legacy::ResponseFuture, fn(Response<Incoming>) -> Response<PoolBody>>,
+    fn(legacy::Error) -> BoxError,
+>;
 
 /// A member's connections for one client identity.
 pub(crate) struct Pool<H: Dial> {
@@ -33,15 +41,12 @@ pub(crate) struct Pool<H: Dial> {
     /// Where a dial that came back without `h2` leaves its connection for `http1`.
     parked: Parked<Connector<H>>,
     http2: Option<Arc<Http2Connections<Connector<H>>>>,
-    /// Set once the member answered a dial without `h2`: HTTP/1.1 only from then on.
-    declined: Arc<AtomicBool>,
 }
 
 impl<H: Dial> fmt::Debug for Pool<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
             .field("http2", &self.http2)
-            .field("declined", &self.declined.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -57,24 +62,22 @@ impl<H: Dial> Pool<H> {
             http1: client,
             parked,
             http2: http2.map(Arc::new),
-            declined: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// Sends `request`: over HTTP/2 when the member speaks it, the URI is `https` and the
     /// request asks for no protocol upgrade (which HTTP/2 has not); otherwise over HTTP/1.1.
     pub(crate) fn request(&self, request: Request<Body>) -> PoolFuture {
-        let http1 = self.http1.clone();
-        let http2 = self.http2.as_ref().filter(|_| {
-            !self.declined.load(Ordering::Acquire)
+        let http2 = self.http2.as_ref().filter(|http2| {
+            !http2.declined()
                 && request.uri().scheme() == Some(&Scheme::HTTPS)
                 && !request.headers().contains_key(http::header::UPGRADE)
         });
         let Some(http2) = http2.map(Arc::clone) else {
-            return Box::pin(over_http1(http1, request));
+            return Either::Left(over_http1(&self.http1, request));
         };
-        let (parked, declined) = (self.parked.clone(), Arc::clone(&self.declined));
-        Box::pin(async move {
+        let (http1, parked) = (self.http1.clone(), self.parked.clone());
+        Either::Right(Box::pin(async move {
             match http2.send(request).await? {
                 Ok(response) => Ok(response),
                 Err(Declined {
@@ -82,22 +85,24 @@ impl<H: Dial> Pool<H> {
                     request,
                 }) => {
                     tracing::debug!("the member did not negotiate HTTP/2; using HTTP/1.1");
-                    declined.store(true, Ordering::Release);
                     if let Some(connection) = connection {
                         parked.park(connection);
                     }
-                    over_http1(http1, request).await
+                    over_http1(&http1, request).await
                 }
             }
-        })
+        }))
     }
 }
 
-async fn over_http1(
-    client: legacy::Client<impl legacy::connect::Connect + Clone + Send + Sync + 'static, Body>,
-    request: Request<Body>,
-) -> Result<Response<PoolBody>, BoxError> {
-    Ok(client.request(request).await?.map(PoolBody::uncounted))
+fn over_http1<C>(client: &legacy::Client<C, Body>, request: Request<Body>) -> Http1Future
+where
+    C: legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
+    let uncounted: fn(Response<Incoming>) -> Response<PoolBody> =
+        |response| response.map(PoolBody::uncounted);
+    let boxed: fn(legacy::Error) -> BoxError = BoxError::from;
+    client.request(request).map_ok(uncounted).map_err(boxed)
 }
 
 /// A connector that hands out a parked connection, if there is one, before it dials: how the
