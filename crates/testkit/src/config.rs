@@ -19,6 +19,8 @@ pub struct Config {
     pub assets: Option<Assets>,
     /// Flags every kube-apiserver gets besides the harness's own.
     pub apiserver_flags: Vec<String>,
+    /// Flags one kube-apiserver gets besides those: (cluster name, flag).
+    pub cluster_apiserver_flags: Vec<(String, String)>,
 }
 
 impl Default for Config {
@@ -29,6 +31,7 @@ impl Default for Config {
             ready_timeout: Duration::from_secs(60),
             assets: None,
             apiserver_flags: Vec::new(),
+            cluster_apiserver_flags: Vec::new(),
         }
     }
 }
@@ -37,6 +40,18 @@ impl Config {
     /// Adds `flag` (as `--name=value`) to every kube-apiserver's command line.
     pub fn apiserver_flag(mut self, flag: impl Into<String>) -> Self {
         self.apiserver_flags.push(flag.into());
+        self
+    }
+
+    /// Adds `flag` (as `--name=value`) to the command line of the kube-apiserver of `cluster`
+    /// (`member1`, …) alone.
+    pub fn cluster_apiserver_flag(
+        mut self,
+        cluster: impl Into<String>,
+        flag: impl Into<String>,
+    ) -> Self {
+        self.cluster_apiserver_flags
+            .push((cluster.into(), flag.into()));
         self
     }
 

@@ -64,6 +64,7 @@ pub struct Environment {
     ready_timeout: Duration,
     /// Flags every apiserver gets besides the harness's own.
     apiserver_flags: Vec<String>,
+    cluster_apiserver_flags: Vec<(String, String)>,
     /// `None` only while dropping.
     dir: Option<TempDir>,
 }
@@ -116,6 +117,7 @@ impl Environment {
             assets,
             ready_timeout: config.ready_timeout,
             apiserver_flags: config.apiserver_flags,
+            cluster_apiserver_flags: config.cluster_apiserver_flags,
             dir: Some(dir),
         };
         match env.boot(names, ports).await {
@@ -161,6 +163,9 @@ impl Environment {
         let mut spec =
             ApiserverSpec::create(self.dir()?, &name, port, etcd, &admin_token, &client_ca)?;
         spec.extra_flags.clone_from(&self.apiserver_flags);
+        let own = self.cluster_apiserver_flags.iter();
+        let own = own.filter(|(cluster, _)| *cluster == name);
+        spec.extra_flags.extend(own.map(|(_, flag)| flag.clone()));
         let ca = spec.issue_serving_cert()?;
         let endpoint = format!("https://127.0.0.1:{port}");
         let cluster = Cluster::with_admin_token(&name, &endpoint, &ca.pem(), &admin_token)?

@@ -7,7 +7,9 @@
 //! [`authorizations`](HostileEndpoint::authorizations). It answers enough of the API for a
 //! client to believe it: `/readyz`, `/livez`, `/healthz`, `/version`, discovery, a
 //! SelfSubjectReview, empty lists, watches that stay open and silent, and a TokenRequest whose
-//! token the test chooses ([`set_minted_token`](HostileEndpoint::set_minted_token)).
+//! token the test chooses ([`set_minted_token`](HostileEndpoint::set_minted_token)). It refuses
+//! streaming lists (422), as an apiserver with the `WatchList` feature off does, so that a
+//! client lists in pages.
 //!
 //! By default it behaves; [`misbehave`](HostileEndpoint::misbehave) makes it send what a
 //! member must not be able to exhaust the collector with ([`Misbehaviour`]): a huge `/readyz`,
@@ -167,6 +169,20 @@ fn respond(state: &State, request: &Request<Incoming>) -> Response<Body> {
     let watch = uri
         .query()
         .is_some_and(|q| q.split('&').any(|kv| kv == "watch=true" || kv == "watch=1"));
+    // Like an apiserver with the WatchList feature off, so that a client lists in pages, where
+    // the misbehaviours are.
+    let streaming = uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "sendInitialEvents=true"));
+    if watch && streaming {
+        return json(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422,
+                "message": "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+            }),
+        );
+    }
     let misbehaviour = *lock(&state.misbehaviour);
     if let Some(misbehaviour) = misbehaviour
         && request.method() == Method::GET
