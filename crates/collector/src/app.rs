@@ -21,7 +21,7 @@ use crate::{
     },
     metrics::Metrics,
     minting,
-    mirror::Mirror,
+    mirror::{InitialList, Mirror},
     readiness::{Readiness, sources},
     registry_builder::registry_builder,
     shard::{Ownership, Shard, ShardMode},
@@ -101,6 +101,11 @@ pub async fn run(
         client_limits: args.member_client_limits(),
         resources: Arc::from(args.mirror.clone()),
         max_objects: args.member_max_objects(),
+        initial_list: if args.member_streaming_lists {
+            InitialList::Streamed
+        } else {
+            InitialList::Paged
+        },
         minter,
     };
     let supervisor = Supervisor::new(

@@ -180,6 +180,15 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub member_http2: bool,
 
+    /// Get each mirrored kind's objects from a member by a streaming list: one watch with
+    /// `sendInitialEvents=true`, which the member's apiserver answers from its watch cache,
+    /// instead of paged lists. It needs the `WatchList` feature (on by default in Kubernetes
+    /// 1.32 and from 1.34; off in 1.33), and is authorized as a `watch`. A member that refuses
+    /// it (400 or 422 at the watch's start) gets paged lists of that kind from then on, logged
+    /// at debug level. `false`: paged lists for every member.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub member_streaming_lists: bool,
+
     /// The share of a member credential's remaining lifetime (JWT `exp`, an exec plugin's
     /// `expirationTimestamp`, a certificate's `notAfter`), counted from when it was fetched,
     /// after which Tether fetches it again: a Secret is read again, a plugin runs again. Every

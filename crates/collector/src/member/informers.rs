@@ -1,8 +1,8 @@
 //! Long-lived watches on one member, mirrored into in-memory stores.
 //!
 //! Every reconnect goes through the member's client, so it takes the current token from the
-//! cache: a rotation needs no restart and no relist. Relists (an `Init` after the first) and
-//! watch errors, classified (a 401 is an auth failure), are counted per member.
+//! cache: a rotation needs no restart and no relist. Relists (an initial list done after the
+//! first) and watch errors, classified (a 401 is an auth failure), are counted per member.
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use super::informer_state::InformerStates;
 use crate::{
     metrics::Metrics,
-    mirror::{LIST_PAGE_SIZE, MirroredResource, capped_watch},
+    mirror::{InitialList, LIST_PAGE_SIZE, MirroredResource, capped_watch, with_fallback},
 };
 
 /// The stores one member's watches fill.
@@ -71,13 +71,15 @@ struct Reporting<'a> {
     replacing: bool,
     /// The most objects one kind may hold.
     max_objects: usize,
+    initial_list: InitialList,
 }
 
 /// Starts watching Nodes and every resource in `mirror` on `member` through `client`.
 ///
 /// With `replacing` (the member's client was rebuilt), the first list of each watch counts as
 /// a relist too: from the member's point of view it is one, and a rotation that wrongly
-/// rebuilt clients must show in the metric.
+/// rebuilt clients must show in the metric. Each watch gets its first state as `initial_list`
+/// says, or in pages where the member refuses to stream it.
 pub(crate) fn start(
     member: &str,
     client: &Client,
@@ -85,6 +87,7 @@ pub(crate) fn start(
     metrics: &Metrics,
     replacing: bool,
     max_objects: usize,
+    initial_list: InitialList,
 ) -> (MemberStores, InformerStates, Informers) {
     let states = InformerStates::default();
     let reporting = Reporting {
@@ -93,6 +96,7 @@ pub(crate) fn start(
         states: &states,
         replacing,
         max_objects,
+        initial_list,
     };
     let (nodes, nodes_task) = watch(&reporting, "core/v1/nodes", Api::all(client.clone()), ());
     let (resources, tasks): (Vec<_>, Vec<_>) = (mirror.iter())
@@ -126,24 +130,30 @@ where
     let states = reporting.states.clone();
     states.add(&resource);
     let observed = resource.clone();
-    // Every Init but the very first list of this member's watch is a relist.
-    let mut inits = u64::from(reporting.replacing);
+    // Every initial list but the very first of this member's watch is a relist, counted when
+    // it is done: a streamed list that falls back to pages midway is one list.
+    let mut lists = u64::from(reporting.replacing);
     let config = watcher::Config::default()
         .timeout(WATCH_TIMEOUT_SECONDS)
         .page_size(LIST_PAGE_SIZE);
-    let start = move || -> BoxStream<'static, watcher::Result<watcher::Event<K>>> {
-        watcher(api.clone(), config.clone())
+    let watch = move |how: InitialList| -> BoxStream<'static, watcher::Result<watcher::Event<K>>> {
+        watcher(api.clone(), how.configure(config.clone()))
             .backoff_until_progress(watch_backoff())
             .boxed()
     };
+    let refused = {
+        let (member, resource) = (member.clone(), resource.clone());
+        move || tracing::debug!(member = %member, resource = %resource, "the member does not serve streaming lists; listing in pages")
+    };
+    let start = with_fallback(reporting.initial_list, watch, refused);
     let stream = capped_watch(start, store.clone(), dyntype, reporting.max_objects)
         .inspect(move |event| states.observe(&observed, event))
         .inspect(move |event| match event {
-            Ok(watcher::Event::Init) => {
-                inits += 1;
-                if inits > 1 {
+            Ok(watcher::Event::InitDone) => {
+                lists += 1;
+                if lists > 1 {
                     metrics.record_relist(&member, &resource);
-                    tracing::debug!(member = %member, resource = %resource, "relisting");
+                    tracing::debug!(member = %member, resource = %resource, "relisted");
                 }
             }
             Ok(_) => {}

@@ -25,7 +25,7 @@ use crate::{
     clusterprofile::ProfilePublisher,
     metrics::Metrics,
     minting::{MintState, Minter, Permit, TokenChain, permit},
-    mirror::{Mirror, MirroredResource},
+    mirror::{InitialList, Mirror, MirroredResource},
 };
 
 /// What every member task works with: where it publishes, and how it probes and mirrors.
@@ -49,6 +49,8 @@ pub(crate) struct MemberContext {
     pub(crate) resources: Arc<[MirroredResource]>,
     /// The most objects of one kind mirrored from one member.
     pub(crate) max_objects: usize,
+    /// How each watch gets its first state, where the member serves it.
+    pub(crate) initial_list: InitialList,
     /// Mints the tokens of members that ask for it.
     pub(crate) minter: Minter,
 }
@@ -109,6 +111,7 @@ impl MemberTask {
             &context.metrics,
             replacing,
             context.max_objects,
+            context.initial_list,
         );
         context.mirror.set_stores(&member, stores.clone());
         context.metrics.watch_member(&member, health.clone());

@@ -1,6 +1,7 @@
 //! The multi-cluster view: every member's published status and its watch stores, for the read
 //! API.
 
+mod initial_list;
 mod object_cap;
 mod resource;
 mod summary;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 
+pub(crate) use initial_list::{InitialList, with_fallback};
 pub use object_cap::LIST_PAGE_SIZE;
 pub(crate) use object_cap::capped_watch;
 pub use resource::MirroredResource;
