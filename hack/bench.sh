@@ -5,7 +5,9 @@
 # and kube-rs; each a process of its own), the CredentialLayer's per-request cost at 1, 16 and
 # 64 requests in flight, and the collector's connections per member over HTTP/2 against a second
 # collector on the same fleet with --member-http2=false (`--http1-collector false` skips that
-# one), printed as one table on stdout (progress on stderr).
+# one), and collector starts with streaming lists and with paged lists, taking turns, with the
+# member apiservers' CPU over each (`--initial-list-rounds 0` skips them), printed as one table
+# on stdout (progress on stderr).
 # About 4 minutes on 2 cores after the build; peak memory about 2 GiB for the 4 kube-apiservers,
 # plus 20-50 MiB for each anchor process.
 # Extra arguments go to the bench, e.g. `hack/bench.sh --members 200`; see `--help`.

@@ -1,8 +1,8 @@
 //! `scale-bench`: Tether's collector with 1,000 members on real kube-apiservers, a mass
 //! rotation, other systems' member clients (client-go as Karmada and Argo CD wire it, kube-rs)
 //! beside Tether's on a subset of the same members, the CredentialLayer's per-request cost, and
-//! the collector's connections per member over HTTP/2 and HTTP/1.1, printed as one table. Run it
-//! through `hack/bench.sh`.
+//! the collector's connections per member over HTTP/2 and HTTP/1.1, and its start with streaming
+//! lists and with paged ones, printed as one table. Run it through `hack/bench.sh`.
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use scale_bench::{
     scale::{
         FleetArgs,
         fleet::Fleet,
+        initial_lists,
         run::{self, PhaseOptions},
     },
     sections,
@@ -70,6 +71,10 @@ struct Args {
     /// collector's connections are counted either way).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     http1_collector: bool,
+    /// Then start a collector this many times with streaming lists and as many with
+    /// `--member-streaming-lists=false`, taking turns, for section 7 (0: skip).
+    #[arg(long, default_value_t = 2)]
+    initial_list_rounds: usize,
 }
 
 fn progress(started: Instant, what: &str) {
@@ -124,10 +129,10 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
-    let (mut sections, connections, footer) = if args.fleet.members > 0 {
+    let (mut sections, later, footer) = if args.fleet.members > 0 {
         fleet_phases(&args, &bin, started).await?
     } else {
-        (Vec::new(), None, String::new())
+        (Vec::new(), Vec::new(), String::new())
     };
     progress(started, "done");
     if !overhead.is_empty() {
@@ -139,7 +144,7 @@ async fn main() -> anyhow::Result<()> {
             exec.as_ref(),
         ));
     }
-    sections.extend(connections);
+    sections.extend(later);
     println!();
     println!(
         "Tether scale bench: {} members on {} member apiservers (+ control plane), {} cores, {}",
@@ -155,13 +160,14 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sections 1 to 3 and 6: the fleet on real apiservers, the collector, the mass rotation, the
-/// HTTP/1.1 collector, the anchors; and the lines printed under the table.
+/// Sections 1 to 3, 6 and 7: the fleet on real apiservers, the collector, the mass rotation,
+/// the HTTP/1.1 collector, the starts with and without streaming lists, the anchors; and the
+/// lines printed under the table.
 async fn fleet_phases(
     args: &Args,
     bin: &std::path::Path,
     started: Instant,
-) -> anyhow::Result<(Vec<Section>, Option<Section>, String)> {
+) -> anyhow::Result<(Vec<Section>, Vec<Section>, String)> {
     progress(
         started,
         &format!(
@@ -216,8 +222,23 @@ async fn fleet_phases(
         None
     };
     footer += &sections::connection_counts(&scale.connections, http1.as_ref());
-    let connections =
-        sections::connections(&scale.connections, &rotation.connections, http1.as_ref());
+    let mut later = vec![sections::connections(
+        &scale.connections,
+        &rotation.connections,
+        http1.as_ref(),
+    )];
+    if args.initial_list_rounds > 0 {
+        progress(
+            started,
+            "collector starts, streaming lists and paged lists by turns",
+        );
+        let limit = Duration::from_secs(args.ready_limit);
+        let probe_period = Duration::from_secs(args.probe_period);
+        let report =
+            initial_lists::compare(&fleet, bin, probe_period, limit, args.initial_list_rounds)
+                .await?;
+        later.push(sections::initial_lists(&report, fleet.members.len()));
+    }
 
     let mut sections = vec![sections::scale(&scale), sections::rotation(&rotation)];
     if args.baseline_members > 0 {
@@ -239,5 +260,5 @@ async fn fleet_phases(
             .context("running the baselines")?;
         sections.push(sections::baselines(&report, &scale));
     }
-    Ok((sections, Some(connections), footer))
+    Ok((sections, later, footer))
 }

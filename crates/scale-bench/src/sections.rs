@@ -9,6 +9,7 @@ use crate::{
     overhead::OverheadReport,
     scale::{
         connections::{COUNT_PERIOD, ConnectionCount, ConnectionReport},
+        initial_lists::{InitialListReport, StartCost},
         report::{RotationReport, ScaleReport},
     },
     table::{self, Row, Section},
@@ -476,7 +477,7 @@ pub fn connections(
 pub fn connection_counts(http2: &ConnectionReport, http1: Option<&ConnectionReport>) -> String {
     let series = |r: &ConnectionReport| {
         let counts: Vec<String> = (r.counts.iter())
-            .map(|c| format!("{} {}", table::duration(c.after), c.total()))
+            .map(|c| format!("{} s {}", c.after.as_secs(), c.total()))
             .collect();
         counts.join(", ")
     };
@@ -494,4 +495,60 @@ pub fn connection_counts(http2: &ConnectionReport, http1: Option<&ConnectionRepo
 fn slashed(counts: &[usize]) -> String {
     let counts: Vec<String> = counts.iter().map(usize::to_string).collect();
     counts.join("/")
+}
+
+/// Section 7: the collector's start with streaming lists beside the same start with paged
+/// lists, medians over the starts of each kind.
+pub fn initial_lists(report: &InitialListReport, members: usize) -> Section {
+    let median = |starts: &[StartCost], value: &dyn Fn(&StartCost) -> f64| {
+        InitialListReport::median(starts, value)
+    };
+    let ready = |s: &StartCost| s.all_ready.map_or(f64::INFINITY, |d| d.as_secs_f64());
+    let cpu = |s: &StartCost| s.apiserver_cpu.as_secs_f64();
+    // The median, then every start in the order they ran: a few starts vary a lot here.
+    let shown = |starts: &[StartCost], value: &dyn Fn(&StartCost) -> f64, unit: &str| {
+        let each: Vec<String> = starts.iter().map(|s| format!("{:.1}", value(s))).collect();
+        format!("{:.1}{unit} ({})", median(starts, value), each.join(", "))
+    };
+    let row = |what: &str, value: &dyn Fn(&StartCost) -> f64, unit: &str| {
+        let (streaming, paged) = (
+            median(&report.streaming, value),
+            median(&report.paged, value),
+        );
+        Row::plain(what, shown(&report.streaming, value, unit)).anchor(
+            shown(&report.paged, value, unit),
+            table::ratio(paged, streaming),
+        )
+    };
+    let count = |what: &str, value: &dyn Fn(&StartCost) -> f64| {
+        let (streaming, paged) = (
+            median(&report.streaming, value),
+            median(&report.paged, value),
+        );
+        Row::plain(what, format!("{streaming:.0}")).anchor(format!("{paged:.0}"), "")
+    };
+    Section {
+        title: "7. Streaming lists at the start".to_owned(),
+        note: format!(
+            "{members} members; a collector started {} times with streaming lists (Tether's \
+             column) and {} times with --member-streaming-lists=false (the other), taking turns, \
+             with no other collector running and --write-status=false; each start until its own \
+             tether_member_ready says every member is Ready. The member apiservers' CPU time \
+             (utime + stime from their /proc entries, summed) and their apiserver_request_total \
+             LISTs and apiserver_watch_list_duration_seconds_count over that time. The median \
+             of the starts of each kind (the lower of the middle two), then each start.",
+            report.streaming.len(),
+            report.paged.len()
+        ),
+        rows: vec![
+            row("collector start → every member Ready", &ready, " s"),
+            row(
+                "member apiservers' CPU during the start (summed)",
+                &cpu,
+                " s",
+            ),
+            count("LIST requests the member apiservers served", &|s| s.lists),
+            count("streaming lists they served", &|s| s.streamed),
+        ],
+    }
 }

@@ -17,8 +17,9 @@ const OTHER_PROGRAMS: &str = "\
     aws eks get-token: --cluster-name
     karmada-controller-manager: --cluster-failure-threshold --controllers
         --health-probe-bind-address --metrics-bind-address
-    scale-bench and shard-bench, through hack/bench.sh: --baseline-window --exec-misses
-        --http1-collector --lease-seconds --members --overhead-rounds --replicas --sharded
+    scale-bench and shard-bench, through hack/bench.sh: --baseline-members --baseline-window
+        --exec-misses --http1-collector --initial-list-rounds --lease-seconds --members
+        --overhead-rounds --ready-limit --replicas --sharded
     rust-anchor: --system
     client-go-anchor: --mode
     any program: --help";

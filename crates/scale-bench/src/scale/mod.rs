@@ -7,6 +7,7 @@ pub mod collector_log;
 pub mod conditions;
 pub mod connections;
 pub mod fleet;
+pub mod initial_lists;
 pub mod percentiles;
 pub mod proc_stats;
 pub mod report;

@@ -340,7 +340,7 @@ pub async fn without_http2(
 ///
 /// # Errors
 /// The collector exiting, or `all_ready` failing.
-async fn until_all_ready(
+pub(super) async fn until_all_ready(
     collector: &mut CollectorProcess,
     limit: Duration,
     mut all_ready: impl AsyncFnMut(&CollectorProcess) -> anyhow::Result<bool>,
