@@ -175,18 +175,16 @@ mod tests {
         ))
     }
 
-    /// A member that answers a streaming watch's start with `streaming` and lists the object
-    /// `1` in pages.
+    /// A member whose streamed watch says what `streamed` gives, and whose paged list holds the
+    /// object `1`; `starts` records how each watch was started.
     fn member(
-        streaming: u16,
+        streamed: impl Fn() -> Vec<watcher::Result<watcher::Event<u32>>> + Send + Sync + 'static,
         starts: Arc<Mutex<Vec<InitialList>>>,
     ) -> impl Fn(InitialList) -> BoxStream<'static, watcher::Result<watcher::Event<u32>>> {
         move |how| {
             starts.lock().unwrap().push(how);
             let events = match how {
-                InitialList::Streamed => {
-                    vec![Err(watcher::Error::WatchStartFailed(api_error(streaming)))]
-                }
+                InitialList::Streamed => streamed(),
                 InitialList::Paged => vec![
                     Ok(watcher::Event::Init),
                     Ok(watcher::Event::InitApply(1)),
@@ -195,6 +193,17 @@ mod tests {
             };
             stream::iter(events).chain(stream::pending()).boxed()
         }
+    }
+
+    /// A member that answers a streamed watch's start with `code`.
+    fn refusing(
+        code: u16,
+        starts: Arc<Mutex<Vec<InitialList>>>,
+    ) -> impl Fn(InitialList) -> BoxStream<'static, watcher::Result<watcher::Event<u32>>> {
+        member(
+            move || vec![Err(watcher::Error::WatchStartFailed(api_error(code)))],
+            starts,
+        )
     }
 
     #[rstest::rstest]
@@ -207,7 +216,7 @@ mod tests {
         let counted = Arc::clone(&refusals);
         let mut start = with_fallback(
             InitialList::Streamed,
-            member(code, starts.clone()),
+            refusing(code, starts.clone()),
             move || {
                 counted.fetch_add(1, Ordering::Relaxed);
             },
@@ -244,7 +253,7 @@ mod tests {
     #[tokio::test]
     async fn other_failures_are_the_members_and_keep_streaming(#[case] code: u16) {
         let starts = Arc::new(Mutex::new(Vec::new()));
-        let mut start = with_fallback(InitialList::Streamed, member(code, starts.clone()), || {});
+        let mut start = with_fallback(InitialList::Streamed, refusing(code, starts.clone()), || {});
         let first = start().next().await;
         assert!(
             matches!(&first, Some(Err(watcher::Error::WatchStartFailed(kube::Error::Api(s)))) if s.code == code),
@@ -258,20 +267,8 @@ mod tests {
     fn ignoring(
         starts: Arc<Mutex<Vec<InitialList>>>,
     ) -> impl Fn(InitialList) -> BoxStream<'static, watcher::Result<watcher::Event<u32>>> {
-        move |how| {
-            starts.lock().unwrap().push(how);
-            let events = match how {
-                InitialList::Streamed => {
-                    vec![Ok(watcher::Event::Init), Ok(watcher::Event::InitApply(7))]
-                }
-                InitialList::Paged => vec![
-                    Ok(watcher::Event::Init),
-                    Ok(watcher::Event::InitApply(1)),
-                    Ok(watcher::Event::InitDone),
-                ],
-            };
-            stream::iter(events).chain(stream::pending()).boxed()
-        }
+        let initial = || vec![Ok(watcher::Event::Init), Ok(watcher::Event::InitApply(7))];
+        member(initial, starts)
     }
 
     #[tokio::test(start_paused = true)]
