@@ -22,10 +22,11 @@ echo "test: using kube-apiserver and etcd from $KUBEBUILDER_ASSETS" >&2
 interop_bin="$(hack/interop.sh)"
 echo "test: using the interop programs in $interop_bin" >&2
 
-# The pinned Go tools the tests run (hack/tools/*/: helm, kustomize, promtool): build or reuse
-# .tools/bin here, so that no test spends its time budget building one.
+# The pinned Go tools the tests run (hack/tools/*/: helm, kustomize, promtool,
+# karmada-controller-manager): build or reuse .tools/bin here, so that no test spends its time
+# budget building one.
 tools_bin="$(hack/tools.sh)"
-echo "test: using helm, kustomize and promtool from $tools_bin" >&2
+echo "test: using helm, kustomize, promtool and karmada-controller-manager from $tools_bin" >&2
 took "the Go programs (kube-apiserver, etcd, interop programs, tools)"
 
 cargo fmt --all -- --check
