@@ -1,7 +1,7 @@
 //! [`RegistryDriver`]: the future that runs the registry's watches and directory poll and
 //! feeds what they see to the member table.
 
-use std::{collections::BTreeSet, path::PathBuf};
+use std::{collections::BTreeSet, path::PathBuf, sync::Arc};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
@@ -20,6 +20,7 @@ use directory_poll::next_tick;
 use crate::{argocd, labels};
 use crate::{
     member_table::{Closed, MemberTable, Origin},
+    secret_reader::{Parse, SecretReader},
     secret_store::StoredSecret,
     secret_watches::SecretWatches,
     source_configs::SourceConfigs,
@@ -57,6 +58,60 @@ pub struct RegistryDriver {
     table: MemberTable,
     sources: SourceStates,
     configs: SourceConfigs,
+    readers: SecretReaders,
+}
+
+/// How each source's Secrets are read again, and parsed as its watch parses them.
+#[derive(Debug, Default)]
+struct SecretReaders {
+    #[cfg(feature = "karmada")]
+    karmada: Option<SecretReader>,
+    #[cfg(feature = "argocd")]
+    argocd: Option<SecretReader>,
+    #[cfg(feature = "kubeconfig-secrets")]
+    kubeconfig: Option<SecretReader>,
+}
+
+impl SecretReaders {
+    fn new(configs: &SourceConfigs) -> Self {
+        #[cfg(any(feature = "karmada", feature = "argocd"))]
+        let by_format = || -> Parse { Arc::new(StoredSecret::from_secret) };
+        Self {
+            #[cfg(feature = "karmada")]
+            karmada: (configs.karmada.as_ref())
+                .map(|(client, _)| SecretReader::new(client.clone(), by_format())),
+            #[cfg(feature = "argocd")]
+            argocd: (configs.argocd.as_ref())
+                .map(|(client, _)| SecretReader::new(client.clone(), by_format())),
+            #[cfg(feature = "kubeconfig-secrets")]
+            kubeconfig: configs.kubeconfig.as_ref().map(|(client, config)| {
+                let config = config.clone();
+                let parse: Parse = Arc::new(move |key, secret| {
+                    StoredSecret::parsed(config.credential(key, secret))
+                });
+                SecretReader::new(client.clone(), parse)
+            }),
+        }
+    }
+
+    /// What `source`'s watch stores for `secret`.
+    fn stored(&self, source: SecretSource, key: &CredentialKey, secret: &Secret) -> StoredSecret {
+        let reader = match source {
+            #[cfg(feature = "karmada")]
+            SecretSource::Karmada => self.karmada.as_ref(),
+            #[cfg(feature = "argocd")]
+            SecretSource::ArgoCd => self.argocd.as_ref(),
+            #[cfg(feature = "kubeconfig-secrets")]
+            SecretSource::Kubeconfig => self.kubeconfig.as_ref(),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        match reader {
+            Some(reader) => reader.stored(key, secret),
+            // A watch runs only for a configured source, which has a reader.
+            None => StoredSecret::from_secret(key, secret),
+        }
+    }
 }
 
 /// Which source a Secret watch serves: what a Secret coming and going means differs.
@@ -75,6 +130,7 @@ impl RegistryDriver {
         Self {
             table,
             sources,
+            readers: SecretReaders::new(&configs),
             configs,
         }
     }
@@ -168,17 +224,7 @@ impl RegistryDriver {
                 }
                 // The Secret first, so that a new Argo CD member is Ready at its first settle
                 // and a token change is a rotation of the definition in use.
-                #[cfg(feature = "kubeconfig-secrets")]
-                let kubeconfig = (self.configs.kubeconfig.as_ref())
-                    .filter(|_| source == SecretSource::Kubeconfig)
-                    .map(|(_, c)| c);
-                #[cfg(feature = "kubeconfig-secrets")]
-                let stored = match kubeconfig {
-                    Some(config) => StoredSecret::parsed(config.credential(&key, &secret)),
-                    None => StoredSecret::from_secret(&key, &secret),
-                };
-                #[cfg(not(feature = "kubeconfig-secrets"))]
-                let stored = StoredSecret::from_secret(&key, &secret);
+                let stored = self.readers.stored(source, &key, &secret);
                 self.table.apply_secret(key.clone(), stored).await?;
                 #[cfg(feature = "argocd")]
                 if source == SecretSource::ArgoCd {
@@ -188,7 +234,9 @@ impl RegistryDriver {
                         .await;
                 }
                 #[cfg(feature = "kubeconfig-secrets")]
-                if let Some(config) = kubeconfig {
+                if let Some((_, config)) = (self.configs.kubeconfig.as_ref())
+                    .filter(|_| source == SecretSource::Kubeconfig)
+                {
                     let definition = config.member_from_secret(&secret);
                     return (self.table)
                         .apply_definition(Origin::Kubeconfig(key), definition)

@@ -140,6 +140,7 @@ mod secret_binding;
     feature = "kubeconfig-secrets"
 ))]
 pub mod secret_credential;
+mod secret_reader;
 mod secret_store;
 mod secret_watches;
 mod source_configs;

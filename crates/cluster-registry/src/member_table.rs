@@ -10,14 +10,13 @@ use std::{
 };
 
 use bytes::Bytes;
-use member_client::{CredentialCache, CredentialKey, SourceError};
+use member_client::{CredentialCache, CredentialKey};
 use tokio::sync::mpsc;
 
 use crate::{
     InvalidReason, MemberDefinition, MemberSpec, MemberState, RegistryEvent,
     admission::Admission,
     secret_store::{SecretStore, StoredSecret},
-    stored_credential::StoredCredential,
 };
 
 pub use origin::Origin;
@@ -206,9 +205,7 @@ impl MemberTable {
         old: Option<Arc<StoredSecret>>,
     ) -> Result<(), Closed> {
         let new = self.store.get(key);
-        let before = old.as_deref().map(StoredSecret::stored);
-        let after = new.as_deref().map(StoredSecret::stored);
-        let credential = credential_change(before, after);
+        let credential = credential_change(old.as_deref(), new.as_deref());
         // A new label or owner may bind the Secret to another member: its members are judged
         // again, and the cache need not forget a credential that did not change.
         let rebound =
@@ -352,18 +349,10 @@ fn list_forbidden(detail: &str) -> InvalidReason {
 }
 
 /// Whether a Secret change matters to clients: `None` if the credential is the same (only
-/// unrelated fields changed), else `Some(token_rotated)`, true when a usable credential
-/// (token, certificate, exec plugin) was replaced by another usable one.
-fn credential_change(
-    before: Option<Result<&StoredCredential, &SourceError>>,
-    after: Option<Result<&StoredCredential, &SourceError>>,
-) -> Option<bool> {
+/// unrelated fields changed), else `Some(token_rotated)` (see [`StoredSecret::change_to`]).
+fn credential_change(before: Option<&StoredSecret>, after: Option<&StoredSecret>) -> Option<bool> {
     match (before, after) {
-        (Some(Ok(a)), Some(Ok(b))) => {
-            let token_changed = !a.same_material(b);
-            (token_changed || a.ca_bundle() != b.ca_bundle()).then_some(token_changed)
-        }
-        (Some(Err(a)), Some(Err(b))) => (a.to_string() != b.to_string()).then_some(false),
+        (Some(a), Some(b)) => a.change_to(b),
         (None, None) => None,
         _ => Some(false),
     }

@@ -11,7 +11,8 @@ use std::{collections::BTreeMap, sync::PoisonError};
 ))]
 use kube::Client;
 use member_client::{
-    CredentialCache, CredentialCacheConfig, exec::ExecPolicy, validation::EndpointPolicy,
+    CredentialCache, CredentialCacheConfig, CredentialKey, exec::ExecPolicy,
+    validation::EndpointPolicy,
 };
 use tokio::sync::mpsc;
 
@@ -79,6 +80,7 @@ pub struct RegistryBuilder {
     event_capacity: Option<usize>,
     sources: SourceConfigs,
     admission: Admission,
+    scoped: bool,
 }
 
 impl RegistryBuilder {
@@ -161,6 +163,17 @@ impl RegistryBuilder {
         self
     }
 
+    /// Keep a member's credential in memory only while the consumer holds it
+    /// ([`Registry::hold_credential`]), as a replica that serves a share of the members does.
+    /// Of every other Secret the store keeps the CA bundle, the binding and a keyed digest of
+    /// the content: its member is judged as before, and nothing is sent for it that would not
+    /// be sent otherwise. The first fetch of a credential held since reads its Secret again.
+    #[must_use]
+    pub fn scoped_credentials(mut self) -> Self {
+        self.scoped = true;
+        self
+    }
+
     /// Creates the Secret store and the [`CredentialCache`] over it, and returns the handle, the
     /// event receiver and the driver. Nothing happens until the driver runs.
     pub fn build(self) -> (Registry, mpsc::Receiver<RegistryEvent>, RegistryDriver) {
@@ -174,6 +187,7 @@ impl RegistryBuilder {
         #[cfg(not(feature = "clusterprofile"))]
         let exec = self.exec;
         let store = SecretStore::with_exec_policy(exec);
+        let store = if self.scoped { store.scoped() } else { store };
         let tokens = CredentialCache::new(store.clone(), self.credential_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();
@@ -214,6 +228,21 @@ impl Registry {
     /// ([`ClientFactory::new`](member_client::ClientFactory::new)).
     pub fn tokens(&self) -> &CredentialCache {
         &self.tokens
+    }
+
+    /// Keeps `key`'s credential in memory from now on, in a registry built with
+    /// [`scoped_credentials`](RegistryBuilder::scoped_credentials); call it before the member's
+    /// client first fetches. Every registry keeps every credential otherwise.
+    pub fn hold_credential(&self, key: &CredentialKey) {
+        self.store.hold(key);
+    }
+
+    /// Drops `key`'s credential from memory: from the cache always, and from the store too in
+    /// a registry built with [`scoped_credentials`](RegistryBuilder::scoped_credentials). For a
+    /// consumer that no longer serves the member.
+    pub async fn release_credential(&self, key: &CredentialKey) {
+        self.store.release(key);
+        self.tokens.invalidate(key).await;
     }
 
     /// The in-memory Secret store the cache reads.

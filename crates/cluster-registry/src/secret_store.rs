@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, fmt, sync::Arc, time::SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use dashmap::DashMap;
+use dashmap::{DashMap, DashSet};
 use k8s_openapi::api::core::v1::Secret;
 use member_client::{
     Credential, CredentialKey, CredentialSource, SourceError,
@@ -21,7 +21,9 @@ use crate::argocd;
 use crate::karmada;
 #[cfg(all(feature = "karmada", feature = "argocd"))]
 use crate::labels;
-use crate::{secret_binding::SecretBinding, stored_credential::StoredCredential};
+use crate::{
+    secret_binding::SecretBinding, secret_reader::SecretReader, stored_credential::StoredCredential,
+};
 
 /// How a Secret holds its credential. A build reads only the formats of its sources.
 #[cfg(any(feature = "karmada", feature = "argocd"))]
@@ -69,8 +71,37 @@ impl SecretFormat {
 /// shows no env values, and a [`SourceError`] never quotes it.
 #[derive(Clone, Debug)]
 pub struct StoredSecret {
-    credential: Result<StoredCredential, SourceError>,
+    credential: Result<Kept, SourceError>,
     binding: SecretBinding,
+    /// How to read the Secret again, with a digest of what it held; set for Secrets read from
+    /// the API, the only ones a scoped store withholds.
+    reread: Option<Reread>,
+}
+
+/// What a store keeps of a usable credential.
+#[derive(Clone, Debug)]
+enum Kept {
+    /// The credential itself.
+    Held(StoredCredential),
+    /// Only what judging the member needs, for a member this replica does not serve: the
+    /// material is read again when it comes to serve it.
+    Withheld(Withheld),
+}
+
+/// A credential's public part, kept without the credential.
+#[derive(Clone, Debug)]
+struct Withheld {
+    ca_bundle: Option<Bytes>,
+    exec_command: Option<String>,
+    /// The exec allow-list's verdict on the plugin, taken when the material was dropped.
+    allowed: Result<(), SourceError>,
+}
+
+/// Where a Secret can be read again, and a digest of its content when it was stored.
+#[derive(Clone, Debug)]
+struct Reread {
+    reader: SecretReader,
+    digest: u64,
 }
 
 impl StoredSecret {
@@ -105,8 +136,69 @@ impl StoredSecret {
     /// stored under (see [`SecretBinding`]).
     pub(crate) fn parsed(credential: Result<impl Into<StoredCredential>, SourceError>) -> Self {
         Self {
-            credential: credential.map(Into::into),
+            credential: credential.map(|c| Kept::Held(c.into())),
             binding: SecretBinding::default(),
+            reread: None,
+        }
+    }
+
+    /// `self`, readable again through `reader`, from a Secret whose content had `digest`.
+    pub(crate) fn rereadable(self, reader: SecretReader, digest: u64) -> Self {
+        Self {
+            reread: Some(Reread { reader, digest }),
+            ..self
+        }
+    }
+
+    /// `self` without its credential, if it holds one that can be read again: what a scoped
+    /// store keeps for a member it does not serve. The exec allow-list (`exec`) is judged now,
+    /// since the plugin's invocation goes with the material.
+    fn withheld(&self, exec: &ExecPolicy) -> Option<Self> {
+        let Ok(Kept::Held(stored)) = &self.credential else {
+            return None;
+        };
+        self.reread.as_ref()?;
+        let (exec_command, allowed) = match stored {
+            StoredCredential::Exec(plan) => (
+                Some(plan.config.command.clone()),
+                (plan.policy(exec).check(&plan.config))
+                    .map(drop)
+                    .map_err(SourceError::from),
+            ),
+            StoredCredential::Static(_) => (None, Ok(())),
+        };
+        Some(Self {
+            credential: Ok(Kept::Withheld(Withheld {
+                ca_bundle: stored.ca_bundle().cloned(),
+                exec_command,
+                allowed,
+            })),
+            ..self.clone()
+        })
+    }
+
+    /// Whether the credential itself is in memory (not withheld, and not a parse failure).
+    pub fn holds_credential(&self) -> bool {
+        matches!(self.credential, Ok(Kept::Held(_)))
+    }
+
+    /// Whether a Secret stored as `self` and then as `next` changed for clients: `None` if the
+    /// credential is the same (only unrelated fields changed), else `Some(token_rotated)`,
+    /// true when a usable credential (token, certificate, exec plugin) was replaced by another
+    /// usable one. A withheld credential is compared by the digest of its Secret's content.
+    pub(crate) fn change_to(&self, next: &Self) -> Option<bool> {
+        match (&self.credential, &next.credential) {
+            (Ok(Kept::Held(a)), Ok(Kept::Held(b))) => {
+                let token_changed = !a.same_material(b);
+                (token_changed || a.ca_bundle() != b.ca_bundle()).then_some(token_changed)
+            }
+            (Ok(_), Ok(_)) => {
+                let digest = |s: &Self| s.reread.as_ref().map(|r| r.digest);
+                let token_changed = digest(self).is_none() || digest(self) != digest(next);
+                (token_changed || self.ca_bundle() != next.ca_bundle()).then_some(token_changed)
+            }
+            (Err(a), Err(b)) => (a.to_string() != b.to_string()).then_some(false),
+            _ => Some(false),
         }
     }
 
@@ -121,7 +213,7 @@ impl StoredSecret {
         &self.binding
     }
 
-    /// The credential or exec plugin, as parsed.
+    /// The credential or exec plugin, as parsed; panics if it is withheld (tests only).
     ///
     /// # Errors
     /// Why the Secret holds no usable credential: [`SourceError::MissingKey`] (no `token`, no
@@ -130,22 +222,31 @@ impl StoredSecret {
     /// [`SourceError::Identity`] (a client certificate or key that does not parse or match), or
     /// [`SourceError::Invalid`] (a CA bundle that is not PEM, a `config` that is not JSON, a
     /// member file that cannot be read, a kubeconfig that names a file).
+    #[cfg(test)]
     pub(crate) fn stored(&self) -> Result<&StoredCredential, &SourceError> {
-        self.credential.as_ref()
+        match &self.credential {
+            Ok(Kept::Held(stored)) => Ok(stored),
+            Ok(Kept::Withheld(_)) => panic!("withheld, not held"),
+            Err(err) => Err(err),
+        }
     }
 
     /// The PEM CA bundle that came with the credential, if it parsed and has one: the bundle an
     /// [`Upserted`](crate::RegistryEvent::Upserted) event carries for the member.
     pub fn ca_bundle(&self) -> Option<&Bytes> {
-        self.credential.as_ref().ok()?.ca_bundle()
+        match self.credential.as_ref().ok()? {
+            Kept::Held(stored) => stored.ca_bundle(),
+            Kept::Withheld(withheld) => withheld.ca_bundle.as_ref(),
+        }
     }
 
     /// The command of the exec plugin the credential comes from, if it is one (never its
     /// environment, which may hold secrets).
     pub fn exec_command(&self) -> Option<&str> {
         match self.credential.as_ref().ok()? {
-            StoredCredential::Exec(plan) => Some(plan.config.command.as_str()),
-            StoredCredential::Static(_) => None,
+            Kept::Held(StoredCredential::Exec(plan)) => Some(plan.config.command.as_str()),
+            Kept::Held(StoredCredential::Static(_)) => None,
+            Kept::Withheld(withheld) => withheld.exec_command.as_deref(),
         }
     }
 
@@ -153,7 +254,7 @@ impl StoredSecret {
     /// properties.
     #[cfg(test)]
     pub(crate) fn credential(&self) -> Result<&Credential, &SourceError> {
-        Ok(self.credential.as_ref()?.static_credential())
+        Ok(self.stored()?.static_credential())
     }
 }
 
@@ -177,6 +278,14 @@ pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
 /// through its [`CredentialSource`] impl, so a cache miss costs a map lookup, never a parse or
 /// an API call.
 ///
+/// # Scope
+/// A store built [`scoped`](crate::RegistryBuilder::scoped_credentials) keeps a credential
+/// only while its key is [held](Self::hold): of every other Secret read from the API it keeps
+/// the CA bundle, the binding and a keyed digest of the content, enough to judge the member,
+/// and drops the token, key or plugin invocation. The first fetch of a key held since reads
+/// that one Secret again (a GET, bounded by a deadline). Sharded replicas hold the credentials
+/// of the members they serve, and no others.
+///
 /// # Concurrent calls
 /// Cloning is cheap (one `Arc`). Reads take a shard lock for the lookup only and copy an `Arc`
 /// out. A read sees the Secret as of the last watch event the registry processed: it is as
@@ -188,6 +297,8 @@ pub(crate) fn secret_data(secret: &Secret) -> BTreeMap<String, Bytes> {
 pub struct SecretStore {
     entries: Arc<DashMap<CredentialKey, Arc<StoredSecret>>>,
     exec: Arc<ExecPolicy>,
+    /// `None`: every credential is kept. Else the keys whose credentials are.
+    scope: Option<Arc<DashSet<CredentialKey>>>,
 }
 
 impl SecretStore {
@@ -202,6 +313,15 @@ impl SecretStore {
         Self {
             entries: Arc::default(),
             exec: Arc::new(policy),
+            scope: None,
+        }
+    }
+
+    /// `self`, keeping only the credentials whose keys are [held](Self::hold).
+    pub(crate) fn scoped(self) -> Self {
+        Self {
+            scope: Some(Arc::default()),
+            ..self
         }
     }
 
@@ -215,31 +335,123 @@ impl SecretStore {
         self.entries.len()
     }
 
+    /// How many credentials are in memory: every usable one, or in a scoped store the held
+    /// ones that were fetched since.
+    pub fn credentials_held(&self) -> usize {
+        (self.entries.iter())
+            .filter(|e| e.value().holds_credential())
+            .count()
+    }
+
+    /// Keeps the credential stored under `key` from now on (in a scoped store; every store
+    /// keeps every credential otherwise). The next fetch reads it again if it was withheld.
+    pub fn hold(&self, key: &CredentialKey) {
+        if let Some(scope) = &self.scope {
+            scope.insert(key.clone());
+        }
+    }
+
+    /// Stops keeping the credential stored under `key` (in a scoped store): it is dropped now,
+    /// and what judging its member needs stays.
+    pub fn release(&self, key: &CredentialKey) {
+        let Some(scope) = &self.scope else { return };
+        scope.remove(key);
+        if let Some(mut entry) = self.entries.get_mut(key)
+            && let Some(withheld) = entry.withheld(&self.exec)
+        {
+            *entry = Arc::new(withheld);
+        }
+    }
+
+    /// Whether the credential stored under `key` is kept.
+    fn holds(&self, key: &CredentialKey) -> bool {
+        self.scope.as_ref().is_none_or(|scope| scope.contains(key))
+    }
+
     /// The CA bundle of the member whose credential is stored under `key`, if that credential
     /// is usable as far as can be told without fetching: parsed, and an exec plugin on the
     /// allow-list.
     pub(crate) fn usable(&self, key: &CredentialKey) -> Result<Option<Bytes>, SourceError> {
-        let stored = self.stored(key)?;
-        if let StoredCredential::Exec(plan) = &stored {
-            plan.policy(&self.exec).check(&plan.config)?;
+        let secret = self.found(key)?;
+        match &secret.credential {
+            Err(err) => Err(err.clone()),
+            Ok(Kept::Withheld(withheld)) => {
+                withheld.allowed.clone()?;
+                Ok(withheld.ca_bundle.clone())
+            }
+            Ok(Kept::Held(stored)) => {
+                if let StoredCredential::Exec(plan) = stored {
+                    plan.policy(&self.exec).check(&plan.config)?;
+                }
+                Ok(stored.ca_bundle().cloned())
+            }
         }
-        Ok(stored.ca_bundle().cloned())
     }
 
-    /// What was parsed from the Secret stored under `key`, or why it holds no credential.
-    fn stored(&self, key: &CredentialKey) -> Result<StoredCredential, SourceError> {
-        let secret = self
-            .get(key)
+    fn found(&self, key: &CredentialKey) -> Result<Arc<StoredSecret>, SourceError> {
+        self.get(key)
+            .ok_or_else(|| SourceError::NotFound { key: key.clone() })
+    }
+
+    /// What was parsed from the Secret stored under `key`, read again if it was withheld, or
+    /// why it holds no credential.
+    async fn stored(&self, key: &CredentialKey) -> Result<StoredCredential, SourceError> {
+        let secret = self.found(key)?;
+        match &secret.credential {
+            Err(err) => Err(err.clone()),
+            Ok(Kept::Held(stored)) => Ok(stored.clone()),
+            Ok(Kept::Withheld(_)) => self.reread(key, &secret).await,
+        }
+    }
+
+    /// Reads the withheld Secret `seen` again; keeps what it holds if `key` is held now and
+    /// no watch event replaced `seen` meanwhile.
+    async fn reread(
+        &self,
+        key: &CredentialKey,
+        seen: &Arc<StoredSecret>,
+    ) -> Result<StoredCredential, SourceError> {
+        let reread = seen
+            .reread
+            .as_ref()
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
-        secret.stored().cloned().map_err(SourceError::clone)
+        let fresh = reread.reader.read(key).await?;
+        if fresh.binding != seen.binding {
+            // Bound to another member since the watch told: that member's definition may not
+            // have this credential; the watch event on its way judges it again.
+            return Err(SourceError::Read {
+                key: key.clone(),
+                source: Arc::new(std::io::Error::other(
+                    "the Secret's binding changed while it was read",
+                )),
+            });
+        }
+        let stored = match &fresh.credential {
+            Ok(Kept::Held(stored)) => stored.clone(),
+            // Parsed just now, so never withheld.
+            Ok(Kept::Withheld(_)) => return Err(SourceError::NotFound { key: key.clone() }),
+            Err(err) => return Err(err.clone()),
+        };
+        if self.holds(key)
+            && let Some(mut entry) = self.entries.get_mut(key)
+            && Arc::ptr_eq(&entry, seen)
+        {
+            *entry = Arc::new(fresh);
+        }
+        Ok(stored)
     }
 
-    /// Stores `secret` under `key` and returns what was there.
+    /// Stores `secret` under `key`, without its credential unless `key` is held, and returns
+    /// what was there.
     pub(crate) fn insert(
         &self,
         key: CredentialKey,
         secret: StoredSecret,
     ) -> Option<Arc<StoredSecret>> {
+        let secret = match self.holds(&key) {
+            true => secret,
+            false => secret.withheld(&self.exec).unwrap_or(secret),
+        };
         self.entries.insert(key, Arc::new(secret))
     }
 
@@ -265,7 +477,7 @@ impl CredentialSource for SecretStore {
     /// [`SourceError::NotFound`] when the store has no such Secret, else as
     /// `StoredSecret::stored`, or why the certificate or the exec plugin failed.
     async fn fetch(&self, key: &CredentialKey) -> Result<Credential, SourceError> {
-        match self.stored(key)? {
+        match self.stored(key).await? {
             StoredCredential::Static(credential) => {
                 if let Some(identity) = credential.identity() {
                     identity.check_current(SystemTime::now())?;

@@ -5,6 +5,7 @@ mod bindings;
 mod definitions;
 mod member_files;
 mod namespaces;
+mod scope;
 mod secrets;
 
 use std::collections::BTreeMap;

@@ -64,7 +64,10 @@ async fn a_deleted_secret_is_secret_not_found_and_the_cache_forgets_it() {
     h.table.remove_secret(&key("member1")).await.unwrap();
     assert_eq!(h.expect_invalid("member1"), InvalidReason::SecretNotFound);
     let err = h.tokens.get(&key("member1")).await.unwrap_err();
-    assert!(matches!(*err, SourceError::NotFound { .. }), "{err:?}");
+    assert!(
+        matches!(*err, member_client::SourceError::NotFound { .. }),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
