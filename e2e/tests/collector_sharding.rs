@@ -1,8 +1,9 @@
 //! Three sharded collector replicas over 60 members: each member is served and written by
 //! exactly one replica within the load bound; a frozen replica that lost its members without
 //! noticing overwrites no one's status; a SIGKILLed replica's members are taken over within
-//! its Lease duration; and no status is ever written by a replica that does not hold the
-//! member's claim (checked from the `Cluster`s' own `managedFields`).
+//! its Lease duration; no status is ever written by a replica that does not hold the member's
+//! claim (checked from the `Cluster`s' own `managedFields`); and each replica keeps in memory
+//! the credentials of its own members only.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -47,6 +48,22 @@ async fn settled(replicas: &[(&str, &CollectorProcess)], writers: &StatusWriters
         .is_some_and(|owners| written_by_owners(writers, &owners))
 }
 
+/// Whether each of `replicas` keeps in memory the credentials of exactly the members it
+/// serves in `owners` (its share, not the fleet's).
+async fn credentials_held_are_shares(
+    replicas: &[(&str, &CollectorProcess)],
+    owners: &BTreeMap<String, String>,
+) -> bool {
+    for (identity, replica) in replicas {
+        let share = members_of(owners, identity).len() as f64;
+        let held = metric(replica, "tether_member_credentials_held", "").await;
+        if held.ok() != Some(share) {
+            return false;
+        }
+    }
+    true
+}
+
 /// The members `identity` serves.
 fn members_of(owners: &BTreeMap<String, String>, identity: &str) -> BTreeSet<String> {
     owners
@@ -86,6 +103,9 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
         let counted = metric(replica, "tether_shard_members", &label).await?;
         assert_eq!(counted, held as f64);
     }
+    // Each replica keeps its own members' credentials, and no other member's.
+    let shares = "each replica holds only its share of the credentials";
+    eventually(shares, LIMIT, || credentials_held_are_shares(&all, &owners)).await?;
     for member in &plane.members {
         let ready = plane.karmada.condition(member, "Ready").await?;
         assert_eq!(ready.map(|(s, _)| s).as_deref(), Some("True"), "{member}");
@@ -130,6 +150,9 @@ async fn three_replicas_share_sixty_members_through_a_freeze_and_a_kill() -> any
             "{identity} holds {held}, bound {bound_two}"
         );
     }
+    // The new owners read the credentials they took over; the shares are exact again.
+    let shares = "the survivors hold the credentials of their new shares";
+    eventually(shares, LIMIT, || credentials_held_are_shares(&two, &owners)).await?;
     assert!(
         without_owner <= Duration::from_secs(LEASE_SECONDS + 2),
         "the killed replica's members went {without_owner:?} without an owner (Lease {LEASE_SECONDS} s)"

@@ -113,6 +113,7 @@ pub async fn run(
             .with_policy(args.endpoint_policy())
             .with_http2(args.member_http2),
         context,
+        registry.clone(),
     );
 
     let listener = tokio::net::TcpListener::bind(args.listen)

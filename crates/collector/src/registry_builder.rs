@@ -13,6 +13,7 @@ use member_client::CredentialCacheConfig;
 use crate::{
     cli::{Args, MembersFrom},
     control_plane::ControlPlane,
+    shard::ShardMode,
 };
 
 /// The [`RegistryBuilder`] for `--members-from` and the flags that go with it, reading
@@ -33,6 +34,11 @@ pub(crate) fn registry_builder(
             refresh_fraction: args.credential_refresh_fraction,
             ..CredentialCacheConfig::default()
         });
+    // A replica of a shard group keeps only the credentials of the members it serves.
+    let builder = match args.shard.shards {
+        ShardMode::Auto => builder.scoped_credentials(),
+        ShardMode::Off => builder,
+    };
     Ok(match (args.sources.members_from, control_plane) {
         (MembersFrom::Directory, _) => {
             let dir = args

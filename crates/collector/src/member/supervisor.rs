@@ -5,8 +5,8 @@ mod sharded;
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
-use cluster_registry::{InvalidReason, MemberSpec, RegistryEvent};
-use member_client::{ClientFactory, CredentialHealth};
+use cluster_registry::{InvalidReason, MemberSpec, Registry, RegistryEvent};
+use member_client::{ClientFactory, CredentialHealth, CredentialKey};
 use tokio::sync::mpsc;
 
 use crate::clusterprofile::ProfileAccess;
@@ -23,6 +23,10 @@ use super::{
 pub(crate) struct Supervisor {
     factory: ClientFactory,
     context: MemberContext,
+    /// Holds the credential of each member served here, and releases it when it no longer is.
+    registry: Registry,
+    /// The credential each served member holds.
+    held: HashMap<String, CredentialKey>,
     tasks: HashMap<String, MemberTask>,
     /// The status of each member reported without a client (unusable definition or Secret).
     /// No task owns it, so the supervisor does.
@@ -30,11 +34,14 @@ pub(crate) struct Supervisor {
 }
 
 impl Supervisor {
-    /// A supervisor whose member clients read tokens through `factory`'s cache.
-    pub(crate) fn new(factory: ClientFactory, context: MemberContext) -> Self {
+    /// A supervisor whose member clients read tokens through `factory`'s cache, over
+    /// `registry`'s store.
+    pub(crate) fn new(factory: ClientFactory, context: MemberContext, registry: Registry) -> Self {
         Self {
             factory,
             context,
+            registry,
+            held: HashMap::new(),
             tasks: HashMap::new(),
             clientless: BTreeMap::new(),
         }
@@ -81,6 +88,9 @@ impl Supervisor {
         if let Some(task) = self.tasks.remove(name) {
             task.stop().await;
         }
+        if let Some(key) = self.held.remove(name) {
+            self.registry.release_credential(&key).await;
+        }
         self.clientless.remove(name);
         self.context.mirror.remove(name);
         self.context.metrics.forget_member(name);
@@ -100,7 +110,18 @@ impl Supervisor {
             .or_else(|| self.context.mirror.status(name))
     }
 
+    /// Keeps `name`'s credential in memory while it is served here, and no other of its own.
+    async fn hold(&mut self, name: &str, key: &CredentialKey) {
+        self.registry.hold_credential(key);
+        if let Some(old) = self.held.insert(name.to_owned(), key.clone())
+            && old != *key
+        {
+            self.registry.release_credential(&old).await;
+        }
+    }
+
     async fn upsert(&mut self, spec: MemberSpec, ca_bundle: Option<Bytes>) {
+        self.hold(&spec.name, &spec.secret_ref).await;
         let mut config = spec.client_config(ca_bundle.clone());
         config.limits = self.context.client_limits;
         // Each new token is verified with a client of the member's own config.

@@ -6,8 +6,8 @@
 //! sync. Only what no handle counts (relists, watch errors, readiness, rotation latency) is
 //! recorded through [`Metrics`].
 
-mod insecure;
 mod member_info;
+mod registry_gauges;
 mod scrape;
 mod shard;
 
@@ -20,8 +20,8 @@ use prometheus_client::{
 };
 
 use crate::cli::MembersFrom;
-use insecure::InsecureMembers;
 use member_info::MemberInfo;
+use registry_gauges::RegistryGauges;
 use scrape::{MemberEntry, Watched, failure_kind_label};
 use shard::ShardMetrics;
 
@@ -56,7 +56,7 @@ struct Inner {
     watched: Arc<Watched>,
     rotation_to_use: Histogram,
     source_listed: Family<Vec<(String, String)>, Gauge>,
-    insecure: Arc<InsecureMembers>,
+    registry_gauges: Arc<RegistryGauges>,
     member_info: Arc<MemberInfo>,
     shard: ShardMetrics,
 }
@@ -91,8 +91,8 @@ impl Metrics {
         );
         let watched = Arc::new(Watched::default());
         registry.register_collector(Box::new(Arc::clone(&watched)));
-        let insecure = Arc::new(InsecureMembers::default());
-        registry.register_collector(Box::new(Arc::clone(&insecure)));
+        let registry_gauges = Arc::new(RegistryGauges::default());
+        registry.register_collector(Box::new(Arc::clone(&registry_gauges)));
         let member_info = Arc::new(MemberInfo::new(Arc::clone(&watched)));
         registry.register_collector(Box::new(Arc::clone(&member_info)));
         let shard = ShardMetrics::register(&mut registry);
@@ -102,7 +102,7 @@ impl Metrics {
                 watched,
                 rotation_to_use,
                 source_listed,
-                insecure,
+                registry_gauges,
                 member_info,
                 shard,
             }),
@@ -118,14 +118,15 @@ impl Metrics {
             .insert(name.to_owned(), cache);
     }
 
-    /// Reports `tether_insecure_members` and the endpoints in `tether_member_info` from
-    /// `registry` at each scrape; `members_from` is every member's `source` label.
+    /// Reports `tether_insecure_members`, `tether_member_credentials_held` and the endpoints in
+    /// `tether_member_info` from `registry` at each scrape; `members_from` is every member's
+    /// `source` label.
     pub(crate) fn watch_registry(
         &self,
         registry: cluster_registry::Registry,
         members_from: MembersFrom,
     ) {
-        self.inner.insecure.watch(registry.clone());
+        self.inner.registry_gauges.watch(registry.clone());
         self.inner.member_info.watch(registry, members_from);
     }
 
