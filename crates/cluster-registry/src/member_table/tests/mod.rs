@@ -31,7 +31,11 @@ fn test_admission() -> crate::admission::Admission {
 }
 
 fn harness() -> Harness {
-    let store = SecretStore::new();
+    harness_over(SecretStore::new())
+}
+
+/// A harness whose table keeps its Secrets in `store`.
+fn harness_over(store: SecretStore) -> Harness {
     let tokens = CredentialCache::new(store.clone(), CredentialCacheConfig::default());
     let (tx, events) = mpsc::channel(64);
     let views = SharedViews::default();

@@ -45,25 +45,10 @@ struct Scoped {
 impl Scoped {
     fn new() -> Self {
         let store = SecretStore::new().scoped();
-        let tokens = CredentialCache::new(store.clone(), CredentialCacheConfig::default());
-        let (tx, events) = mpsc::channel(64);
-        let views = SharedViews::default();
-        let table = MemberTable::new(
-            tokens.clone(),
-            store.clone(),
-            tx,
-            views.clone(),
-            test_admission(),
-        );
         let api = FakeApi::default();
         let reader = SecretReader::new(api.clone(), Arc::new(StoredSecret::from_secret));
         Self {
-            h: Harness {
-                table,
-                events,
-                tokens,
-                views,
-            },
+            h: harness_over(store.clone()),
             api,
             reader,
             store,
