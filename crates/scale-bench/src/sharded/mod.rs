@@ -1,7 +1,8 @@
 //! The sharded mode of the bench (`hack/bench.sh --sharded`): several collector replicas with
 //! `--shards auto` over one fleet, each a process of its own. It measures start to all Ready,
-//! each replica's RSS and CPU, the members moved and the time to an owner again when one
-//! replica is SIGKILLed and when one is added, every status write against the claims
+//! each replica's RSS, CPU and credentials held, the members moved and the time to an owner
+//! (and to credentials held by the owners only) again when one replica is SIGKILLed and when
+//! one is added, every status write against the claims
 //! ([`testkit::StatusWriters`]), and a mass rotation across all shards.
 
 mod replicas;
@@ -21,7 +22,7 @@ pub use report::{Handover, ReplicaCost, ShardedReport, print};
 use crate::scale::{
     conditions::ConditionWatch, fleet::Fleet, proc_stats::ProcSample, run::apiserver_counters,
 };
-use replicas::{Replica, metric_sum, owners};
+use replicas::{Replica, metric_sum, owners, shares_held};
 
 /// How often ownership is read from the replicas during a handover.
 const POLL: Duration = Duration::from_millis(500);
@@ -82,6 +83,7 @@ pub async fn run(
         costs.push(ReplicaCost {
             identity: replica.identity.clone(),
             members: served_by(&replica.identity),
+            credentials_held: replicas::credentials_held(replica).await,
             rss_bytes: after.rss_bytes,
             cpu_cores: after.cores_since(before),
         });
@@ -152,6 +154,9 @@ async fn handover(
     let mut doubled_since: BTreeMap<String, Instant> = BTreeMap::new();
     let mut longest_unserved = Duration::ZERO;
     let mut longest_doubled = Duration::ZERO;
+    // `Some(None)`: the replicas do not report what they hold.
+    let mut credentials_at: Option<Option<Duration>> = None;
+    let mut rebalanced_at = None;
     let every: BTreeSet<String> = before.keys().cloned().collect();
     loop {
         let now_owned = owners(group).await;
@@ -172,7 +177,20 @@ async fn handover(
         let joined = joining.is_none_or(|j| now_owned.values().any(|o| o.iter().any(|r| r == j)));
         let exact =
             joined && now_owned.len() == members && now_owned.values().all(|o| o.len() == 1);
-        if exact || now.duration_since(at) >= limit {
+        if exact && rebalanced_at.is_none() {
+            rebalanced_at = Some(now.duration_since(at));
+        }
+        if exact && credentials_at.is_none() {
+            // Each owner holds its share's credentials, and no replica any other: the handover
+            // of the credentials is over too.
+            match shares_held(group, &now_owned).await {
+                Some(true) => credentials_at = Some(Some(now.duration_since(at))),
+                Some(false) => {}
+                None => credentials_at = Some(None),
+            }
+        }
+        let done = exact && credentials_at.is_some();
+        if done || now.duration_since(at) >= limit {
             let moved = now_owned
                 .iter()
                 .filter(|(m, o)| before.get(*m).is_some_and(|b| b != *o))
@@ -184,7 +202,9 @@ async fn handover(
                 moved,
                 longest_unserved,
                 longest_doubled,
-                rebalanced: exact.then(|| now.duration_since(at)),
+                rebalanced: rebalanced_at,
+                credentials_in_place: credentials_at.flatten(),
+                credentials_reported: credentials_at != Some(None),
             };
         }
         tokio::time::sleep(POLL).await;

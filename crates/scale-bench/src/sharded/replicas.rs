@@ -75,3 +75,39 @@ pub async fn metric_sum(replicas: &[Replica], name: &str, selector: &str) -> f64
     }
     total
 }
+
+/// The member credentials `replica` keeps in memory, if it reports them.
+pub async fn credentials_held(replica: &Replica) -> Option<f64> {
+    let text = replica.process.metrics().await.ok()?;
+    let exposition = metrics::Exposition::parse(&text);
+    let name = "tether_member_credentials_held";
+    exposition
+        .series_names()
+        .contains(name)
+        .then(|| exposition.sum(name, ""))
+}
+
+/// Whether every replica keeps in memory the credentials of exactly the members `owned` says
+/// it serves (`tether_member_credentials_held`). `None` when no replica reports the metric (a
+/// collector from before it).
+pub async fn shares_held(
+    replicas: &[Replica],
+    owned: &BTreeMap<String, Vec<String>>,
+) -> Option<bool> {
+    let mut reported = false;
+    let mut exact = true;
+    for replica in replicas {
+        let share = owned
+            .values()
+            .filter(|o| o.contains(&replica.identity))
+            .count();
+        match credentials_held(replica).await {
+            Some(held) => {
+                reported = true;
+                exact &= held == share as f64;
+            }
+            None => exact = false,
+        }
+    }
+    reported.then_some(exact)
+}

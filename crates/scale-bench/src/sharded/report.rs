@@ -9,6 +9,9 @@ pub struct ReplicaCost {
     pub identity: String,
     /// Members it served.
     pub members: usize,
+    /// Member credentials in its memory (`tether_member_credentials_held`; `None` if it does
+    /// not report them).
+    pub credentials_held: Option<f64>,
     /// RSS at the end of the window.
     pub rss_bytes: u64,
     /// CPU over the window, in cores.
@@ -27,6 +30,11 @@ pub struct Handover {
     /// From the change to every member served by exactly one replica (`None`: not within the
     /// limit).
     pub rebalanced: Option<Duration>,
+    /// From the change to every replica holding the credentials of its share and no others
+    /// (`None`: not within the limit, or not reported).
+    pub credentials_in_place: Option<Duration>,
+    /// Whether the replicas report the credentials they hold.
+    pub credentials_reported: bool,
 }
 
 /// The mass rotation across every shard.
@@ -106,8 +114,11 @@ pub fn print(report: &ShardedReport) {
     );
     let total_rss: u64 = report.costs.iter().map(|c| c.rss_bytes).sum();
     for cost in &report.costs {
+        let held = cost
+            .credentials_held
+            .map_or("not reported".to_owned(), |h| format!("{h:.0}"));
         println!(
-            "| {} | {} members, RSS {}, CPU {:.3} cores |",
+            "| {} | {} members, {held} credentials held, RSS {}, CPU {:.3} cores |",
             cost.identity,
             cost.members,
             crate::table::mib(cost.rss_bytes),
@@ -122,9 +133,14 @@ pub fn print(report: &ShardedReport) {
     );
     let handover = |what: &str, h: &super::Handover| {
         let rebalanced = within_the_limit(h.rebalanced);
+        let credentials = match h.credentials_reported {
+            true => within_the_limit(h.credentials_in_place),
+            false => "not reported".to_owned(),
+        };
         println!(
             "| {what} | {} moved ({:.2}× the ideal {ideal:.0}), rebalanced in {rebalanced}, \
-             longest without an owner {}, longest with two {} |",
+             credentials held by the owners only in {credentials}, longest without an owner \
+             {}, longest with two {} |",
             h.moved,
             h.moved as f64 / ideal.max(1.0),
             seconds(h.longest_unserved),
