@@ -7,10 +7,8 @@
 
 use std::{path::Path, time::Duration};
 
-use testkit::metrics;
-
 use super::{
-    collector_log::start_collector, fleet::Fleet, proc_stats::ProcSample, run::until_all_ready,
+    collector_log::start_collector, fleet::Fleet, proc_stats::ProcSample, run::until_own_ready,
 };
 
 /// One collector start.
@@ -90,11 +88,7 @@ async fn start_once(
     let before = apiserver_totals(fleet).await?;
     let control_plane = fleet.env.control_plane();
     let (mut collector, _log) = start_collector(bin, control_plane, probe_period, &extra).await?;
-    let all_ready = until_all_ready(&mut collector, limit, async |collector| {
-        let text = collector.metrics().await?;
-        Ok(metrics::sum(&text, "tether_member_ready", "") >= members)
-    })
-    .await?;
+    let all_ready = until_own_ready(&mut collector, limit, members).await?;
     let after = apiserver_totals(fleet).await?;
     collector.terminate(Duration::from_secs(30)).await?;
     Ok(StartCost {

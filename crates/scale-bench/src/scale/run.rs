@@ -316,11 +316,7 @@ pub async fn without_http2(
     let control_plane = fleet.env.control_plane();
     let (mut collector, _log) =
         start_collector(bin, control_plane, options.probe_period, &extra).await?;
-    let all_ready = until_all_ready(&mut collector, options.ready_limit, async |collector| {
-        let text = collector.metrics().await?;
-        Ok(metrics::sum(&text, "tether_member_ready", "") >= members)
-    })
-    .await?;
+    let all_ready = until_own_ready(&mut collector, options.ready_limit, members).await?;
     let pid = collector.pid();
     let length = options.settle + options.window;
     let counts = connections::count_for(pid, fleet, Instant::now(), length).await;
@@ -333,6 +329,23 @@ pub async fn without_http2(
         peak_rss_bytes: proc.peak_rss_bytes,
     };
     Ok((report, collector.log_dir.clone()))
+}
+
+/// [`until_all_ready`] by the collector's own view: its `tether_member_ready` counts `members`
+/// (whatever the `Cluster`s' conditions say).
+///
+/// # Errors
+/// As [`until_all_ready`], or its metrics unreadable.
+pub(super) async fn until_own_ready(
+    collector: &mut CollectorProcess,
+    limit: Duration,
+    members: f64,
+) -> anyhow::Result<Option<Duration>> {
+    until_all_ready(collector, limit, async |collector| {
+        let text = collector.metrics().await?;
+        Ok(metrics::sum(&text, "tether_member_ready", "") >= members)
+    })
+    .await
 }
 
 /// Asks `all_ready` every 100 ms until it answers true, and returns the time since `collector`
