@@ -167,7 +167,9 @@ impl RegistryBuilder {
     /// ([`Registry::hold_credential`]), as a replica that serves a share of the members does.
     /// Of every other Secret the store keeps the CA bundle, the binding and a keyed digest of
     /// the content: its member is judged as before, and nothing is sent for it that would not
-    /// be sent otherwise. The first fetch of a credential held since reads its Secret again.
+    /// be sent otherwise. The first fetch of a credential held since reads its Secret again
+    /// (from the apiserver's watch cache when that is not behind the watch; 32 reads of a
+    /// source at a time).
     #[must_use]
     pub fn scoped_credentials(mut self) -> Self {
         self.scoped = true;

@@ -10,37 +10,62 @@ use std::{
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Api, Client};
+use kube::{Api, Client, api::GetParams};
 use member_client::{CredentialKey, SourceError};
+use tokio::sync::Semaphore;
 
 use crate::secret_store::{StoredSecret, secret_data};
 
 /// How long one read may take: a fetch waits for it, and a member waits for its fetch.
 const READ_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Reads of one source in flight at once: a replica that gains a thousand members reads their
+/// Secrets a few dozen at a time, not all at once against the control plane's fairness limits.
+const READS_IN_FLIGHT: usize = 32;
+
+/// How long a read may wait for its turn.
+const QUEUE_DEADLINE: Duration = Duration::from_secs(30);
+
 /// Where a Secret is read from.
 #[async_trait]
 pub(crate) trait SecretGet: Send + Sync + 'static {
-    /// The Secret `key` names, or `None` if it does not exist.
-    async fn get(&self, key: &CredentialKey) -> Result<Option<Secret>, SourceError>;
+    /// The Secret `key` names, or `None` if it does not exist: from the apiserver's watch
+    /// cache if `cached` (cheap, possibly behind), else from storage.
+    async fn get(&self, key: &CredentialKey, cached: bool) -> Result<Option<Secret>, SourceError>;
 }
 
 #[async_trait]
 impl SecretGet for Client {
-    async fn get(&self, key: &CredentialKey) -> Result<Option<Secret>, SourceError> {
+    async fn get(&self, key: &CredentialKey, cached: bool) -> Result<Option<Secret>, SourceError> {
         let api = Api::<Secret>::namespaced(self.clone(), &key.namespace);
-        match tokio::time::timeout(READ_DEADLINE, api.get_opt(&key.name)).await {
+        let params = if cached {
+            GetParams::any()
+        } else {
+            GetParams::default()
+        };
+        let read = async {
+            match api.get_with(&key.name, &params).await {
+                Ok(secret) => Ok(Some(secret)),
+                Err(kube::Error::Api(status)) if status.is_not_found() => Ok(None),
+                Err(err) => Err(err),
+            }
+        };
+        match tokio::time::timeout(READ_DEADLINE, read).await {
             Ok(Ok(secret)) => Ok(secret),
             Ok(Err(err)) => Err(read_failed(key, err)),
-            Err(_) => Err(read_failed(
-                key,
-                std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("no answer within {READ_DEADLINE:?}"),
-                ),
-            )),
+            Err(_) => Err(timed_out(key, READ_DEADLINE)),
         }
     }
+}
+
+fn timed_out(key: &CredentialKey, deadline: Duration) -> SourceError {
+    read_failed(
+        key,
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within {deadline:?}"),
+        ),
+    )
 }
 
 fn read_failed(
@@ -61,6 +86,7 @@ pub(crate) type Parse = Arc<dyn Fn(&CredentialKey, &Secret) -> StoredSecret + Se
 pub(crate) struct SecretReader {
     get: Arc<dyn SecretGet>,
     parse: Parse,
+    turns: Arc<Semaphore>,
 }
 
 impl SecretReader {
@@ -68,6 +94,7 @@ impl SecretReader {
         Self {
             get: Arc::new(get),
             parse,
+            turns: Arc::new(Semaphore::new(READS_IN_FLIGHT)),
         }
     }
 
@@ -76,13 +103,26 @@ impl SecretReader {
         (self.parse)(key, secret).rereadable(self.clone(), digest(secret))
     }
 
-    /// The Secret `key` names as it is now, parsed.
+    /// The Secret `key` names, parsed: from the apiserver's watch cache if it holds what the
+    /// watch last delivered (content digest `seen`), else from storage, which is never behind.
     ///
     /// # Errors
     /// [`SourceError::NotFound`] if it is gone, [`SourceError::Read`] if the read failed or
-    /// took longer than its deadline.
-    pub(crate) async fn read(&self, key: &CredentialKey) -> Result<StoredSecret, SourceError> {
-        match self.get.get(key).await? {
+    /// it or its turn took longer than its deadline.
+    pub(crate) async fn read(
+        &self,
+        key: &CredentialKey,
+        seen: u64,
+    ) -> Result<StoredSecret, SourceError> {
+        let _turn = tokio::time::timeout(QUEUE_DEADLINE, self.turns.acquire())
+            .await
+            .map_err(|_| timed_out(key, QUEUE_DEADLINE))?
+            .map_err(|err| read_failed(key, err))?;
+        let secret = match self.get.get(key, true).await? {
+            Some(cached) if digest(&cached) == seen => Some(cached),
+            _ => self.get.get(key, false).await?,
+        };
+        match secret {
             Some(secret) => Ok(self.stored(key, &secret)),
             None => Err(SourceError::NotFound { key: key.clone() }),
         }

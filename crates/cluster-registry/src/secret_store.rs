@@ -415,7 +415,7 @@ impl SecretStore {
             .reread
             .as_ref()
             .ok_or_else(|| SourceError::NotFound { key: key.clone() })?;
-        let fresh = reread.reader.read(key).await?;
+        let fresh = reread.reader.read(key, reread.digest).await?;
         if fresh.binding != seen.binding {
             // Bound to another member since the watch told: that member's definition may not
             // have this credential; the watch event on its way judges it again.

@@ -18,18 +18,28 @@ use crate::{
     test_ca::ca_pem,
 };
 
-/// An API holding Secrets in memory and counting the reads.
+/// An API holding Secrets in memory, with a watch cache that may lag behind, counting the
+/// reads of each.
 #[derive(Clone, Default)]
 struct FakeApi {
     secrets: Arc<Mutex<BTreeMap<CredentialKey, Secret>>>,
+    /// What the watch cache serves where it differs from storage.
+    behind: Arc<Mutex<BTreeMap<CredentialKey, Secret>>>,
     reads: Arc<AtomicUsize>,
+    storage_reads: Arc<AtomicUsize>,
 }
 
 #[async_trait]
 impl SecretGet for FakeApi {
-    async fn get(&self, key: &CredentialKey) -> Result<Option<Secret>, SourceError> {
+    async fn get(&self, key: &CredentialKey, cached: bool) -> Result<Option<Secret>, SourceError> {
         self.reads.fetch_add(1, Ordering::SeqCst);
-        Ok(self.secrets.lock().unwrap().get(key).cloned())
+        if !cached {
+            self.storage_reads.fetch_add(1, Ordering::SeqCst);
+        }
+        let behind = cached.then(|| self.behind.lock().unwrap().get(key).cloned());
+        Ok(behind
+            .flatten()
+            .or_else(|| self.secrets.lock().unwrap().get(key).cloned()))
     }
 }
 
@@ -118,6 +128,11 @@ async fn holding_reads_the_secret_once_and_keeps_its_credential() {
     assert_eq!(credential.token().unwrap().expose_secret(), "t1");
     assert_eq!(credential.ca_bundle().unwrap().as_ref(), s.ca.as_bytes());
     assert_eq!(s.reads(), 1);
+    assert_eq!(
+        s.api.storage_reads.load(Ordering::SeqCst),
+        0,
+        "the cache had it"
+    );
     assert_eq!(s.store.credentials_held(), 1);
     // Kept: the next miss is a lookup, not a read.
     s.h.tokens.invalidate(&key("member1")).await;
@@ -183,4 +198,16 @@ async fn a_withheld_secret_gone_from_the_api_is_not_found() {
     s.store.hold(&key("member1"));
     let err = s.h.tokens.get(&key("member1")).await.unwrap_err();
     assert!(err.to_string().contains("not found"), "{err}");
+}
+
+#[tokio::test]
+async fn a_watch_cache_behind_the_watch_is_read_past() {
+    let s = Scoped::ready().await;
+    // The apiserver's cache still serves the token before t1.
+    let old = k8s_secret("member1", json!({"token": "t0", "caBundle": s.ca.clone()}));
+    (s.api.behind.lock().unwrap()).insert(key("member1"), old);
+    s.store.hold(&key("member1"));
+    let credential = s.h.tokens.get(&key("member1")).await.unwrap();
+    assert_eq!(credential.token().unwrap().expose_secret(), "t1");
+    assert_eq!(s.api.storage_reads.load(Ordering::SeqCst), 1);
 }
