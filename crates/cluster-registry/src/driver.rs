@@ -1,7 +1,13 @@
 //! [`RegistryDriver`]: the future that runs the registry's watches and directory poll and
 //! feeds what they see to the member table.
 
-use std::{collections::BTreeSet, path::PathBuf, sync::Arc};
+#[cfg(any(
+    feature = "karmada",
+    feature = "argocd",
+    feature = "kubeconfig-secrets"
+))]
+use std::sync::Arc;
+use std::{collections::BTreeSet, path::PathBuf};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
@@ -16,11 +22,17 @@ mod karmada_clusters;
 
 use directory_poll::next_tick;
 
+#[cfg(any(
+    feature = "karmada",
+    feature = "argocd",
+    feature = "kubeconfig-secrets"
+))]
+use crate::secret_reader::Parse;
 #[cfg(feature = "argocd")]
 use crate::{argocd, labels};
 use crate::{
     member_table::{Closed, MemberTable, Origin},
-    secret_reader::{Parse, SecretReader},
+    secret_reader::SecretReader,
     secret_store::StoredSecret,
     secret_watches::SecretWatches,
     source_configs::SourceConfigs,
@@ -61,53 +73,59 @@ pub struct RegistryDriver {
     readers: SecretReaders,
 }
 
-/// How each source's Secrets are read again, and parsed as its watch parses them.
+/// How each source's Secrets are read again, and parsed as its watch parses them: one reader
+/// per configured source that watches Secrets.
 #[derive(Debug, Default)]
-struct SecretReaders {
-    #[cfg(feature = "karmada")]
-    karmada: Option<SecretReader>,
-    #[cfg(feature = "argocd")]
-    argocd: Option<SecretReader>,
-    #[cfg(feature = "kubeconfig-secrets")]
-    kubeconfig: Option<SecretReader>,
-}
+struct SecretReaders(Vec<(SecretSource, SecretReader)>);
 
 impl SecretReaders {
+    #[cfg_attr(
+        not(any(
+            feature = "karmada",
+            feature = "argocd",
+            feature = "kubeconfig-secrets"
+        )),
+        expect(
+            unused_variables,
+            reason = "a build without those sources reads no Secret"
+        )
+    )]
     fn new(configs: &SourceConfigs) -> Self {
-        #[cfg(any(feature = "karmada", feature = "argocd"))]
-        let by_format = || -> Parse { Arc::new(StoredSecret::from_secret) };
-        Self {
-            #[cfg(feature = "karmada")]
-            karmada: (configs.karmada.as_ref())
-                .map(|(client, _)| SecretReader::new(client.clone(), by_format())),
-            #[cfg(feature = "argocd")]
-            argocd: (configs.argocd.as_ref())
-                .map(|(client, _)| SecretReader::new(client.clone(), by_format())),
-            #[cfg(feature = "kubeconfig-secrets")]
-            kubeconfig: configs.kubeconfig.as_ref().map(|(client, config)| {
-                let config = config.clone();
-                let parse: Parse = Arc::new(move |key, secret| {
-                    StoredSecret::parsed(config.credential(key, secret))
-                });
-                SecretReader::new(client.clone(), parse)
-            }),
+        #[allow(unused_mut, reason = "a build without those sources adds none")]
+        let mut readers = Vec::new();
+        #[cfg(feature = "karmada")]
+        if let Some((client, _)) = &configs.karmada {
+            let parse: Parse = Arc::new(StoredSecret::from_secret);
+            readers.push((
+                SecretSource::Karmada,
+                SecretReader::new(client.clone(), parse),
+            ));
         }
+        #[cfg(feature = "argocd")]
+        if let Some((client, _)) = &configs.argocd {
+            let parse: Parse = Arc::new(StoredSecret::from_secret);
+            readers.push((
+                SecretSource::ArgoCd,
+                SecretReader::new(client.clone(), parse),
+            ));
+        }
+        #[cfg(feature = "kubeconfig-secrets")]
+        if let Some((client, config)) = &configs.kubeconfig {
+            let config = config.clone();
+            let parse: Parse =
+                Arc::new(move |key, secret| StoredSecret::parsed(config.credential(key, secret)));
+            readers.push((
+                SecretSource::Kubeconfig,
+                SecretReader::new(client.clone(), parse),
+            ));
+        }
+        Self(readers)
     }
 
     /// What `source`'s watch stores for `secret`.
     fn stored(&self, source: SecretSource, key: &CredentialKey, secret: &Secret) -> StoredSecret {
-        let reader = match source {
-            #[cfg(feature = "karmada")]
-            SecretSource::Karmada => self.karmada.as_ref(),
-            #[cfg(feature = "argocd")]
-            SecretSource::ArgoCd => self.argocd.as_ref(),
-            #[cfg(feature = "kubeconfig-secrets")]
-            SecretSource::Kubeconfig => self.kubeconfig.as_ref(),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        };
-        match reader {
-            Some(reader) => reader.stored(key, secret),
+        match self.0.iter().find(|(s, _)| *s == source) {
+            Some((_, reader)) => reader.stored(key, secret),
             // A watch runs only for a configured source, which has a reader.
             None => StoredSecret::from_secret(key, secret),
         }
