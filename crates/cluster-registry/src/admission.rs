@@ -55,7 +55,9 @@ impl Admission {
 
     fn check(&self, karmada: bool, spec: MemberSpec) -> Result<MemberSpec, InvalidReason> {
         let namespace = &spec.secret_ref.namespace;
-        if karmada && !self.secret_namespaces.contains(namespace) {
+        // A federated member reads no Secret; the member table judges its key.
+        let reads_secret = spec.federation.is_none();
+        if karmada && reads_secret && !self.secret_namespaces.contains(namespace) {
             return Err(InvalidReason::SecretForbidden(format!(
                 "secretRef names namespace {:?}, which is not one of the Secret namespaces \
                  (--secret-namespace: {}): the collector reads no Secret there",
@@ -107,6 +109,7 @@ mod tests {
                     tls_server_name: None,
                 },
                 secret_ref: CredentialKey::new(namespace, name),
+                federation: None,
                 #[cfg(feature = "minting")]
                 mint_request: None,
             }),

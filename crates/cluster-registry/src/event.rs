@@ -99,6 +99,7 @@ mod tests {
                 name: "m1".into(),
                 endpoint: MemberEndpoint::new("https://h"),
                 secret_ref: CredentialKey::new("ns", "m1"),
+                federation: None,
                 #[cfg(feature = "minting")]
                 mint_request: None,
             },

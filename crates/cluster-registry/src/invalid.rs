@@ -61,6 +61,10 @@ pub enum InvalidReason {
     /// No access provider of the member's `ClusterProfile` is in the provider file
     /// (`--clusterprofile-provider-file`): there is no way in that Tether may use.
     ProviderNotFound(String),
+    /// The control plane gave no federated credential ([`federation`](crate::federation)):
+    /// it refused the TokenRequest for the collector's own ServiceAccount (RBAC, no such
+    /// ServiceAccount, a lifetime it refuses) or did not answer.
+    FederationFailed(String),
 }
 
 impl InvalidReason {
@@ -85,6 +89,7 @@ impl InvalidReason {
                 | Self::ExecFailed(_)
                 | Self::CertificateInvalid(_)
                 | Self::CertificateExpired(_)
+                | Self::FederationFailed(_)
         )
     }
 
@@ -102,7 +107,8 @@ impl InvalidReason {
             | Self::ExecFailed(d)
             | Self::CertificateInvalid(d)
             | Self::CertificateExpired(d)
-            | Self::ProviderNotFound(d) => Some(d),
+            | Self::ProviderNotFound(d)
+            | Self::FederationFailed(d) => Some(d),
         }
     }
 }
@@ -163,6 +169,7 @@ impl From<&SourceError> for InvalidReason {
                 Self::CertificateExpired(detail)
             }
             SourceError::Identity(_) => Self::CertificateInvalid(detail),
+            SourceError::Federation(_) => Self::FederationFailed(detail),
             _ => Self::SecretInvalid(detail),
         }
     }
@@ -212,6 +219,7 @@ mod tests {
     #[case(InvalidReason::ProxyInvalid("x".into()), "ProxyInvalid")]
     #[case(InvalidReason::PullMode, "PullMode")]
     #[case(InvalidReason::DefinitionInvalid("x".into()), "DefinitionInvalid")]
+    #[case(InvalidReason::FederationFailed("x".into()), "FederationFailed")]
     fn every_reason_has_its_condition_reason(#[case] reason: InvalidReason, #[case] want: &str) {
         assert_eq!(reason.condition_reason(), want);
         assert!(reason.to_string().starts_with(want));
@@ -235,6 +243,7 @@ mod tests {
     #[case::missing_key(SourceError::MissingKey { key: CredentialKey::new("ns", "s"), field: "token".into() }, "SecretInvalid")]
     #[case::empty_token(SourceError::EmptyToken, "SecretInvalid")]
     #[case::unreadable(SourceError::Read { key: CredentialKey::new("", "/t"), source: std::sync::Arc::new(std::io::Error::other("EIO")) }, "SecretInvalid")]
+    #[case::federation(SourceError::Federation(member_client::federated::FederationError::Refused { account: "ns/sa".into(), code: 403, message: member_client::text::Text::new("no") }), "FederationFailed")]
     fn a_source_error_is_secret_not_found_or_secret_invalid(
         #[case] err: SourceError,
         #[case] want: &str,
@@ -243,7 +252,7 @@ mod tests {
         assert_eq!(reason.condition_reason(), want);
         assert_eq!(
             reason.detail().is_some(),
-            want == "SecretInvalid",
+            want != "SecretNotFound",
             "the detail is the error: {reason}"
         );
     }

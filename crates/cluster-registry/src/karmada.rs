@@ -15,11 +15,12 @@ use member_client::{Credential, CredentialKey, SourceError, validation};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{InvalidReason, MemberDefinition, Result, member::checked_spec};
 #[cfg(feature = "minting")]
+use crate::minting::{MintRequest, TokenHome};
 use crate::{
-    MemberSpec,
-    minting::{MintRequest, TokenHome},
+    InvalidReason, MemberDefinition, MemberSpec, Result,
+    federation::{self, FEDERATED, Federation},
+    member::checked_spec,
 };
 
 pub use crate::crd::LocalSecretReference;
@@ -116,6 +117,9 @@ pub(crate) fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
         if spec.sync_mode == SyncMode::Pull {
             return Err(InvalidReason::PullMode);
         }
+        if let Some(federation) = federation::from_annotations(cluster.annotations())? {
+            return federated_member(cluster, federation);
+        }
         let secret_ref = spec
             .secret_ref
             .as_ref()
@@ -140,6 +144,41 @@ pub(crate) fn member_from_cluster(cluster: &Cluster) -> MemberDefinition {
         Ok(member)
     })();
     MemberDefinition { name, spec: result }
+}
+
+/// A federated member: its `spec.secretRef`, if any, is not read (Karmada's own controllers
+/// may still use it); asking Tether to mint its tokens is refused, since the control plane
+/// already mints them.
+fn federated_member(
+    cluster: &Cluster,
+    federation: Federation,
+) -> Result<MemberSpec, InvalidReason> {
+    let name = cluster.name_any();
+    #[cfg(feature = "minting")]
+    if (crate::minting::FORMER_ANNOTATIONS.iter())
+        .filter(|(now, _)| *now == crate::minting::SERVICE_ACCOUNT_ANNOTATION)
+        .any(|(now, former)| {
+            let annotations = cluster.annotations();
+            annotations.contains_key(*now) || annotations.contains_key(*former)
+        })
+    {
+        return Err(InvalidReason::DefinitionInvalid(format!(
+            "a {FEDERATED} member's tokens are minted by the control plane; remove \
+             tether.io/mint-service-account"
+        )));
+    }
+    let spec = &cluster.spec;
+    let member = checked_spec(
+        name.clone(),
+        spec.api_endpoint.clone().unwrap_or_default(),
+        CredentialKey::federated(&name),
+        spec.insecure_skip_tls_verification,
+        spec.proxy_url.clone(),
+    )?;
+    Ok(MemberSpec {
+        federation: Some(federation),
+        ..member
+    })
 }
 
 /// The credential in a Karmada-format Secret's data (member files use the same keys).
@@ -234,6 +273,7 @@ mod tests {
                 tls_server_name: None,
             },
             secret_ref: CredentialKey::new("karmada-cluster", "member1"),
+            federation: None,
             mint_request: None,
         };
         assert_eq!(def.spec, Ok(want));

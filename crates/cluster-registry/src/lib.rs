@@ -116,6 +116,7 @@ mod directory;
 mod driver;
 mod error;
 mod event;
+pub mod federation;
 mod invalid;
 #[cfg(feature = "karmada")]
 pub mod karmada;
@@ -124,6 +125,7 @@ mod kubeconfig;
 mod kubeconfig_secrets;
 mod labels;
 mod member;
+mod member_credentials;
 mod member_table;
 #[cfg(any(feature = "directory", feature = "minting"))]
 mod members_dir;

@@ -3,9 +3,9 @@
 use bytes::Bytes;
 use member_client::{CredentialKey, MemberClientConfig, validation, validation::MemberEndpoint};
 
-use crate::InvalidReason;
 #[cfg(feature = "minting")]
 use crate::minting::MintRequest;
+use crate::{InvalidReason, federation::Federation};
 
 /// One member cluster, as a source (Karmada `Cluster`, Argo CD cluster Secret, member file)
 /// defines it. It holds no credential: the token is read through
@@ -20,6 +20,7 @@ use crate::minting::MintRequest;
 ///     name: "member1".into(),
 ///     endpoint: MemberEndpoint::new("https://10.0.0.1:6443"),
 ///     secret_ref: CredentialKey::new("karmada-cluster", "member1"),
+///     federation: None,
 ///     mint_request: None,
 /// };
 /// let config = spec.client_config(None);
@@ -33,6 +34,10 @@ pub struct MemberSpec {
     pub endpoint: MemberEndpoint,
     /// Where its token and CA bundle live; the [`CredentialCache`](member_client::CredentialCache) key.
     pub secret_ref: CredentialKey,
+    /// `Some` when the control plane mints the member's credential
+    /// ([`federation`](crate::federation)): then `secret_ref` is
+    /// [`CredentialKey::federated`] of the member's name, and no Secret is read.
+    pub federation: Option<Federation>,
     /// Whether Tether mints this member's tokens, and where it writes them
     /// ([`mint_request`](crate::minting)); `None` when the definition does not ask. Only with
     /// the `minting` feature.
@@ -91,6 +96,7 @@ pub(crate) fn checked_spec(
             ..MemberEndpoint::new(api_endpoint)
         },
         secret_ref,
+        federation: None,
         #[cfg(feature = "minting")]
         mint_request: None,
     })

@@ -66,6 +66,8 @@ pub(crate) struct MemberTable {
     /// Secrets a Karmada watch saw that no Cluster named then, by name only (see
     /// [`unreferenced`]).
     unreferenced: BTreeSet<CredentialKey>,
+    /// Whether the registry's credential source mints federated credentials.
+    federation: bool,
 }
 
 impl MemberTable {
@@ -88,7 +90,14 @@ impl MemberTable {
             listed: BTreeSet::new(),
             forbidden: BTreeMap::new(),
             unreferenced: BTreeSet::new(),
+            federation: false,
         }
+    }
+
+    /// The same table, whose federated members get a credential.
+    pub(crate) fn with_federation(mut self) -> Self {
+        self.federation = true;
+        self
     }
 
     /// Resolves when the consumer dropped the receiver.

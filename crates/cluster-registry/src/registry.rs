@@ -1,7 +1,10 @@
 //! [`Registry`]: the handle; [`RegistryBuilder`]: how to make one (and its
 //! [`RegistryDriver`](crate::RegistryDriver)).
 
-use std::{collections::BTreeMap, sync::PoisonError};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, PoisonError},
+};
 
 #[cfg(any(
     feature = "karmada",
@@ -12,7 +15,7 @@ use std::{collections::BTreeMap, sync::PoisonError};
 use kube::Client;
 use member_client::{
     CredentialCache, CredentialCacheConfig, CredentialKey, exec::ExecPolicy,
-    validation::EndpointPolicy,
+    federated::FederatedIdentity, validation::EndpointPolicy,
 };
 use tokio::sync::mpsc;
 
@@ -30,6 +33,7 @@ use crate::{
     MemberSpec, MemberState, Origin, RegistryEvent,
     admission::Admission,
     driver::RegistryDriver,
+    member_credentials::MemberCredentials,
     member_table::{MemberTable, MemberView, SharedViews},
     secret_store::SecretStore,
     source_configs::SourceConfigs,
@@ -81,6 +85,7 @@ pub struct RegistryBuilder {
     sources: SourceConfigs,
     admission: Admission,
     scoped: bool,
+    federation: Option<Arc<FederatedIdentity>>,
 }
 
 impl RegistryBuilder {
@@ -176,6 +181,15 @@ impl RegistryBuilder {
         self
     }
 
+    /// Mint the credential of every member whose definition asks for a federated one
+    /// ([`federation`](crate::federation)) with `identity`, on the control plane. Without it,
+    /// such members are [`DefinitionInvalid`](crate::InvalidReason::DefinitionInvalid).
+    #[must_use]
+    pub fn federated_identity(mut self, identity: FederatedIdentity) -> Self {
+        self.federation = Some(Arc::new(identity));
+        self
+    }
+
     /// Creates the Secret store and the [`CredentialCache`] over it, and returns the handle, the
     /// event receiver and the driver. Nothing happens until the driver runs.
     pub fn build(self) -> (Registry, mpsc::Receiver<RegistryEvent>, RegistryDriver) {
@@ -190,7 +204,12 @@ impl RegistryBuilder {
         let exec = self.exec;
         let store = SecretStore::with_exec_policy(exec);
         let store = if self.scoped { store.scoped() } else { store };
-        let tokens = CredentialCache::new(store.clone(), self.credential_cache);
+        let federated = self.federation.is_some();
+        let source = MemberCredentials {
+            store: store.clone(),
+            federation: self.federation,
+        };
+        let tokens = CredentialCache::new(source, self.credential_cache);
         let (tx, rx) = mpsc::channel(self.event_capacity.unwrap_or(DEFAULT_EVENT_CAPACITY));
         let views = SharedViews::default();
         let table = MemberTable::new(
@@ -200,6 +219,11 @@ impl RegistryBuilder {
             views.clone(),
             self.admission,
         );
+        let table = if federated {
+            table.with_federation()
+        } else {
+            table
+        };
         let sources = SourceStates::new(self.sources.sources());
         let registry = Registry {
             tokens,

@@ -7,6 +7,7 @@ use member_client::{exec::RunAs, validation::Cidr};
 
 mod choices;
 mod derived;
+mod federation;
 mod sources;
 
 pub use crate::{
@@ -16,6 +17,7 @@ pub use crate::{
     shard::{ShardArgs, ShardMode},
 };
 pub use choices::{EndpointMode, LogColor, LogFormat, MembersFrom};
+pub use federation::FederationArgs;
 pub use sources::SourceArgs;
 
 /// Watches every member cluster with credentials that survive rotation, and reports their
@@ -217,6 +219,10 @@ pub struct Args {
     /// Token minting.
     #[command(flatten)]
     pub mint: MintArgs,
+
+    /// Federated members: credentials the control plane mints for them.
+    #[command(flatten)]
+    pub federation: FederationArgs,
 
     /// Sharding across replicas.
     #[command(flatten)]

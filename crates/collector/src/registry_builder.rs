@@ -8,7 +8,7 @@ use cluster_registry::{
     ArgoCdConfig, ClusterProfileConfig, DirectoryConfig, KarmadaConfig, KubeconfigSecretsConfig,
     RegistryBuilder, clusterprofile::ProviderFile,
 };
-use member_client::CredentialCacheConfig;
+use member_client::{CredentialCacheConfig, federated::FederatedIdentity};
 
 use crate::{
     cli::{Args, MembersFrom},
@@ -38,6 +38,15 @@ pub(crate) fn registry_builder(
     let builder = match args.shard.shards {
         ShardMode::Auto => builder.scoped_credentials(),
         ShardMode::Off => builder,
+    };
+    let builder = match (args.federation.config(), control_plane) {
+        (None, _) => builder,
+        (Some(config), Some(cp)) => {
+            builder.federated_identity(FederatedIdentity::new(cp.client.clone(), config))
+        }
+        (Some(_), None) => {
+            anyhow::bail!("--federated-service-account needs the control plane's client")
+        }
     };
     Ok(match (args.sources.members_from, control_plane) {
         (MembersFrom::Directory, _) => {

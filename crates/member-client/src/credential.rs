@@ -19,18 +19,22 @@ pub enum CredentialKind {
     Exec,
     /// A client certificate and key stored in a Secret or files.
     Certificate,
+    /// A token the control plane minted for the collector's own ServiceAccount, with the
+    /// member's audience ([`federated`](crate::federated)).
+    Federated,
 }
 
 impl CredentialKind {
     /// Every kind, in label order.
-    pub const ALL: [Self; 3] = [Self::Token, Self::Exec, Self::Certificate];
+    pub const ALL: [Self; 4] = [Self::Token, Self::Exec, Self::Certificate, Self::Federated];
 
-    /// The metric label value: `token`, `exec` or `certificate`.
+    /// The metric label value: `token`, `exec`, `certificate` or `federated`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Token => "token",
             Self::Exec => "exec",
             Self::Certificate => "certificate",
+            Self::Federated => "federated",
         }
     }
 }
@@ -179,7 +183,11 @@ impl Credential {
     /// Says what produced it, and when it expires if the producer said so (an exec plugin's
     /// `expirationTimestamp` wins over what the token or certificate says).
     #[must_use]
-    fn produced_by(mut self, kind: CredentialKind, expires_at: Option<SystemTime>) -> Self {
+    pub(crate) fn produced_by(
+        mut self,
+        kind: CredentialKind,
+        expires_at: Option<SystemTime>,
+    ) -> Self {
         self.kind = kind;
         if expires_at.is_some() {
             self.expires_at = expires_at;

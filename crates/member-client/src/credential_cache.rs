@@ -32,8 +32,8 @@ pub struct CredentialCacheStats {
     /// Calls to [`CredentialSource::fetch`], successful or not.
     pub fetches: u64,
     /// Successful fetches by the [`CredentialKind`] they produced, in
-    /// [`CredentialKind::ALL`] order (token, exec, certificate).
-    pub fetches_by_kind: [u64; 3],
+    /// [`CredentialKind::ALL`] order (token, exec, certificate, federated).
+    pub fetches_by_kind: [u64; CredentialKind::ALL.len()],
     /// Entries removed by [`CredentialCache::invalidate`] or a 401 that matched the cached token.
     pub invalidations: u64,
 }
@@ -43,7 +43,7 @@ struct Counters {
     hits: AtomicU64,
     misses: AtomicU64,
     fetches: AtomicU64,
-    fetches_by_kind: [AtomicU64; 3],
+    fetches_by_kind: [AtomicU64; CredentialKind::ALL.len()],
     invalidations: AtomicU64,
 }
 

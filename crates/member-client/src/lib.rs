@@ -71,6 +71,7 @@ mod credential_state;
 mod error;
 pub mod exec;
 mod failure_kind;
+pub mod federated;
 pub mod file_source;
 mod guarded_resolver;
 pub mod jwt_claims;

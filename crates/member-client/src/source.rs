@@ -4,7 +4,7 @@ use std::{fmt, sync::Arc};
 
 use async_trait::async_trait;
 
-use crate::{Credential, IdentityError, exec::ExecError};
+use crate::{Credential, IdentityError, exec::ExecError, federated::FederationError};
 
 /// Reads the current credential for a [`CredentialKey`].
 ///
@@ -93,6 +93,10 @@ pub enum SourceError {
     /// until the Secret changes.
     #[error(transparent)]
     Identity(#[from] IdentityError),
+    /// The control plane gave no federated token ([`federated`](crate::federated)). Transient
+    /// unless it refused.
+    #[error(transparent)]
+    Federation(#[from] FederationError),
     /// Reading failed for a reason that may pass (an I/O error, an API error). Transient.
     #[error("reading {key} failed")]
     Read {
@@ -109,7 +113,9 @@ impl SourceError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            SourceError::Read { .. } | SourceError::Exec(ExecError::Failed(_))
+            SourceError::Read { .. }
+                | SourceError::Exec(ExecError::Failed(_))
+                | SourceError::Federation(FederationError::Failed { .. })
         )
     }
 }

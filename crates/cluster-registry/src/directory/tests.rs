@@ -82,6 +82,7 @@ fn member_files_become_members(
             tls_server_name: None,
         },
         secret_ref: dir.key(),
+        federation: None,
         mint_request: None,
     };
     assert_eq!(dir.member(yaml).definition.spec, Ok(want));

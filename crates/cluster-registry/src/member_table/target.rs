@@ -3,10 +3,13 @@
 
 use std::collections::BTreeSet;
 
-use member_client::text::Text;
+use member_client::{CredentialKey, text::Text};
 
 use super::{MemberTable, Origin, Told, list_forbidden};
-use crate::InvalidReason;
+use crate::{
+    InvalidReason, MemberSpec,
+    federation::{FEDERATED, Federation},
+};
 
 impl MemberTable {
     /// What `name`'s client should be now.
@@ -20,6 +23,16 @@ impl MemberTable {
             Ok(spec) => spec,
         };
         let key = &spec.secret_ref;
+        if let Some(federation) = &spec.federation {
+            return Some(self.federated_target(name, spec, federation));
+        }
+        if key.federated_member().is_some() {
+            return Some(Told::Invalid(InvalidReason::SecretForbidden(format!(
+                "the {} names the federated credential {} without asking to be federated",
+                Text::new(&origin.to_string()).as_str(),
+                Text::new(&key.to_string()).as_str(),
+            ))));
+        }
         if let Some(own) = origin.own_credential().filter(|own| own != key) {
             // Sources never build this; refusing it keeps one source's slip from reaching
             // another definition's credential.
@@ -53,6 +66,32 @@ impl MemberTable {
                 ca,
             },
         })
+    }
+}
+
+impl MemberTable {
+    /// What a federated member's client should be: its own federated credential, and only
+    /// where the registry mints them.
+    fn federated_target(&self, name: &str, spec: &MemberSpec, federation: &Federation) -> Told {
+        if spec.secret_ref != CredentialKey::federated(name) {
+            // Sources never build this; the audience is derived from the key's member, so
+            // another member's key would hand this endpoint that member's token.
+            return Told::Invalid(InvalidReason::SecretForbidden(format!(
+                "the definition of {} names the federated credential {}, not its own",
+                Text::new(name).as_str(),
+                Text::new(&spec.secret_ref.to_string()).as_str(),
+            )));
+        }
+        if !self.federation {
+            return Told::Invalid(InvalidReason::DefinitionInvalid(format!(
+                "the definition asks for a {FEDERATED} credential, but the registry mints none \
+                 (the collector's --federated-service-account is not set)"
+            )));
+        }
+        Told::Ready {
+            spec: spec.clone(),
+            ca: federation.ca_bundle.clone(),
+        }
     }
 }
 

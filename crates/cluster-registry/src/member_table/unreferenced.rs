@@ -20,6 +20,8 @@ impl MemberTable {
             .filter(|(origin, _)| matches!(origin, Origin::Karmada(_)))
             .filter_map(|(_, def)| def.spec.as_ref().ok())
             .map(|spec| spec.secret_ref.clone())
+            // A federated member's credential lives in no Secret.
+            .filter(|key| key.federated_member().is_none())
             .collect()
     }
 

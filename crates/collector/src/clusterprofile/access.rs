@@ -76,6 +76,7 @@ mod tests {
                 tls_server_name: Some("api.member1".into()),
             },
             secret_ref,
+            federation: None,
             mint_request: None,
         }
     }

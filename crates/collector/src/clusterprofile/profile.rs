@@ -111,6 +111,7 @@ mod tests {
                 tls_server_name: Some("api.member1".into()),
             },
             secret_ref,
+            federation: None,
             mint_request: None,
         };
         ProfileAccess::of(&spec, Some(b"-----BEGIN CERTIFICATE-----\n"))

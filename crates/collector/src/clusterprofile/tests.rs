@@ -83,6 +83,7 @@ fn access() -> ProfileAccess {
         name: "member1".into(),
         endpoint: MemberEndpoint::new("https://10.0.0.1:6443"),
         secret_ref: CredentialKey::new("karmada-cluster", "member1"),
+        federation: None,
         mint_request: None,
     };
     ProfileAccess::of(&spec, None)

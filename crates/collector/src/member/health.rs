@@ -225,6 +225,9 @@ fn invalid_message(reason: &InvalidReason) -> String {
             "no access provider of the member's ClusterProfile is served: {why}; add one of its \
              providers to --clusterprofile-provider-file"
         ),
+        InvalidReason::FederationFailed(why) => {
+            format!("the control plane minted no token for the federated member: {why}")
+        }
         // The registry's sentence says which rule refused it and what to do.
         InvalidReason::SecretForbidden(why) => why.clone(),
         other => format!(

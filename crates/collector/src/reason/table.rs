@@ -143,6 +143,12 @@ reasons! {
         when: "the client certificate's `notAfter` has passed",
         remedy: "write a renewed client certificate to the Secret",
     }
+    /// The control plane gave no federated token.
+    FederationFailed {
+        ready: False, credentials_valid: False,
+        when: "a federated member's token could not be minted: the control plane refused the TokenRequest for `--federated-service-account` (401, 403: its RBAC lacks `create` on that ServiceAccount's `serviceaccounts/token`; 404: no such ServiceAccount; 422) or did not answer within 10 s",
+        remedy: "the message quotes the control plane: grant the collector create on serviceaccounts/token for the ServiceAccount --federated-service-account names (resourceNames: that one), or create that ServiceAccount",
+    }
     /// No usable API endpoint.
     EndpointInvalid {
         ready: False, credentials_valid: Unknown,

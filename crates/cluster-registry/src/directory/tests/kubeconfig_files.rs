@@ -37,6 +37,7 @@ fn a_kubeconfig_file_defines_the_member_and_holds_its_credential() {
             tls_server_name: Some("api.internal".into()),
         },
         secret_ref: dir.key(),
+        federation: None,
         mint_request: None,
     };
     assert_eq!(member.definition.spec, Ok(want));

@@ -3,6 +3,7 @@
 
 mod bindings;
 mod definitions;
+mod federated;
 mod member_files;
 mod namespaces;
 mod scope;
@@ -36,10 +37,21 @@ fn harness() -> Harness {
 
 /// A harness whose table keeps its Secrets in `store`.
 fn harness_over(store: SecretStore) -> Harness {
+    harness_with(store, false)
+}
+
+/// A harness whose table keeps its Secrets in `store`, and whose federated members get a
+/// credential if `federation`.
+fn harness_with(store: SecretStore, federation: bool) -> Harness {
     let tokens = CredentialCache::new(store.clone(), CredentialCacheConfig::default());
     let (tx, events) = mpsc::channel(64);
     let views = SharedViews::default();
     let table = MemberTable::new(tokens.clone(), store, tx, views.clone(), test_admission());
+    let table = if federation {
+        table.with_federation()
+    } else {
+        table
+    };
     Harness {
         table,
         events,
@@ -131,6 +143,7 @@ fn spec(name: &str, endpoint: &str) -> MemberSpec {
         name: name.to_owned(),
         endpoint: MemberEndpoint::new(endpoint),
         secret_ref: key(name),
+        federation: None,
         mint_request: None,
     }
 }
