@@ -27,6 +27,9 @@ pub(crate) struct ApiserverSpec {
     pub(crate) extra_flags: Vec<String>,
 }
 
+/// A published signing key not signed with yet.
+const NEXT_SIGNING_KEY: &str = "next-service-account-signing-key";
+
 /// The files the apiserver reads from `dir`, each named after the flag that passes it
 /// (`--tls-cert-file=<dir>/tls-cert-file`).
 const FILE_FLAGS: [&str; 6] = [
@@ -91,10 +94,56 @@ impl ApiserverSpec {
         self.port
     }
 
+    /// Where file `file` of this apiserver lives.
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    /// A new ServiceAccount signing key: the apiserver signs with it from its next start, and
+    /// still verifies with every key it had (one PEM file may hold several), so tokens minted
+    /// before keep working.
+    pub(crate) fn rotate_signing_key(&self) -> Result<()> {
+        self.publish_signing_key()?;
+        self.switch_signing_key()
+    }
+
+    /// A new ServiceAccount signing key, published from the apiserver's next start (its
+    /// public key joins the verifying keys and `/openid/v1/jwks`) but not signed with until
+    /// [`switch_signing_key`](Self::switch_signing_key): the first half of a rotation that
+    /// gives every party caching the key set time to fetch it.
+    pub(crate) fn publish_signing_key(&self) -> Result<()> {
+        let public = self.path("service-account-key-file");
+        let mut keys = std::fs::read_to_string(&public)
+            .with_context(|| format!("reading {}", public.display()))?;
+        let sa_key = SigningKey::generate()?;
+        if !keys.ends_with('\n') {
+            keys.push('\n');
+        }
+        keys.push_str(&sa_key.public_pem);
+        // Public keys first: should the second write fail, the old signing key still verifies.
+        self.write("service-account-key-file", &keys)?;
+        self.write(NEXT_SIGNING_KEY, &sa_key.private_pem)
+    }
+
+    /// Signs with the key [`publish_signing_key`](Self::publish_signing_key) published, from
+    /// the apiserver's next start.
+    pub(crate) fn switch_signing_key(&self) -> Result<()> {
+        let next = self.path(NEXT_SIGNING_KEY);
+        let private = std::fs::read_to_string(&next)
+            .with_context(|| format!("reading {} (no key was published)", next.display()))?;
+        self.write("service-account-signing-key-file", &private)?;
+        std::fs::remove_file(&next).with_context(|| format!("removing {}", next.display()))
+    }
+
     fn write(&self, file: &str, contents: &str) -> Result<()> {
         let path = self.dir.join(file);
         std::fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// The ServiceAccount issuer of cluster `name`: never resolved, only compared.
+pub(crate) fn issuer_url(name: &str) -> String {
+    format!("https://{name}.test")
 }
 
 /// A running kube-apiserver. Dropping it kills it (SIGKILL).
@@ -112,7 +161,7 @@ pub struct Apiserver {
 impl Apiserver {
     /// Spawns the apiserver; its output goes to `<dir>/apiserver-<run>.log`. Does not wait.
     pub(crate) fn spawn(assets: &Assets, spec: &ApiserverSpec, run: u32) -> Result<Self> {
-        let issuer = format!("https://{}.test", spec.name);
+        let issuer = issuer_url(&spec.name);
         let mut cmd = Command::new(assets.kube_apiserver());
         // Only ever loopback: nothing here is meant to be reachable from outside.
         cmd.arg("--bind-address=127.0.0.1")

@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use crate::assets::Assets;
 use crate::environment::Environment;
+use crate::federation::Federation;
 
 /// What to start. Build one, then call [`Config::start`].
 #[derive(Clone, Debug)]
@@ -21,6 +22,9 @@ pub struct Config {
     pub apiserver_flags: Vec<String>,
     /// Flags one kube-apiserver gets besides those: (cluster name, flag).
     pub cluster_apiserver_flags: Vec<(String, String)>,
+    /// Whether members trust the control plane's ServiceAccount issuer; see
+    /// [`members_trust_control_plane`](Self::members_trust_control_plane).
+    pub federation: Option<Federation>,
 }
 
 impl Default for Config {
@@ -32,6 +36,7 @@ impl Default for Config {
             assets: None,
             apiserver_flags: Vec::new(),
             cluster_apiserver_flags: Vec::new(),
+            federation: None,
         }
     }
 }
@@ -52,6 +57,28 @@ impl Config {
     ) -> Self {
         self.cluster_apiserver_flags
             .push((cluster.into(), flag.into()));
+        self
+    }
+
+    /// Makes every member trust the control plane's ServiceAccount issuer
+    /// (`https://control-plane.test`): a member accepts a token the control plane minted
+    /// (TokenRequest) with audience `<audience_prefix><member name>`, as user
+    /// `<username_prefix><sub>`, where `sub` is `system:serviceaccount:<ns>:<name>`, with no
+    /// groups but `system:authenticated`.
+    ///
+    /// Through structured authentication configuration: each member gets a `jwt`
+    /// authenticator (`--authentication-config`) that fetches the control plane's discovery
+    /// document and key set on loopback, which the control plane serves to anonymous clients
+    /// (ClusterRoleBinding `tether-testkit:issuer-discovery`). The environment starts the
+    /// control plane before the members, and [`start`](Self::start) returns once every member
+    /// accepts such a token. See [`Environment::set_member_trust`],
+    /// [`Environment::federated_probe`] and [`Environment::rotate_signing_key`].
+    pub fn members_trust_control_plane(
+        mut self,
+        audience_prefix: impl Into<String>,
+        username_prefix: impl Into<String>,
+    ) -> Self {
+        self.federation = Some(Federation::new(audience_prefix, username_prefix));
         self
     }
 

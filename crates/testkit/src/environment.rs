@@ -1,5 +1,6 @@
 //! [`Environment`]: one etcd and N kube-apiservers ("clusters") on loopback.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -12,6 +13,7 @@ use crate::assets::Assets;
 use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::etcd::Etcd;
+use crate::federation::{self, Federation, MemberTrust};
 use crate::pki::TestCa;
 use crate::ports::{free_ports, port_is_free, wait_port_free};
 
@@ -65,6 +67,8 @@ pub struct Environment {
     /// Flags every apiserver gets besides the harness's own.
     apiserver_flags: Vec<String>,
     cluster_apiserver_flags: Vec<(String, String)>,
+    /// Set if members trust the control plane's ServiceAccount issuer.
+    pub(crate) federation: Option<Federation>,
     /// `None` only while dropping.
     dir: Option<TempDir>,
 }
@@ -78,6 +82,8 @@ struct Slot {
     server: Option<Apiserver>,
     /// How many times its apiserver was started; numbers the log files.
     runs: u32,
+    /// What its authentication configuration says (members of a federated environment only).
+    trust: MemberTrust,
 }
 
 impl Environment {
@@ -87,6 +93,7 @@ impl Environment {
     }
 
     pub(crate) async fn start_with(config: Config) -> Result<Self> {
+        federation::check_flags(&config)?;
         let assets = match config.assets {
             Some(a) => a,
             // It may run `hack/envtest.sh`, which may build for minutes: keep it off the runtime.
@@ -118,6 +125,7 @@ impl Environment {
             ready_timeout: config.ready_timeout,
             apiserver_flags: config.apiserver_flags,
             cluster_apiserver_flags: config.cluster_apiserver_flags,
+            federation: config.federation,
             dir: Some(dir),
         };
         match env.boot(names, ports).await {
@@ -140,12 +148,32 @@ impl Environment {
         for (name, port) in names.into_iter().zip(ports) {
             self.add_cluster(name, port)?;
         }
-        // Spawn all first, then wait for each: they boot concurrently.
-        for slot in &mut self.slots {
+        let all = self.slots.len();
+        if self.federation.is_none() {
+            return self.spawn_and_wait(CONTROL_PLANE..all).await;
+        }
+        // A member fetches the control plane's discovery document as it starts and retries
+        // only every 10 s: serve it first, so members trust it from their start.
+        self.spawn_and_wait(CONTROL_PLANE..CONTROL_PLANE + 1)
+            .await?;
+        federation::prepare_control_plane(self.control_plane()).await?;
+        self.spawn_and_wait(CONTROL_PLANE + 1..all).await?;
+        for index in CONTROL_PLANE + 1..all {
+            self.wait_member_trust(index, true, self.ready_timeout)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Spawns the apiservers of `clusters` at once, then waits for each: they boot
+    /// concurrently.
+    async fn spawn_and_wait(&mut self, clusters: Range<usize>) -> Result<()> {
+        for slot in &mut self.slots[clusters.clone()] {
             slot.runs += 1;
             slot.server = Some(Apiserver::spawn(&self.assets, &slot.spec, slot.runs)?);
         }
-        for (slot, cluster) in self.slots.iter_mut().zip(&self.clusters) {
+        let slots = self.slots[clusters.clone()].iter_mut();
+        for (slot, cluster) in slots.zip(&self.clusters[clusters]) {
             if let Some(server) = &mut slot.server {
                 server.wait_ready(cluster, self.ready_timeout).await?;
             }
@@ -162,7 +190,15 @@ impl Environment {
         let etcd = self.etcd()?.endpoint();
         let mut spec =
             ApiserverSpec::create(self.dir()?, &name, port, etcd, &admin_token, &client_ca)?;
-        spec.extra_flags.clone_from(&self.apiserver_flags);
+        // Before the caller's flags, which may override them.
+        if let Some(federation) = &self.federation {
+            match self.clusters.first() {
+                None => federation::configure_control_plane(&mut spec),
+                Some(cp) => federation::configure_member(&mut spec, federation, cp)?,
+            }
+        }
+        spec.extra_flags
+            .extend(self.apiserver_flags.iter().cloned());
         let own = self.cluster_apiserver_flags.iter();
         let own = own.filter(|(cluster, _)| *cluster == name);
         spec.extra_flags.extend(own.map(|(_, flag)| flag.clone()));
@@ -176,6 +212,7 @@ impl Environment {
             client_ca,
             server: None,
             runs: 0,
+            trust: MemberTrust::default(),
         });
         Ok(())
     }
@@ -272,6 +309,8 @@ impl Environment {
     /// With [`RestartOptions::new_ca`] it serves a certificate from a new CA: get the new bundle
     /// from [`cluster(index)`](Self::cluster)`.ca_pem()`. Tokens and client certificates
     /// ([`Cluster::issue_client_cert`]) stay valid either way: the client CA never changes.
+    /// If members trust the control plane and it gets a new CA, their authentication
+    /// configurations are rewritten with it; they reload them by themselves, ~10 s later.
     ///
     /// # Errors
     /// As [`stop`](Self::stop) and [`start`](Self::start).
@@ -287,7 +326,18 @@ impl Environment {
                 Cluster::with_admin_token(old.name(), old.endpoint(), &ca.pem(), &token)?
                     .with_client_ca(client_ca);
         }
-        self.start(index).await
+        self.start(index).await?;
+        if options.new_ca && index == CONTROL_PLANE {
+            self.rewrite_member_configs()?;
+        }
+        Ok(())
+    }
+
+    fn slot_ref(&self, index: usize) -> Result<&Slot> {
+        let n = self.slots.len();
+        self.slots
+            .get(index)
+            .with_context(|| format!("no cluster {index} (there are {n})"))
     }
 
     fn slot(&mut self, index: usize) -> Result<&mut Slot> {
@@ -295,6 +345,21 @@ impl Environment {
         self.slots
             .get_mut(index)
             .with_context(|| format!("no cluster {index} (there are {n})"))
+    }
+
+    /// The files and flags of cluster `index`'s apiserver.
+    pub(crate) fn spec(&self, index: usize) -> Result<&ApiserverSpec> {
+        Ok(&self.slot_ref(index)?.spec)
+    }
+
+    /// What member `index`'s authentication configuration says, as last written.
+    pub(crate) fn trust_state(&self, index: usize) -> Result<MemberTrust> {
+        Ok(self.slot_ref(index)?.trust)
+    }
+
+    pub(crate) fn set_trust_state(&mut self, index: usize, trust: MemberTrust) -> Result<()> {
+        self.slot(index)?.trust = trust;
+        Ok(())
     }
 
     fn cluster_at(&self, index: usize) -> Result<&Cluster> {

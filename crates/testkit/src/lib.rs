@@ -29,6 +29,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Federated members
+//! With [`Config::members_trust_control_plane`] every member also accepts tokens the control
+//! plane mints for that member's audience ([`Federation`]), through a `jwt` authenticator of
+//! structured authentication configuration. [`Environment::set_member_trust`] turns that off
+//! and on, [`Environment::federated_probe`] checks it, and
+//! [`Environment::rotate_signing_key`] gives a cluster a new ServiceAccount signing key
+//! (members cache the control plane's key set for an hour:
+//! [`Environment::refresh_member_keys`] makes one fetch it again).
+//!
 //! # Karmada and the collector
 //! [`Karmada`] installs the `Cluster` CRD on a control plane and registers harness clusters as
 //! push-mode members, the way Karmada stores them. [`CollectorProcess`] runs Tether's
@@ -86,6 +95,7 @@ pub mod crd;
 mod environment;
 mod etcd;
 mod eventually;
+mod federation;
 mod folded_watch;
 mod hack_script;
 mod hostile_endpoint;
@@ -118,6 +128,9 @@ pub use config::Config;
 pub use environment::{CONTROL_PLANE, Environment, RestartOptions};
 pub use etcd::Etcd;
 pub use eventually::{IntoStep, POLL_INTERVAL, Step, eventually, matching};
+pub use federation::{
+    Federation, ISSUER_PROBE_ACCOUNT, ISSUER_PROBE_NAMESPACE, TRUST_RELOAD_TIMEOUT,
+};
 pub use folded_watch::FoldedWatch;
 pub use hostile_endpoint::{HOSTILE_USERNAME, HostileEndpoint, Misbehaviour};
 #[cfg(feature = "k3s")]

@@ -25,7 +25,7 @@ use crate::eventually::{Step, eventually};
 pub const READER_CLUSTER_ROLE: &str = "tether-testkit-reader";
 
 /// Field manager for the harness's server-side applies.
-const FIELD_MANAGER: &str = "tether-testkit";
+pub(crate) const FIELD_MANAGER: &str = "tether-testkit";
 
 /// How long a deleted ServiceAccount's tokens may keep working: the apiserver caches a
 /// successful token authentication for ~10 s.
@@ -153,6 +153,23 @@ impl Cluster {
     /// # Errors
     /// If `expiry` is below 600 s, or the API call fails or returns no token.
     pub async fn mint_token(&self, ns: &str, sa: &str, expiry: Duration) -> Result<String> {
+        self.mint_token_for(ns, sa, expiry, &[]).await
+    }
+
+    /// Mints a token for ServiceAccount `ns/sa` as [`mint_token`](Self::mint_token) does, for
+    /// `audiences` (the `aud` claim), or this cluster's default audience if `audiences` is
+    /// empty. A token for another audience only is rejected by this cluster itself (401): it
+    /// is meant for someone else, such as a member that trusts this cluster's issuer.
+    ///
+    /// # Errors
+    /// As [`mint_token`](Self::mint_token).
+    pub async fn mint_token_for(
+        &self,
+        ns: &str,
+        sa: &str,
+        expiry: Duration,
+        audiences: &[String],
+    ) -> Result<String> {
         ensure!(
             expiry >= MIN_TOKEN_EXPIRY,
             "TokenRequest rejects expirations under {MIN_TOKEN_EXPIRY:?} (asked for {expiry:?})"
@@ -160,6 +177,7 @@ impl Cluster {
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 expiration_seconds: Some(i64::try_from(expiry.as_secs())?),
+                audiences: (!audiences.is_empty()).then(|| audiences.to_vec()),
                 ..Default::default()
             }),
             ..Default::default()
