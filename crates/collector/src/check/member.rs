@@ -56,7 +56,11 @@ impl Checker {
         };
         report.endpoint = Some(spec.endpoint.url.clone());
         let stored = self.registry.secrets().get(&spec.secret_ref);
-        let ca_bundle = stored.as_ref().and_then(|s| s.ca_bundle().cloned());
+        // A federated member's CA is in its definition: no Secret carries one.
+        let ca_bundle = match &spec.federation {
+            Some(federation) => federation.ca_bundle.clone(),
+            None => stored.as_ref().and_then(|s| s.ca_bundle().cloned()),
+        };
         let from = credential_origin(
             &spec.secret_ref,
             stored.as_ref().and_then(|s| s.exec_command()),
@@ -110,7 +114,32 @@ impl Checker {
         report.access = access;
         report.readyz = Some(Readyz::of(&readyz));
         report.tls = Some(tls);
-        judged(report, &health)
+        let report = judged(report, &health);
+        match spec.federation {
+            Some(_) => federated(report),
+            None => report,
+        }
+    }
+}
+
+/// What to do when a federated member rejects the control plane's token: the steps a 401
+/// leaves open are the member's, not a stored credential's.
+const FEDERATED_REJECTED: &str = "the member rejects the control plane's token for its \
+    audience (--federated-audience-prefix followed by the member's name): its \
+    AuthenticationConfiguration must trust the control plane's issuer (issuer.url equal to \
+    the control plane's --service-account-issuer) with that audience, and the member must \
+    reach the issuer's discovery document and keys (issuer.discoveryURL and \
+    certificateAuthority); see docs/src/credentials/federated.md";
+
+/// `report` of a federated member: a mint refused says `FederationFailed` already, and a
+/// rejection gets the member-side steps as its remedy.
+fn federated(report: MemberReport) -> MemberReport {
+    match report.reason.as_str() {
+        "Unauthorized" => MemberReport {
+            remedy: FEDERATED_REJECTED,
+            ..report
+        },
+        _ => report,
     }
 }
 
@@ -144,6 +173,9 @@ pub(crate) fn judge(readyz: &Result<String, kube::Error>, access: &[Access]) -> 
 /// Where a credential comes from, in words: an exec plugin's command (never its
 /// environment), a Secret, or a member file's files.
 pub(crate) fn credential_origin(key: &CredentialKey, exec_command: Option<&str>) -> String {
+    if key.federated_member().is_some() {
+        return "a TokenRequest on the control plane (federated)".to_owned();
+    }
     let holder = if key.namespace.starts_with("clusterprofile:") {
         "the provider file".to_owned()
     } else if key.namespace.is_empty() {
@@ -217,6 +249,20 @@ mod tests {
     }
 
     #[rstest]
+    #[case::rejected("Unauthorized", FEDERATED_REJECTED)]
+    #[case::mint_refused("FederationFailed", remedy::remedy("FederationFailed"))]
+    #[case::forbidden("Forbidden", remedy::remedy("Forbidden"))]
+    fn a_federated_rejection_points_at_the_members_trust(#[case] reason: &str, #[case] want: &str) {
+        let report = concluded(MemberReport::default(), reason, String::new());
+        assert_eq!(federated(report).remedy, want);
+    }
+
+    #[rstest]
+    #[case::federated(
+        CredentialKey::federated("m1"),
+        None,
+        "a TokenRequest on the control plane (federated)"
+    )]
     #[case::karmada(
         CredentialKey::new("karmada-cluster", "m1"),
         None,

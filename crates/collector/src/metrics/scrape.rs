@@ -163,8 +163,9 @@ fn credential_cache_families<'a>(caches: &'a BTreeMap<String, CredentialCache>) 
         Family {
             name: "token_fetches",
             help: "Credentials read from their source, by cache (members: the members' \
-                   Secrets, files and exec plugins; self: the collector's own token file) and \
-                   by the kind read: token, exec or certificate.",
+                   Secrets, files and exec plugins, and the control plane's TokenRequests for \
+                   federated members; self: the collector's own token file) and by the kind \
+                   read: token, exec, certificate or federated.",
             kind: MetricType::Counter,
             samples: fetches_by_kind,
         },
