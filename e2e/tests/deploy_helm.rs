@@ -7,8 +7,9 @@ mod deploy_support;
 
 use std::{collections::BTreeSet, path::Path, time::Duration};
 
+use clap::Parser as _;
 use cluster_registry::clusterprofile::ProviderFile;
-use collector::cli::MembersFrom;
+use collector::cli::{Args, MembersFrom};
 use deploy_support::{
     EVENTS_NAMESPACE, KARMADA_SECRETS, PROFILES_NAMESPACE, Writes, assert_authorized, assert_rbac,
     expected_grants, grants, id,
@@ -22,7 +23,10 @@ use e2e::{
     manifest_apply::{apply, prerequisite_namespaces},
     rbac_grants::{COLLECTOR_SA, api_reader_role, rbac_grants},
 };
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    rbac::v1::{PolicyRule, Role, RoleBinding},
+};
 use serde_json::Value;
 use testkit::Environment;
 
@@ -183,6 +187,7 @@ const CASES: &[Case] = &[
     Case::karmada("token-rotation-values.yaml"),
     Case::karmada("token-rotation-members-values.yaml"),
     Case::karmada("sharded-values.yaml"),
+    Case::karmada("federation-values.yaml"),
     Case {
         file: "argocd-values.yaml",
         members_from: MembersFrom::Argocd,
@@ -252,6 +257,7 @@ fn assert_case(case: &Case, objects: &[Value]) {
             profiles: args.publish_clusterprofiles.is_some(),
             tokens: args.mint.mint_tokens || !args.mint.mint_tokens_for.is_empty(),
             shards: args.shard.shards == collector::cli::ShardMode::Auto,
+            federated: args.federation.federated_service_account.is_some(),
         })
     } else {
         grants(REVIEW_GRANTS)
@@ -261,6 +267,13 @@ fn assert_case(case: &Case, objects: &[Value]) {
     };
     let actual = rbac_grants(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
     assert_eq!(actual, expected, "{what}: the collector's RBAC");
+    if let Some((namespace, name)) = &args.federation.federated_service_account {
+        assert_eq!(
+            (namespace.as_str(), name.as_str()),
+            COLLECTOR_SA,
+            "{what}: federated tokens are the collector's own ServiceAccount's"
+        );
+    }
     api_reader_role(objects).unwrap_or_else(|err| panic!("{what}: {err:#}"));
     // Several replicas get a PodDisruptionBudget over their pods; one gets none.
     let deployment = of_kind(objects, "Deployment").next().unwrap();
@@ -369,4 +382,120 @@ fn rotation_values_become_the_operators_bounds_on_minting() {
     assert!(rotation.mint_tokens && rotation.mint_tokens_for.is_empty());
     assert_eq!(rotation.mint_max_expiration, Duration::from_secs(24 * 3600));
     assert!(rotation.mint_audiences.is_empty());
+}
+
+/// The chart's federation Role and RoleBinding, if it renders them: the only objects named
+/// `<collector>-federation`.
+fn federation_rbac(objects: &[Value]) -> Option<(Role, RoleBinding)> {
+    let named = |kind| {
+        of_kind(objects, kind)
+            .filter(|o| id(o).name.ends_with("-collector-federation"))
+            .collect::<Vec<_>>()
+    };
+    let (roles, bindings) = (named("Role"), named("RoleBinding"));
+    assert_eq!(roles.len(), bindings.len(), "a RoleBinding per Role");
+    assert!(roles.len() <= 1, "one federation Role at most");
+    Some((typed(roles.first()?).unwrap(), typed(bindings[0]).unwrap()))
+}
+
+/// Renders the chart with `values` (YAML text) as the only values file.
+fn helm_template_with(version: &str, values: &str) -> anyhow::Result<Vec<Value>> {
+    let file = tempfile::NamedTempFile::new()?;
+    std::fs::write(file.path(), values)?;
+    helm_template(version, Some(file.path()))
+}
+
+/// `federation.*` becomes the collector's federation flags, with a Role that lets its own
+/// ServiceAccount, and no other, be minted tokens of; off by default, with neither.
+#[test]
+fn federation_values_become_the_collectors_flags_and_its_one_token_grant() {
+    let version = helm::kube_version().unwrap();
+    let defaults = helm_template(&version, None).unwrap();
+    let args = collector_args(&defaults, "helm defaults");
+    assert_eq!(args.federation.federated_service_account, None);
+    assert!(federation_rbac(&defaults).is_none(), "no federation Role");
+    let tokens = rbac_grants(&defaults).unwrap();
+    assert!(
+        !tokens.iter().any(|g| g.contains("serviceaccounts/token")),
+        "helm defaults mint no token: {tokens:#?}"
+    );
+
+    let values = chart_dir().join("ci/federation-values.yaml");
+    let objects = helm_template(&version, Some(&values)).unwrap();
+    let federation = collector_args(&objects, "federation").federation;
+    let own = (COLLECTOR_SA.0.to_owned(), COLLECTOR_SA.1.to_owned());
+    assert_eq!(federation.federated_service_account, Some(own));
+    assert_eq!(
+        federation.federated_audience_prefix,
+        "fleet.example.com/member/"
+    );
+    assert_eq!(federation.federated_token_lifetime, 3600);
+    let (role, binding) = federation_rbac(&objects).expect("the federation Role");
+    assert_eq!(
+        role.rules.unwrap_or_default(),
+        [PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["serviceaccounts/token".to_owned()]),
+            resource_names: Some(vec![COLLECTOR_SA.1.to_owned()]),
+            verbs: vec!["create".to_owned()],
+            ..PolicyRule::default()
+        }],
+        "create on the collector's own serviceaccounts/token only"
+    );
+    assert_eq!(
+        (
+            role.metadata.namespace.as_deref(),
+            binding.metadata.namespace.as_deref()
+        ),
+        (Some(COLLECTOR_SA.0), Some(COLLECTOR_SA.0)),
+        "in the release namespace"
+    );
+    assert_eq!(binding.role_ref.name, role.metadata.name.unwrap());
+
+    // Enabled alone: the collector's own defaults.
+    let enabled = helm_template_with(&version, "federation: {enabled: true}\n").unwrap();
+    let rendered = collector_args(&enabled, "federation.enabled").federation;
+    let own_defaults = Args::try_parse_from(["collector"]).unwrap().federation;
+    assert_eq!(
+        (
+            rendered.federated_audience_prefix,
+            rendered.federated_token_lifetime
+        ),
+        (
+            own_defaults.federated_audience_prefix,
+            own_defaults.federated_token_lifetime
+        ),
+        "the chart's defaults are the collector's"
+    );
+
+    // Another name for the release's objects: the flag and `resourceNames` follow the
+    // ServiceAccount's.
+    let renamed = "fullnameOverride: fleet-tether\nfederation: {enabled: true}\n";
+    let objects = helm_template_with(&version, renamed).unwrap();
+    let account = collector_args(&objects, "fullnameOverride").federation;
+    let (role, binding) = federation_rbac(&objects).expect("the federation Role");
+    let names = role.rules.unwrap_or_default()[0].resource_names.clone();
+    let subject = binding.subjects.unwrap_or_default()[0].name.clone();
+    assert_eq!(
+        account.federated_service_account.map(|(_, name)| name),
+        Some("fleet-tether-collector".to_owned())
+    );
+    assert_eq!(names, Some(vec!["fleet-tether-collector".to_owned()]));
+    assert_eq!(subject, "fleet-tether-collector");
+
+    // What the collector would refuse, refused at render time.
+    for (values, says) in [
+        ("tokenLifetimeSeconds: 599", "600 to 86400"),
+        ("tokenLifetimeSeconds: 86401", "600 to 86400"),
+        ("audiencePrefix: ''", "without spaces"),
+        ("audiencePrefix: 'a b'", "without spaces"),
+    ] {
+        let values = format!("federation: {{enabled: true, {values}}}\n");
+        let err = helm_template_with(&version, &values).unwrap_err();
+        let err = format!("{err:#}");
+        assert!(err.contains(says), "{values}: {err}");
+    }
+    let argocd = "membersFrom: argocd\nsecretNamespaces: [argocd]\nfederation: {enabled: true}\n";
+    let err = format!("{:#}", helm_template_with(&version, argocd).unwrap_err());
+    assert!(err.contains("membersFrom must be karmada"), "{err}");
 }

@@ -26,6 +26,7 @@ use e2e::{
         load_documents, of_kind,
     },
     manifest_apply::apply,
+    rbac_grants::COLLECTOR_SA,
 };
 use rstest::rstest;
 use serde_json::Value;
@@ -61,13 +62,22 @@ const SHARDED: Writes = Writes {
     ..Writes::status(true)
 };
 
+/// The base minting federated members' tokens, through `components/federation`.
+const FEDERATION_OVERLAY: &str = "overlays/federation";
+/// What the collector does with it: status, and tokens of its own ServiceAccount.
+const FEDERATED: Writes = Writes {
+    federated: true,
+    ..Writes::status(true)
+};
+
 /// Every install the kustomize page of the book documents, with what its collector writes.
-const INSTALLS: [(&str, Writes); 5] = [
+const INSTALLS: [(&str, Writes); 6] = [
     ("base", Writes::status(true)),
     ("overlays/beside-karmada", Writes::status(false)),
     (PUBLISH_OVERLAY, PUBLISHING),
     (ROTATION_OVERLAY, ROTATING),
     (SHARDED_OVERLAY, SHARDED),
+    (FEDERATION_OVERLAY, FEDERATED),
 ];
 
 #[test]
@@ -122,6 +132,32 @@ fn kustomize_deployments_match_the_collector_cli() -> anyhow::Result<()> {
     let args = assert_collector_workload(&sharded, SHARDED_OVERLAY);
     assert_eq!(args.shard.shards, collector::cli::ShardMode::Auto);
     assert_sharded_workload(&sharded, SHARDED_OVERLAY);
+
+    let federated = kustomize_build(&kustomize_dir(FEDERATION_OVERLAY))?;
+    let federation = assert_collector_workload(&federated, FEDERATION_OVERLAY).federation;
+    let own = (COLLECTOR_SA.0.to_owned(), COLLECTOR_SA.1.to_owned());
+    assert_eq!(
+        federation.federated_service_account,
+        Some(own),
+        "tokens of the collector's own ServiceAccount"
+    );
+    assert_eq!(
+        (
+            federation.federated_audience_prefix.as_str(),
+            federation.federated_token_lifetime
+        ),
+        ("tether.io/member/", 600),
+        "the audiences and lifetime the member-side files assume"
+    );
+    let mut base = kustomize_build(&kustomize_dir("base"))?;
+    base.extend(load_documents(&kustomize_dir(
+        "components/federation/federation-role.yaml",
+    ))?);
+    assert_eq!(
+        ids(&federated),
+        ids(&base),
+        "the component adds its Role and RoleBinding and nothing else"
+    );
     Ok(())
 }
 
@@ -180,6 +216,7 @@ fn servicemonitor_component_scrapes_the_service() -> anyhow::Result<()> {
 )]
 #[case::mint_request(3, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
 #[case::sharded(4, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
+#[case::federation(5, vec![generated_crd_path()], &[KARMADA_SECRETS, EVENTS_NAMESPACE])]
 #[tokio::test]
 async fn kustomize_install_is_accepted_by_a_real_apiserver(
     #[case] install: usize,

@@ -13,8 +13,8 @@ use serde_json::Value;
 use testkit::eventually;
 
 use super::{
-    FORBIDDEN, LEASES, PUBLISH_FORBIDDEN, PUBLISHES, READS, ROTATES, SHARDS, WRITES, Writes,
-    requests,
+    FEDERATES, FORBIDDEN, LEASES, PUBLISH_FORBIDDEN, PUBLISHES, READS, ROTATES, SHARDS, WRITES,
+    Writes, requests,
 };
 
 /// How long the RBAC authorizer's informer may take to see new grants.
@@ -31,6 +31,7 @@ pub async fn assert_authorized(client: &Client, objects: &[Value], writes: impl 
         (PUBLISHES, writes.profiles),
         (ROTATES, writes.tokens),
         (SHARDS, writes.shards),
+        (FEDERATES, writes.federated),
         (LEASES, writes.status || writes.profiles || writes.tokens),
     ] {
         if allowed {

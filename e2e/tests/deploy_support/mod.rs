@@ -83,7 +83,13 @@ pub const ROTATION_GRANTS: &[&str] = &[
     "karmada-cluster events.k8s.io/events create,patch",
 ];
 
-/// What the collector is to write: Cluster status, ClusterProfiles, member tokens.
+/// What federated members add (`--federated-service-account`): tokens of the collector's own
+/// ServiceAccount, minted on the control plane, and of no other.
+pub const FEDERATION_GRANTS: &[&str] =
+    &["tether-system core/serviceaccounts/token[tether-collector] create"];
+
+/// What the collector is to write: Cluster status, ClusterProfiles, member tokens, federated
+/// members' tokens.
 #[derive(Clone, Copy, Debug)]
 pub struct Writes {
     /// `--write-status`.
@@ -94,6 +100,8 @@ pub struct Writes {
     pub tokens: bool,
     /// `--shards auto`.
     pub shards: bool,
+    /// `--federated-service-account` (the collector's own).
+    pub federated: bool,
 }
 
 impl Writes {
@@ -104,6 +112,7 @@ impl Writes {
             profiles: false,
             tokens: false,
             shards: false,
+            federated: false,
         }
     }
 }
@@ -124,6 +133,7 @@ pub fn expected_grants(writes: impl Into<Writes>) -> BTreeSet<String> {
         (writes.tokens, ROTATION_GRANTS),
         (lease, LEASE_GRANTS),
         (writes.shards, SHARD_GRANTS),
+        (writes.federated, FEDERATION_GRANTS),
     ]
     .into_iter()
     .filter(|(wanted, _)| *wanted)
@@ -207,6 +217,9 @@ pub const SHARDS: &[&str] = &[
     "tether-system coordination.k8s.io/leases list",
     "tether-system coordination.k8s.io/leases[tether-shard-pod-1] get,update",
 ];
+/// What a federated member's token takes: a TokenRequest for the collector's own ServiceAccount.
+pub const FEDERATES: &[&str] =
+    &["tether-system core/serviceaccounts/token[tether-collector] create"];
 /// What the collector must never be able to do.
 pub const FORBIDDEN: &[&str] = &[
     "kube-system events.k8s.io/events create",
@@ -222,4 +235,8 @@ pub const FORBIDDEN: &[&str] = &[
     "tether-system coordination.k8s.io/leases[tether-shard-pod-1] delete",
     "kube-system coordination.k8s.io/leases create",
     "cluster rbac.authorization.k8s.io/clusterroles create",
+    // Federated members' tokens are its own ServiceAccount's, never another's.
+    "tether-system core/serviceaccounts/token[default] create",
+    "kube-system core/serviceaccounts/token[tether-collector] create",
+    "tether-system core/serviceaccounts create",
 ];

@@ -94,6 +94,18 @@ ClusterProfiles. */}}
 {{- if and .Values.tokenRotation.enabled (not (has .Values.membersFrom (list "karmada" "argocd"))) }}
 {{- fail "tokenRotation writes minted tokens back into Karmada or Argo CD Secrets: membersFrom must be karmada or argocd" }}
 {{- end }}
+{{- if .Values.federation.enabled }}
+{{- if ne .Values.membersFrom "karmada" }}
+{{- fail "federation serves Karmada Clusters annotated tether.io/credential: federated: membersFrom must be karmada" }}
+{{- end }}
+{{- if not (regexMatch "^[^\\s]+$" (toString .Values.federation.audiencePrefix)) }}
+{{- fail (printf "federation.audiencePrefix must be non-empty and without spaces, not %q" (toString .Values.federation.audiencePrefix)) }}
+{{- end }}
+{{- $lifetime := int .Values.federation.tokenLifetimeSeconds }}
+{{- if or (lt $lifetime 600) (gt $lifetime 86400) }}
+{{- fail (printf "federation.tokenLifetimeSeconds must be 600 to 86400, not %v" .Values.federation.tokenLifetimeSeconds) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* The collector's flags. */}}
@@ -142,6 +154,11 @@ ClusterProfiles. */}}
 {{- range .Values.tokenRotation.audiences }}
 - --mint-audience={{ . }}
 {{- end }}
+{{- end }}
+{{- if .Values.federation.enabled }}
+- --federated-service-account={{ .Release.Namespace }}/{{ include "tether.collector" . }}
+- --federated-audience-prefix={{ .Values.federation.audiencePrefix }}
+- --federated-token-lifetime={{ int .Values.federation.tokenLifetimeSeconds }}
 {{- end }}
 {{- if .Values.sharding.enabled }}
 - --shards=auto
