@@ -5,14 +5,16 @@ use std::{
     time::Duration,
 };
 
-use member_client::text::Text;
+use bytes::Bytes;
+use member_client::{CredentialKey, text::Text, validation};
 use serde::Deserialize;
 
 #[cfg(feature = "minting")]
 use crate::minting::{MintBlock, MintRequest};
 use crate::{
-    Error, InvalidReason, MemberDefinition, Origin, Result,
+    Error, InvalidReason, MemberDefinition, MemberSpec, Origin, Result,
     bounded_file::{self, FileError},
+    federation::{FEDERATED, Federation},
     member::checked_spec,
     secret_store::StoredSecret,
 };
@@ -43,6 +45,8 @@ pub(crate) use member_exec::MemberExec;
 /// #   args: [token]
 /// #   env: [{name: CLOUD_REGION, value: eu-1}]
 /// #   provideClusterInfo: true    # the plugin is told apiEndpoint, the CA and proxyURL
+/// # ... or `credential: federated` and no credential file: the control plane mints the
+/// # member's token for its own audience (see the federation module)
 /// caFile: member1-ca.crt          # optional, PEM; else the system roots
 /// insecureSkipTLSVerification: false  # optional
 /// proxyURL: http://proxy:3128     # optional
@@ -121,6 +125,8 @@ struct MemberFile {
     client_key_file: Option<PathBuf>,
     exec: Option<MemberExec>,
     kubeconfig: Option<PathBuf>,
+    /// `federated`: the control plane mints the member's token ([`crate::federation`]).
+    credential: Option<String>,
     ca_file: Option<PathBuf>,
     #[serde(rename = "insecureSkipTLSVerification", default)]
     insecure_skip_tls_verification: bool,
@@ -143,6 +149,8 @@ enum Layout<'a> {
     Direct { api_endpoint: &'a str },
     /// The kubeconfig at this path.
     Kubeconfig(&'a Path),
+    /// Its own keys, and a credential the control plane mints: no credential file.
+    Federated { api_endpoint: &'a str },
 }
 
 impl MemberFile {
@@ -178,6 +186,9 @@ impl MemberFile {
             .api_endpoint
             .as_deref()
             .ok_or("apiEndpoint is required unless kubeconfig is given")?;
+        if let Some(credential) = &self.credential {
+            return self.federated(credential, api_endpoint);
+        }
         let files = self.token_file.is_some()
             || self.client_cert_file.is_some()
             || self.client_key_file.is_some();
@@ -193,6 +204,77 @@ impl MemberFile {
             _ => Ok(Layout::Direct { api_endpoint }),
         }
     }
+}
+
+impl MemberFile {
+    /// A federated member's layout: it names no credential of its own.
+    fn federated<'a>(&self, credential: &str, api_endpoint: &'a str) -> Result<Layout<'a>, String> {
+        if credential != FEDERATED {
+            return Err(format!(
+                "credential is {:?}; the only value known is {FEDERATED:?}",
+                Text::new(credential).as_str()
+            ));
+        }
+        let given: Vec<&str> = [
+            ("tokenFile", self.token_file.is_some()),
+            ("clientCertFile", self.client_cert_file.is_some()),
+            ("clientKeyFile", self.client_key_file.is_some()),
+            ("exec", self.exec.is_some()),
+            ("mint", self.mint.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, given)| given.then_some(key))
+        .collect();
+        if !given.is_empty() {
+            return Err(format!(
+                "a {FEDERATED} member's token is minted by the control plane: {} must not be \
+                 given",
+                given.join(", ")
+            ));
+        }
+        Ok(Layout::Federated { api_endpoint })
+    }
+}
+
+/// The spec of a federated member file: its key is its name's, its CA the `caFile`.
+fn federated_spec(
+    dir: &Path,
+    path: &Path,
+    file: &MemberFile,
+    api_endpoint: &str,
+) -> std::result::Result<MemberSpec, InvalidReason> {
+    let invalid = |why: String| {
+        InvalidReason::DefinitionInvalid(Text::new(&format!("{}: {why}", path.display())).into())
+    };
+    let ca_bundle = match file.ca_file.as_deref() {
+        None => None,
+        Some(ca_file) => {
+            let ca = bounded_file::read(dir, ca_file, bounded_file::CA_FILE_CAP).map_err(
+                |err| match err {
+                    FileError::NotFound => {
+                        invalid(format!("caFile {} not found", ca_file.display()))
+                    }
+                    FileError::Refused(why) => {
+                        invalid(format!("caFile {}: {why}", ca_file.display()))
+                    }
+                },
+            )?;
+            validation::ca_bundle(&ca)
+                .map_err(|err| invalid(format!("caFile: {}", err.detail())))?;
+            Some(Bytes::from(ca))
+        }
+    };
+    let spec = checked_spec(
+        file.name.clone(),
+        api_endpoint.to_owned(),
+        CredentialKey::federated(&file.name),
+        file.insecure_skip_tls_verification,
+        file.proxy_url.clone(),
+    )?;
+    Ok(MemberSpec {
+        federation: Some(Federation::new(ca_bundle)),
+        ..spec
+    })
 }
 
 /// One member file as read by a poll.
@@ -294,6 +376,9 @@ pub(crate) fn read_member_blocking(dir: &Path, path: PathBuf) -> ScannedMember {
                 spec,
                 credential_files::direct(dir, &key, &file, api_endpoint),
             )
+        }
+        Ok(Layout::Federated { api_endpoint }) => {
+            (federated_spec(dir, &path, &file, api_endpoint), None)
         }
         Ok(Layout::Kubeconfig(kubeconfig)) => {
             let (spec, secret) = credential_files::kubeconfig(dir, &key, &file.name, kubeconfig);

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::minting::{MintRequest, TokenHome};
 use crate::{
     InvalidReason, MemberDefinition, MemberSpec, Result,
-    federation::{self, FEDERATED, Federation},
+    federation::{self, Federation},
     member::checked_spec,
 };
 
@@ -163,8 +163,9 @@ fn federated_member(
         })
     {
         return Err(InvalidReason::DefinitionInvalid(format!(
-            "a {FEDERATED} member's tokens are minted by the control plane; remove \
-             tether.io/mint-service-account"
+            "a {} member's tokens are minted by the control plane; remove \
+             tether.io/mint-service-account",
+            federation::FEDERATED
         )));
     }
     let spec = &cluster.spec;

@@ -223,3 +223,34 @@ async fn a_missing_directory_is_an_error() {
         .unwrap_err();
     assert!(matches!(err, Error::ReadDirectory { .. }), "{err:?}");
 }
+
+#[test]
+fn a_federated_member_file_names_no_credential_and_keeps_its_ca() {
+    let (dir, ca) = (Dir::new(), ca_pem());
+    let member = dir
+        .write("ca.crt", &ca)
+        .member("name: m1\napiEndpoint: https://h:6443\ncredential: federated\ncaFile: ca.crt\n");
+    let spec = member.definition.spec.as_ref().unwrap();
+    assert_eq!(spec.secret_ref, CredentialKey::federated("m1"));
+    let federation = spec.federation.as_ref().unwrap();
+    assert_eq!(federation.ca_bundle.as_deref(), Some(ca.as_bytes()));
+    assert!(member.secret.is_none(), "no credential file is read");
+}
+
+#[rstest]
+#[case::with_a_token(&format!("{MEMBER}credential: federated\n"), "tokenFile must not be given")]
+#[case::unknown_kind(
+    "name: m1\napiEndpoint: https://h\ncredential: token\n",
+    "the only value known"
+)]
+#[case::missing_ca(
+    "name: m1\napiEndpoint: https://h\ncredential: federated\ncaFile: none.crt\n",
+    "not found"
+)]
+fn a_federated_member_file_that_names_more_is_refused(#[case] yaml: &str, #[case] says: &str) {
+    let dir = Dir::new();
+    let member = dir.write("t", "tok").member(yaml);
+    let reason = member.refused();
+    assert_eq!(reason.condition_reason(), "DefinitionInvalid");
+    assert!(reason.to_string().contains(says), "{reason}");
+}
