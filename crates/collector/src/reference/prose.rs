@@ -12,8 +12,10 @@ const OTHER_PROGRAMS: &str = "\
     cargo: --all-targets --check --doc --example --examples --features --ignored --lib --test
         --workspace
     helm: --create-namespace --install --reuse-values --set --strict
-    kubectl: --clusterrole --context --duration --from-file --serviceaccount
-    kube-apiserver: --http2-max-streams-per-connection --service-account-max-token-expiration
+    kubectl: --clusterrole --context --duration --from-file --raw --serviceaccount
+    kube-apiserver: --authentication-config --http2-max-streams-per-connection
+        --service-account-issuer --service-account-jwks-uri --service-account-key-file
+        --service-account-max-token-expiration --service-account-signing-key-file
     aws eks get-token: --cluster-name
     karmada-controller-manager: --cluster-failure-threshold --controllers
         --health-probe-bind-address --metrics-bind-address

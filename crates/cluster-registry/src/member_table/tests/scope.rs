@@ -76,11 +76,11 @@ impl Scoped {
         self.h.table.apply_secret(key, stored).await.unwrap();
     }
 
-    /// member1 defined, its namespace listed, its Secret holding `t1` and a CA; the Upserted
+    /// member1 defined, its namespace listed, its Secret holding `tok-1` and a CA; the Upserted
     /// is checked and consumed.
     async fn ready() -> Self {
         let mut s = Self::new();
-        s.write("member1", json!({"token": "t1", "caBundle": s.ca.clone()}))
+        s.write("member1", json!({"token": "tok-1", "caBundle": s.ca.clone()}))
             .await;
         s.h.define("member1", def("member1")).await;
         s.h.list_namespace().await;
@@ -116,7 +116,7 @@ async fn a_member_not_held_is_ready_with_its_ca_and_without_its_token() {
     let stored = s.store.get(&key("member1")).unwrap();
     assert!(!stored.holds_credential());
     assert_eq!(s.store.credentials_held(), 0);
-    assert!(!format!("{stored:?}").contains("t1"), "{stored:?}");
+    assert!(!format!("{stored:?}").contains("tok-1"), "{stored:?}");
     assert_eq!(s.reads(), 0);
 }
 
@@ -125,7 +125,7 @@ async fn holding_reads_the_secret_once_and_keeps_its_credential() {
     let mut s = Scoped::ready().await;
     s.store.hold(&key("member1"));
     let credential = s.h.tokens.get(&key("member1")).await.unwrap();
-    assert_eq!(credential.token().unwrap().expose_secret(), "t1");
+    assert_eq!(credential.token().unwrap().expose_secret(), "tok-1");
     assert_eq!(credential.ca_bundle().unwrap().as_ref(), s.ca.as_bytes());
     assert_eq!(s.reads(), 1);
     assert_eq!(
@@ -145,7 +145,7 @@ async fn holding_reads_the_secret_once_and_keeps_its_credential() {
 #[tokio::test]
 async fn a_rotation_while_withheld_is_told_and_the_new_token_is_read() {
     let mut s = Scoped::ready().await;
-    s.write("member1", json!({"token": "t1", "caBundle": s.ca.clone()}))
+    s.write("member1", json!({"token": "tok-1", "caBundle": s.ca.clone()}))
         .await;
     assert_eq!(s.h.next(), None, "the same content is no change");
     s.write("member1", json!({"token": "t2", "caBundle": s.ca.clone()}))
@@ -183,7 +183,7 @@ async fn a_held_credential_is_kept_through_rotations_and_dropped_on_release() {
 async fn a_secret_rebound_while_withheld_is_not_handed_out() {
     let s = Scoped::ready().await;
     // Relabelled for member2 in the API; the watch has not told yet.
-    let moved = k8s_secret("member2", json!({"token": "t1"}));
+    let moved = k8s_secret("member2", json!({"token": "tok-1"}));
     (s.api.secrets.lock().unwrap()).insert(key("member1"), moved);
     s.store.hold(&key("member1"));
     let err = s.h.tokens.get(&key("member1")).await.unwrap_err();
@@ -203,11 +203,11 @@ async fn a_withheld_secret_gone_from_the_api_is_not_found() {
 #[tokio::test]
 async fn a_watch_cache_behind_the_watch_is_read_past() {
     let s = Scoped::ready().await;
-    // The apiserver's cache still serves the token before t1.
+    // The apiserver's cache still serves the token before tok-1.
     let old = k8s_secret("member1", json!({"token": "t0", "caBundle": s.ca.clone()}));
     (s.api.behind.lock().unwrap()).insert(key("member1"), old);
     s.store.hold(&key("member1"));
     let credential = s.h.tokens.get(&key("member1")).await.unwrap();
-    assert_eq!(credential.token().unwrap().expose_secret(), "t1");
+    assert_eq!(credential.token().unwrap().expose_secret(), "tok-1");
     assert_eq!(s.api.storage_reads.load(Ordering::SeqCst), 1);
 }
