@@ -80,8 +80,11 @@ impl Scoped {
     /// is checked and consumed.
     async fn ready() -> Self {
         let mut s = Self::new();
-        s.write("member1", json!({"token": "tok-1", "caBundle": s.ca.clone()}))
-            .await;
+        s.write(
+            "member1",
+            json!({"token": "tok-1", "caBundle": s.ca.clone()}),
+        )
+        .await;
         s.h.define("member1", def("member1")).await;
         s.h.list_namespace().await;
         match s.h.next() {
@@ -145,8 +148,11 @@ async fn holding_reads_the_secret_once_and_keeps_its_credential() {
 #[tokio::test]
 async fn a_rotation_while_withheld_is_told_and_the_new_token_is_read() {
     let mut s = Scoped::ready().await;
-    s.write("member1", json!({"token": "tok-1", "caBundle": s.ca.clone()}))
-        .await;
+    s.write(
+        "member1",
+        json!({"token": "tok-1", "caBundle": s.ca.clone()}),
+    )
+    .await;
     assert_eq!(s.h.next(), None, "the same content is no change");
     s.write("member1", json!({"token": "t2", "caBundle": s.ca.clone()}))
         .await;
