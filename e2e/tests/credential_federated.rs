@@ -207,9 +207,13 @@ async fn a_federated_fleet_mirrors_on_short_lived_tokens_with_one_token_request_
     // Each member mints about every 6 s: far more than one token per member.
     let expected = 2.0 * window.as_secs_f64() / 6.0;
     assert!(minted >= expected / 2.0, "{minted} tokens in {window:?}");
-    assert_eq!(
-        requests, minted,
-        "exactly one granted TokenRequest per token used"
+    // The two counters are read one after the other, at the start and at the end, while each
+    // member may have one load in flight (loads are single-flight): they may differ by that
+    // much, never by a request per refresh.
+    let in_flight = 2.0 * env.members().len() as f64;
+    assert!(
+        (requests - minted).abs() <= in_flight,
+        "one granted TokenRequest per token used: {requests} granted, {minted} minted"
     );
     for member in ["member1", "member2"] {
         for metric in [
