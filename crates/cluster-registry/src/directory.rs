@@ -158,7 +158,7 @@ impl MemberFile {
     /// one credential.
     fn layout(&self) -> Result<Layout<'_>, String> {
         if let Some(kubeconfig) = &self.kubeconfig {
-            let given: Vec<&str> = [
+            let given = given([
                 ("apiEndpoint", self.api_endpoint.is_some()),
                 ("tokenFile", self.token_file.is_some()),
                 ("caFile", self.ca_file.is_some()),
@@ -166,14 +166,12 @@ impl MemberFile {
                 ("clientKeyFile", self.client_key_file.is_some()),
                 ("exec", self.exec.is_some()),
                 ("proxyURL", self.proxy_url.is_some()),
+                ("credential", self.credential.is_some()),
                 (
                     "insecureSkipTLSVerification",
                     self.insecure_skip_tls_verification,
                 ),
-            ]
-            .into_iter()
-            .filter_map(|(key, given)| given.then_some(key))
-            .collect();
+            ]);
             if !given.is_empty() {
                 return Err(format!(
                     "with kubeconfig, {} must not be given: the kubeconfig says them",
@@ -215,16 +213,13 @@ impl MemberFile {
                 Text::new(credential).as_str()
             ));
         }
-        let given: Vec<&str> = [
+        let given = given([
             ("tokenFile", self.token_file.is_some()),
             ("clientCertFile", self.client_cert_file.is_some()),
             ("clientKeyFile", self.client_key_file.is_some()),
             ("exec", self.exec.is_some()),
             ("mint", self.mint.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(key, given)| given.then_some(key))
-        .collect();
+        ]);
         if !given.is_empty() {
             return Err(format!(
                 "a {FEDERATED} member's token is minted by the control plane: {} must not be \
@@ -234,6 +229,13 @@ impl MemberFile {
         }
         Ok(Layout::Federated { api_endpoint })
     }
+}
+
+/// The keys of `keys` that the file gives.
+fn given<const N: usize>(keys: [(&'static str, bool); N]) -> Vec<&'static str> {
+    (keys.into_iter())
+        .filter_map(|(key, given)| given.then_some(key))
+        .collect()
 }
 
 /// The spec of a federated member file: its key is its name's, its CA the `caFile`.

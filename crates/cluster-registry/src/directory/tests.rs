@@ -243,6 +243,10 @@ fn a_federated_member_file_names_no_credential_and_keeps_its_ca() {
     "name: m1\napiEndpoint: https://h\ncredential: token\n",
     "the only value known"
 )]
+#[case::beside_a_kubeconfig(
+    "name: m1\nkubeconfig: k\ncredential: federated\n",
+    "credential must not be given"
+)]
 #[case::missing_ca(
     "name: m1\napiEndpoint: https://h\ncredential: federated\ncaFile: none.crt\n",
     "not found"
